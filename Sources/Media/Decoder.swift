@@ -1,0 +1,98 @@
+import CFFmpeg
+
+/// Owns a decoding `AVCodecContext` for one stream.
+public final class Decoder {
+    public let context: UnsafeMutablePointer<AVCodecContext>
+    public let timeBase: AVRational
+
+    public struct Options: Sendable {
+        /// Decoder threads (0 lets FFmpeg choose).
+        public var threads: Int = 1
+        /// Allow frame threading (higher throughput, adds latency; poor for sparse decoding).
+        public var frameThreads: Bool = false
+        /// Attach motion vectors to decoded frames.
+        public var exportMotionVectors: Bool = false
+
+        public init(threads: Int = 1, frameThreads: Bool = false, exportMotionVectors: Bool = false) {
+            self.threads = threads
+            self.frameThreads = frameThreads
+            self.exportMotionVectors = exportMotionVectors
+        }
+    }
+
+    /// Thrown when FFmpeg has no decoder for the stream's codec.
+    public struct NoDecoder: Error, Sendable { public let codecName: String }
+
+    public init(stream: Stream, options: Options = Options()) throws {
+        guard let codec = avcodec_find_decoder(stream.codecID) else { throw NoDecoder(codecName: stream.codecName) }
+        guard let context = avcodec_alloc_context3(codec) else { throw FFmpegError(moments_averror_enomem(), "avcodec_alloc_context3") }
+        self.context = context
+        self.timeBase = stream.timeBase
+        try check(avcodec_parameters_to_context(context, stream.parameters), "avcodec_parameters_to_context")
+        context.pointee.pkt_timebase = stream.timeBase
+        context.pointee.thread_count = Int32(options.threads)
+        context.pointee.thread_type = options.frameThreads ? FF_THREAD_FRAME | FF_THREAD_SLICE : FF_THREAD_SLICE
+        if options.exportMotionVectors {
+            context.pointee.export_side_data |= Int32(AV_CODEC_EXPORT_DATA_MVS)
+            av_opt_set(context.pointee.priv_data, "flags2", "+export_mvs", 0)
+            context.pointee.flags2 |= AV_CODEC_FLAG2_EXPORT_MVS
+        }
+        try check(avcodec_open2(context, codec, nil), "avcodec_open2")
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&p)
+    }
+
+    /// Sends a packet; `nil` starts draining. Returns false if the decoder is full (receive first).
+    public func send(_ packet: Packet?) throws(FFmpegError) -> Bool {
+        let result = avcodec_send_packet(context, packet?.pointer)
+        if result == moments_averror_eagain() { return false }
+        if result == moments_averror_eof() { return true }
+        try check(result, "avcodec_send_packet")
+        return true
+    }
+
+    /// Receives the next decoded frame into `frame`. Returns false when more input is needed or the decoder is drained.
+    public func receive(into frame: Frame) throws(FFmpegError) -> Bool {
+        frame.unref()
+        let result = avcodec_receive_frame(context, frame.pointer)
+        if result == moments_averror_eagain() || result == moments_averror_eof() { return false }
+        try check(result, "avcodec_receive_frame")
+        return true
+    }
+
+    /// Forgets all buffered state so decoding can restart at a keyframe (after a seek or a drain).
+    public func flush() { avcodec_flush_buffers(context) }
+
+    /// Decodes `packet` (or drains when nil) and hands every frame that comes out to `body`.
+    /// A packet the decoder rejects as invalid data is counted, not thrown: damaged media decodes on.
+    @discardableResult
+    public func decode(_ packet: Packet?, into frame: Frame, _ body: (Frame) throws -> Void) throws -> DecodeResult {
+        var result = DecodeResult()
+        while true {
+            let sent = avcodec_send_packet(context, packet?.pointer)
+            if sent == moments_averror_invaliddata() {
+                result.rejectedPackets += 1
+            } else if sent < 0 && sent != moments_averror_eagain() && sent != moments_averror_eof() {
+                throw FFmpegError(sent, "avcodec_send_packet")
+            }
+            while true {
+                frame.unref()
+                let received = avcodec_receive_frame(context, frame.pointer)
+                if received == moments_averror_eagain() || received == moments_averror_eof() { break }
+                if received == moments_averror_invaliddata() { result.rejectedPackets += 1; continue }
+                if received < 0 { throw FFmpegError(received, "avcodec_receive_frame") }
+                result.frames += 1
+                try body(frame)
+            }
+            if sent != moments_averror_eagain() { return result }
+        }
+    }
+
+    public struct DecodeResult: Sendable {
+        public var frames = 0
+        public var rejectedPackets = 0
+    }
+}

@@ -1,0 +1,83 @@
+import CFFmpeg
+
+/// Owns one `AVFrame`.
+public final class Frame {
+    public let pointer: UnsafeMutablePointer<AVFrame>
+
+    public init() {
+        guard let frame = av_frame_alloc() else { fatalError("av_frame_alloc: out of memory") }
+        pointer = frame
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVFrame>? = pointer
+        av_frame_free(&p)
+    }
+
+    public func unref() { av_frame_unref(pointer) }
+
+    public var width: Int { Int(pointer.pointee.width) }
+    public var height: Int { Int(pointer.pointee.height) }
+    public var pixelFormat: AVPixelFormat { AVPixelFormat(pointer.pointee.format) }
+    public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
+    public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
+
+    /// The best presentation timestamp FFmpeg could work out, in the stream's time base.
+    public var timestamp: Int64? {
+        let best = pointer.pointee.best_effort_timestamp
+        if best != moments_nopts() { return best }
+        let pts = pointer.pointee.pts
+        return pts == moments_nopts() ? nil : pts
+    }
+
+    public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
+    public var pictureType: AVPictureType { pointer.pointee.pict_type }
+    public var isCorrupt: Bool { pointer.pointee.flags & AV_FRAME_FLAG_CORRUPT != 0 || pointer.pointee.decode_error_flags != 0 }
+
+    /// Allocates buffers for a video frame of the given shape.
+    public static func video(width: Int, height: Int, format: AVPixelFormat) throws(FFmpegError) -> Frame {
+        let frame = Frame()
+        frame.pointer.pointee.width = Int32(width)
+        frame.pointer.pointee.height = Int32(height)
+        frame.pointer.pointee.format = format.rawValue
+        try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer")
+        return frame
+    }
+
+    /// Allocates buffers for an audio frame of the given shape.
+    public static func audio(samples: Int, sampleRate: Int, channels: Int, format: AVSampleFormat) throws(FFmpegError) -> Frame {
+        let frame = Frame()
+        frame.pointer.pointee.nb_samples = Int32(samples)
+        frame.pointer.pointee.sample_rate = Int32(sampleRate)
+        frame.pointer.pointee.format = format.rawValue
+        av_channel_layout_default(&frame.pointer.pointee.ch_layout, Int32(channels))
+        try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer")
+        return frame
+    }
+
+    /// Makes the buffers writable (copying them if they are shared with another frame).
+    public func makeWritable() throws(FFmpegError) {
+        try check(av_frame_make_writable(pointer), "av_frame_make_writable")
+    }
+
+    /// Base address and line size of plane `index`.
+    public func plane(_ index: Int) -> (UnsafeMutablePointer<UInt8>, Int) {
+        let (data, lines) = planes(of: pointer)
+        return (data[index]!, Int(lines[index]))
+    }
+
+    /// Motion vectors exported by the decoder (`+export_mvs`), if any.
+    public var motionVectors: UnsafeBufferPointer<AVMotionVector>? {
+        guard let side = av_frame_get_side_data(pointer, AV_FRAME_DATA_MOTION_VECTORS) else { return nil }
+        let count = Int(side.pointee.size) / MemoryLayout<AVMotionVector>.stride
+        guard count > 0, let data = side.pointee.data else { return nil }
+        return UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: AVMotionVector.self), count: count)
+    }
+}
+
+/// The data pointers and line sizes of a frame's (up to 8) planes.
+func planes(of frame: UnsafeMutablePointer<AVFrame>) -> ([UnsafeMutablePointer<UInt8>?], [Int32]) {
+    let d = frame.pointee.data
+    let l = frame.pointee.linesize
+    return ([d.0, d.1, d.2, d.3, d.4, d.5, d.6, d.7], [l.0, l.1, l.2, l.3, l.4, l.5, l.6, l.7])
+}

@@ -1,0 +1,136 @@
+import CFFmpeg
+
+/// Owns an opened input (`AVFormatContext`): probes the container and hands out its packets in file order.
+public final class InputFile {
+    public let pointer: UnsafeMutablePointer<AVFormatContext>
+    public let path: String
+
+    /// Opens and probes `path`. Throws the FFmpeg error of whichever step failed.
+    public init(path: String) throws(FFmpegError) {
+        self.path = path
+        var context: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_open_input(&context, path, nil, nil), "avformat_open_input")
+        guard let opened = context else { throw FFmpegError(moments_averror_enomem(), "avformat_open_input") }
+        pointer = opened
+        // From here on `deinit` closes the context, including when stream info fails.
+        try check(avformat_find_stream_info(opened, nil), "avformat_find_stream_info")
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVFormatContext>? = pointer
+        avformat_close_input(&p)
+    }
+
+    public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }
+
+    /// Container duration in seconds, if the container states one.
+    public var duration: Double? {
+        let d = pointer.pointee.duration
+        return d == moments_nopts() || d <= 0 ? nil : Double(d) / Double(AV_TIME_BASE)
+    }
+
+    public var bitRate: Int { Int(pointer.pointee.bit_rate) }
+
+    public var streamCount: Int { Int(pointer.pointee.nb_streams) }
+
+    public func stream(_ index: Int) -> Stream { Stream(pointer: pointer.pointee.streams[index]!) }
+
+    public var streams: [Stream] { (0..<streamCount).map(stream) }
+
+    /// The stream FFmpeg would pick for `type` (preferring the default and best-rated one), if any.
+    public func bestStream(_ type: AVMediaType) -> Stream? {
+        let index = av_find_best_stream(pointer, type, -1, -1, nil, 0)
+        return index < 0 ? nil : stream(Int(index))
+    }
+
+    /// Reads the next packet into `packet`. Returns false at the end of the file.
+    public func read(into packet: Packet) throws(FFmpegError) -> Bool {
+        packet.unref()
+        let result = av_read_frame(pointer, packet.pointer)
+        if result == moments_averror_eof() { return false }
+        try check(result, "av_read_frame")
+        return true
+    }
+
+    /// Seeks so that the next packets of `stream` start at the keyframe at or before `seconds`.
+    public func seek(stream: Stream, to seconds: Double) throws(FFmpegError) {
+        let target = stream.ticks(seconds)
+        try check(av_seek_frame(pointer, Int32(stream.index), target, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
+    }
+
+    /// Asks only for the listed streams' packets; the demuxer skips the others.
+    public func discardAll(except keep: Set<Int>) {
+        for stream in streams {
+            stream.pointer.pointee.discard = keep.contains(stream.index) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
+        }
+    }
+}
+
+/// A view of one `AVStream` of an `InputFile` (valid as long as the file is open).
+public struct Stream {
+    public let pointer: UnsafeMutablePointer<AVStream>
+
+    public var index: Int { Int(pointer.pointee.index) }
+    public var parameters: UnsafeMutablePointer<AVCodecParameters> { pointer.pointee.codecpar }
+    public var mediaType: AVMediaType { parameters.pointee.codec_type }
+    public var codecID: AVCodecID { parameters.pointee.codec_id }
+    public var codecName: String { String(cString: avcodec_get_name(codecID)) }
+    public var timeBase: AVRational { pointer.pointee.time_base }
+    public var width: Int { Int(parameters.pointee.width) }
+    public var height: Int { Int(parameters.pointee.height) }
+    public var sampleRate: Int { Int(parameters.pointee.sample_rate) }
+    public var channels: Int { Int(parameters.pointee.ch_layout.nb_channels) }
+    public var bitsPerRawSample: Int { Int(parameters.pointee.bits_per_raw_sample) }
+    public var pixelFormatName: String? {
+        guard mediaType == AVMEDIA_TYPE_VIDEO, parameters.pointee.format >= 0,
+              let name = av_get_pix_fmt_name(AVPixelFormat(parameters.pointee.format)) else { return nil }
+        return String(cString: name)
+    }
+    public var isAttachedPicture: Bool { pointer.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
+
+    /// Sample aspect ratio (1 when unknown).
+    public var sampleAspectRatio: Double {
+        let sar = pointer.pointee.sample_aspect_ratio.num != 0 ? pointer.pointee.sample_aspect_ratio : parameters.pointee.sample_aspect_ratio
+        return sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
+    }
+
+    /// Average frame rate as stated or measured by the demuxer (0 when unknown).
+    public var averageFrameRate: Double {
+        let r = pointer.pointee.avg_frame_rate
+        if r.num > 0 && r.den > 0 { return Double(r.num) / Double(r.den) }
+        let g = pointer.pointee.r_frame_rate
+        return g.num > 0 && g.den > 0 ? Double(g.num) / Double(g.den) : 0
+    }
+
+    public var frameCount: Int { Int(pointer.pointee.nb_frames) }
+
+    /// Stream duration in seconds, if known.
+    public var duration: Double? {
+        let d = pointer.pointee.duration
+        return d == moments_nopts() || d <= 0 ? nil : seconds(d)
+    }
+
+    public var startTime: Double? {
+        let s = pointer.pointee.start_time
+        return s == moments_nopts() ? nil : seconds(s)
+    }
+
+    /// Clockwise rotation in degrees (0, 90, 180, 270) that makes the picture upright, from the display matrix.
+    public var rotation: Int {
+        var size: Int = 0
+        guard let data = av_stream_get_side_data(pointer, AV_PKT_DATA_DISPLAYMATRIX, &size), size >= 36 else { return 0 }
+        let angle = av_display_rotation_get(UnsafeRawPointer(data).assumingMemoryBound(to: Int32.self))
+        guard angle.isFinite else { return 0 }
+        let clockwise = -Int(angle.rounded())
+        let normalized = ((clockwise % 360) + 360) % 360
+        return (normalized + 45) / 90 * 90 % 360
+    }
+
+    public func seconds(_ ticks: Int64) -> Double {
+        Double(ticks) * Double(timeBase.num) / Double(timeBase.den)
+    }
+
+    public func ticks(_ seconds: Double) -> Int64 {
+        Int64((seconds * Double(timeBase.den) / Double(timeBase.num)).rounded(.down))
+    }
+}

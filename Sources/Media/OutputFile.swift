@@ -1,0 +1,69 @@
+import CFFmpeg
+
+/// Owns an output `AVFormatContext` and its file: add streams, write header, packets, trailer.
+public final class OutputFile {
+    public let pointer: UnsafeMutablePointer<AVFormatContext>
+    public let path: String
+    private var encoders: [Int: AVRational] = [:]
+    private var headerWritten = false
+    private var closed = false
+
+    /// `format` is a muxer name (`mp4`, `mov`, `matroska`, …); nil guesses from the extension.
+    public init(path: String, format: String? = nil) throws(FFmpegError) {
+        self.path = path
+        var context: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_alloc_output_context2(&context, nil, format, path), "avformat_alloc_output_context2")
+        pointer = context!
+        if pointer.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 {
+            try check(avio_open(&pointer.pointee.pb, path, AVIO_FLAG_WRITE), "avio_open")
+        }
+    }
+
+    deinit {
+        if !closed && pointer.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 { avio_closep(&pointer.pointee.pb) }
+        avformat_free_context(pointer)
+    }
+
+    /// Whether codecs must put their extradata in the container (true for MP4/MOV/MKV).
+    public var wantsGlobalHeader: Bool { pointer.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
+
+    /// Adds a stream carrying `encoder`'s output and returns its index.
+    @discardableResult
+    public func addStream(for encoder: Encoder, rotation: Int = 0) throws(FFmpegError) -> Int {
+        guard let stream = avformat_new_stream(pointer, nil) else { throw FFmpegError(moments_averror_enomem(), "avformat_new_stream") }
+        try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
+        stream.pointee.time_base = encoder.timeBase
+        if rotation != 0, let matrix = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * 4) {
+            // The display matrix stores the counter-clockwise angle; `rotation` is clockwise.
+            av_display_rotation_set(UnsafeMutableRawPointer(matrix).assumingMemoryBound(to: Int32.self), Double(-rotation))
+        }
+        let index = Int(stream.pointee.index)
+        encoders[index] = encoder.timeBase
+        return index
+    }
+
+    /// Writes the header. `options` are muxer options such as `["movflags": "+faststart"]`.
+    public func writeHeader(options: [String: String] = [:]) throws(FFmpegError) {
+        var dictionary: OpaquePointer? = nil
+        for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
+        defer { av_dict_free(&dictionary) }
+        try check(avformat_write_header(pointer, &dictionary), "avformat_write_header")
+        headerWritten = true
+    }
+
+    /// Rescales `packet` from its encoder's time base to the stream's and writes it interleaved.
+    public func write(_ packet: Packet, stream index: Int) throws(FFmpegError) {
+        let stream = pointer.pointee.streams[index]!
+        packet.pointer.pointee.stream_index = Int32(index)
+        av_packet_rescale_ts(packet.pointer, encoders[index]!, stream.pointee.time_base)
+        try check(av_interleaved_write_frame(pointer, packet.pointer), "av_interleaved_write_frame")
+    }
+
+    /// Writes the trailer and closes the file.
+    public func finish() throws(FFmpegError) {
+        guard headerWritten, !closed else { return }
+        try check(av_write_trailer(pointer), "av_write_trailer")
+        if pointer.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 { avio_closep(&pointer.pointee.pb) }
+        closed = true
+    }
+}

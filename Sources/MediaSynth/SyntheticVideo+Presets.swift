@@ -1,0 +1,46 @@
+extension SyntheticVideo {
+    /// The quick-start sample: a minute of 720p30 "phone footage" with hard cuts, a dissolve,
+    /// a fade through black, a shaky shot, a pan and one loud, fast event at 40–43 s.
+    public static var sample: SyntheticVideo {
+        let fps = 30
+        var video = SyntheticVideo(width: 1280, height: 720, frameRate: fps, scenes: [
+            Scene(frames: 8 * fps, camera: .still, toneHz: 196),
+            Scene(frames: 7 * fps, camera: .pan(pixelsPerFrame: 3), transitionIn: .cut, toneHz: 247),
+            Scene(frames: 9 * fps, camera: .shaky(amplitude: 6), transitionIn: .dissolve(frames: 20), toneHz: 294),
+            Scene(frames: 6 * fps, camera: .still, transitionIn: .fadeThroughBlack(frames: 24), toneHz: 330),
+            Scene(frames: 12 * fps, camera: .pan(pixelsPerFrame: -2), transitionIn: .cut, toneHz: 392),
+            Scene(frames: 10 * fps, camera: .still, transitionIn: .cut, toneHz: 440),
+            Scene(frames: 8 * fps, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 523),
+        ])
+        video.events = [Event(startFrame: 40 * fps, frames: 3 * fps)]
+        video.gopSize = fps
+        video.encoderOptions = ["preset": "veryfast", "crf": "23"]
+        return video
+    }
+
+    /// Benchmark footage: 1080p30 H.264 at 15 Mbit/s (a phone's rate) with a cut every 7–13 s,
+    /// camera pans and shake, and an event every minute.
+    public static func benchmark(minutes: Double) -> SyntheticVideo {
+        let fps = 30
+        var scenes: [Scene] = []
+        var total = 0
+        let wanted = Int(minutes * 60 * Double(fps))
+        var random = SplitMix64(seed: 7)
+        let cameras: [Camera] = [.still, .pan(pixelsPerFrame: 4), .shaky(amplitude: 5), .pan(pixelsPerFrame: -3)]
+        let transitions: [Transition] = [.cut, .cut, .cut, .dissolve(frames: 20), .cut, .fadeThroughBlack(frames: 24)]
+        while total < wanted {
+            let frames = min(wanted - total, (7 + Int(random.next() % 7)) * fps)
+            let index = scenes.count
+            scenes.append(Scene(frames: frames, camera: cameras[index % cameras.count],
+                                transitionIn: transitions[index % transitions.count],
+                                toneHz: 180 + Double(index % 12) * 40))
+            total += frames
+        }
+        var video = SyntheticVideo(width: 1920, height: 1080, frameRate: fps, scenes: scenes)
+        video.events = stride(from: 30 * fps, to: total - 4 * fps, by: 60 * fps).map { Event(startFrame: $0, frames: 3 * fps) }
+        video.gopSize = fps
+        video.bitRate = 15_000_000
+        video.encoderOptions = ["preset": "veryfast"]
+        return video
+    }
+}

@@ -1,0 +1,162 @@
+import CFFmpeg
+import Media
+
+extension SyntheticVideo {
+    /// Encodes this video to `path` with the project's own encoder and muxer.
+    public func write(to path: String) throws {
+        let output = try OutputFile(path: path, format: container)
+        let globalHeader = output.wantsGlobalHeader
+        let timeBase = variableFrameRate ? AVRational(num: 1, den: Int32(frameRate * 4)) : AVRational(num: 1, den: Int32(frameRate))
+        guard let format = av_get_pix_fmt(pixelFormat) as AVPixelFormat?, format != AV_PIX_FMT_NONE else {
+            throw FFmpegError(moments_averror_invaliddata(), "unknown pixel format \(pixelFormat)")
+        }
+        var settings = Encoder.Video(codec: videoCodec, width: width, height: height, pixelFormat: format,
+                                     timeBase: timeBase, frameRate: AVRational(num: Int32(frameRate), den: 1),
+                                     options: encoderOptions)
+        settings.gopSize = gopSize
+        settings.bitRate = bitRate
+        settings.threads = 2
+        let videoEncoder = try Encoder(video: settings, globalHeader: globalHeader)
+        let videoIndex = try output.addStream(for: videoEncoder, rotation: rotation)
+
+        var audioEncoder: Encoder?
+        var audioIndex = -1
+        if let audio {
+            let (sampleFormat, rate) = Self.audioFormat(for: audio, preferredRate: audioSampleRate)
+            let encoder = try Encoder(audio: .init(codec: audio.rawValue, sampleRate: rate, channels: 2,
+                                                   sampleFormat: sampleFormat, bitRate: 128_000), globalHeader: globalHeader)
+            audioIndex = try output.addStream(for: encoder)
+            audioEncoder = encoder
+        }
+        try output.writeHeader()
+
+        let painter = ScenePainter(video: self)
+        let canvas = try Frame.video(width: width, height: height, format: AV_PIX_FMT_YUV420P)
+        let scratch = try Frame.video(width: width, height: height, format: AV_PIX_FMT_YUV420P)
+        let converter = format == AV_PIX_FMT_YUV420P ? nil : Scaler(width: width, height: height, format: format, filter: .fast)
+        var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.context.pointee.sample_rate ?? 48000))
+
+        for index in 0..<frameCount {
+            try paint(frame: index, painter: painter, into: canvas, scratch: scratch)
+            let picture = try converter?.scaled(canvas) ?? canvas
+            picture.pointer.pointee.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
+            try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
+            if let audioEncoder {
+                try sound.encode(until: time(ofFrame: index + 1), with: audioEncoder) { try output.write($0, stream: audioIndex) }
+            }
+        }
+        try videoEncoder.encode(nil) { try output.write($0, stream: videoIndex) }
+        if let audioEncoder {
+            try sound.encode(until: duration, with: audioEncoder, final: true) { try output.write($0, stream: audioIndex) }
+        }
+        try output.finish()
+    }
+
+    private func paint(frame index: Int, painter: ScenePainter, into canvas: Frame, scratch: Frame) throws {
+        try canvas.makeWritable()
+        let parts = painter.composition(of: index)
+        let (y, ys) = canvas.plane(0), (u, cs) = canvas.plane(1), (v, _) = canvas.plane(2)
+        painter.paint(scene: parts[0].scene, frame: index, gain: parts[0].gain, y: y, yStride: ys, u: u, v: v, cStride: cs)
+        guard parts.count == 2 else { return }
+        try scratch.makeWritable()
+        let (y2, _) = scratch.plane(0), (u2, _) = scratch.plane(1), (v2, _) = scratch.plane(2)
+        painter.paint(scene: parts[1].scene, frame: index, gain: parts[1].gain, y: y2, yStride: ys, u: u2, v: v2, cStride: cs)
+        let alpha = Int(parts[1].weight * 256)
+        func blend(_ a: UnsafeMutablePointer<UInt8>, _ b: UnsafeMutablePointer<UInt8>, _ count: Int) {
+            for i in 0..<count { a[i] = UInt8((Int(a[i]) * (256 - alpha) + Int(b[i]) * alpha) >> 8) }
+        }
+        blend(y, y2, ys * height)
+        blend(u, u2, cs * ((height + 1) / 2))
+        blend(v, v2, cs * ((height + 1) / 2))
+    }
+
+    private static func audioFormat(for codec: AudioCodec, preferredRate: Int) -> (AVSampleFormat, Int) {
+        switch codec {
+        case .aac: (AV_SAMPLE_FMT_FLTP, preferredRate)
+        case .opus: (AV_SAMPLE_FMT_FLT, 48000)
+        case .mp3: (AV_SAMPLE_FMT_FLTP, preferredRate == 48000 ? 44100 : preferredRate)
+        case .pcm: (AV_SAMPLE_FMT_S16, preferredRate)
+        }
+    }
+}
+
+/// The synthetic soundtrack: a quiet tone per scene, and loud percussive bursts during events.
+struct SoundTrack {
+    let video: SyntheticVideo
+    let sampleRate: Int
+    private var position = 0
+    private var resampler: Resampler?
+    private var noise = SplitMix64(seed: 42)
+
+    init(video: SyntheticVideo, sampleRate: Int) {
+        self.video = video
+        self.sampleRate = sampleRate
+    }
+
+    /// Amplitude of the tone (about −34 dBFS) and of event bursts (peaks near −3 dBFS).
+    static let toneLevel = 0.02
+    static let burstLevel = 0.7
+    /// Bursts start every `burstInterval` seconds inside an event.
+    static let burstInterval = 0.25
+
+    private mutating func sample(at index: Int) -> Float {
+        let t = Double(index) / Double(sampleRate)
+        let frame = video.frameIndex(at: t)
+        let scene = video.sceneIndex(ofFrame: frame)
+        var value = Self.toneLevel * sin(2 * Double.pi * video.scenes[scene].toneHz * t)
+        for range in video.eventTimes where range.contains(t) {
+            let since = (t - range.lowerBound).truncatingRemainder(dividingBy: Self.burstInterval)
+            let white = Double(Int64(bitPattern: noise.next() >> 11) % 2001) / 1000 - 1
+            value += Self.burstLevel * exp(-since * 18) * white
+        }
+        return Float(max(-1, min(1, value)))
+    }
+
+    mutating func encode(until seconds: Double, with encoder: Encoder, final: Bool = false, _ write: (Packet) throws -> Void) throws {
+        let chunk = encoder.frameSize > 0 ? encoder.frameSize : 1024
+        let end = Int((seconds * Double(sampleRate)).rounded())
+        while position + (final ? 0 : chunk) <= end && position < end {
+            let count = final ? min(chunk, end - position) : chunk
+            let planar = try Frame.audio(samples: count, sampleRate: sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            let left = UnsafeMutableRawPointer(planar.plane(0).0).assumingMemoryBound(to: Float.self)
+            let right = UnsafeMutableRawPointer(planar.plane(1).0).assumingMemoryBound(to: Float.self)
+            for i in 0..<count {
+                let s = sample(at: position + i)
+                left[i] = s
+                right[i] = s
+            }
+            let target = encoder.context.pointee.sample_fmt
+            let frame: Frame
+            if target == AV_SAMPLE_FMT_FLTP {
+                frame = planar
+            } else {
+                if resampler == nil { resampler = Resampler(sampleRate: sampleRate, channels: 2, format: target) }
+                frame = try resampler!.convert(planar)
+            }
+            frame.pointer.pointee.pts = Int64(position)
+            position += count
+            try encoder.encode(frame, write)
+        }
+        if final { try encoder.encode(nil, write) }
+    }
+}
+
+extension SyntheticVideo {
+    /// The frame shown at `seconds`.
+    func frameIndex(at seconds: Double) -> Int {
+        let nominal = Int(seconds * Double(frameRate))
+        var index = max(0, min(frameCount - 1, nominal))
+        while index + 1 < frameCount && time(ofFrame: index + 1) <= seconds { index += 1 }
+        while index > 0 && time(ofFrame: index) > seconds { index -= 1 }
+        return index
+    }
+
+    func sceneIndex(ofFrame frame: Int) -> Int {
+        var start = 0
+        for (index, scene) in scenes.enumerated() {
+            start += scene.frames
+            if frame < start { return index }
+        }
+        return scenes.count - 1
+    }
+}

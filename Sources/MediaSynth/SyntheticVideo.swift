@@ -1,0 +1,115 @@
+import Media
+
+/// A description of synthetic footage whose every interesting fact (cut frames, event times,
+/// orientation, audio loudness) is known exactly, because it is made here from this description.
+public struct SyntheticVideo: Sendable {
+    public enum Transition: Sendable, Equatable {
+        /// The next scene starts on the boundary frame.
+        case cut
+        /// `frames` frames centred on the boundary blend the two scenes.
+        case dissolve(frames: Int)
+        /// The first scene fades to black over `frames / 2` frames, the next fades in over as many.
+        case fadeThroughBlack(frames: Int)
+    }
+
+    public enum Camera: Sendable, Equatable {
+        /// A still camera: only the moving object changes.
+        case still
+        /// A steady pan of `pixelsPerFrame`.
+        case pan(pixelsPerFrame: Double)
+        /// A hand-held camera: jitter of `amplitude` pixels every frame.
+        case shaky(amplitude: Double)
+    }
+
+    public struct Scene: Sendable, Equatable {
+        public var frames: Int
+        public var camera: Camera
+        /// How the scene begins (ignored for the first scene).
+        public var transitionIn: Transition
+        /// Tone frequency of this scene's soundtrack.
+        public var toneHz: Double
+
+        public init(frames: Int, camera: Camera = .still, transitionIn: Transition = .cut, toneHz: Double = 220) {
+            self.frames = frames
+            self.camera = camera
+            self.transitionIn = transitionIn
+            self.toneHz = toneHz
+        }
+    }
+
+    /// A stretch of fast motion and loud, percussive sound.
+    public struct Event: Sendable, Equatable {
+        public var startFrame: Int
+        public var frames: Int
+
+        public init(startFrame: Int, frames: Int) {
+            self.startFrame = startFrame
+            self.frames = frames
+        }
+    }
+
+    public enum AudioCodec: String, Sendable { case aac, opus = "libopus", mp3 = "libmp3lame", pcm = "pcm_s16le" }
+
+    public var width: Int
+    public var height: Int
+    public var frameRate: Int
+    public var scenes: [Scene]
+    public var events: [Event] = []
+    public var videoCodec: String = "libx264"
+    /// Pixel format the encoder gets (`yuv420p`, `yuv420p10le`, `yuvj420p`, …).
+    public var pixelFormat: String = "yuv420p"
+    public var audio: AudioCodec? = .aac
+    public var audioSampleRate: Int = 48000
+    /// Muxer name; nil picks from the file extension.
+    public var container: String? = nil
+    /// Clockwise rotation (0, 90, 180, 270) written into the display matrix.
+    public var rotation: Int = 0
+    /// Uneven frame spacing (alternating 1/frameRate × 0.75 and × 1.25).
+    public var variableFrameRate: Bool = false
+    /// Keyframe interval in frames (0: the encoder's default).
+    public var gopSize: Int = 0
+    public var bitRate: Int = 0
+    public var encoderOptions: [String: String] = ["preset": "veryfast"]
+    /// Paint a white bar down the stored picture's left edge (top edge once rotated 90° clockwise).
+    public var orientationMarker: Bool = false
+
+    public init(width: Int, height: Int, frameRate: Int = 30, scenes: [Scene]) {
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+        self.scenes = scenes
+    }
+
+    public var frameCount: Int { scenes.reduce(0) { $0 + $1.frames } }
+
+    /// Index of the first frame of each scene after the first: the ground-truth cut positions.
+    public var boundaryFrames: [Int] {
+        var result: [Int] = []
+        var position = 0
+        for scene in scenes.dropLast() {
+            position += scene.frames
+            result.append(position)
+        }
+        return result
+    }
+
+    /// Presentation time of frame `index`, in seconds.
+    public func time(ofFrame index: Int) -> Double {
+        let nominal = 1.0 / Double(frameRate)
+        guard variableFrameRate else { return Double(index) * nominal }
+        // Pairs of frames take exactly two nominal durations: 0.75 + 1.25.
+        let pairs = Double(index / 2) * 2 * nominal
+        return index % 2 == 0 ? pairs : pairs + 0.75 * nominal
+    }
+
+    /// Duration of the whole video in seconds.
+    public var duration: Double { time(ofFrame: frameCount) }
+
+    /// The boundary times in seconds.
+    public var boundaryTimes: [Double] { boundaryFrames.map(time(ofFrame:)) }
+
+    /// Event intervals in seconds.
+    public var eventTimes: [ClosedRange<Double>] {
+        events.map { time(ofFrame: $0.startFrame)...time(ofFrame: $0.startFrame + $0.frames) }
+    }
+}

@@ -1,0 +1,40 @@
+/// Stable machine-readable error codes. Clients and operators match on `rawValue`; never rename one.
+public enum ErrorCode: String, Sendable, Codable, CaseIterable {
+    // Media the engine cannot use (permanent: retrying cannot help).
+    case notAVideo = "not_a_video"
+    case noVideoStream = "no_video_stream"
+    case unsupportedCodec = "unsupported_codec"
+    case corruptMedia = "corrupt_media"
+    case tooShort = "too_short"
+    case tooLong = "too_long"
+    case resolutionTooLarge = "resolution_too_large"
+    // The machine or the request.
+    case ioError = "io_error"
+    case invalidArgument = "invalid_argument"
+    case cancelled = "cancelled"
+    case internalError = "internal_error"
+
+    /// Whether the same input can never succeed, so a job should fail at once instead of retrying.
+    public var isPermanent: Bool {
+        switch self {
+        case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
+             .resolutionTooLarge, .invalidArgument:
+            true
+        case .ioError, .cancelled, .internalError:
+            false
+        }
+    }
+}
+
+/// An error with a stable code and a sentence a person can act on.
+public struct MomentsError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let code: ErrorCode
+    public let message: String
+
+    public init(_ code: ErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
