@@ -23,7 +23,7 @@ public final class Decoder {
     /// Thrown when FFmpeg has no decoder for the stream's codec.
     public struct NoDecoder: Error, Sendable { public let codecName: String }
 
-    public init(stream: Stream, options: Options = Options()) throws {
+    public init(stream: MediaStream, options: Options = Options()) throws {
         guard let codec = avcodec_find_decoder(stream.codecID) else { throw NoDecoder(codecName: stream.codecName) }
         guard let context = avcodec_alloc_context3(codec) else { throw FFmpegError(moments_averror_enomem(), "avcodec_alloc_context3") }
         self.context = context

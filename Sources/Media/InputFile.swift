@@ -33,12 +33,12 @@ public final class InputFile {
 
     public var streamCount: Int { Int(pointer.pointee.nb_streams) }
 
-    public func stream(_ index: Int) -> Stream { Stream(pointer: pointer.pointee.streams[index]!) }
+    public func stream(_ index: Int) -> MediaStream { MediaStream(pointer: pointer.pointee.streams[index]!) }
 
-    public var streams: [Stream] { (0..<streamCount).map(stream) }
+    public var streams: [MediaStream] { (0..<streamCount).map(stream) }
 
     /// The stream FFmpeg would pick for `type` (preferring the default and best-rated one), if any.
-    public func bestStream(_ type: AVMediaType) -> Stream? {
+    public func bestStream(_ type: AVMediaType) -> MediaStream? {
         let index = av_find_best_stream(pointer, type, -1, -1, nil, 0)
         return index < 0 ? nil : stream(Int(index))
     }
@@ -53,7 +53,7 @@ public final class InputFile {
     }
 
     /// Seeks so that the next packets of `stream` start at the keyframe at or before `seconds`.
-    public func seek(stream: Stream, to seconds: Double) throws(FFmpegError) {
+    public func seek(stream: MediaStream, to seconds: Double) throws(FFmpegError) {
         let target = stream.ticks(seconds)
         try check(av_seek_frame(pointer, Int32(stream.index), target, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
     }
@@ -67,7 +67,7 @@ public final class InputFile {
 }
 
 /// A view of one `AVStream` of an `InputFile` (valid as long as the file is open).
-public struct Stream {
+public struct MediaStream {
     public let pointer: UnsafeMutablePointer<AVStream>
 
     public var index: Int { Int(pointer.pointee.index) }

@@ -1,0 +1,57 @@
+/// Features of one second of video, each on a scale that means something on its own.
+public struct SecondFeatures: Sendable, Codable, Equatable {
+    public var time: Double
+    /// Movement in the scene, % of picture width per second (camera motion removed).
+    public var motion: Double
+    /// Camera movement (pan, tilt), % of width per second.
+    public var cameraMotion: Double
+    /// Erratic camera movement (shake), % of width per second.
+    public var shake: Double
+    /// Picture change per frame (0…255 content scale).
+    public var activity: Double
+    /// Compressed bits this second relative to the video's median second.
+    public var bitrateRatio: Double
+    /// Mean loudness, dBFS (−90 for silence).
+    public var loudness: Double
+    /// Loudness relative to this video's own baseline (robust z-score).
+    public var excitement: Double
+    public var onsets: Int
+    /// Mean luma (16 black … 235 white).
+    public var brightness: Double
+    /// Sharpness relative to the video's median (1 typical; below ~0.35 blurred).
+    public var sharpness: Double
+    /// Nothing moves (frozen or static picture).
+    public var isStatic: Bool
+    /// Combined interest score, 0…1.
+    public var score: Double
+
+    enum CodingKeys: String, CodingKey {
+        case time, motion, cameraMotion = "camera_motion", shake, activity, bitrateRatio = "bitrate_ratio"
+        case loudness, excitement, onsets, brightness, sharpness, isStatic = "static", score
+    }
+
+    /// Whether the second is worth showing at all.
+    public var isUsable: Bool { brightness >= 28 && brightness <= 232 && sharpness >= 0.3 && !isStatic }
+}
+
+/// A continuous stretch between two scene changes.
+public struct Shot: Sendable, Codable, Equatable {
+    public var start: Double
+    public var end: Double
+    public var duration: Double { end - start }
+}
+
+/// Everything the analysis pass learned, from which segments are chosen.
+public struct Analysis: Sendable {
+    public var info: MediaInfo
+    public var changes: [SceneChange]
+    public var shots: [Shot]
+    public var seconds: [SecondFeatures]
+    /// Presentation times of every video frame, sorted.
+    public var frameTimes: [Double]
+    /// Visual signature per second (from the nearest keyframe), for diversity.
+    var signatures: [[Float]]
+    public var decodedFrames: Int
+    public var totalFrames: Int
+    public var damagedPackets: Int
+}

@@ -1,0 +1,67 @@
+import CFFmpeg
+import Foundation
+import Media
+import MomentsModel
+
+/// Runs the single streaming analysis pass over a file.
+enum Analyzer {
+    static func run(path: String, limits: MediaLimits, reporter: ProgressReporter) throws -> Analysis {
+        try reporter.report(.probing, 0)
+        let (input, probed, videoStream, audioStream) = try MediaProbe.open(path, limits: limits)
+        var info = probed
+        let video: VideoScanner
+        do {
+            video = try VideoScanner(stream: videoStream, info: info)
+        } catch is Decoder.NoDecoder {
+            throw MomentsError(.unsupportedCodec, "This video's codec (\(info.videoCodec)) cannot be decoded. Export it as H.264 or HEVC and try again.")
+        } catch {
+            throw MomentsError(.unsupportedCodec, "This video's codec (\(info.videoCodec)) could not be opened. Export it as H.264 or HEVC and try again.")
+        }
+        // A soundtrack we cannot decode is treated as none rather than failing the video.
+        let audio = audioStream.flatMap { try? AudioScanner(stream: $0) }
+        if audio == nil { info.audioCodec = nil; info.audioSampleRate = nil; info.audioChannels = nil; info.hasAudio = false }
+        input.discardAll(except: Set([videoStream.index] + (audio.map { [$0.stream.index] } ?? [])))
+        try reporter.report(.analyzing, 0)
+
+        let packet = Packet()
+        var damagedTail = false
+        let expected = info.duration
+        while true {
+            let more: Bool
+            do {
+                more = try input.read(into: packet)
+            } catch {
+                // A read error mid-file (truncated or damaged): keep what was read.
+                damagedTail = true
+                break
+            }
+            guard more else { break }
+            if packet.streamIndex == videoStream.index {
+                try video.feed(packet)
+                if expected > 0, let t = packet.pts ?? packet.dts {
+                    try reporter.report(.analyzing, videoStream.seconds(t) / expected)
+                }
+            } else if let audio, packet.streamIndex == audio.stream.index {
+                do { try audio.feed(packet) } catch { /* undecodable audio packet: skip it */ }
+            }
+            if expected <= 0 { try reporter.report(.analyzing, 0) }
+        }
+        try video.finish()
+        try? audio?.finish()
+
+        guard video.decodedFrames > 0, let first = video.frameTimes.first, let last = video.frameTimes.last else {
+            throw MomentsError(.corruptMedia, "No picture in this file could be decoded; it looks damaged. Export the video again and retry.")
+        }
+        let frameInterval = info.frameRate > 0 ? 1 / info.frameRate : (video.frameTimes.count > 1 ? (last - first) / Double(video.frameTimes.count - 1) : 1.0 / 30)
+        let measured = last - first + frameInterval
+        // Containers can claim more than is really there (truncated uploads): trust the frames.
+        info.duration = info.duration > 0 ? min(info.duration, measured) : measured
+        if damagedTail || info.duration < probed.duration - 1 { info.duration = measured }
+        if info.frameRate <= 0 { info.frameRate = 1 / frameInterval }
+        try MediaProbe.checkDuration(info.duration, limits: limits)
+        try reporter.report(.analyzing, 1)
+
+        return FeatureTimeline.build(info: info, origin: first, frameTimes: video.frameTimes.map { $0 - first },
+                                     video: video, audio: audio, damaged: damagedTail)
+    }
+}

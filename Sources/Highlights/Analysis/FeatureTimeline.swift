@@ -1,0 +1,108 @@
+import Foundation
+
+/// Turns the scanners' raw observations into per-second features, shots and scores.
+enum FeatureTimeline {
+    static func build(info: MediaInfo, origin: Double, frameTimes: [Double], video: VideoScanner,
+                      audio: AudioScanner?, damaged: Bool) -> Analysis {
+        let duration = info.duration
+        let count = max(1, Int(duration.rounded(.up)))
+        var samples = video.samples.map { sample -> VideoSample in
+            var s = sample
+            s.time -= origin
+            return s
+        }
+        if samples.isEmpty { samples = [] }
+
+        // Camera shake: how far each sample's camera motion strays from its neighbours' average.
+        var shakes = [Double](repeating: 0, count: samples.count)
+        for k in samples.indices {
+            guard let m = samples[k].motion else { continue }
+            let neighbours = [k - 1, k + 1].filter { samples.indices.contains($0) }.compactMap { samples[$0].motion }
+            guard !neighbours.isEmpty else { continue }
+            let ax = neighbours.map(\.cameraX).reduce(0, +) / Double(neighbours.count)
+            let ay = neighbours.map(\.cameraY).reduce(0, +) / Double(neighbours.count)
+            shakes[k] = ((m.cameraX - ax) * (m.cameraX - ax) + (m.cameraY - ay) * (m.cameraY - ay)).squareRoot()
+        }
+        let sharpnessValues = samples.map(\.sharpness).filter { $0 > 0 }.sorted()
+        let typicalSharpness = sharpnessValues.isEmpty ? 1 : max(1e-6, sharpnessValues[sharpnessValues.count / 2])
+        let bytes = (0..<count).map { second -> Double in
+            let absolute = Int((Double(second) + origin).rounded(.down))
+            return absolute >= 0 && absolute < video.bytesPerSecond.count ? Double(video.bytesPerSecond[absolute]) : 0
+        }
+        let sortedBytes = bytes.filter { $0 > 0 }.sorted()
+        let typicalBytes = sortedBytes.isEmpty ? 1 : max(1, sortedBytes[sortedBytes.count / 2])
+        let sound = audio.map { AudioFeatures(energies: $0.energies, startTime: $0.startTime - origin, seconds: count) }
+
+        func nearestSample(_ t: Double) -> Int? {
+            guard !samples.isEmpty else { return nil }
+            var lo = 0, hi = samples.count - 1
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if samples[mid].time < t { lo = mid + 1 } else { hi = mid }
+            }
+            if lo > 0 && abs(samples[lo - 1].time - t) <= abs(samples[lo].time - t) { return lo - 1 }
+            return lo
+        }
+
+        var seconds: [SecondFeatures] = []
+        var signatures: [[Float]] = []
+        for second in 0..<count {
+            let centre = Double(second) + 0.5
+            let k = nearestSample(centre)
+            let s = k.map { samples[$0] }
+            let motion = s?.motion?.local ?? 0
+            let camera = s?.motion?.camera ?? 0
+            let activity = s?.activity ?? 0
+            let sharp = s.map { $0.sharpness / typicalSharpness } ?? 1
+            let isStatic = (s?.activity ?? 0) < 0.25 && motion < 0.3 && camera < 0.3 && bytes[second] < 0.15 * typicalBytes
+            var feature = SecondFeatures(
+                time: Double(second), motion: motion, cameraMotion: camera, shake: k.map { shakes[$0] } ?? 0,
+                activity: activity, bitrateRatio: bytes[second] / typicalBytes,
+                loudness: sound?.loudness[second] ?? AudioFeatures.silence, excitement: sound?.excitement[second] ?? 0,
+                onsets: sound?.onsets[second] ?? 0, brightness: s?.brightness ?? 128, sharpness: sharp,
+                isStatic: isStatic, score: 0)
+            feature.score = score(feature, hasAudio: sound != nil)
+            seconds.append(feature)
+            signatures.append(s?.thumbnail.signature ?? [])
+        }
+
+        let changes = video.sceneChanges.map { change -> SceneChange in
+            var c = change
+            c.time -= origin
+            c.transitionStart -= origin
+            c.transitionEnd -= origin
+            return c
+        }.filter { $0.time > 0.05 && $0.time < duration - 0.05 }
+        var shots: [Shot] = []
+        var start = 0.0
+        for change in changes {
+            let end = change.kind == .cut ? change.time : max(start, change.transitionStart)
+            if end > start { shots.append(Shot(start: start, end: end)) }
+            start = change.kind == .cut ? change.time : min(duration, change.transitionEnd)
+        }
+        if duration > start { shots.append(Shot(start: start, end: duration)) }
+
+        return Analysis(info: info, changes: changes, shots: shots, seconds: seconds, frameTimes: frameTimes,
+                        signatures: signatures, decodedFrames: video.decodedFrames, totalFrames: frameTimes.count,
+                        damagedPackets: video.rejectedPackets + video.corruptFrames + (damaged ? 1 : 0))
+    }
+
+    /// Interest of a second (0…1): lively motion and picture change, loud and percussive sound,
+    /// held down when the picture is dark, blown out, blurred, frozen or shaking.
+    static func score(_ f: SecondFeatures, hasAudio: Bool) -> Double {
+        let motion = min(1, f.motion / 8)
+        let activity = min(1, f.activity / 6)
+        let bits = min(1, max(0, f.bitrateRatio - 0.8) / 2)
+        var base: Double
+        if hasAudio {
+            let excitement = 1 / (1 + exp(-(f.excitement - 1)))
+            let onsets = min(1, Double(f.onsets) / 3)
+            base = 0.25 * motion + 0.15 * activity + 0.10 * bits + 0.35 * excitement + 0.15 * onsets
+        } else {
+            base = 0.45 * motion + 0.30 * activity + 0.25 * bits
+        }
+        let quality = f.isUsable ? 1.0 : 0.2
+        let steadiness = 1 - min(0.5, f.shake / 20)
+        return max(0, min(1, base * quality * steadiness))
+    }
+}

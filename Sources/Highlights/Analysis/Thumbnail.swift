@@ -1,0 +1,103 @@
+import CFFmpeg
+import Media
+
+/// A tiny picture (64 px wide, full-resolution chroma) for comparing frames cheaply.
+struct Thumbnail: Sendable {
+    static let width = 64
+    let height: Int
+    let y: [UInt8]
+    let u: [UInt8]
+    let v: [UInt8]
+
+    var pixelCount: Int { y.count }
+
+    /// Mean absolute difference over luma and both chroma planes (0…255 scale, summed): the
+    /// "content value" of scene detectors. Hard cuts give 40+, steady shots a few units.
+    func difference(to other: Thumbnail) -> Double {
+        guard other.pixelCount == pixelCount else { return 255 }
+        var dy = 0, dc = 0
+        for i in 0..<pixelCount {
+            dy += abs(Int(y[i]) - Int(other.y[i]))
+            dc += abs(Int(u[i]) - Int(other.u[i])) + abs(Int(v[i]) - Int(other.v[i]))
+        }
+        return (Double(dy) + Double(dc)) / Double(pixelCount)
+    }
+
+    var meanLuma: Double { Double(y.reduce(0) { $0 + Int($1) }) / Double(max(1, pixelCount)) }
+
+    /// A coarse colour layout (4×4 cells of Y, U, V means), for judging visual similarity of shots.
+    var signature: [Float] {
+        var cells = [Float](repeating: 0, count: 48)
+        var counts = [Float](repeating: 0, count: 16)
+        for row in 0..<height {
+            for col in 0..<Self.width {
+                let cell = min(3, row * 4 / height) * 4 + min(3, col * 4 / Self.width)
+                let i = row * Self.width + col
+                cells[cell * 3] += Float(y[i])
+                cells[cell * 3 + 1] += Float(u[i])
+                cells[cell * 3 + 2] += Float(v[i])
+                counts[cell] += 1
+            }
+        }
+        for cell in 0..<16 where counts[cell] > 0 {
+            for k in 0..<3 { cells[cell * 3 + k] /= counts[cell] }
+        }
+        return cells
+    }
+}
+
+/// Makes thumbnails (and a sharpness measure) from decoded frames of any pixel format.
+final class Thumbnailer {
+    let height: Int
+    private let scaler: Scaler
+    private let target: Frame
+    private let detailScaler: Scaler
+    private let detailTarget: Frame
+
+    init(width: Int, height: Int, sampleAspectRatio: Double) throws {
+        let shown = Double(width) * sampleAspectRatio
+        self.height = max(8, Int((Double(Thumbnail.width) * Double(height) / max(shown, 1)).rounded()) & ~1)
+        scaler = Scaler(width: Thumbnail.width, height: self.height, format: AV_PIX_FMT_YUV444P, filter: .area)
+        target = try Frame.video(width: Thumbnail.width, height: self.height, format: AV_PIX_FMT_YUV444P)
+        let detailWidth = min(320, width)
+        let detailHeight = max(8, Int((Double(detailWidth) * Double(height) / max(shown, 1)).rounded()) & ~1)
+        detailScaler = Scaler(width: detailWidth, height: detailHeight, format: AV_PIX_FMT_GRAY8, filter: .fast)
+        detailTarget = try Frame.video(width: detailWidth, height: detailHeight, format: AV_PIX_FMT_GRAY8)
+    }
+
+    func thumbnail(of frame: Frame) throws -> Thumbnail {
+        try scaler.scale(frame, into: target)
+        func copy(_ plane: Int) -> [UInt8] {
+            let (data, stride) = target.plane(plane)
+            var out = [UInt8](repeating: 0, count: Thumbnail.width * height)
+            out.withUnsafeMutableBufferPointer { buffer in
+                for row in 0..<height {
+                    (buffer.baseAddress! + row * Thumbnail.width).update(from: data + row * stride, count: Thumbnail.width)
+                }
+            }
+            return out
+        }
+        return Thumbnail(height: height, y: copy(0), u: copy(1), v: copy(2))
+    }
+
+    /// Variance of the Laplacian of a 320 px wide grey picture: low for blurred frames.
+    func sharpness(of frame: Frame) throws -> Double {
+        try detailScaler.scale(frame, into: detailTarget)
+        let (data, stride) = detailTarget.plane(0)
+        let w = detailScaler.width, h = detailScaler.height
+        guard w > 2, h > 2 else { return 0 }
+        var sum = 0.0, sumSquares = 0.0
+        for row in 1..<(h - 1) {
+            let line = data + row * stride
+            for col in 1..<(w - 1) {
+                let lap = 4 * Int(line[col]) - Int(line[col - 1]) - Int(line[col + 1]) - Int(line[col - stride]) - Int(line[col + stride])
+                let d = Double(lap)
+                sum += d
+                sumSquares += d * d
+            }
+        }
+        let n = Double((w - 2) * (h - 2))
+        let mean = sum / n
+        return sumSquares / n - mean * mean
+    }
+}

@@ -1,0 +1,277 @@
+import CFFmpeg
+import Media
+
+/// The video half of the analysis pass. Sees every packet once, in file order, but decodes sparsely:
+///
+/// * every keyframe plus the few packets after it ("sample runs": picture, sharpness, motion vectors);
+/// * the packet sizes of every frame (compressed-domain activity, and cut hints);
+/// * whole GOPs only where a scene change is suspected (keyframes that differ a lot, a packet-size
+///   spike, a keyframe the encoder inserted early), to place the change on its exact frame and tell
+///   a dissolve, a fade or a flash from a cut.
+///
+/// Memory holds one or two GOPs of compressed packets, never the whole video.
+final class VideoScanner {
+    struct Settings {
+        /// Packets decoded after each keyframe to see motion.
+        var sampleRunPackets = 5
+        /// GOPs longer than this are decoded in full (no keyframes to sample).
+        var longGOP = 4.0
+        /// A GOP whose keyframes differ by more than this is always checked frame by frame.
+        var keyframeDifferenceAlways = 30.0
+        var keyframeDifferenceFloor = 10.0
+        var keyframeDifferenceRatio = 1.8
+        var packetSpikeRatio = 3.0
+    }
+
+    private struct GOP {
+        var index: Int
+        var packets: [Packet] = []
+        var keyTime: Double
+        var keyThumbnail: Thumbnail?
+        var denseDecoded = false
+        var bytes: Int { packets.reduce(0) { $0 + $1.size } }
+    }
+
+    let stream: MediaStream
+    private let settings: Settings
+    private let sparse: Decoder
+    private let dense: Decoder
+    private let thumbnailer: Thumbnailer
+    private let detector = SceneDetector()
+    private let frame = Frame()
+    private let width: Int
+    private let nominalInterval: Double
+
+    private var current: GOP?
+    private var pending: GOP?
+    private var gopCount = 0
+    private var runOpen = false
+    private var runSent = 0
+    private var runFrames: [(time: Double, thumbnail: Thumbnail, motion: MotionEstimate?, isKey: Bool)] = []
+    private var runKeyFrame: (time: Double, sharpness: Double)?
+    private var denseActiveThrough: Int?
+    private var denseContinuous = false
+    private var lastDenseSampleTime = -Double.infinity
+    private var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
+    private var recentKeyDifferences: [Double] = []
+    private var recentKeyIntervals: [Double] = []
+    private var lastTime: Double?
+
+    private(set) var samples: [VideoSample] = []
+    private(set) var frameTimes: [Double] = []
+    /// Compressed bytes per whole second of video.
+    private(set) var bytesPerSecond: [Int] = []
+    private(set) var denseFrames = 0
+    private(set) var decodedFrames = 0
+    private(set) var rejectedPackets = 0
+    private(set) var corruptFrames = 0
+
+    var sceneChanges: [SceneChange] { detector.changes }
+
+    init(stream: MediaStream, info: MediaInfo, settings: Settings = Settings()) throws {
+        self.stream = stream
+        self.settings = settings
+        sparse = try Decoder(stream: stream, options: .init(threads: 1, frameThreads: false, exportMotionVectors: true))
+        dense = try Decoder(stream: stream, options: .init(threads: 2, frameThreads: true, exportMotionVectors: true))
+        thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
+        width = info.width
+        nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
+    }
+
+    private func seconds(_ ticks: Int64?) -> Double? { ticks.map(stream.seconds) }
+
+    /// The packet's presentation time, repaired when the container has none.
+    private func time(of packet: Packet) -> Double {
+        let t = seconds(packet.pts) ?? seconds(packet.dts) ?? ((lastTime ?? -nominalInterval) + nominalInterval)
+        lastTime = t
+        return t
+    }
+
+    func feed(_ packet: Packet) throws {
+        let t = time(of: packet)
+        frameTimes.append(t)
+        let second = max(0, Int(t))
+        if second < 100_000 {
+            if bytesPerSecond.count <= second { bytesPerSecond.append(contentsOf: repeatElement(0, count: second - bytesPerSecond.count + 1)) }
+            bytesPerSecond[second] += packet.size
+        }
+        if packet.isKeyframe || current == nil {
+            try startGOP(with: packet, at: t)
+            return
+        }
+        if denseContinuous {
+            try decodeDense(packet)
+            return
+        }
+        current!.packets.append(packet.reference())
+        if runOpen {
+            try sendToRun(packet)
+        }
+        if t - current!.keyTime > settings.longGOP {
+            // No keyframe in sight: decode this GOP in full from here on.
+            try ensureDenseContinuity(for: current!.index)
+            for buffered in current!.packets { try decodeDense(buffered) }
+            current!.packets.removeAll()
+            current!.denseDecoded = true
+            denseContinuous = true
+            denseActiveThrough = current!.index
+        }
+    }
+
+    func finish() throws {
+        if runOpen { try finishRun() }
+        if let gop = pending { try finalize(gop, nextKey: current?.keyThumbnail) }
+        pending = nil
+        if let gop = current { try finalize(gop, nextKey: nil) }
+        current = nil
+        try endDense(finalThumbnail: nil)
+        frameTimes.sort()
+        samples.sort { $0.time < $1.time }
+    }
+
+    // MARK: GOPs
+
+    private func startGOP(with packet: Packet, at t: Double) throws {
+        if runOpen { try finishRun() }
+        if let previous = current {
+            if let older = pending { try finalize(older, nextKey: previous.keyThumbnail) }
+            pending = previous
+            recentKeyIntervals.append(t - previous.keyTime)
+            if recentKeyIntervals.count > 9 { recentKeyIntervals.removeFirst() }
+        }
+        denseContinuous = false
+        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t)
+        gopCount += 1
+        // Sample run: keyframe and the packets right after it.
+        sparse.flush()
+        runOpen = true
+        runSent = 0
+        runFrames.removeAll(keepingCapacity: true)
+        runKeyFrame = nil
+        try sendToRun(packet)
+    }
+
+    private func sendToRun(_ packet: Packet) throws {
+        let result = try sparse.decode(packet, into: frame) { try collectRunFrame($0) }
+        rejectedPackets += result.rejectedPackets
+        runSent += 1
+        if runSent > settings.sampleRunPackets { try finishRun() }
+    }
+
+    private func collectRunFrame(_ frame: Frame) throws {
+        decodedFrames += 1
+        if frame.isCorrupt { corruptFrames += 1 }
+        guard let ticks = frame.timestamp else { return }
+        let t = stream.seconds(ticks)
+        let thumb = try thumbnailer.thumbnail(of: frame)
+        let isKey = frame.isKeyframe || frame.pictureType == AV_PICTURE_TYPE_I
+        var motion: MotionEstimate?
+        if !isKey, let key = runKeyFrame, frame.pictureType == AV_PICTURE_TYPE_P {
+            motion = MotionEstimate(frame: frame, width: width, interval: t - key.time)
+        }
+        if isKey && runKeyFrame == nil {
+            runKeyFrame = (t, try thumbnailer.sharpness(of: frame))
+        }
+        runFrames.append((t, thumb, motion, isKey))
+    }
+
+    private func finishRun() throws {
+        runOpen = false
+        let result = try sparse.decode(nil, into: frame) { try collectRunFrame($0) }
+        rejectedPackets += result.rejectedPackets
+        guard let key = runFrames.first(where: { $0.isKey }) ?? runFrames.first else { return }
+        let keyInfo = runKeyFrame ?? (key.time, 0)
+        let later = runFrames.filter { $0.time > key.time }.min { $0.time < $1.time }
+        let activity = later.map { key.thumbnail.difference(to: $0.thumbnail) / max(1, ($0.time - key.time) / nominalInterval) }
+        let motion = runFrames.compactMap(\.motion).first
+        samples.append(VideoSample(time: key.time, thumbnail: key.thumbnail, sharpness: keyInfo.sharpness,
+                                   brightness: key.thumbnail.meanLuma, activity: activity, motion: motion))
+        current?.keyThumbnail = key.thumbnail
+        if let gop = pending, let thumb = current?.keyThumbnail {
+            try finalize(gop, nextKey: thumb)
+            pending = nil
+        }
+    }
+
+    /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
+    private func finalize(_ gop: GOP, nextKey: Thumbnail?) throws {
+        defer { if pending?.index == gop.index { pending = nil } }
+        if gop.denseDecoded { return }
+        var suspect = false
+        if let a = gop.keyThumbnail, let b = nextKey {
+            let difference = a.difference(to: b)
+            let sorted = recentKeyDifferences.sorted()
+            let typical = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+            suspect = difference >= settings.keyframeDifferenceAlways
+                || (difference >= settings.keyframeDifferenceFloor && difference >= settings.keyframeDifferenceRatio * typical)
+            recentKeyDifferences.append(difference)
+            if recentKeyDifferences.count > 9 { recentKeyDifferences.removeFirst() }
+        } else if nextKey == nil {
+            suspect = false
+        }
+        if !suspect && gop.packets.count > 4 {
+            let sizes = gop.packets.dropFirst().map(\.size).sorted()
+            let median = sizes[sizes.count / 2]
+            let key = gop.packets[0].size
+            suspect = sizes.last! > Int(settings.packetSpikeRatio * Double(max(median, 1))) && sizes.last! * 5 > key
+        }
+        if !suspect, let next = nextKey.map({ _ in gop }), let interval = recentKeyIntervals.last, recentKeyIntervals.count >= 3 {
+            _ = next
+            let typical = recentKeyIntervals.sorted()[recentKeyIntervals.count / 2]
+            suspect = interval < 0.75 * typical
+        }
+        guard suspect else {
+            if denseActiveThrough != nil { try endDense(finalThumbnail: gop.keyThumbnail.map { (gop.keyTime, $0) }) }
+            return
+        }
+        try ensureDenseContinuity(for: gop.index)
+        for packet in gop.packets { try decodeDense(packet) }
+        denseActiveThrough = gop.index
+    }
+
+    // MARK: Dense decoding
+
+    private func ensureDenseContinuity(for index: Int) throws {
+        if let through = denseActiveThrough, through == index - 1 || through == index { return }
+        try endDense(finalThumbnail: nil)
+        dense.flush()
+        let nearby = samples.last(where: { $0.activity != nil })?.activity ?? 0
+        detector.beginRun(baseline: nearby)
+    }
+
+    private func decodeDense(_ packet: Packet) throws {
+        let result = try dense.decode(packet, into: frame) { try collectDenseFrame($0) }
+        rejectedPackets += result.rejectedPackets
+    }
+
+    private func collectDenseFrame(_ frame: Frame) throws {
+        denseFrames += 1
+        decodedFrames += 1
+        if frame.isCorrupt { corruptFrames += 1 }
+        guard let ticks = frame.timestamp else { return }
+        let t = stream.seconds(ticks)
+        let thumb = try thumbnailer.thumbnail(of: frame)
+        detector.push(time: t, thumbnail: thumb)
+        if denseContinuous && t - lastDenseSampleTime >= 0.5 {
+            // Long GOPs have no sample runs: sample the dense stream instead.
+            let activity = lastDenseThumbnail.map { thumb.difference(to: $0.thumb) / max(1, (t - $0.time) / nominalInterval) }
+            let motion = frame.pictureType == AV_PICTURE_TYPE_P ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
+            samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
+                                       brightness: thumb.meanLuma, activity: activity, motion: motion))
+            lastDenseSampleTime = t
+        }
+        lastDenseThumbnail = (t, thumb)
+    }
+
+    /// Drains the dense decoder and closes the detector's run, adding the next keyframe as its last frame.
+    private func endDense(finalThumbnail: (Double, Thumbnail)?) throws {
+        guard denseActiveThrough != nil else { return }
+        let result = try dense.decode(nil, into: frame) { try collectDenseFrame($0) }
+        rejectedPackets += result.rejectedPackets
+        if let (t, thumb) = finalThumbnail { detector.push(time: t, thumbnail: thumb) }
+        detector.endRun()
+        dense.flush()
+        denseActiveThrough = nil
+        lastDenseThumbnail = nil
+    }
+}

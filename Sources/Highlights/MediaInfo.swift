@@ -1,0 +1,147 @@
+import CFFmpeg
+import Foundation
+import Media
+import MomentsModel
+
+/// What the engine learned about an input before analysing it.
+public struct MediaInfo: Sendable, Codable, Equatable {
+    public var container: String
+    public var fileSize: Int64
+    /// Seconds, from the container or the streams (refined by analysis when both are missing).
+    public var duration: Double
+    public var videoCodec: String
+    public var pixelFormat: String?
+    public var bitDepth: Int
+    /// Coded (stored) picture size.
+    public var width: Int
+    public var height: Int
+    /// Size as displayed: sample aspect ratio and rotation applied.
+    public var displayWidth: Int
+    public var displayHeight: Int
+    public var sampleAspectRatio: Double
+    /// Clockwise degrees applied to show the picture upright.
+    public var rotation: Int
+    /// Average frame rate (frames per second); frame timing is always taken from timestamps.
+    public var frameRate: Double
+    public var audioCodec: String?
+    public var audioSampleRate: Int?
+    public var audioChannels: Int?
+    public var hasAudio: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case container, fileSize = "file_size", duration, videoCodec = "video_codec", pixelFormat = "pixel_format"
+        case bitDepth = "bit_depth", width, height, displayWidth = "display_width", displayHeight = "display_height"
+        case sampleAspectRatio = "sample_aspect_ratio", rotation, frameRate = "fps", audioCodec = "audio_codec"
+        case audioSampleRate = "audio_sample_rate", audioChannels = "audio_channels", hasAudio = "has_audio"
+    }
+
+    init(container: String, fileSize: Int64, duration: Double, video: MediaStream, audio: MediaStream?) {
+        self.container = container
+        self.fileSize = fileSize
+        self.duration = duration
+        videoCodec = video.codecName
+        pixelFormat = video.pixelFormatName
+        let descriptorDepth = video.pixelFormatName.flatMap { av_pix_fmt_desc_get(av_get_pix_fmt($0)) }.map { Int($0.pointee.comp.0.depth) }
+        bitDepth = video.bitsPerRawSample > 0 ? video.bitsPerRawSample : (descriptorDepth ?? 8)
+        width = video.width
+        height = video.height
+        sampleAspectRatio = video.sampleAspectRatio
+        rotation = video.rotation
+        let shownWidth = max(1, Int((Double(video.width) * video.sampleAspectRatio).rounded()))
+        displayWidth = rotation % 180 == 0 ? shownWidth : video.height
+        displayHeight = rotation % 180 == 0 ? video.height : shownWidth
+        frameRate = video.averageFrameRate
+        audioCodec = audio?.codecName
+        audioSampleRate = audio?.sampleRate
+        audioChannels = audio?.channels
+        hasAudio = audio != nil
+    }
+}
+
+/// Limits on what the engine accepts.
+public struct MediaLimits: Sendable {
+    public var minimumDuration: Double = 1
+    public var maximumDuration: Double = 30 * 60
+    /// 8K UHD: 7680 × 4320 (either orientation).
+    public var maximumLongSide = 7680
+    public var maximumShortSide = 4320
+
+    public init(maximumDuration: Double = 30 * 60) { self.maximumDuration = maximumDuration }
+}
+
+/// Opens inputs and turns every way they can be unusable into a `MomentsError`.
+enum MediaProbe {
+    /// Opens `path`, picks the streams and checks them against `limits`.
+    static func open(_ path: String, limits: MediaLimits) throws(MomentsError) -> (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?) {
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            throw MomentsError(.ioError, "The file \(URL(fileURLWithPath: path).lastPathComponent) could not be read: it does not exist or is not accessible.")
+        }
+        if (attributes[.type] as? FileAttributeType) == .typeDirectory {
+            throw MomentsError(.ioError, "\(URL(fileURLWithPath: path).lastPathComponent) is a folder, not a video file.")
+        }
+        let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        if size == 0 { throw MomentsError(.notAVideo, "The file is empty (0 bytes). Upload the video again.") }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw MomentsError(.ioError, "The file \(URL(fileURLWithPath: path).lastPathComponent) is not readable.")
+        }
+
+        let input: InputFile
+        do {
+            input = try InputFile(path: path)
+        } catch {
+            if error.code == -ENOENT || error.code == -EACCES || error.code == -EIO {
+                throw MomentsError(.ioError, "The file could not be read (\(error.reason)).")
+            }
+            throw MomentsError(.notAVideo, notAVideoSentence)
+        }
+        // Demuxers that claim any bytes (raw text, images) are not videos for us.
+        let rejectedFormats: Set<String> = ["tty", "image2", "image2pipe", "txt", "srt", "ass", "webvtt", "lrc", "microdvd", "subviewer", "mpl2", "jacosub", "sami", "vplayer", "pjs", "realtext", "stl", "aqtitle"]
+        if rejectedFormats.contains(input.formatName) { throw MomentsError(.notAVideo, notAVideoSentence) }
+
+        let videoStreams = input.streams.filter { $0.mediaType == AVMEDIA_TYPE_VIDEO && !$0.isAttachedPicture }
+        let audio = input.bestStream(AVMEDIA_TYPE_AUDIO)
+        guard let video = input.bestStream(AVMEDIA_TYPE_VIDEO).flatMap({ best in videoStreams.contains { $0.index == best.index } ? best : nil }) ?? videoStreams.first else {
+            if audio != nil {
+                throw MomentsError(.noVideoStream, "This file has sound but no picture. Choose a video, not an audio recording.")
+            }
+            throw MomentsError(.noVideoStream, "This file has no video in it. Choose a video from your library.")
+        }
+        if avcodec_find_decoder(video.codecID) == nil || video.codecID == AV_CODEC_ID_NONE {
+            throw MomentsError(.unsupportedCodec, "This video is encoded as \(video.codecName), which Moments cannot decode. Export it as H.264 or HEVC (MP4 or MOV) and try again.")
+        }
+        if video.width <= 0 || video.height <= 0 {
+            throw MomentsError(.corruptMedia, "The video's picture size could not be read; the file looks damaged. Export it again and retry.")
+        }
+        let long = max(video.width, video.height), short = min(video.width, video.height)
+        if long > limits.maximumLongSide || short > limits.maximumShortSide {
+            throw MomentsError(.resolutionTooLarge, "The video is \(video.width)×\(video.height); Moments accepts up to 8K (7680×4320). Export it at a lower resolution.")
+        }
+        let usableAudio = audio.flatMap { avcodec_find_decoder($0.codecID) != nil ? $0 : nil }
+        let duration = input.duration ?? video.duration ?? 0
+        var info = MediaInfo(container: input.formatName, fileSize: size, duration: duration, video: video, audio: usableAudio)
+        if info.frameRate <= 0 || !info.frameRate.isFinite { info.frameRate = 0 }
+        try checkDuration(info.duration, limits: limits, known: duration > 0)
+        return (input, info, video, usableAudio)
+    }
+
+    /// Checks a duration against the limits (`known` false skips it: analysis measures it then).
+    static func checkDuration(_ duration: Double, limits: MediaLimits, known: Bool = true) throws(MomentsError) {
+        guard known else { return }
+        if duration < limits.minimumDuration {
+            throw MomentsError(.tooShort, String(format: "The video is %.1f s long; a highlight needs at least %.0f s of footage.", duration, limits.minimumDuration))
+        }
+        if duration > limits.maximumDuration {
+            throw MomentsError(.tooLong, String(format: "The video is %@ long; Moments accepts videos up to %@. Trim it and try again.", clock(duration), clock(limits.maximumDuration)))
+        }
+    }
+
+    static let notAVideoSentence = "This file is not a video we can read. Try exporting it as MP4 or MOV."
+
+    static func clock(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    }
+}

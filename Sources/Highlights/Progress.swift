@@ -1,0 +1,80 @@
+import Foundation
+import MomentsModel
+import Synchronization
+
+/// The stages a highlight goes through, with the share of the work each takes.
+public enum Stage: String, Sendable, Codable, CaseIterable {
+    case probing, analyzing, selecting, rendering, finishing
+
+    /// Overall progress (0…1) at the start of the stage and its share of the whole.
+    var span: (start: Double, width: Double) {
+        switch self {
+        case .probing: (0, 0.02)
+        case .analyzing: (0.02, 0.48)
+        case .selecting: (0.50, 0.02)
+        case .rendering: (0.52, 0.46)
+        case .finishing: (0.98, 0.02)
+        }
+    }
+
+    /// A short sentence for people watching the job.
+    public var message: String {
+        switch self {
+        case .probing: "Reading the video"
+        case .analyzing: "Finding scenes, motion and sound"
+        case .selecting: "Choosing the best moments"
+        case .rendering: "Rendering the highlight"
+        case .finishing: "Finishing the highlight"
+        }
+    }
+}
+
+/// One progress report: the stage and the overall fraction done (0…1, never decreasing).
+public struct ProgressUpdate: Sendable, Equatable {
+    public var stage: Stage
+    public var fraction: Double
+}
+
+/// Turns per-stage fractions into overall progress that never goes backwards, reported at least
+/// every `interval` of work and at every stage change.
+final class ProgressReporter {
+    private let handler: @Sendable (ProgressUpdate) -> Void
+    private let cancellation: CancellationFlag
+    private let interval: TimeInterval
+    private var last = 0.0
+    private var lastReport = Date.distantPast
+    private var stage: Stage?
+
+    init(interval: TimeInterval = 0.2, cancellation: CancellationFlag, handler: @escaping @Sendable (ProgressUpdate) -> Void) {
+        self.interval = interval
+        self.cancellation = cancellation
+        self.handler = handler
+    }
+
+    /// Reports `fraction` (0…1) of `stage`; throws `cancelled` if the job was cancelled.
+    func report(_ stage: Stage, _ fraction: Double) throws {
+        try cancellation.check()
+        let overall = max(last, stage.span.start + stage.span.width * max(0, min(1, fraction)))
+        let now = Date()
+        guard stage != self.stage || now.timeIntervalSince(lastReport) >= interval || overall >= 1 else { return }
+        self.stage = stage
+        last = overall
+        lastReport = now
+        handler(ProgressUpdate(stage: stage, fraction: overall))
+    }
+}
+
+/// Set from any thread to stop the engine; the engine checks it between packets and frames.
+public final class CancellationFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    public init() {}
+
+    public func cancel() { flag.store(true, ordering: .relaxed) }
+    public var isCancelled: Bool { flag.load(ordering: .relaxed) }
+
+    func check() throws {
+        if isCancelled { throw MomentsError(.cancelled, "The highlight was cancelled.") }
+    }
+}
+

@@ -1,0 +1,109 @@
+import Foundation
+
+/// `moments analyze --json`: everything the analysis found, without rendering.
+public struct AnalysisReport: Sendable, Codable {
+    public var input: MediaInfo
+    public var scenes: [SceneChange]
+    public var shots: [Shot]
+    public var seconds: [SecondFeatures]
+    public var candidates: [Segment]
+    public var selected: [Segment]
+    public var decodedFrames: Int
+    public var totalFrames: Int
+
+    enum CodingKeys: String, CodingKey {
+        case input, scenes, shots, seconds, candidates, selected
+        case decodedFrames = "decoded_frames", totalFrames = "total_frames"
+    }
+
+    public init(analysis: Analysis, selection: Selection) {
+        input = analysis.info
+        scenes = analysis.changes
+        shots = analysis.shots
+        seconds = analysis.seconds
+        candidates = selection.candidates
+        selected = selection.segments
+        decodedFrames = analysis.decodedFrames
+        totalFrames = analysis.totalFrames
+    }
+
+    public static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    /// A readable summary for a terminal.
+    public var text: String {
+        var lines: [String] = []
+        let i = input
+        lines.append(String(format: "%@  %.2f s  %d×%d (shown %d×%d, rotation %d°)  %.2f fps  %@ %d-bit",
+                            i.container, i.duration, i.width, i.height, i.displayWidth, i.displayHeight, i.rotation,
+                            i.frameRate, i.videoCodec, i.bitDepth))
+        lines.append("audio: " + (i.audioCodec.map { "\($0) \(i.audioSampleRate ?? 0) Hz, \(i.audioChannels ?? 0) ch" } ?? "none"))
+        lines.append("decoded \(decodedFrames) of \(totalFrames) frames")
+        lines.append("scene changes (\(scenes.count)):")
+        for s in scenes { lines.append(String(format: "  %8.3f s  %@", s.time, s.kind.rawValue)) }
+        lines.append("per second: time  score  motion  camera  shake  loudness  excitement  onsets  brightness  sharpness")
+        for f in seconds {
+            lines.append(String(format: "  %5.0f  %.2f  %6.2f  %6.2f  %5.2f  %7.1f  %6.2f  %3d  %6.1f  %5.2f%@",
+                                f.time, f.score, f.motion, f.cameraMotion, f.shake, f.loudness, f.excitement, f.onsets,
+                                f.brightness, f.sharpness, f.isStatic ? "  static" : ""))
+        }
+        lines.append("best candidates:")
+        for c in candidates.prefix(10) { lines.append(String(format: "  %8.3f – %8.3f  score %.3f", c.start, c.end, c.score)) }
+        lines.append("selected:")
+        for c in selected {
+            lines.append(String(format: "  %8.3f – %8.3f  score %.3f  %@", c.start, c.end, c.score, c.reasons.joined(separator: "; ")))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// `moments highlight --report`: what went in, what was chosen and why, what came out, how fast.
+public struct HighlightReport: Sendable, Codable {
+    public struct Settings: Sendable, Codable {
+        public var targetDuration: Double
+        public var quality: String
+        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality }
+    }
+
+    public struct Output: Sendable, Codable {
+        public var duration: Double
+        public var width: Int
+        public var height: Int
+        public var videoCodec: String
+        public var audioCodec: String
+        public var fileSize: Int64
+        public var silentAudio: Bool
+        enum CodingKeys: String, CodingKey {
+            case duration, width, height, videoCodec = "video_codec", audioCodec = "audio_codec"
+            case fileSize = "file_size", silentAudio = "silent_audio"
+        }
+    }
+
+    public struct Timings: Sendable, Codable {
+        public var analysis: Double
+        public var selection: Double
+        public var render: Double
+        public var total: Double
+    }
+
+    public var input: MediaInfo
+    public var settings: Settings
+    public var scenes: [SceneChange]
+    public var segments: [Segment]
+    public var output: Output
+    public var timings: Timings
+    /// Source seconds processed per second of wall time, end to end.
+    public var realTimeFactor: Double
+    public var analysisRealTimeFactor: Double
+    public var decodedFrames: Int
+    public var totalFrames: Int
+
+    enum CodingKeys: String, CodingKey {
+        case input, settings, scenes, segments, output, timings
+        case realTimeFactor = "real_time_factor", analysisRealTimeFactor = "analysis_real_time_factor"
+        case decodedFrames = "decoded_frames", totalFrames = "total_frames"
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+
+/// Chooses the segments of a highlight from an analysis.
+///
+/// Candidates are windows of 2–6 s inside a shot, whose edges sit on a cut or at least half a second
+/// away from one. They are taken greedily by score, discounted for looking like or sitting close to
+/// segments already taken and rewarded for covering a part of the timeline not yet covered; then
+/// their lengths are fitted so the total lands on the target. Same analysis and target, same answer.
+public enum SegmentSelector {
+    static let minimumLength = 1.5
+    static let maximumLength = 6.0
+    static let lengths: [Double] = [2, 3, 4, 5, 6]
+    static let step = 0.5
+    static let edgeMargin = 0.5
+    static let tolerance = 0.5
+
+    public static func select(from analysis: Analysis, target: Double) -> Selection {
+        let duration = analysis.info.duration
+        let shots = analysis.shots
+        let candidates = makeCandidates(analysis)
+        let topCandidates = Array(candidates.sorted { ($0.score, -$0.start) > ($1.score, -$1.start) }.prefix(20))
+        if duration <= target + tolerance {
+            return Selection(segments: usableParts(of: analysis), candidates: topCandidates)
+        }
+        var chosen: [Segment] = []
+        var total = 0.0
+        let bins = max(3, Int((target / 4).rounded()))
+        var covered = Set<Int>()
+        func bin(_ s: Segment) -> Int { min(bins - 1, Int((s.start + s.end) / 2 / duration * Double(bins))) }
+        let tau = max(0.5, 0.5 * duration / target)
+
+        while target - total > tolerance {
+            let remaining = target - total
+            var best: (value: Double, segment: Segment)?
+            for c in candidates where c.duration <= remaining + tolerance || remaining >= maximumLength {
+                if chosen.contains(where: { c.start < $0.end + 0.25 && $0.start < c.end + 0.25 }) { continue }
+                var redundancy = 0.0
+                for s in chosen {
+                    let gap = max(0, max(s.start - c.end, c.start - s.end))
+                    let near = exp(-gap / tau)
+                    let alike = similarity(analysis, c, s) * (c.shot == s.shot ? 1 : 0.85)
+                    redundancy = max(redundancy, max(near, alike * alike))
+                }
+                let coverage = covered.contains(bin(c)) ? 0 : 0.15
+                let value = c.score * (1 - 0.7 * redundancy) + coverage + 0.01 * c.duration
+                if best == nil || value > best!.value + 1e-9 { best = (value, c) }
+            }
+            guard var pick = best?.segment else { break }
+            pick.reasons = reasons(for: pick, in: analysis, newCoverage: !covered.contains(bin(pick)))
+            chosen.append(pick)
+            covered.insert(bin(pick))
+            total += pick.duration
+        }
+        chosen.sort { $0.start < $1.start }
+        chosen = fit(chosen, to: target, shots: shots, duration: duration)
+        chosen = snap(chosen, to: analysis.frameTimes, target: target, shots: shots)
+        return Selection(segments: chosen, candidates: topCandidates)
+    }
+
+    // MARK: Candidates
+
+    static func makeCandidates(_ analysis: Analysis) -> [Segment] {
+        var result: [Segment] = []
+        for (index, shot) in analysis.shots.enumerated() where shot.duration >= minimumLength {
+            var seen = Set<String>()
+            for length in lengths where length <= shot.duration + 1e-9 {
+                var start = shot.start
+                while start + length <= shot.end + 1e-9 {
+                    var s = start, e = start + length
+                    if s - shot.start < edgeMargin { s = shot.start; e = s + length }
+                    if shot.end - e < edgeMargin { e = shot.end; s = max(shot.start, e - length) }
+                    let key = "\(Int(s * 1000))-\(Int(e * 1000))"
+                    if seen.insert(key).inserted {
+                        result.append(Segment(start: s, end: e, score: meanScore(analysis, s, e), reasons: [], shot: index))
+                    }
+                    start += step
+                }
+            }
+        }
+        return result
+    }
+
+    static func meanScore(_ analysis: Analysis, _ start: Double, _ end: Double) -> Double {
+        var sum = 0.0, weight = 0.0
+        for f in analysis.seconds where f.time < end && f.time + 1 > start {
+            let overlap = min(end, f.time + 1) - max(start, f.time)
+            sum += f.score * overlap
+            weight += overlap
+        }
+        return weight > 0 ? sum / weight : 0
+    }
+
+    static func similarity(_ analysis: Analysis, _ a: Segment, _ b: Segment) -> Double {
+        func signature(_ s: Segment) -> [Float] {
+            let second = min(analysis.signatures.count - 1, max(0, Int((s.start + s.end) / 2)))
+            return second >= 0 ? analysis.signatures[second] : []
+        }
+        let x = signature(a), y = signature(b)
+        guard !x.isEmpty, x.count == y.count else { return 0 }
+        let d = zip(x, y).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) } / Double(x.count)
+        return max(0, 1 - d / 40)
+    }
+
+    static func reasons(for segment: Segment, in analysis: Analysis, newCoverage: Bool) -> [String] {
+        let seconds = analysis.seconds.filter { $0.time < segment.end && $0.time + 1 > segment.start }
+        guard !seconds.isEmpty else { return ["fills the highlight"] }
+        var reasons: [String] = []
+        let peakExcitement = seconds.map(\.excitement).max() ?? 0
+        let loudest = seconds.map(\.loudness).max() ?? AudioFeatures.silence
+        if analysis.info.hasAudio && peakExcitement >= 1.5 {
+            let audible = analysis.seconds.map(\.loudness).filter { $0 > AudioFeatures.silence }.sorted()
+            let usual = audible.isEmpty ? loudest : audible[audible.count / 2]
+            reasons.append(String(format: "loud moment (%.0f dB above this video's usual level)", loudest - usual))
+        }
+        let onsets = seconds.map(\.onsets).reduce(0, +)
+        if onsets >= 2 { reasons.append("\(onsets) sudden sounds (claps, hits, shouts)") }
+        let motion = seconds.map(\.motion).max() ?? 0
+        if motion >= 4 { reasons.append(String(format: "fast action (%.0f%% of the frame per second)", motion)) }
+        let activity = seconds.map(\.activity).max() ?? 0
+        if activity >= 3 && motion < 4 { reasons.append("lively picture") }
+        if seconds.allSatisfy({ $0.shake < 5 }) && (seconds.map(\.cameraMotion).max() ?? 0) >= 2 { reasons.append("smooth camera move") }
+        if newCoverage { reasons.append(String(format: "covers the video around %@", clock(segment.start))) }
+        if reasons.isEmpty { reasons.append("steady, well-exposed shot") }
+        return reasons
+    }
+
+    static func clock(_ t: Double) -> String { String(format: "%d:%02d", Int(t) / 60, Int(t) % 60) }
+
+    // MARK: Short sources
+
+    /// The whole video minus transitions and unusable stretches (dark, blurred, frozen) of a second or more.
+    static func usableParts(of analysis: Analysis) -> [Segment] {
+        var parts: [Segment] = []
+        for (index, shot) in analysis.shots.enumerated() {
+            var runStart: Double? = nil
+            var t = shot.start
+            let seconds = analysis.seconds
+            while t < shot.end {
+                let f = seconds[min(seconds.count - 1, Int(t))]
+                let next = min(shot.end, Double(Int(t) + 1))
+                if f.isUsable {
+                    if runStart == nil { runStart = t }
+                } else if let s = runStart {
+                    parts.append(Segment(start: s, end: t, score: meanScore(analysis, s, t), reasons: ["usable footage"], shot: index))
+                    runStart = nil
+                }
+                t = next
+            }
+            if let s = runStart {
+                parts.append(Segment(start: s, end: shot.end, score: meanScore(analysis, s, shot.end), reasons: ["usable footage"], shot: index))
+            }
+        }
+        parts = parts.filter { $0.duration >= 0.5 }
+        if parts.isEmpty {
+            parts = [Segment(start: 0, end: analysis.info.duration, score: meanScore(analysis, 0, analysis.info.duration),
+                             reasons: ["the whole video"], shot: 0)]
+        }
+        return snap(parts, to: analysis.frameTimes, target: nil, shots: analysis.shots)
+    }
+
+    // MARK: Fitting the total
+
+    /// Lengthens (or shortens) segments inside their shots until the total is the target.
+    static func fit(_ segments: [Segment], to target: Double, shots: [Shot], duration: Double) -> [Segment] {
+        var result = segments
+        var delta = target - result.reduce(0) { $0 + $1.duration }
+        // Grow: end first (towards the next cut), then start, never into a neighbour.
+        var pass = 0
+        while delta > 0.01 && pass < 4 {
+            pass += 1
+            for i in result.indices.sorted(by: { result[$0].score > result[$1].score }) where delta > 0.01 {
+                let shot = shots.indices.contains(result[i].shot) ? shots[result[i].shot] : Shot(start: 0, end: duration)
+                let nextStart = i + 1 < result.count ? result[i + 1].start - 0.25 : duration
+                let previousEnd = i > 0 ? result[i - 1].end + 0.25 : 0
+                let cap = pass <= 2 ? maximumLength : .infinity
+                let roomEnd = max(0, min(shot.end, nextStart) - result[i].end)
+                let grow = min(delta, roomEnd, max(0, cap - result[i].duration))
+                result[i].end += grow
+                delta -= grow
+                let roomStart = max(0, result[i].start - max(shot.start, previousEnd))
+                let growStart = min(delta, roomStart, max(0, cap - result[i].duration))
+                result[i].start -= growStart
+                delta -= growStart
+            }
+        }
+        // Shrink from the weakest segment's end while too long.
+        for i in result.indices.sorted(by: { result[$0].score < result[$1].score }) where delta < -0.01 {
+            let cut = min(-delta, max(0, result[i].duration - minimumLength))
+            result[i].end -= cut
+            delta += cut
+        }
+        return result
+    }
+
+    /// Puts every edge on a frame (start on a frame, end on the frame after the last one shown) and
+    /// corrects the total for the rounding.
+    static func snap(_ segments: [Segment], to frames: [Double], target: Double?, shots: [Shot]) -> [Segment] {
+        guard !frames.isEmpty else { return segments }
+        func frameAtOrAfter(_ t: Double) -> Double {
+            var lo = 0, hi = frames.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if frames[mid] < t - 1e-6 { lo = mid + 1 } else { hi = mid }
+            }
+            return lo < frames.count ? frames[lo] : (frames.last! + (frames.count > 1 ? frames.last! - frames[frames.count - 2] : 1.0 / 30))
+        }
+        var result = segments.map { s -> Segment in
+            var s = s
+            s.start = frameAtOrAfter(s.start)
+            s.end = max(s.start, frameAtOrAfter(s.end))
+            return s
+        }.filter { $0.duration > 0 }
+        guard let target, !result.isEmpty else { return result }
+        // Rounding error of up to a frame per segment: put it right on the longest segment.
+        let total = result.reduce(0) { $0 + $1.duration }
+        if abs(total - target) > 0.25, let i = result.indices.max(by: { result[$0].duration < result[$1].duration }) {
+            let wanted = result[i].end + (target - total)
+            let limit = i + 1 < result.count ? result[i + 1].start : frameAtOrAfter(.infinity)
+            result[i].end = max(result[i].start + minimumLength, min(limit, frameAtOrAfter(wanted)))
+        }
+        return result
+    }
+}

@@ -1,0 +1,27 @@
+import ArgumentParser
+import Foundation
+import Highlights
+import MomentsModel
+
+struct AnalyzeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "analyze",
+        abstract: "Analyses a video (media info, scenes, per-second features, candidate segments) without rendering.")
+
+    @Argument(help: "The video to analyse.") var input: String
+    @Flag(help: "Print the analysis as JSON.") var json = false
+    @Option(help: "Target highlight length in seconds, for the candidate segments.") var duration: Double = 30
+    @Option(help: "Longest accepted video, in seconds.") var maxDuration: Double = 1800
+
+    func run() throws {
+        let settings = HighlightSettings(duration: duration, limits: MediaLimits(maximumDuration: maxDuration))
+        let analysis = try runReportingErrors { try HighlightEngine().analyze(input: input, settings: settings) }
+        let selection = SegmentSelector.select(from: analysis, target: duration)
+        let report = AnalysisReport(analysis: analysis, selection: selection)
+        if json {
+            print(String(decoding: try AnalysisReport.encoder.encode(report), as: UTF8.self))
+        } else {
+            print(report.text)
+        }
+    }
+}
