@@ -42,3 +42,64 @@ public struct HighlightEngine: Sendable {
         }
     }
 }
+
+extension HighlightEngine {
+    /// Makes a highlight of `input` at `output`. On any failure (or cancellation) no file is left at `output`.
+    public func highlight(input: String, output: String, settings: HighlightSettings = HighlightSettings(),
+                          cancellation: CancellationFlag = CancellationFlag(),
+                          progress: @escaping @Sendable (ProgressUpdate) -> Void = { _ in }) throws(MomentsError) -> HighlightReport {
+        let reporter = ProgressReporter(cancellation: cancellation, handler: progress)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let outputURL = URL(fileURLWithPath: output)
+        let directory = outputURL.deletingLastPathComponent()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MomentsError(.ioError, "The output folder \(directory.path) does not exist.")
+        }
+        let partial = directory.appendingPathComponent(".\(outputURL.lastPathComponent).partial-\(UUID().uuidString.prefix(8)).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: partial) }
+
+        return try Self.mapErrors {
+            let analysis = try Analyzer.run(path: input, limits: settings.limits, reporter: reporter)
+            let analyzed = clock.now
+            try reporter.report(.selecting, 0)
+            let selection = SegmentSelector.select(from: analysis, target: settings.duration)
+            let selected = clock.now
+            try reporter.report(.rendering, 0)
+            let renderer = try Renderer(path: input, analysis: analysis, quality: settings.quality,
+                                        limits: settings.limits, reporter: reporter)
+            let result: Renderer.Result
+            do {
+                result = try renderer.render(selection.segments, to: partial)
+            } catch let error as MomentsError {
+                throw error
+            } catch let error as FFmpegError where error.code == -ENOSPC || error.code == -EIO || error.code == -EACCES {
+                throw MomentsError(.ioError, "The highlight could not be written (\(error.reason)).")
+            }
+            try reporter.report(.finishing, 0)
+            let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? NSNumber)?.int64Value ?? 0
+            do {
+                if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
+                try FileManager.default.moveItem(atPath: partial, toPath: output)
+            } catch {
+                throw MomentsError(.ioError, "The highlight could not be saved to \(output).")
+            }
+            let finished = clock.now
+            func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+            let total = seconds(finished - started)
+            try reporter.report(.finishing, 1)
+            return HighlightReport(
+                input: analysis.info,
+                settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue),
+                scenes: analysis.changes, segments: selection.segments,
+                output: .init(duration: result.duration, width: result.width, height: result.height,
+                              videoCodec: "h264", audioCodec: "aac", fileSize: size, silentAudio: result.silentAudio),
+                timings: .init(analysis: seconds(analyzed - started), selection: seconds(selected - analyzed),
+                               render: seconds(finished - selected), total: total),
+                realTimeFactor: analysis.info.duration / max(total, 1e-6),
+                analysisRealTimeFactor: analysis.info.duration / max(seconds(analyzed - started), 1e-6),
+                decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames)
+        }
+    }
+}

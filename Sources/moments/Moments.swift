@@ -7,7 +7,7 @@ struct Moments: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moments",
         abstract: "Turns a phone video into a short highlight reel.",
-        subcommands: [AnalyzeCommand.self, SampleCommand.self])
+        subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self])
 }
 
 /// Runs `body`; a `MomentsError` becomes one line `error: <code>: <message>` and exit status 1.

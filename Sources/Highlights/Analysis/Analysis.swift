@@ -44,6 +44,8 @@ public struct Shot: Sendable, Codable, Equatable {
 /// Everything the analysis pass learned, from which segments are chosen.
 public struct Analysis: Sendable {
     public var info: MediaInfo
+    /// Source timestamp (seconds) of the first frame; every other time here is relative to it.
+    public var origin: Double
     public var changes: [SceneChange]
     public var shots: [Shot]
     public var seconds: [SecondFeatures]

@@ -82,7 +82,7 @@ enum FeatureTimeline {
         }
         if duration > start { shots.append(Shot(start: start, end: duration)) }
 
-        return Analysis(info: info, changes: changes, shots: shots, seconds: seconds, frameTimes: frameTimes,
+        return Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, frameTimes: frameTimes,
                         signatures: signatures, decodedFrames: video.decodedFrames, totalFrames: frameTimes.count,
                         damagedPackets: video.rejectedPackets + video.corruptFrames + (damaged ? 1 : 0))
     }

@@ -1,0 +1,251 @@
+import CFFmpeg
+import Foundation
+import Media
+import MomentsModel
+
+/// Renders the chosen segments into one MP4: H.264 (yuv420p) and AAC-LC 48 kHz stereo, `moov` first.
+///
+/// Only the chosen ranges are decoded (seek to the keyframe before each). Video frames keep their
+/// source timing relative to the segment start; audio is placed by the same clock, sample-exact, so
+/// the two stay in sync across every joint. Each joint gets a short audio fade. A source without
+/// sound gets a silent AAC track, so every highlight plays the same way.
+final class Renderer {
+    static let sampleRate = 48_000
+    static let fadeSamples = 480  // 10 ms
+    static let videoTimeBase = AVRational(num: 1, den: 90_000)
+
+    struct Result {
+        var duration: Double
+        var width: Int
+        var height: Int
+        var silentAudio: Bool
+    }
+
+    private let input: InputFile
+    private let video: MediaStream
+    private let audio: MediaStream?
+    private let analysis: Analysis
+    private let origin: Double
+    private let geometry: OutputGeometry
+    private let quality: Quality
+    private let reporter: ProgressReporter
+
+    init(path: String, analysis: Analysis, quality: Quality, limits: MediaLimits, reporter: ProgressReporter) throws {
+        let (input, _, video, audio) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
+        self.input = input
+        self.video = video
+        self.audio = analysis.info.hasAudio ? audio : nil
+        self.analysis = analysis
+        self.origin = analysis.origin
+        self.geometry = OutputGeometry(info: analysis.info, quality: quality)
+        self.quality = quality
+        self.reporter = reporter
+        input.discardAll(except: Set([video.index] + (self.audio.map { [$0.index] } ?? [])))
+    }
+
+    func render(_ segments: [Segment], to path: String) throws -> Result {
+        let output = try OutputFile(path: path, format: "mp4")
+        var settings = Encoder.Video(codec: "libx264", width: geometry.width, height: geometry.height,
+                                     pixelFormat: AV_PIX_FMT_YUV420P, timeBase: Self.videoTimeBase,
+                                     frameRate: Self.rational(analysis.info.frameRate),
+                                     options: ["preset": Self.preset(quality), "crf": Self.crf(quality), "profile": "high"])
+        settings.threads = 0
+        let videoEncoder = try Encoder(video: settings, globalHeader: output.wantsGlobalHeader)
+        let audioEncoder = try Encoder(audio: .init(codec: "aac", sampleRate: Self.sampleRate, channels: 2,
+                                                    sampleFormat: AV_SAMPLE_FMT_FLTP, bitRate: 160_000),
+                                       globalHeader: output.wantsGlobalHeader)
+        let videoIndex = try output.addStream(for: videoEncoder)
+        let audioIndex = try output.addStream(for: audioEncoder)
+        try output.writeHeader(options: ["movflags": "+faststart"])
+
+        let videoDecoder = try Decoder(stream: video, options: .init(threads: 2, frameThreads: true))
+        let audioDecoder = try audio.map { try Decoder(stream: $0) }
+        let pictures = PicturePipeline(geometry: geometry)
+        let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
+        let total = segments.reduce(0) { $0 + $1.duration }
+        var outputStart = 0.0
+        var lastPTS: Int64 = -1
+        let frame = Frame()
+        let packet = Packet()
+
+        for segment in segments {
+            let outputEnd = outputStart + segment.duration
+            let sampleStart = Int((outputStart * Double(Self.sampleRate)).rounded())
+            let sampleCount = Int((outputEnd * Double(Self.sampleRate)).rounded()) - sampleStart
+            sound.beginSegment(samples: sampleCount)
+            let resampler = Resampler(sampleRate: Self.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            try input.seek(stream: video, to: segment.start + origin)
+            videoDecoder.flush()
+            audioDecoder?.flush()
+            var videoDone = false
+            var audioDone = audioDecoder == nil
+
+            func takeVideo(_ frame: Frame) throws {
+                guard !videoDone, let ticks = frame.timestamp else { return }
+                let t = video.seconds(ticks) - origin
+                if t < segment.start - 1e-6 { return }
+                if t >= segment.end - 1e-6 { videoDone = true; return }
+                let picture = try pictures.prepare(frame)
+                var pts = Int64(((outputStart + t - segment.start) * 90_000).rounded())
+                if pts <= lastPTS { pts = lastPTS + 1 }
+                lastPTS = pts
+                picture.pointer.pointee.pts = pts
+                picture.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
+                try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
+                try reporter.report(.rendering, (outputStart + t - segment.start) / max(total, 0.001))
+            }
+            func takeAudio(_ frame: Frame) throws {
+                guard !audioDone, let stream = audio, let ticks = frame.timestamp else { return }
+                let t = stream.seconds(ticks) - origin
+                if t >= segment.end { audioDone = true; return }
+                let converted = try resampler.convert(frame)
+                let offset = Int(((t - segment.start) * Double(Self.sampleRate)).rounded())
+                try sound.add(converted, at: offset)
+                if sound.segmentFull { audioDone = true }
+            }
+
+            while !(videoDone && audioDone) {
+                let more: Bool
+                do { more = try input.read(into: packet) } catch { more = false }
+                guard more else {
+                    try videoDecoder.decode(nil, into: frame, takeVideo)
+                    if let audioDecoder { try audioDecoder.decode(nil, into: frame, takeAudio) }
+                    break
+                }
+                if packet.streamIndex == video.index {
+                    try videoDecoder.decode(packet, into: frame, takeVideo)
+                } else if let audioDecoder, packet.streamIndex == audio?.index {
+                    do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch { /* damaged audio: silence */ }
+                }
+            }
+            try sound.endSegment()
+            outputStart = outputEnd
+        }
+        try videoEncoder.encode(nil) { try output.write($0, stream: videoIndex) }
+        try sound.finish()
+        try output.finish()
+        return Result(duration: outputStart, width: geometry.width, height: geometry.height, silentAudio: audio == nil)
+    }
+
+    static func preset(_ quality: Quality) -> String {
+        switch quality {
+        case .high: "veryfast"
+        case .medium: "veryfast"
+        case .low: "faster"
+        }
+    }
+
+    static func crf(_ quality: Quality) -> String {
+        switch quality {
+        case .high: "21"
+        case .medium: "23"
+        case .low: "25"
+        }
+    }
+
+    static func rational(_ fps: Double) -> AVRational {
+        guard fps > 0, fps.isFinite else { return AVRational(num: 30, den: 1) }
+        return av_d2q(fps, 100_000)
+    }
+}
+
+/// Scales (and rotates) decoded pictures to the output geometry in yuv420p.
+final class PicturePipeline {
+    private let geometry: OutputGeometry
+    private let scaler: Scaler
+
+    init(geometry: OutputGeometry) {
+        self.geometry = geometry
+        scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P, filter: .bicubic)
+    }
+
+    func prepare(_ frame: Frame) throws -> Frame {
+        // A fresh frame each time: the encoder may still hold a reference to the previous one.
+        let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
+        try scaler.scale(frame, into: target)
+        guard geometry.rotation != 0 else { return target }
+        let upright = try Frame.video(width: geometry.width, height: geometry.height, format: AV_PIX_FMT_YUV420P)
+        try PictureRotator.rotate(target, degrees: geometry.rotation, into: upright)
+        return upright
+    }
+}
+
+/// Places decoded audio on the output timeline, sample-exact, with fades at every joint, and feeds
+/// the AAC encoder whole frames.
+final class AudioAssembler {
+    private let encoder: Encoder
+    private let write: (Packet) throws -> Void
+    private var left: [Float] = []
+    private var right: [Float] = []
+    private var encoded: Int64 = 0
+    private var segmentLength = 0
+    private var segmentWritten = 0
+
+    init(encoder: Encoder, write: @escaping (Packet) throws -> Void) {
+        self.encoder = encoder
+        self.write = write
+    }
+
+    var segmentFull: Bool { segmentWritten >= segmentLength }
+
+    func beginSegment(samples: Int) {
+        segmentLength = samples
+        segmentWritten = 0
+    }
+
+    /// Adds planar stereo (or mono) float samples that start `offset` samples into the segment.
+    func add(_ frame: Frame, at offset: Int) throws {
+        let count = frame.sampleCount
+        guard count > 0 else { return }
+        let l = UnsafeRawPointer(frame.plane(0).0).assumingMemoryBound(to: Float.self)
+        let r = frame.pointer.pointee.ch_layout.nb_channels > 1 ? UnsafeRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self) : l
+        if offset > segmentWritten { appendSilence(min(offset, segmentLength) - segmentWritten) }
+        let skip = max(0, segmentWritten - offset)
+        var i = skip
+        while i < count && segmentWritten < segmentLength {
+            append(l[i], r[i])
+            i += 1
+        }
+        try flush(final: false)
+    }
+
+    private func appendSilence(_ n: Int) {
+        for _ in 0..<max(0, n) { append(0, 0) }
+    }
+
+    private func append(_ l: Float, _ r: Float) {
+        let position = segmentWritten
+        let fadeIn = min(1, Float(position) / Float(Renderer.fadeSamples))
+        let fadeOut = min(1, Float(segmentLength - 1 - position) / Float(Renderer.fadeSamples))
+        let gain = max(0, min(fadeIn, fadeOut))
+        left.append(l * gain)
+        right.append(r * gain)
+        segmentWritten += 1
+    }
+
+    func endSegment() throws {
+        appendSilence(segmentLength - segmentWritten)
+        try flush(final: false)
+    }
+
+    func finish() throws {
+        try flush(final: true)
+        try encoder.encode(nil, write)
+    }
+
+    private func flush(final: Bool) throws {
+        let size = max(1, encoder.frameSize)
+        while left.count >= size || (final && !left.isEmpty) {
+            let n = min(size, left.count)
+            let frame = try Frame.audio(samples: n, sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            let l = UnsafeMutableRawPointer(frame.plane(0).0).assumingMemoryBound(to: Float.self)
+            let r = UnsafeMutableRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self)
+            for i in 0..<n { l[i] = left[i]; r[i] = right[i] }
+            left.removeFirst(n)
+            right.removeFirst(n)
+            frame.pointer.pointee.pts = encoded
+            encoded += Int64(n)
+            try encoder.encode(frame, write)
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import Highlights
+import MomentsModel
+
+extension Quality: ExpressibleByArgument {}
+
+struct HighlightCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "highlight",
+        abstract: "Makes a highlight reel of a video.")
+
+    @Argument(help: "The video to make a highlight of.") var input: String
+    @Option(name: .shortAndLong, help: "Where to write the highlight (.mp4).") var output: String
+    @Option(help: "Target length in seconds.") var duration: Double = 30
+    @Option(help: "high (≤1920 px), medium (≤1280 px) or low (≤854 px).") var quality: Quality = .high
+    @Option(help: "Write a JSON report of the run here.") var report: String?
+    @Option(help: "Longest accepted video, in seconds.") var maxDuration: Double = 1800
+
+    func validate() throws {
+        guard duration >= 1, duration <= 3600 else {
+            throw ValidationError("--duration must be between 1 and 3600 seconds.")
+        }
+    }
+
+    func run() throws {
+        let settings = HighlightSettings(duration: duration, quality: quality, limits: MediaLimits(maximumDuration: maxDuration))
+        let display = ProgressDisplay()
+        let cancellation = CancellationFlag()
+        let stop = SignalCancellation(flag: cancellation)
+        defer { stop.restore() }
+        let result = try runReportingErrors {
+            defer { display.finish() }
+            return try HighlightEngine().highlight(input: input, output: output, settings: settings,
+                                                   cancellation: cancellation, progress: display.update)
+        }
+        if let report {
+            try AnalysisReport.encoder.encode(result).write(to: URL(fileURLWithPath: report))
+        }
+        print(String(format: "highlight: %@ (%.2f s, %d×%d, %d segments, %.1fx real time)", output,
+                     result.output.duration, result.output.width, result.output.height, result.segments.count,
+                     result.realTimeFactor))
+    }
+}
