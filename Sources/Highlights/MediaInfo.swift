@@ -95,6 +95,9 @@ enum MediaProbe {
             if error.code == -ENOENT || error.code == -EACCES || error.code == -EIO {
                 throw MomentsError(.ioError, "The file could not be read (\(error.reason)).")
             }
+            if looksLikeVideoContainer(path) {
+                throw MomentsError(.corruptMedia, "This video file is damaged or incomplete (it may have been cut off while uploading or copying). Export it again and retry.")
+            }
             throw MomentsError(.notAVideo, notAVideoSentence)
         }
         // Demuxers that claim any bytes (raw text, images) are not videos for us.
@@ -136,6 +139,20 @@ enum MediaProbe {
         if duration > limits.maximumDuration {
             throw MomentsError(.tooLong, String(format: "The video is %@ long; Moments accepts videos up to %@. Trim it and try again.", clock(duration), clock(limits.maximumDuration)))
         }
+    }
+
+    /// Whether the file starts like a video container (so a failure to open it means damage, not a wrong file).
+    static func looksLikeVideoContainer(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = [UInt8](handle.readData(ofLength: 380))
+        guard head.count >= 12 else { return false }
+        let box = String(decoding: head[4..<8], as: UTF8.self)
+        if ["ftyp", "moov", "mdat", "wide", "free", "skip"].contains(box) { return true }  // MP4, MOV, 3GP
+        if head[0..<4].elementsEqual([0x1A, 0x45, 0xDF, 0xA3]) { return true }  // Matroska, WebM
+        if head[0..<4].elementsEqual("RIFF".utf8) && head[8..<12].elementsEqual("AVI ".utf8) { return true }
+        if head.count >= 377 && head[0] == 0x47 && head[188] == 0x47 && head[376] == 0x47 { return true }  // MPEG-TS
+        return false
     }
 
     static let notAVideoSentence = "This file is not a video we can read. Try exporting it as MP4 or MOV."

@@ -17,6 +17,8 @@ public final class Encoder {
         public var gopSize: Int = 0
         public var maxBFrames: Int = -1
         public var threads: Int = 0
+        /// Shape of one stored pixel (anamorphic sources have non-square pixels).
+        public var sampleAspectRatio = AVRational(num: 1, den: 1)
         /// Codec private options, e.g. `["preset": "veryfast", "crf": "21"]`.
         public var options: [String: String] = [:]
 
@@ -58,7 +60,7 @@ public final class Encoder {
         context.pointee.pix_fmt = settings.pixelFormat
         context.pointee.time_base = settings.timeBase
         context.pointee.framerate = settings.frameRate
-        context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        context.pointee.sample_aspect_ratio = settings.sampleAspectRatio
         context.pointee.thread_count = Int32(settings.threads)
         if settings.bitRate > 0 { context.pointee.bit_rate = Int64(settings.bitRate) }
         if settings.gopSize > 0 { context.pointee.gop_size = Int32(settings.gopSize) }

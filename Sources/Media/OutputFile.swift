@@ -33,9 +33,11 @@ public final class OutputFile {
         guard let stream = avformat_new_stream(pointer, nil) else { throw FFmpegError(moments_averror_enomem(), "avformat_new_stream") }
         try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
         stream.pointee.time_base = encoder.timeBase
+        stream.pointee.sample_aspect_ratio = encoder.context.pointee.sample_aspect_ratio
         if rotation != 0, let matrix = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * 4) {
-            // The display matrix stores the counter-clockwise angle; `rotation` is clockwise.
-            av_display_rotation_set(UnsafeMutableRawPointer(matrix).assumingMemoryBound(to: Int32.self), Double(-rotation))
+            // Written so that readers (ffmpeg's autorotate, AVPlayer, `MediaStream.rotation`) turn the
+            // picture `rotation` degrees clockwise: an iPhone portrait clip has rotation 90 (ffprobe: −90).
+            av_display_rotation_set(UnsafeMutableRawPointer(matrix).assumingMemoryBound(to: Int32.self), Double(rotation))
         }
         let index = Int(stream.pointee.index)
         encoders[index] = encoder.timeBase

@@ -140,7 +140,7 @@ struct ScenePainter {
                     return [(scene, 1 - alpha, 1), (scene + 1, alpha, 1)]
                 }
             case .fadeThroughBlack(let n):
-                if frame >= end - n / 2 { return [(scene, 1, Double(end - 1 - frame) / Double(n / 2 + 1))] }
+                if frame >= end - n / 2 { return [(scene, 1, Double(end - frame) / Double(n / 2 + 1))] }
             }
         }
         return [(scene, 1, 1)]

@@ -16,8 +16,9 @@ extension SyntheticVideo {
         settings.gopSize = gopSize
         settings.bitRate = bitRate
         settings.threads = 2
-        let videoEncoder = try Encoder(video: settings, globalHeader: globalHeader)
-        let videoIndex = try output.addStream(for: videoEncoder, rotation: rotation)
+        settings.sampleAspectRatio = AVRational(num: Int32(sampleAspectRatio.0), den: Int32(sampleAspectRatio.1))
+        let videoEncoder = try hasVideo ? Encoder(video: settings, globalHeader: globalHeader) : nil
+        let videoIndex = try videoEncoder.map { try output.addStream(for: $0, rotation: rotation) } ?? -1
 
         var audioEncoder: Encoder?
         var audioIndex = -1
@@ -37,15 +38,17 @@ extension SyntheticVideo {
         var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.context.pointee.sample_rate ?? 48000))
 
         for index in 0..<frameCount {
-            try paint(frame: index, painter: painter, into: canvas, scratch: scratch)
-            let picture = try converter?.scaled(canvas) ?? canvas
-            picture.pointer.pointee.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
-            try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
+            if let videoEncoder {
+                try paint(frame: index, painter: painter, into: canvas, scratch: scratch)
+                let picture = try converter?.scaled(canvas) ?? canvas
+                picture.pointer.pointee.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
+                try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
+            }
             if let audioEncoder {
                 try sound.encode(until: time(ofFrame: index + 1), with: audioEncoder) { try output.write($0, stream: audioIndex) }
             }
         }
-        try videoEncoder.encode(nil) { try output.write($0, stream: videoIndex) }
+        try videoEncoder?.encode(nil) { try output.write($0, stream: videoIndex) }
         if let audioEncoder {
             try sound.encode(until: duration, with: audioEncoder, final: true) { try output.write($0, stream: audioIndex) }
         }

@@ -3,6 +3,9 @@ import Media
 /// A description of synthetic footage whose every interesting fact (cut frames, event times,
 /// orientation, audio loudness) is known exactly, because it is made here from this description.
 public struct SyntheticVideo: Sendable {
+    /// Bump whenever the writer or painter changes what a description produces (caches key on it).
+    public static let writerVersion = 2
+
     public enum Transition: Sendable, Equatable {
         /// The next scene starts on the boundary frame.
         case cut
@@ -70,6 +73,10 @@ public struct SyntheticVideo: Sendable {
     public var gopSize: Int = 0
     public var bitRate: Int = 0
     public var encoderOptions: [String: String] = ["preset": "veryfast"]
+    /// Stored pixel shape (width, height); (4, 3) stores 4:3-wide pixels.
+    public var sampleAspectRatio: (Int, Int) = (1, 1)
+    /// false writes only the soundtrack (an audio-only file).
+    public var hasVideo = true
     /// Paint a white bar down the stored picture's left edge (top edge once rotated 90° clockwise).
     public var orientationMarker: Bool = false
 

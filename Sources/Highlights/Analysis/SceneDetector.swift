@@ -53,6 +53,7 @@ final class SceneDetector {
     private var gradualBaseline = 0.0
     // Dark stretch being followed.
     private var darkStart: Int?
+    private var darkEnd: Int?
     private var lastBrightBeforeDark: Double?
     /// Typical frame-to-frame difference just before this run (from the sparse samples).
     private var baselineHint = 0.0
@@ -77,6 +78,7 @@ final class SceneDetector {
         next = 0
         gradualStart = nil
         darkStart = nil
+        darkEnd = nil
         lastBrightBeforeDark = nil
     }
 
@@ -88,6 +90,7 @@ final class SceneDetector {
         next -= removable
         gradualStart = gradualStart.map { $0 - removable }
         darkStart = darkStart.map { $0 - removable }
+        darkEnd = darkEnd.map { $0 - removable }
     }
 
     private func neighbourMean(_ i: Int) -> Double {
@@ -108,21 +111,27 @@ final class SceneDetector {
     private func evaluate(_ i: Int) {
         guard i >= 1 else { return }
         let e = entries[i]
-        // Fades through black.
+        // Fades through black: a dark stretch, then the picture comes back.
         if e.luma < settings.darkLuma {
             if darkStart == nil {
                 darkStart = i
                 lastBrightBeforeDark = entries[..<i].last(where: { $0.luma >= settings.brightLuma })?.time
             }
-        } else if let start = darkStart {
-            darkStart = nil
-            if e.luma >= settings.brightLuma || i + 1 == entries.count, lastBrightBeforeDark != nil {
-                let middle = entries[(start + i - 1) / 2].time
-                let from = entries[max(0, start - 1)].time
-                addChange(SceneChange(time: middle, kind: .fade, transitionStart: from, transitionEnd: e.time,
-                                      strength: entries[max(0, start - 1)].thumb.difference(to: e.thumb)))
-                gradualStart = nil
-                return
+            darkEnd = i
+        } else if let start = darkStart, let end = darkEnd {
+            if e.luma >= settings.brightLuma {
+                darkStart = nil
+                darkEnd = nil
+                if let from = lastBrightBeforeDark {
+                    let before = entries[..<start].last(where: { $0.luma >= settings.brightLuma }) ?? entries[max(0, start - 1)]
+                    addChange(SceneChange(time: entries[(start + end) / 2].time, kind: .fade, transitionStart: from,
+                                          transitionEnd: e.time, strength: before.thumb.difference(to: e.thumb)))
+                    gradualStart = nil
+                    return
+                }
+            } else if e.time - entries[end].time > 2 {
+                darkStart = nil  // it never came back: not a fade between two shots
+                darkEnd = nil
             }
         }
         // Hard cuts.
@@ -192,6 +201,12 @@ final class SceneDetector {
     }
 
     private func addChange(_ change: SceneChange) {
+        // A gradual change can begin with a step large enough to pass for a cut: it replaces that cut.
+        if change.kind != .cut, let last = changes.last, last.kind == .cut,
+           last.time >= change.transitionStart - 0.05, last.time <= change.transitionEnd {
+            changes[changes.count - 1] = change
+            return
+        }
         if let last = changes.last, change.time - last.time < 0.4 {
             if change.strength > last.strength && last.kind == .cut && change.kind == .cut { changes[changes.count - 1] = change }
             return

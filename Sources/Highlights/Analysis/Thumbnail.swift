@@ -23,6 +23,20 @@ struct Thumbnail: Sendable {
         return (Double(dy) + Double(dc)) / Double(pixelCount)
     }
 
+    /// Colour histogram distance (0 same colours … 1 disjoint), blind to where things are, so a
+    /// pan or shake within one scene scores low while a change of scene scores high.
+    func histogramDistance(to other: Thumbnail) -> Double {
+        func distance(_ a: [UInt8], _ b: [UInt8], bins: Int) -> Double {
+            var ha = [Int](repeating: 0, count: bins), hb = [Int](repeating: 0, count: bins)
+            for value in a { ha[Int(value) * bins / 256] += 1 }
+            for value in b { hb[Int(value) * bins / 256] += 1 }
+            let total = Double(max(1, a.count))
+            return zip(ha, hb).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) } / (2 * total)
+        }
+        guard other.pixelCount == pixelCount else { return 1 }
+        return (distance(y, other.y, bins: 32) + distance(u, other.u, bins: 16) + distance(v, other.v, bins: 16)) / 3
+    }
+
     var meanLuma: Double { Double(y.reduce(0) { $0 + Int($1) }) / Double(max(1, pixelCount)) }
 
     /// A coarse colour layout (4×4 cells of Y, U, V means), for judging visual similarity of shots.

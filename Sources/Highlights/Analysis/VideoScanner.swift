@@ -1,4 +1,5 @@
 import CFFmpeg
+import Foundation
 import Media
 
 /// The video half of the analysis pass. Sees every packet once, in file order, but decodes sparsely:
@@ -16,10 +17,11 @@ final class VideoScanner {
         var sampleRunPackets = 5
         /// GOPs longer than this are decoded in full (no keyframes to sample).
         var longGOP = 4.0
-        /// A GOP whose keyframes differ by more than this is always checked frame by frame.
-        var keyframeDifferenceAlways = 30.0
-        var keyframeDifferenceFloor = 10.0
-        var keyframeDifferenceRatio = 1.8
+        /// A GOP whose keyframes' colours differ by more than this is always checked frame by frame…
+        var keyframeDistanceAlways = 0.3
+        /// …and one whose differ by more than the floor and the ratio times the recent typical distance.
+        var keyframeDistanceFloor = 0.12
+        var keyframeDistanceRatio = 3.0
         var packetSpikeRatio = 3.0
     }
 
@@ -67,6 +69,9 @@ final class VideoScanner {
     private(set) var corruptFrames = 0
 
     var sceneChanges: [SceneChange] { detector.changes }
+
+    /// `MOMENTS_DEBUG_SCAN=1` prints each GOP's decision to standard error.
+    static let debug = ProcessInfo.processInfo.environment["MOMENTS_DEBUG_SCAN"] == "1"
 
     init(stream: MediaStream, info: MediaInfo, settings: Settings = Settings()) throws {
         self.stream = stream
@@ -199,11 +204,11 @@ final class VideoScanner {
         if gop.denseDecoded { return }
         var suspect = false
         if let a = gop.keyThumbnail, let b = nextKey {
-            let difference = a.difference(to: b)
+            let difference = a.histogramDistance(to: b)
             let sorted = recentKeyDifferences.sorted()
             let typical = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-            suspect = difference >= settings.keyframeDifferenceAlways
-                || (difference >= settings.keyframeDifferenceFloor && difference >= settings.keyframeDifferenceRatio * typical)
+            suspect = difference >= settings.keyframeDistanceAlways
+                || (difference >= settings.keyframeDistanceFloor && difference >= settings.keyframeDistanceRatio * typical)
             recentKeyDifferences.append(difference)
             if recentKeyDifferences.count > 9 { recentKeyDifferences.removeFirst() }
         } else if nextKey == nil {
@@ -219,6 +224,9 @@ final class VideoScanner {
             _ = next
             let typical = recentKeyIntervals.sorted()[recentKeyIntervals.count / 2]
             suspect = interval < 0.75 * typical
+        }
+        if Self.debug {
+            FileHandle.standardError.write(Data(String(format: "gop %d at %.3f: %d packets, %@\n", gop.index, gop.keyTime, gop.packets.count, suspect ? "decode in full" : "sampled").utf8))
         }
         guard suspect else {
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.keyThumbnail.map { (gop.keyTime, $0) }) }

@@ -12,16 +12,28 @@ struct OutputGeometry: Equatable {
     let rotation: Int
 
     init(info: MediaInfo, quality: Quality) {
-        let shownWidth = Double(info.width) * info.sampleAspectRatio
-        let shownHeight = Double(info.height)
-        let upright = info.rotation % 180 == 0 ? (shownWidth, shownHeight) : (shownHeight, shownWidth)
-        let long = max(upright.0, upright.1)
-        let scale = min(1, Double(quality.maxLongSide) / long)
-        func even(_ v: Double) -> Int { max(2, Int((v * scale / 2).rounded(.down)) * 2) }
-        width = even(upright.0)
-        height = even(upright.1)
-        rotation = info.rotation
-        scaledWidth = rotation % 180 == 0 ? width : height
-        scaledHeight = rotation % 180 == 0 ? height : width
+        self.init(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio,
+                  rotation: info.rotation, quality: quality)
+    }
+
+    init(width: Int, height: Int, sampleAspectRatio: Double, rotation: Int, quality: Quality) {
+        let shownWidth = Double(width) * sampleAspectRatio
+        let shownHeight = Double(height)
+        let (w, h) = rotation % 180 == 0 ? (shownWidth, shownHeight) : (shownHeight, shownWidth)
+        let long = max(w, h)
+        let limit = Double(quality.maxLongSide)
+        // Round down to even, with a hair of tolerance so 1920 × (854/1920) stays 854.
+        func even(_ v: Double) -> Int { max(2, Int(v / 2 + 1e-6) * 2) }
+        if long > limit {
+            let scale = limit / long
+            self.width = even(w * scale)
+            self.height = even(h * scale)
+        } else {
+            self.width = even(w)
+            self.height = even(h)
+        }
+        self.rotation = rotation
+        scaledWidth = rotation % 180 == 0 ? self.width : self.height
+        scaledHeight = rotation % 180 == 0 ? self.height : self.width
     }
 }

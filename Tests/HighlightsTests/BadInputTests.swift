@@ -1,0 +1,108 @@
+import Foundation
+import MediaSynth
+import Testing
+@testable import Highlights
+
+/// Every way an input can be unusable ends in `error: <code>: <sentence>`, a non-zero exit status,
+/// and no output file, through the real `moments` command.
+@Suite("Bad input")
+struct BadInputTests {
+    enum Case: String, CaseIterable, CustomTestStringConvertible {
+        case empty, randomBytes, textFile, audioOnly, truncatedIndex, tooShort, tooLong, tooLarge, missingFile, folder, missingOutputFolder
+        var testDescription: String { rawValue }
+    }
+
+    /// Makes the input for `c` and returns (input path, output path, extra arguments, expected code).
+    func prepare(_ c: Case, in folder: URL) throws -> (String, String, [String], String) {
+        let input = folder.appendingPathComponent("input.mp4")
+        let output = folder.appendingPathComponent("out.mp4").path
+        switch c {
+        case .empty:
+            try Data().write(to: input)
+            return (input.path, output, [], "not_a_video")
+        case .randomBytes:
+            var generator = SystemRandomNumberGenerator()
+            try Data((0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: input)
+            return (input.path, output, [], "not_a_video")
+        case .textFile:
+            try Data(String(repeating: "This is not a video, just some notes.\n", count: 200).utf8).write(to: input)
+            return (input.path, output, [], "not_a_video")
+        case .audioOnly:
+            var video = Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4")
+            video.hasVideo = false
+            try video.write(to: input.path)
+            return (input.path, output, [], "no_video_stream")
+        case .truncatedIndex:
+            // Our writer puts the index (moov) at the end, so half a file has none.
+            let whole = try Fixtures.path("h264-aac.m4v", Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4"))
+            let data = try Data(contentsOf: URL(fileURLWithPath: whole))
+            try data.prefix(data.count / 2).write(to: input)
+            return (input.path, output, [], "corrupt_media")
+        case .tooShort:
+            try Fixtures.clip(codec: "libx264", audio: .aac, container: nil, frames: 6).write(to: input.path)
+            return (input.path, output, [], "too_short")
+        case .tooLong:
+            try Fixtures.clip(codec: "libx264", audio: .aac, container: nil).write(to: input.path)
+            return (input.path, output, ["--max-duration", "2"], "too_long")
+        case .tooLarge:
+            var video = SyntheticVideo(width: 7696, height: 32, frameRate: 10, scenes: [.init(frames: 12)])
+            video.audio = nil
+            video.encoderOptions = ["preset": "ultrafast"]
+            try video.write(to: input.path)
+            return (input.path, output, [], "resolution_too_large")
+        case .missingFile:
+            return (folder.appendingPathComponent("nothing-here.mp4").path, output, [], "io_error")
+        case .folder:
+            return (folder.path, output, [], "io_error")
+        case .missingOutputFolder:
+            let source = try Fixtures.path("h264-aac.mov", Fixtures.clip(codec: "libx264", audio: .aac, container: "mov"))
+            return (source, folder.appendingPathComponent("no/such/folder/out.mp4").path, [], "io_error")
+        }
+    }
+
+    @Test("ends in its error code, a non-zero exit and no output", arguments: Case.allCases)
+    func rejects(_ c: Case) throws {
+        let folder = Fixtures.scratch()
+        let (input, output, extra, code) = try prepare(c, in: folder)
+        let result = try run(momentsBinary, ["highlight", input, "-o", output] + extra)
+        #expect(result.status != 0)
+        let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("[") }
+        #expect(lines.count == 1 && lines[0].hasPrefix("error: \(code): "), "stderr: \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: output))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains("partial") }
+        #expect(leftovers.isEmpty, "left behind \(leftovers)")
+    }
+
+    @Test("a file cut off half-way renders what is decodable (streamable containers)")
+    func truncatedStream() throws {
+        let whole = try Fixtures.path("long.mkv", Fixtures.clip(codec: "libx264", audio: .aac, container: "matroska", frames: 90))
+        let data = try Data(contentsOf: URL(fileURLWithPath: whole))
+        let folder = Fixtures.scratch()
+        let input = folder.appendingPathComponent("half.mkv")
+        try data.prefix(data.count / 2).write(to: input)
+        let output = folder.appendingPathComponent("half.mp4").path
+        let result = try run(momentsBinary, ["highlight", input.path, "-o", output])
+        #expect(result.status == 0, "\(result.stderr)")
+        let duration = try Probe(output).duration
+        // 6 s of footage; about half of it survives.
+        #expect(duration > 1.5 && duration < 4.5, "duration \(duration)")
+        #expect(try run("ffmpeg", ["-v", "error", "-i", output, "-f", "null", "-"]).stderr.isEmpty)
+    }
+
+    @Test("success prints where the highlight is and writes the report")
+    func success() throws {
+        let source = try Fixtures.path("h264-aac.mov", Fixtures.clip(codec: "libx264", audio: .aac, container: "mov"))
+        let folder = Fixtures.scratch()
+        let output = folder.appendingPathComponent("ok.mp4").path
+        let reportPath = folder.appendingPathComponent("ok.json").path
+        let result = try run(momentsBinary, ["highlight", source, "-o", output, "--report", reportPath])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(output))
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: reportPath))) as? [String: Any]
+        for key in ["input", "scenes", "segments", "timings", "real_time_factor", "output"] {
+            #expect(report?[key] != nil, "report lacks \(key)")
+        }
+        // Not a terminal: one line per stage on standard error.
+        #expect(result.stderr.contains("Finding scenes") && result.stderr.contains("Rendering"))
+    }
+}

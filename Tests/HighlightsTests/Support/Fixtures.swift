@@ -1,0 +1,100 @@
+import Foundation
+import MediaSynth
+import Synchronization
+
+/// Test footage made with the project's own encoder, once per test run, shared between tests.
+enum Fixtures {
+    /// Under `.build` (git-ignored), kept between runs: a fixture's file name carries a hash of its
+    /// description, so a changed fixture is made anew.
+    static let directory: URL = {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/test-fixtures")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // Scratch folders of earlier runs.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] where name.hasPrefix("scratch-") {
+            try? FileManager.default.removeItem(at: url.appendingPathComponent(name))
+        }
+        return url
+    }()
+
+    /// FNV-1a of the fixture's description: stable across runs and machines.
+    static func fingerprint(_ video: SyntheticVideo) -> String {
+        var hash: UInt64 = 0xcbf29ce484222325
+        for byte in "\(SyntheticVideo.writerVersion) \(video)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100000001b3 }
+        return String(hash, radix: 16)
+    }
+
+    private static let made = Mutex<Set<String>>([])
+
+    /// The path of fixture `name`, writing it from `video` the first time.
+    static func path(_ name: String, _ video: SyntheticVideo) throws -> String {
+        let file = "\(fingerprint(video))-\(name)"
+        let path = directory.appendingPathComponent(file).path
+        try made.withLock { made in
+            guard !made.contains(file) else { return }
+            if !FileManager.default.fileExists(atPath: path) {
+                let partial = path + ".partial." + (name as NSString).pathExtension
+                try video.write(to: partial)
+                try FileManager.default.moveItem(atPath: partial, toPath: path)
+            }
+            made.insert(file)
+        }
+        return path
+    }
+
+    /// A fresh, empty scratch folder for one test.
+    static func scratch() -> URL {
+        let url = directory.appendingPathComponent("scratch-\(getpid())-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    // MARK: Footage
+
+    /// Shots with every kind of change at known frames: cuts after a still, a pan and a shaky shot,
+    /// a 16-frame dissolve, a 20-frame fade through black. 20 s at 30 fps, 320×180.
+    static func scenes(codec: String = "libx264", pixelFormat: String = "yuv420p", gop: Int = 30,
+                       variableFrameRate: Bool = false, options: [String: String] = ["preset": "veryfast"]) -> SyntheticVideo {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            .init(frames: 90, camera: .still, toneHz: 220),
+            .init(frames: 90, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
+            .init(frames: 120, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
+            .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 16), toneHz: 370),
+            .init(frames: 90, camera: .pan(pixelsPerFrame: -2), transitionIn: .fadeThroughBlack(frames: 20), toneHz: 415),
+            .init(frames: 60, camera: .still, transitionIn: .cut, toneHz: 494),
+            .init(frames: 60, camera: .still, transitionIn: .cut, toneHz: 554),
+        ])
+        video.videoCodec = codec
+        video.pixelFormat = pixelFormat
+        video.gopSize = gop
+        video.variableFrameRate = variableFrameRate
+        video.encoderOptions = options
+        return video
+    }
+
+    /// 40 s of calm shots with one planted event (fast motion and loud bursts) at 25.0–27.5 s.
+    static var event: SyntheticVideo {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
+            SyntheticVideo.Scene(frames: 150, camera: index % 2 == 0 ? .still : .pan(pixelsPerFrame: 1), toneHz: 200 + Double(index) * 50)
+        })
+        video.events = [.init(startFrame: 750, frames: 75)]
+        video.gopSize = 30
+        return video
+    }
+
+    /// A short clip with one cut in the middle (1.5 s + 1.5 s).
+    static func clip(codec: String, pixelFormat: String = "yuv420p", audio: SyntheticVideo.AudioCodec?, container: String?,
+                     options: [String: String] = [:], frames: Int = 45) -> SyntheticVideo {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            .init(frames: frames, camera: .still, toneHz: 300),
+            .init(frames: frames, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 450),
+        ])
+        video.videoCodec = codec
+        video.pixelFormat = pixelFormat
+        video.audio = audio
+        video.container = container
+        video.encoderOptions = options
+        video.gopSize = 15
+        return video
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// Runs a program and returns its exit status, standard output and standard error.
+@discardableResult
+func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
+    process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes while the process runs so neither fills up.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var outData = Data(), errData = Data()
+    group.enter()
+    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    errData = err.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// The `moments` executable built beside the tests.
+var momentsBinary: String {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/moments").path
+}
+
+/// ffprobe's view of a file's streams and format, as flat key=value pairs per section.
+struct Probe {
+    var streams: [[String: String]] = []
+    var format: [String: String] = [:]
+
+    init(_ path: String) throws {
+        let result = try run("ffprobe", ["-v", "error", "-show_streams", "-show_format", path])
+        var current: [String: String]? = nil
+        for line in result.stdout.split(separator: "\n").map(String.init) {
+            switch line {
+            case "[STREAM]", "[FORMAT]": current = [:]
+            case "[/STREAM]": streams.append(current ?? [:]); current = nil
+            case "[/FORMAT]": format = current ?? [:]; current = nil
+            default:
+                if let eq = line.firstIndex(of: "=") { current?[String(line[..<eq])] = String(line[line.index(after: eq)...]) }
+            }
+        }
+    }
+
+    var video: [String: String]? { streams.first { $0["codec_type"] == "video" } }
+    var audio: [String: String]? { streams.first { $0["codec_type"] == "audio" } }
+    var duration: Double { Double(format["duration"] ?? "") ?? 0 }
+}
+
+/// Top-level MP4 box types in file order.
+func topLevelBoxes(_ path: String) throws -> [String] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    var boxes: [String] = []
+    var offset = 0
+    while offset + 8 <= data.count {
+        var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        let type = String(decoding: data[offset + 4..<offset + 8], as: UTF8.self)
+        if size == 1, offset + 16 <= data.count { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+        if size == 0 { size = data.count - offset }
+        guard size >= 8 else { break }
+        boxes.append(type)
+        offset += size
+    }
+    return boxes
+}
+
+/// Decodes a file's audio to mono 8 kHz floats with ffmpeg (an independent decoder).
+func decodedAudio(_ path: String) throws -> [Float] {
+    let raw = FileManager.default.temporaryDirectory.appendingPathComponent("audio-\(UUID().uuidString).f32")
+    defer { try? FileManager.default.removeItem(at: raw) }
+    try run("ffmpeg", ["-v", "error", "-y", "-i", path, "-ac", "1", "-ar", "8000", "-f", "f32le", raw.path])
+    let data = try Data(contentsOf: raw)
+    return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+}
+
+/// Decodes the first video frame to 8-bit grey with ffmpeg: (width, height, pixels).
+func firstFrameGrey(_ path: String, width: Int, height: Int) throws -> [UInt8] {
+    let raw = FileManager.default.temporaryDirectory.appendingPathComponent("frame-\(UUID().uuidString).gray")
+    defer { try? FileManager.default.removeItem(at: raw) }
+    try run("ffmpeg", ["-v", "error", "-y", "-i", path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", raw.path])
+    return [UInt8](try Data(contentsOf: raw))
+}
+
+func rms(_ samples: ArraySlice<Float>) -> Double {
+    guard !samples.isEmpty else { return 0 }
+    return (samples.reduce(0.0) { $0 + Double($1 * $1) } / Double(samples.count)).squareRoot()
+}
