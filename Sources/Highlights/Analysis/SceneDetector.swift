@@ -184,6 +184,11 @@ final class SceneDetector {
                               transitionStart: a.time, transitionEnd: b.time, strength: span))
     }
 
+    /// Records a cut found without decoding the frames around it (the encoder put a keyframe on it).
+    func addKeyframeCut(time: Double, strength: Double) {
+        addChange(SceneChange(time: time, kind: .cut, transitionStart: time, transitionEnd: time, strength: strength))
+    }
+
     /// How well `f` is explained as `a + α(b − a)`: the best α and the residual relative to |b − a|.
     static func blend(_ f: [Float], between a: [Float], and b: [Float]) -> (alpha: Double, residual: Double) {
         var dot = 0.0, norm = 0.0, span = 0.0

@@ -15,23 +15,27 @@ final class VideoScanner {
     struct Settings {
         /// Packets decoded after each keyframe to see motion.
         var sampleRunPackets = 5
-        /// GOPs longer than this are decoded in full (no keyframes to sample).
-        var longGOP = 4.0
+        /// GOPs longer than this, or holding more compressed bytes, are decoded in full as they come
+        /// (too few keyframes to sample, too much to buffer). Camera GOPs are 0.5–10 s.
+        var longGOP = 12.0
+        var longGOPBytes = 48 << 20
         /// A GOP whose keyframes' colours differ by more than this is always checked frame by frame…
         var keyframeDistanceAlways = 0.3
         /// …and one whose differ by more than the floor and the ratio times the recent typical distance.
         var keyframeDistanceFloor = 0.12
-        var keyframeDistanceRatio = 3.0
-        var packetSpikeRatio = 3.0
+        var keyframeDistanceRatio = 2.5
+        var packetSpikeRatio = 4.0
     }
 
     private struct GOP {
         var index: Int
         var packets: [Packet] = []
         var keyTime: Double
-        var keyThumbnail: Thumbnail?
+        var sample: VideoSample?
+        /// Seconds to the next keyframe, once it has arrived.
+        var interval: Double?
         var denseDecoded = false
-        var bytes: Int { packets.reduce(0) { $0 + $1.size } }
+        var bytes = 0
     }
 
     let stream: MediaStream
@@ -57,6 +61,12 @@ final class VideoScanner {
     private var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
     private var recentKeyDifferences: [Double] = []
     private var recentKeyIntervals: [Double] = []
+    private var recentActivities: [Double] = []
+    private var recentPictureDifferences: [Double] = []
+    private var typicalActivity: Double {
+        let sorted = recentActivities.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
     private var lastTime: Double?
 
     private(set) var samples: [VideoSample] = []
@@ -112,7 +122,8 @@ final class VideoScanner {
         if runOpen {
             try sendToRun(packet)
         }
-        if t - current!.keyTime > settings.longGOP {
+        current!.bytes += packet.size
+        if t - current!.keyTime > settings.longGOP || current!.bytes > settings.longGOPBytes {
             // No keyframe in sight: decode this GOP in full from here on.
             try ensureDenseContinuity(for: current!.index)
             for buffered in current!.packets { try decodeDense(buffered) }
@@ -125,9 +136,9 @@ final class VideoScanner {
 
     func finish() throws {
         if runOpen { try finishRun() }
-        if let gop = pending { try finalize(gop, nextKey: current?.keyThumbnail) }
+        if let gop = pending { try finalize(gop, next: current?.sample) }
         pending = nil
-        if let gop = current { try finalize(gop, nextKey: nil) }
+        if let gop = current { try finalize(gop, next: nil) }
         current = nil
         try endDense(finalThumbnail: nil)
         frameTimes.sort()
@@ -138,14 +149,15 @@ final class VideoScanner {
 
     private func startGOP(with packet: Packet, at t: Double) throws {
         if runOpen { try finishRun() }
-        if let previous = current {
-            if let older = pending { try finalize(older, nextKey: previous.keyThumbnail) }
+        if var previous = current {
+            if let older = pending { try finalize(older, next: previous.sample) }
+            previous.interval = t - previous.keyTime
             pending = previous
             recentKeyIntervals.append(t - previous.keyTime)
             if recentKeyIntervals.count > 9 { recentKeyIntervals.removeFirst() }
         }
         denseContinuous = false
-        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t)
+        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, bytes: packet.size)
         gopCount += 1
         // Sample run: keyframe and the packets right after it.
         sparse.flush()
@@ -189,52 +201,83 @@ final class VideoScanner {
         let later = runFrames.filter { $0.time > key.time }.min { $0.time < $1.time }
         let activity = later.map { key.thumbnail.difference(to: $0.thumbnail) / max(1, ($0.time - key.time) / nominalInterval) }
         let motion = runFrames.compactMap(\.motion).first
-        samples.append(VideoSample(time: key.time, thumbnail: key.thumbnail, sharpness: keyInfo.sharpness,
-                                   brightness: key.thumbnail.meanLuma, activity: activity, motion: motion))
-        current?.keyThumbnail = key.thumbnail
-        if let gop = pending, let thumb = current?.keyThumbnail {
-            try finalize(gop, nextKey: thumb)
+        let sample = VideoSample(time: key.time, thumbnail: key.thumbnail, sharpness: keyInfo.sharpness,
+                                 brightness: key.thumbnail.meanLuma, activity: activity, motion: motion)
+        samples.append(sample)
+        if let activity {
+            recentActivities.append(activity)
+            if recentActivities.count > 9 { recentActivities.removeFirst() }
+        }
+        current?.sample = sample
+        if let gop = pending {
+            try finalize(gop, next: sample)
             pending = nil
         }
     }
 
     /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
-    private func finalize(_ gop: GOP, nextKey: Thumbnail?) throws {
+    /// `next` is the sample of the keyframe that ends it (nil at the end of the video).
+    private func finalize(_ gop: GOP, next: VideoSample?) throws {
         defer { if pending?.index == gop.index { pending = nil } }
         if gop.denseDecoded { return }
-        var suspect = false
-        if let a = gop.keyThumbnail, let b = nextKey {
-            let difference = a.histogramDistance(to: b)
+        var distance = 0.0, typicalDistance = 0.0
+        if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
+            distance = a.histogramDistance(to: b)
+            // The quieter end of recent distances: in fast-cut footage most GOPs hold a cut, so the
+            // median would be a cut's distance, not a steady shot's.
             let sorted = recentKeyDifferences.sorted()
-            let typical = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-            suspect = difference >= settings.keyframeDistanceAlways
-                || (difference >= settings.keyframeDistanceFloor && difference >= settings.keyframeDistanceRatio * typical)
-            recentKeyDifferences.append(difference)
+            typicalDistance = sorted.isEmpty ? 0 : sorted[sorted.count / 4]
+            recentKeyDifferences.append(distance)
             if recentKeyDifferences.count > 9 { recentKeyDifferences.removeFirst() }
-        } else if nextKey == nil {
-            suspect = false
         }
-        if !suspect && gop.packets.count > 4 {
+        let colourJump = distance >= settings.keyframeDistanceAlways
+            || (distance >= settings.keyframeDistanceFloor && distance >= settings.keyframeDistanceRatio * typicalDistance)
+        // A cut inside a GOP is coded as a (nearly) intra picture: a packet near the keyframe's size
+        // and well above the GOP's usual large packets (P pictures; B pictures are smaller still).
+        var spike = false
+        if gop.packets.count > 4 {
             let sizes = gop.packets.dropFirst().map(\.size).sorted()
-            let median = sizes[sizes.count / 2]
-            let key = gop.packets[0].size
-            suspect = sizes.last! > Int(settings.packetSpikeRatio * Double(max(median, 1))) && sizes.last! * 5 > key
+            let upper = sizes[sizes.count * 3 / 4]
+            spike = sizes.last! >= Int(settings.packetSpikeRatio * Double(max(upper, 1))) && sizes.last! * 6 >= gop.packets[0].size
         }
-        if !suspect, let next = nextKey.map({ _ in gop }), let interval = recentKeyIntervals.last, recentKeyIntervals.count >= 3 {
-            _ = next
-            let typical = recentKeyIntervals.sorted()[recentKeyIntervals.count / 2]
-            suspect = interval < 0.75 * typical
+        // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
+        let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.max()! : nil
+        let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
+        var pictureJump = false
+        if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
+            let difference = a.difference(to: b)
+            let sorted = recentPictureDifferences.sorted()
+            let typical = sorted.isEmpty ? 0 : sorted[sorted.count / 4]
+            pictureJump = difference >= 20 && difference >= 2 * typical
+            recentPictureDifferences.append(difference)
+            if recentPictureDifferences.count > 9 { recentPictureDifferences.removeFirst() }
+        }
+        let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * typicalActivity)
+        // After an early keyframe any real change of picture means a cut there; none means the
+        // encoder restarted for another reason (a flash, a burst of motion).
+        let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
+        let decision: String
+        if spike || (colourJump && !early) || (changedAtEarlyKey && !calmAfter) {
+            // A cut somewhere inside, or a gradual change: find it frame by frame.
+            decision = "decode in full"
+            try ensureDenseContinuity(for: gop.index)
+            for packet in gop.packets { try decodeDense(packet) }
+            denseActiveThrough = gop.index
+        } else if changedAtEarlyKey, let next {
+            // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
+            decision = "cut on the next keyframe"
+            if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
+            detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
+        } else {
+            decision = "sampled"
+            if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
         }
         if Self.debug {
-            FileHandle.standardError.write(Data(String(format: "gop %d at %.3f: %d packets, %@\n", gop.index, gop.keyTime, gop.packets.count, suspect ? "decode in full" : "sampled").utf8))
+            FileHandle.standardError.write(Data(String(
+                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@, early %@: %@\n",
+                gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no",
+                early ? "yes" : "no", decision).utf8))
         }
-        guard suspect else {
-            if denseActiveThrough != nil { try endDense(finalThumbnail: gop.keyThumbnail.map { (gop.keyTime, $0) }) }
-            return
-        }
-        try ensureDenseContinuity(for: gop.index)
-        for packet in gop.packets { try decodeDense(packet) }
-        denseActiveThrough = gop.index
     }
 
     // MARK: Dense decoding
