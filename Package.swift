@@ -28,7 +28,7 @@ let package = Package(
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "MediaSynth", "MomentsModel",
+                "Highlights", "Media", "MediaSynth", "MomentsModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -4,7 +4,7 @@ import CFFmpeg
 public final class OutputFile {
     public let pointer: UnsafeMutablePointer<AVFormatContext>
     public let path: String
-    private var encoders: [Int: AVRational] = [:]
+    private var sourceTimeBases: [Int: AVRational] = [:]
     private var headerWritten = false
     private var closed = false
 
@@ -40,7 +40,19 @@ public final class OutputFile {
             av_display_rotation_set(UnsafeMutableRawPointer(matrix).assumingMemoryBound(to: Int32.self), Double(rotation))
         }
         let index = Int(stream.pointee.index)
-        encoders[index] = encoder.timeBase
+        sourceTimeBases[index] = encoder.timeBase
+        return index
+    }
+
+    /// Adds a stream that carries `source`'s packets unchanged (stream copy) and returns its index.
+    @discardableResult
+    public func addStream(copying source: MediaStream) throws(FFmpegError) -> Int {
+        guard let stream = avformat_new_stream(pointer, nil) else { throw FFmpegError(moments_averror_enomem(), "avformat_new_stream") }
+        try check(avcodec_parameters_copy(stream.pointee.codecpar, source.parameters), "avcodec_parameters_copy")
+        stream.pointee.codecpar.pointee.codec_tag = 0
+        stream.pointee.time_base = source.timeBase
+        let index = Int(stream.pointee.index)
+        sourceTimeBases[index] = source.timeBase
         return index
     }
 
@@ -53,11 +65,11 @@ public final class OutputFile {
         headerWritten = true
     }
 
-    /// Rescales `packet` from its encoder's time base to the stream's and writes it interleaved.
+    /// Rescales `packet` from its encoder's (or copied stream's) time base to the stream's and writes it interleaved.
     public func write(_ packet: Packet, stream index: Int) throws(FFmpegError) {
         let stream = pointer.pointee.streams[index]!
         packet.pointer.pointee.stream_index = Int32(index)
-        av_packet_rescale_ts(packet.pointer, encoders[index]!, stream.pointee.time_base)
+        av_packet_rescale_ts(packet.pointer, sourceTimeBases[index]!, stream.pointee.time_base)
         try check(av_interleaved_write_frame(pointer, packet.pointer), "av_interleaved_write_frame")
     }
 

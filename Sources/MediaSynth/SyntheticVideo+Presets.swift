@@ -40,6 +40,7 @@ extension SyntheticVideo {
         video.events = stride(from: 30 * fps, to: total - 4 * fps, by: 60 * fps).map { Event(startFrame: $0, frames: 3 * fps) }
         video.gopSize = fps
         video.bitRate = 15_000_000
+        video.noise = 3
         video.encoderOptions = ["preset": "veryfast"]
         return video
     }

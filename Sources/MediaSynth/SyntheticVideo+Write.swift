@@ -60,6 +60,7 @@ extension SyntheticVideo {
         let parts = painter.composition(of: index)
         let (y, ys) = canvas.plane(0), (u, cs) = canvas.plane(1), (v, _) = canvas.plane(2)
         painter.paint(scene: parts[0].scene, frame: index, gain: parts[0].gain, y: y, yStride: ys, u: u, v: v, cStride: cs)
+        defer { if noise > 0 { addNoise(y, stride: ys, frame: index) } }
         guard parts.count == 2 else { return }
         try scratch.makeWritable()
         let (y2, _) = scratch.plane(0), (u2, _) = scratch.plane(1), (v2, _) = scratch.plane(2)
@@ -71,6 +72,19 @@ extension SyntheticVideo {
         blend(y, y2, ys * height)
         blend(u, u2, cs * ((height + 1) / 2))
         blend(v, v2, cs * ((height + 1) / 2))
+    }
+
+    private func addNoise(_ y: UnsafeMutablePointer<UInt8>, stride: Int, frame: Int) {
+        var state = UInt32(truncatingIfNeeded: frame &* 2_654_435_761) | 1
+        let span = UInt32(2 * noise + 1)
+        for row in 0..<height {
+            let line = y + row * stride
+            for col in 0..<width {
+                state ^= state << 13; state ^= state >> 17; state ^= state << 5  // xorshift32
+                let value = Int(line[col]) + Int(state % span) - noise
+                line[col] = UInt8(max(16, min(235, value)))
+            }
+        }
     }
 
     private static func audioFormat(for codec: AudioCodec, preferredRate: Int) -> (AVSampleFormat, Int) {

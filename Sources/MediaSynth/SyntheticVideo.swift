@@ -4,7 +4,7 @@ import Media
 /// orientation, audio loudness) is known exactly, because it is made here from this description.
 public struct SyntheticVideo: Sendable {
     /// Bump whenever the writer or painter changes what a description produces (caches key on it).
-    public static let writerVersion = 2
+    public static let writerVersion = 3
 
     public enum Transition: Sendable, Equatable {
         /// The next scene starts on the boundary frame.
@@ -73,6 +73,9 @@ public struct SyntheticVideo: Sendable {
     public var gopSize: Int = 0
     public var bitRate: Int = 0
     public var encoderOptions: [String: String] = ["preset": "veryfast"]
+    /// Amplitude of per-frame sensor noise on luma (0: none). Real cameras' noise is what makes
+    /// predicted frames cost bits; benchmark footage uses it to look like a phone's to an encoder.
+    public var noise = 0
     /// Stored pixel shape (width, height); (4, 3) stores 4:3-wide pixels.
     public var sampleAspectRatio: (Int, Int) = (1, 1)
     /// false writes only the soundtrack (an audio-only file).

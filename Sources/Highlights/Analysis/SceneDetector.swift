@@ -1,3 +1,5 @@
+import Foundation
+
 /// How one shot gives way to the next.
 public enum TransitionKind: String, Sendable, Codable { case cut, dissolve, fade }
 
@@ -42,6 +44,8 @@ final class SceneDetector {
         let luma: Double
         /// Coarse colour layout: blends of two shots blend it linearly, motion inside a shot barely moves it.
         let layout: [Float]
+        /// Mean change of the layout from the previous frame.
+        let layoutScore: Double
     }
 
     private let settings: Settings
@@ -50,7 +54,8 @@ final class SceneDetector {
     private(set) var changes: [SceneChange] = []
     // Gradual transition being followed.
     private var gradualStart: Int?
-    private var gradualBaseline = 0.0
+    private var gradualFarthest = 0.0
+    private var gradualFarthestIndex = 0
     // Dark stretch being followed.
     private var darkStart: Int?
     private var darkEnd: Int?
@@ -65,7 +70,9 @@ final class SceneDetector {
 
     func push(time: Double, thumbnail: Thumbnail) {
         let score = entries.last.map { thumbnail.difference(to: $0.thumb) } ?? 0
-        entries.append(Entry(time: time, thumb: thumbnail, score: score, luma: thumbnail.meanLuma, layout: thumbnail.signature))
+        let layout = thumbnail.signature
+        let layoutScore = entries.last.map { Self.layoutDistance(layout, $0.layout) } ?? 0
+        entries.append(Entry(time: time, thumb: thumbnail, score: score, luma: thumbnail.meanLuma, layout: layout, layoutScore: layoutScore))
         while next + settings.lookaround < entries.count { evaluate(next); next += 1 }
         trim()
     }
@@ -73,7 +80,7 @@ final class SceneDetector {
     /// Ends the current run (the next frame pushed is not adjacent to the last).
     func endRun() {
         while next < entries.count { evaluate(next); next += 1 }
-        closeGradual(at: entries.count - 1, finished: false)
+        if gradualStart != nil { closeGradual(at: gradualFarthestIndex, finished: false) }
         entries.removeAll()
         next = 0
         gradualStart = nil
@@ -89,6 +96,7 @@ final class SceneDetector {
         entries.removeFirst(removable)
         next -= removable
         gradualStart = gradualStart.map { $0 - removable }
+        gradualFarthestIndex -= removable
         darkStart = darkStart.map { $0 - removable }
         darkEnd = darkEnd.map { $0 - removable }
     }
@@ -100,6 +108,12 @@ final class SceneDetector {
             count += 1
         }
         return count > 0 ? sum / Double(count) : 0
+    }
+
+    /// Typical layout change per frame just before frame `i` (motion and shake leave it small).
+    private func recentLayoutBaseline(before i: Int) -> Double {
+        let scores = entries[max(1, i - 15)..<i].map(\.layoutScore).sorted()
+        return scores.count >= 5 ? scores[scores.count / 2] : 0.3
     }
 
     private func recentBaseline(before i: Int) -> Double {
@@ -145,13 +159,30 @@ final class SceneDetector {
             }
         }
         // Dissolves.
-        if let start = gradualStart {
-            if e.score <= max(1.5, 1.3 * gradualBaseline) { closeGradual(at: i, finished: true) }
-            _ = start
-        } else if e.score > max(2.5, settings.gradualRise * recentBaseline(before: i)) && darkStart == nil {
-            gradualStart = i
-            gradualBaseline = recentBaseline(before: i)
+        if VideoScanner.debug && ProcessInfo.processInfo.environment["MOMENTS_DEBUG_FRAMES"] == "1" {
+            FileHandle.standardError.write(Data(String(format: "frame %.3f score %.2f layout %.2f luma %.1f base %.2f/%.2f%@\n", e.time, e.score, e.layoutScore, e.luma, recentBaseline(before: i), recentLayoutBaseline(before: i), gradualStart != nil ? " in gradual" : "").utf8))
         }
+        // Followed on the colour layout: a blend moves it steadily away from the frame before the
+        // transition until the next shot is whole; shake and motion only jitter it.
+        if let start = gradualStart {
+            let distance = Self.layoutDistance(entries[i].layout, entries[start - 1].layout)
+            if distance > gradualFarthest + 0.5 {
+                gradualFarthest = distance
+                gradualFarthestIndex = i
+            }
+            if i - gradualFarthestIndex >= 3 || e.time - entries[start].time > 3 {
+                closeGradual(at: gradualFarthestIndex, finished: true)
+            }
+        } else if e.layoutScore > max(0.8, 2 * recentLayoutBaseline(before: i))
+                    && e.score > max(2.5, settings.gradualRise * recentBaseline(before: i)) && darkStart == nil {
+            gradualStart = i
+            gradualFarthest = Self.layoutDistance(e.layout, entries[i - 1].layout)
+            gradualFarthestIndex = i
+        }
+    }
+
+    static func layoutDistance(_ a: [Float], _ b: [Float]) -> Double {
+        zip(a, b).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) } / Double(max(1, a.count))
     }
 
     /// Decides whether frames `gradualStart…end` were a dissolve, and where its middle is.
@@ -161,6 +192,9 @@ final class SceneDetector {
         let a = entries[start - 1], b = entries[end]
         let length = end - start
         let span = a.thumb.difference(to: b.thumb)
+        if VideoScanner.debug {
+            FileHandle.standardError.write(Data(String(format: "gradual candidate %.3f–%.3f: %d frames, span %.1f\n", a.time, b.time, length, span).utf8))
+        }
         guard length >= 3, b.time - a.time <= 3.0, span >= settings.minimumGradualSpan else { return }
         // Through black: a fade, placed in the middle of its darkest frames.
         let dark = (start..<end).filter { entries[$0].luma < settings.darkLuma }
@@ -178,6 +212,10 @@ final class SceneDetector {
             let (alpha, residual) = Self.blend(entries[k].layout, between: a.layout, and: b.layout)
             residuals += residual
             if middle == nil && alpha >= 0.5 { middle = entries[k].time }
+        }
+        if VideoScanner.debug {
+            FileHandle.standardError.write(Data(String(format: "gradual %.3f–%.3f: %d frames, span %.1f, blend residual %.2f\n",
+                                                       a.time, b.time, length, span, residuals / Double(length)).utf8))
         }
         guard residuals / Double(length) <= settings.maximumBlendResidual else { return }
         addChange(SceneChange(time: middle ?? entries[(start + end) / 2].time, kind: .dissolve,

@@ -4,17 +4,19 @@ import Media
 
 /// The video half of the analysis pass. Sees every packet once, in file order, but decodes sparsely:
 ///
-/// * every keyframe plus the few packets after it ("sample runs": picture, sharpness, motion vectors);
+/// * every keyframe and the packet after it ("sample runs", on two runner threads): picture,
+///   sharpness, the change to the next frame, motion vectors;
 /// * the packet sizes of every frame (compressed-domain activity, and cut hints);
-/// * whole GOPs only where a scene change is suspected (keyframes that differ a lot, a packet-size
-///   spike, a keyframe the encoder inserted early), to place the change on its exact frame and tell
-///   a dissolve, a fade or a flash from a cut.
+/// * whole GOPs only where a scene change is suspected (keyframes whose colours differ, a packet
+///   near keyframe size, a keyframe the encoder started early), to place the change on its exact
+///   frame and tell a dissolve, a fade or a flash from a cut.
 ///
-/// Memory holds one or two GOPs of compressed packets, never the whole video.
+/// Memory holds the compressed packets of the last two or three GOPs, never the whole video.
 final class VideoScanner {
     struct Settings {
-        /// Packets decoded after each keyframe to see motion.
-        var sampleRunPackets = 5
+        /// Packets decoded after each keyframe: the first one is the first predicted picture, whose
+        /// motion vectors all point at the keyframe.
+        var sampleRunPackets = 1
         /// GOPs longer than this, or holding more compressed bytes, are decoded in full as they come
         /// (too few keyframes to sample, too much to buffer). Camera GOPs are 0.5–10 s.
         var longGOP = 12.0
@@ -24,23 +26,27 @@ final class VideoScanner {
         /// …and one whose differ by more than the floor and the ratio times the recent typical distance.
         var keyframeDistanceFloor = 0.12
         var keyframeDistanceRatio = 2.5
-        var packetSpikeRatio = 4.0
+        var packetSpikeRatio = 2.5
+        /// GOPs sampled ahead of the one being decided, and the compressed bytes they may hold.
+        var pipelineDepth = 4
+        var pipelineBytes = 64 << 20
     }
 
     private struct GOP {
         var index: Int
         var packets: [Packet] = []
         var keyTime: Double
-        var sample: VideoSample?
+        var job: SampleJob
+        var sample: VideoSample? = nil
         /// Seconds to the next keyframe, once it has arrived.
-        var interval: Double?
+        var interval: Double? = nil
         var denseDecoded = false
         var bytes = 0
     }
 
     let stream: MediaStream
     private let settings: Settings
-    private let sparse: Decoder
+    private let runners: [SampleRunner]
     private let dense: Decoder
     private let thumbnailer: Thumbnailer
     private let detector = SceneDetector()
@@ -49,12 +55,9 @@ final class VideoScanner {
     private let nominalInterval: Double
 
     private var current: GOP?
-    private var pending: GOP?
+    /// Closed GOPs waiting for the next one's sample before their fate is decided.
+    private var awaiting: [GOP] = []
     private var gopCount = 0
-    private var runOpen = false
-    private var runSent = 0
-    private var runFrames: [(time: Double, thumbnail: Thumbnail, motion: MotionEstimate?, isKey: Bool)] = []
-    private var runKeyFrame: (time: Double, sharpness: Double)?
     private var denseActiveThrough: Int?
     private var denseContinuous = false
     private var lastDenseSampleTime = -Double.infinity
@@ -86,18 +89,24 @@ final class VideoScanner {
     init(stream: MediaStream, info: MediaInfo, settings: Settings = Settings()) throws {
         self.stream = stream
         self.settings = settings
-        sparse = try Decoder(stream: stream, options: .init(threads: 1, frameThreads: false, exportMotionVectors: true))
+        nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
+        runners = try (0..<2).map {
+            try SampleRunner(stream: stream, info: info, nominalInterval: info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30,
+                             label: "moments.sample-runner.\($0)")
+        }
         dense = try Decoder(stream: stream, options: .init(threads: 2, frameThreads: true, exportMotionVectors: true))
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         width = info.width
-        nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
     }
 
-    private func seconds(_ ticks: Int64?) -> Double? { ticks.map(stream.seconds) }
+    deinit {
+        // Runners may still hold jobs; let them finish before their decoders go.
+        for gop in awaiting + (current.map { [$0] } ?? []) where gop.job.submitted { _ = gop.job.wait() }
+    }
 
     /// The packet's presentation time, repaired when the container has none.
     private func time(of packet: Packet) -> Double {
-        let t = seconds(packet.pts) ?? seconds(packet.dts) ?? ((lastTime ?? -nominalInterval) + nominalInterval)
+        let t = packet.pts.map(stream.seconds) ?? packet.dts.map(stream.seconds) ?? ((lastTime ?? -nominalInterval) + nominalInterval)
         lastTime = t
         return t
     }
@@ -119,12 +128,16 @@ final class VideoScanner {
             return
         }
         current!.packets.append(packet.reference())
-        if runOpen {
-            try sendToRun(packet)
-        }
         current!.bytes += packet.size
+        if !current!.job.submitted {
+            current!.job.add(packet)
+            if current!.job.packets.count > settings.sampleRunPackets { current!.job.submit(to: runner(for: current!.index)) }
+        }
         if t - current!.keyTime > settings.longGOP || current!.bytes > settings.longGOPBytes {
-            // No keyframe in sight: decode this GOP in full from here on.
+            // No keyframe in sight: settle the earlier GOPs, then decode this one in full from here on.
+            current!.job.submit(to: runner(for: current!.index))
+            current!.sample = take(current!.job)
+            try settleAwaiting(before: current!.sample)
             try ensureDenseContinuity(for: current!.index)
             for buffered in current!.packets { try decodeDense(buffered) }
             current!.packets.removeAll()
@@ -135,10 +148,12 @@ final class VideoScanner {
     }
 
     func finish() throws {
-        if runOpen { try finishRun() }
-        if let gop = pending { try finalize(gop, next: current?.sample) }
-        pending = nil
-        if let gop = current { try finalize(gop, next: nil) }
+        if var last = current {
+            last.job.submit(to: runner(for: last.index))
+            if last.sample == nil { last.sample = take(last.job) }
+            try settleAwaiting(before: last.sample)
+            try finalize(last, next: nil)
+        }
         current = nil
         try endDense(finalThumbnail: nil)
         frameTimes.sort()
@@ -147,78 +162,60 @@ final class VideoScanner {
 
     // MARK: GOPs
 
+    private func runner(for index: Int) -> SampleRunner { runners[index % runners.count] }
+
+    /// Waits for a sample run and counts its work.
+    private func take(_ job: SampleJob) -> VideoSample? {
+        let outcome = job.wait()
+        decodedFrames += outcome.decodedFrames
+        rejectedPackets += outcome.rejectedPackets
+        corruptFrames += outcome.corruptFrames
+        return outcome.sample
+    }
+
     private func startGOP(with packet: Packet, at t: Double) throws {
-        if runOpen { try finishRun() }
         if var previous = current {
-            if let older = pending { try finalize(older, next: previous.sample) }
+            previous.job.submit(to: runner(for: previous.index))
             previous.interval = t - previous.keyTime
-            pending = previous
             recentKeyIntervals.append(t - previous.keyTime)
             if recentKeyIntervals.count > 9 { recentKeyIntervals.removeFirst() }
+            awaiting.append(previous)
         }
         denseContinuous = false
-        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, bytes: packet.size)
+        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet, time: t), bytes: packet.size)
         gopCount += 1
-        // Sample run: keyframe and the packets right after it.
-        sparse.flush()
-        runOpen = true
-        runSent = 0
-        runFrames.removeAll(keepingCapacity: true)
-        runKeyFrame = nil
-        try sendToRun(packet)
+        if settings.sampleRunPackets == 0 { current!.job.submit(to: runner(for: current!.index)) }
+        // Decide a GOP once the one after it has been sampled, keeping a few GOPs in flight so both
+        // runners always have a keyframe to decode while this thread demuxes and decodes densely.
+        while awaiting.count > settings.pipelineDepth
+                || (awaiting.count >= 2 && awaiting.reduce(0, { $0 + $1.bytes }) > settings.pipelineBytes) {
+            var gop = awaiting.removeFirst()
+            if gop.sample == nil { gop.sample = take(gop.job) }
+            if awaiting[0].sample == nil { awaiting[0].sample = take(awaiting[0].job) }
+            try finalize(gop, next: awaiting[0].sample)
+        }
     }
 
-    private func sendToRun(_ packet: Packet) throws {
-        let result = try sparse.decode(packet, into: frame) { try collectRunFrame($0) }
-        rejectedPackets += result.rejectedPackets
-        runSent += 1
-        if runSent > settings.sampleRunPackets { try finishRun() }
-    }
-
-    private func collectRunFrame(_ frame: Frame) throws {
-        decodedFrames += 1
-        if frame.isCorrupt { corruptFrames += 1 }
-        guard let ticks = frame.timestamp else { return }
-        let t = stream.seconds(ticks)
-        let thumb = try thumbnailer.thumbnail(of: frame)
-        let isKey = frame.isKeyframe || frame.pictureType == AV_PICTURE_TYPE_I
-        var motion: MotionEstimate?
-        if !isKey, let key = runKeyFrame, frame.pictureType == AV_PICTURE_TYPE_P {
-            motion = MotionEstimate(frame: frame, width: width, interval: t - key.time)
-        }
-        if isKey && runKeyFrame == nil {
-            runKeyFrame = (t, try thumbnailer.sharpness(of: frame))
-        }
-        runFrames.append((t, thumb, motion, isKey))
-    }
-
-    private func finishRun() throws {
-        runOpen = false
-        let result = try sparse.decode(nil, into: frame) { try collectRunFrame($0) }
-        rejectedPackets += result.rejectedPackets
-        guard let key = runFrames.first(where: { $0.isKey }) ?? runFrames.first else { return }
-        let keyInfo = runKeyFrame ?? (key.time, 0)
-        let later = runFrames.filter { $0.time > key.time }.min { $0.time < $1.time }
-        let activity = later.map { key.thumbnail.difference(to: $0.thumbnail) / max(1, ($0.time - key.time) / nominalInterval) }
-        let motion = runFrames.compactMap(\.motion).first
-        let sample = VideoSample(time: key.time, thumbnail: key.thumbnail, sharpness: keyInfo.sharpness,
-                                 brightness: key.thumbnail.meanLuma, activity: activity, motion: motion)
-        samples.append(sample)
-        if let activity {
-            recentActivities.append(activity)
-            if recentActivities.count > 9 { recentActivities.removeFirst() }
-        }
-        current?.sample = sample
-        if let gop = pending {
-            try finalize(gop, next: sample)
-            pending = nil
+    /// Decides every waiting GOP; the last of them is followed by a GOP sampled as `next`.
+    private func settleAwaiting(before next: VideoSample?) throws {
+        while !awaiting.isEmpty {
+            var gop = awaiting.removeFirst()
+            if gop.sample == nil { gop.sample = take(gop.job) }
+            if !awaiting.isEmpty && awaiting[0].sample == nil { awaiting[0].sample = take(awaiting[0].job) }
+            try finalize(gop, next: awaiting.first?.sample ?? next)
         }
     }
 
     /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
     /// `next` is the sample of the keyframe that ends it (nil at the end of the video).
     private func finalize(_ gop: GOP, next: VideoSample?) throws {
-        defer { if pending?.index == gop.index { pending = nil } }
+        if let sample = gop.sample {
+            samples.append(sample)
+            if let activity = sample.activity {
+                recentActivities.append(activity)
+                if recentActivities.count > 9 { recentActivities.removeFirst() }
+            }
+        }
         if gop.denseDecoded { return }
         var distance = 0.0, typicalDistance = 0.0
         if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
@@ -232,13 +229,15 @@ final class VideoScanner {
         }
         let colourJump = distance >= settings.keyframeDistanceAlways
             || (distance >= settings.keyframeDistanceFloor && distance >= settings.keyframeDistanceRatio * typicalDistance)
-        // A cut inside a GOP is coded as a (nearly) intra picture: a packet near the keyframe's size
-        // and well above the GOP's usual large packets (P pictures; B pictures are smaller still).
+        // A cut inside a GOP is coded as a (nearly) intra picture: a packet several times the GOP's
+        // other large packets (its P pictures: the 90th percentile, above every B picture).
         var spike = false
         if gop.packets.count > 4 {
             let sizes = gop.packets.dropFirst().map(\.size).sorted()
-            let upper = sizes[sizes.count * 3 / 4]
-            spike = sizes.last! >= Int(settings.packetSpikeRatio * Double(max(upper, 1))) && sizes.last! * 6 >= gop.packets[0].size
+            let largest = sizes.last!
+            let others = sizes.dropLast()
+            let upper = others[min(others.count - 1, others.count * 9 / 10)]
+            spike = largest >= Int(settings.packetSpikeRatio * Double(max(upper, 1))) && largest * 6 >= gop.packets[0].size
         }
         // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
         let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.max()! : nil

@@ -1,0 +1,109 @@
+import CFFmpeg
+import Dispatch
+import Media
+
+/// One sample run: a keyframe and the packet after it, handed from the demuxing thread to a runner.
+/// The scanner fills `packets` and then never touches the job again until `wait()` returns.
+final class SampleJob: @unchecked Sendable {
+    let time: Double
+    private(set) var packets: [Packet] = []
+    private let done = DispatchSemaphore(value: 0)
+    private var outcome: SampleOutcome?
+    private(set) var submitted = false
+
+    init(key: Packet, time: Double) {
+        self.time = time
+        packets.append(key.reference())
+    }
+
+    func add(_ packet: Packet) { packets.append(packet.reference()) }
+
+    func submit(to runner: SampleRunner) {
+        guard !submitted else { return }
+        submitted = true
+        runner.run(self)
+    }
+
+    fileprivate func finish(_ outcome: SampleOutcome) {
+        self.outcome = outcome
+        packets.removeAll()
+        done.signal()
+    }
+
+    /// Blocks until the runner is done.
+    func wait() -> SampleOutcome {
+        if let outcome { return outcome }
+        done.wait()
+        return outcome!
+    }
+}
+
+struct SampleOutcome {
+    var sample: VideoSample?
+    var decodedFrames = 0
+    var rejectedPackets = 0
+    var corruptFrames = 0
+}
+
+/// Decodes sample runs on its own serial queue, so keyframes (the costly pictures) of successive
+/// GOPs decode in parallel with each other and with the scanner's demuxing and dense decoding.
+final class SampleRunner: @unchecked Sendable {
+    // Used only from `queue`.
+    private let decoder: Decoder
+    private let thumbnailer: Thumbnailer
+    private let frame = Frame()
+    private let stream: MediaStream
+    private let width: Int
+    private let nominalInterval: Double
+    private let queue: DispatchQueue
+
+    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, label: String) throws {
+        decoder = try Decoder(stream: stream, options: .init(threads: 1, frameThreads: false, exportMotionVectors: true))
+        thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
+        self.stream = stream
+        self.width = info.width
+        self.nominalInterval = nominalInterval
+        queue = DispatchQueue(label: label)
+    }
+
+    func run(_ job: SampleJob) {
+        queue.async { job.finish(self.decode(job.packets)) }
+    }
+
+    /// Decodes the run and describes the keyframe: picture, sharpness, change to the next frame,
+    /// and motion from the first predicted frame's vectors (which all point at the keyframe).
+    private func decode(_ packets: [Packet]) -> SampleOutcome {
+        var outcome = SampleOutcome()
+        var frames: [(time: Double, thumbnail: Thumbnail, motion: MotionEstimate?, isKey: Bool)] = []
+        var key: (time: Double, sharpness: Double)?
+        func collect(_ frame: Frame) throws {
+            outcome.decodedFrames += 1
+            if frame.isCorrupt { outcome.corruptFrames += 1 }
+            guard let ticks = frame.timestamp else { return }
+            let t = stream.seconds(ticks)
+            let isKey = frame.isKeyframe || frame.pictureType == AV_PICTURE_TYPE_I
+            var motion: MotionEstimate?
+            if !isKey, let key, frame.pictureType == AV_PICTURE_TYPE_P {
+                motion = MotionEstimate(frame: frame, width: width, interval: abs(t - key.time))
+            }
+            if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame)) }
+            frames.append((t, try thumbnailer.thumbnail(of: frame), motion, isKey))
+        }
+        decoder.flush()
+        do {
+            for packet in packets {
+                outcome.rejectedPackets += try decoder.decode(packet, into: frame, collect).rejectedPackets
+            }
+            outcome.rejectedPackets += try decoder.decode(nil, into: frame, collect).rejectedPackets
+        } catch {
+            outcome.rejectedPackets += 1
+        }
+        guard let first = frames.first(where: { $0.isKey }) ?? frames.first else { return outcome }
+        let nearest = frames.filter { $0.time != first.time }.min { abs($0.time - first.time) < abs($1.time - first.time) }
+        let activity = nearest.map { first.thumbnail.difference(to: $0.thumbnail) / max(1, abs($0.time - first.time) / nominalInterval) }
+        outcome.sample = VideoSample(time: first.time, thumbnail: first.thumbnail, sharpness: key?.sharpness ?? 0,
+                                     brightness: first.thumbnail.meanLuma, activity: activity,
+                                     motion: frames.compactMap(\.motion).first)
+        return outcome
+    }
+}
