@@ -29,6 +29,14 @@ public struct HighlightEngine: Sendable {
         return try Self.mapErrors { try Analyzer.run(path: input, limits: settings.limits, reporter: reporter) }
     }
 
+    /// Returns freed heap memory to the system (glibc keeps it otherwise), so peak RSS is the
+    /// larger of analysis and render, not their sum.
+    static func releaseFreeMemory() {
+        #if os(Linux)
+        _ = glibcMallocTrim(0)
+        #endif
+    }
+
     /// Turns any error into a `MomentsError` with a stable code.
     static func mapErrors<T>(_ body: () throws -> T) throws(MomentsError) -> T {
         do {
@@ -63,6 +71,8 @@ extension HighlightEngine {
         return try Self.mapErrors {
             let analysis = try Analyzer.run(path: input, limits: settings.limits, reporter: reporter)
             let analyzed = clock.now
+            // The analysis decoders are gone: give their memory back before the encoder takes its share.
+            Self.releaseFreeMemory()
             try reporter.report(.selecting, 0)
             let selection = SegmentSelector.select(from: analysis, target: settings.duration)
             let selected = clock.now
@@ -103,3 +113,9 @@ extension HighlightEngine {
         }
     }
 }
+
+#if os(Linux)
+/// glibc's `malloc_trim` (in <malloc.h>, which the Glibc module does not export).
+@_silgen_name("malloc_trim")
+private func glibcMallocTrim(_ pad: Int) -> Int32
+#endif

@@ -11,7 +11,8 @@ public enum Concatenation {
         var map: [Int: Int] = [:]
         for stream in streams { map[stream.index] = try out.addStream(copying: stream) }
         try out.writeHeader()
-        // Each copy starts where the longest stream of the previous one ended.
+        // Each copy starts where the longest stream of the previous one ended, plus a tenth of a
+        // second so decode timestamps (which start before zero with B-frames) keep rising.
         var offset = 0.0
         for _ in 0..<times {
             let input = try InputFile(path: source)
@@ -26,7 +27,7 @@ public enum Concatenation {
                 end = max(end, stream.seconds((packet.pts ?? packet.dts ?? 0) + packet.duration))
                 try out.write(packet, stream: target)
             }
-            offset = end
+            offset = end + 0.1
         }
         try out.finish()
     }
