@@ -26,6 +26,8 @@ enum Analyzer {
         let packet = Packet()
         var damagedTail = false
         let expected = info.duration
+        var done = 0.0
+        video.tick = { try reporter.report(.analyzing, done) }
         while true {
             let more: Bool
             do {
@@ -39,7 +41,8 @@ enum Analyzer {
             if packet.streamIndex == videoStream.index {
                 try video.feed(packet)
                 if expected > 0, let t = packet.pts ?? packet.dts {
-                    try reporter.report(.analyzing, videoStream.seconds(t) / expected)
+                    done = videoStream.seconds(t) / expected
+                    try reporter.report(.analyzing, done)
                 }
             } else if let audio, packet.streamIndex == audio.stream.index {
                 do { try audio.feed(packet) } catch { /* undecodable audio packet: skip it */ }

@@ -83,6 +83,9 @@ final class VideoScanner {
 
     var sceneChanges: [SceneChange] { detector.changes }
 
+    /// Called for every densely decoded frame, so progress and cancellation are seen mid-GOP.
+    var tick: () throws -> Void = {}
+
     /// `MOMENTS_DEBUG_SCAN=1` prints each GOP's decision to standard error.
     static let debug = ProcessInfo.processInfo.environment["MOMENTS_DEBUG_SCAN"] == "1"
 
@@ -295,6 +298,7 @@ final class VideoScanner {
     }
 
     private func collectDenseFrame(_ frame: Frame) throws {
+        try tick()
         denseFrames += 1
         decodedFrames += 1
         if frame.isCorrupt { corruptFrames += 1 }

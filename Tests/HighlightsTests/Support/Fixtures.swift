@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import MediaSynth
 import Synchronization
 
@@ -10,6 +11,7 @@ enum Fixtures {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/test-fixtures")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        FFmpegLog.quiet()
         // Scratch folders of earlier runs.
         for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] where name.hasPrefix("scratch-") {
             try? FileManager.default.removeItem(at: url.appendingPathComponent(name))
