@@ -77,8 +77,7 @@ extension HighlightEngine {
             let selection = SegmentSelector.select(from: analysis, target: settings.duration)
             let selected = clock.now
             try reporter.report(.rendering, 0)
-            let renderer = try Renderer(path: input, analysis: analysis, quality: settings.quality,
-                                        limits: settings.limits, reporter: reporter)
+            let renderer = try Renderer(path: input, analysis: analysis, quality: settings.quality, reporter: reporter)
             let result: Renderer.Result
             do {
                 result = try renderer.render(selection.segments, to: partial)

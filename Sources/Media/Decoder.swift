@@ -12,11 +12,14 @@ public final class Decoder {
         public var frameThreads: Bool = false
         /// Attach motion vectors to decoded frames.
         public var exportMotionVectors: Bool = false
+        /// Skip the deblocking filter: faster, slightly blockier pictures (fine for analysis, not for output).
+        public var skipLoopFilter: Bool = false
 
-        public init(threads: Int = 1, frameThreads: Bool = false, exportMotionVectors: Bool = false) {
+        public init(threads: Int = 1, frameThreads: Bool = false, exportMotionVectors: Bool = false, skipLoopFilter: Bool = false) {
             self.threads = threads
             self.frameThreads = frameThreads
             self.exportMotionVectors = exportMotionVectors
+            self.skipLoopFilter = skipLoopFilter
         }
     }
 
@@ -37,30 +40,13 @@ public final class Decoder {
             av_opt_set(context.pointee.priv_data, "flags2", "+export_mvs", 0)
             context.pointee.flags2 |= AV_CODEC_FLAG2_EXPORT_MVS
         }
+        if options.skipLoopFilter { context.pointee.skip_loop_filter = AVDISCARD_ALL }
         try check(avcodec_open2(context, codec, nil), "avcodec_open2")
     }
 
     deinit {
         var p: UnsafeMutablePointer<AVCodecContext>? = context
         avcodec_free_context(&p)
-    }
-
-    /// Sends a packet; `nil` starts draining. Returns false if the decoder is full (receive first).
-    public func send(_ packet: Packet?) throws(FFmpegError) -> Bool {
-        let result = avcodec_send_packet(context, packet?.pointer)
-        if result == moments_averror_eagain() { return false }
-        if result == moments_averror_eof() { return true }
-        try check(result, "avcodec_send_packet")
-        return true
-    }
-
-    /// Receives the next decoded frame into `frame`. Returns false when more input is needed or the decoder is drained.
-    public func receive(into frame: Frame) throws(FFmpegError) -> Bool {
-        frame.unref()
-        let result = avcodec_receive_frame(context, frame.pointer)
-        if result == moments_averror_eagain() || result == moments_averror_eof() { return false }
-        try check(result, "avcodec_receive_frame")
-        return true
     }
 
     /// Forgets all buffered state so decoding can restart at a keyframe (after a seek or a drain).

@@ -6,12 +6,11 @@ enum FeatureTimeline {
                       audio: AudioScanner?, damaged: Bool) -> Analysis {
         let duration = info.duration
         let count = max(1, Int(duration.rounded(.up)))
-        var samples = video.samples.map { sample -> VideoSample in
+        let samples = video.samples.map { sample -> VideoSample in
             var s = sample
             s.time -= origin
             return s
         }
-        if samples.isEmpty { samples = [] }
 
         // Camera shake: how far each sample's camera motion strays from its neighbours' average.
         var shakes = [Double](repeating: 0, count: samples.count)

@@ -58,7 +58,7 @@ final class SampleRunner: @unchecked Sendable {
     private let queue: DispatchQueue
 
     init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, label: String) throws {
-        decoder = try Decoder(stream: stream, options: .init(threads: 1, frameThreads: false, exportMotionVectors: true))
+        decoder = try Decoder(stream: stream, options: .init(threads: 1, frameThreads: false, exportMotionVectors: true, skipLoopFilter: true))
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         self.stream = stream
         self.width = info.width

@@ -80,7 +80,7 @@ final class SceneDetector {
     /// Ends the current run (the next frame pushed is not adjacent to the last).
     func endRun() {
         while next < entries.count { evaluate(next); next += 1 }
-        if gradualStart != nil { closeGradual(at: gradualFarthestIndex, finished: false) }
+        if gradualStart != nil { closeGradual(at: gradualFarthestIndex) }
         entries.removeAll()
         next = 0
         gradualStart = nil
@@ -171,7 +171,7 @@ final class SceneDetector {
                 gradualFarthestIndex = i
             }
             if i - gradualFarthestIndex >= 3 || e.time - entries[start].time > 3 {
-                closeGradual(at: gradualFarthestIndex, finished: true)
+                closeGradual(at: gradualFarthestIndex)
             }
         } else if e.layoutScore > max(0.8, 2 * recentLayoutBaseline(before: i))
                     && e.score > max(2.5, settings.gradualRise * recentBaseline(before: i)) && darkStart == nil {
@@ -186,7 +186,7 @@ final class SceneDetector {
     }
 
     /// Decides whether frames `gradualStart…end` were a dissolve, and where its middle is.
-    private func closeGradual(at end: Int, finished: Bool) {
+    private func closeGradual(at end: Int) {
         guard let start = gradualStart, end > start, start >= 1, end < entries.count else { gradualStart = nil; return }
         gradualStart = nil
         let a = entries[start - 1], b = entries[end]

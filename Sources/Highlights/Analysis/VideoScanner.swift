@@ -76,7 +76,6 @@ final class VideoScanner {
     private(set) var frameTimes: [Double] = []
     /// Compressed bytes per whole second of video.
     private(set) var bytesPerSecond: [Int] = []
-    private(set) var denseFrames = 0
     private(set) var decodedFrames = 0
     private(set) var rejectedPackets = 0
     private(set) var corruptFrames = 0
@@ -97,7 +96,7 @@ final class VideoScanner {
             try SampleRunner(stream: stream, info: info, nominalInterval: info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30,
                              label: "moments.sample-runner.\($0)")
         }
-        dense = try Decoder(stream: stream, options: .init(threads: 2, frameThreads: true, exportMotionVectors: true))
+        dense = try Decoder(stream: stream, options: .init(threads: 2, frameThreads: true, exportMotionVectors: true, skipLoopFilter: true))
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         width = info.width
     }
@@ -299,7 +298,6 @@ final class VideoScanner {
 
     private func collectDenseFrame(_ frame: Frame) throws {
         try tick()
-        denseFrames += 1
         decodedFrames += 1
         if frame.isCorrupt { corruptFrames += 1 }
         guard let ticks = frame.timestamp else { return }

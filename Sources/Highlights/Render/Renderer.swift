@@ -30,7 +30,7 @@ final class Renderer {
     private let quality: Quality
     private let reporter: ProgressReporter
 
-    init(path: String, analysis: Analysis, quality: Quality, limits: MediaLimits, reporter: ProgressReporter) throws {
+    init(path: String, analysis: Analysis, quality: Quality, reporter: ProgressReporter) throws {
         let (input, _, video, audio) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
         self.input = input
         self.video = video
