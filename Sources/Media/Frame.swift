@@ -16,6 +16,13 @@ public final class Frame {
 
     public func unref() { av_frame_unref(pointer) }
 
+    /// A new frame referencing the same buffers (no copy of the pixels).
+    public func clone() throws(FFmpegError) -> Frame {
+        let copy = Frame()
+        try check(av_frame_ref(copy.pointer, pointer), "av_frame_ref")
+        return copy
+    }
+
     public var width: Int { Int(pointer.pointee.width) }
     public var height: Int { Int(pointer.pointee.height) }
     public var pixelFormat: AVPixelFormat { AVPixelFormat(pointer.pointee.format) }
