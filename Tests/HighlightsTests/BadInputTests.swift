@@ -8,7 +8,7 @@ import Testing
 @Suite("Bad input")
 struct BadInputTests {
     enum Case: String, CaseIterable, CustomTestStringConvertible {
-        case empty, randomBytes, textFile, audioOnly, truncatedIndex, tooShort, tooLong, tooLarge, missingFile, folder, missingOutputFolder
+        case empty, randomBytes, textFile, audioOnly, unknownCodec, truncatedIndex, tooShort, tooLong, tooLarge, missingFile, folder, missingOutputFolder
         var testDescription: String { rawValue }
     }
 
@@ -32,6 +32,20 @@ struct BadInputTests {
             video.hasVideo = false
             try video.write(to: input.path)
             return (input.path, output, [], "no_video_stream")
+        case .unknownCodec:
+            // An AVI whose video codec tag (FourCC) names no codec FFmpeg knows.
+            let avi = try Fixtures.path("mpeg4-mp3.avi", Fixtures.clip(codec: "mpeg4", audio: .mp3, container: nil))
+            var data = try Data(contentsOf: URL(fileURLWithPath: avi))
+            let tag = Data("FMP4".utf8)
+            var replaced = 0
+            while let range = data.range(of: tag) {
+                data.replaceSubrange(range, with: Data("ZQZQ".utf8))
+                replaced += 1
+            }
+            #expect(replaced >= 1, "the fixture's AVI should carry the FMP4 tag")
+            let input = folder.appendingPathComponent("input.avi")
+            try data.write(to: input)
+            return (input.path, output, [], "unsupported_codec")
         case .truncatedIndex:
             // Our writer puts the index (moov) at the end, so half a file has none.
             let whole = try Fixtures.path("h264-aac.m4v", Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4"))
