@@ -104,10 +104,15 @@ struct SoundTrack {
     private var position = 0
     private var resampler: Resampler?
     private var noise = SplitMix64(seed: 42)
+    // Looked up for every sample: worked out once.
+    private let events: [ClosedRange<Double>]
+    private let sceneStarts: [Double]
 
     init(video: SyntheticVideo, sampleRate: Int) {
         self.video = video
         self.sampleRate = sampleRate
+        events = video.eventTimes
+        sceneStarts = [0] + video.boundaryTimes
     }
 
     /// Amplitude of the tone (about −34 dBFS) and of event bursts (peaks near −3 dBFS).
@@ -118,10 +123,9 @@ struct SoundTrack {
 
     private mutating func sample(at index: Int) -> Float {
         let t = Double(index) / Double(sampleRate)
-        let frame = video.frameIndex(at: t)
-        let scene = video.sceneIndex(ofFrame: frame)
+        let scene = max(0, (sceneStarts.lastIndex { $0 <= t }) ?? 0)
         var value = Self.toneLevel * sin(2 * Double.pi * video.scenes[scene].toneHz * t)
-        for range in video.eventTimes where range.contains(t) {
+        for range in events where range.contains(t) {
             let since = (t - range.lowerBound).truncatingRemainder(dividingBy: Self.burstInterval)
             let white = Double(Int64(bitPattern: noise.next() >> 11) % 2001) / 1000 - 1
             value += Self.burstLevel * exp(-since * 18) * white
@@ -155,25 +159,5 @@ struct SoundTrack {
             try encoder.encode(frame, write)
         }
         if final { try encoder.encode(nil, write) }
-    }
-}
-
-extension SyntheticVideo {
-    /// The frame shown at `seconds`.
-    func frameIndex(at seconds: Double) -> Int {
-        let nominal = Int(seconds * Double(frameRate))
-        var index = max(0, min(frameCount - 1, nominal))
-        while index + 1 < frameCount && time(ofFrame: index + 1) <= seconds { index += 1 }
-        while index > 0 && time(ofFrame: index) > seconds { index -= 1 }
-        return index
-    }
-
-    func sceneIndex(ofFrame frame: Int) -> Int {
-        var start = 0
-        for (index, scene) in scenes.enumerated() {
-            start += scene.frames
-            if frame < start { return index }
-        }
-        return scenes.count - 1
     }
 }

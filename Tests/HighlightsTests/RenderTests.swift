@@ -78,7 +78,8 @@ struct RenderTests {
         #expect(stream["width"] == "180" && stream["height"] == "320")
         let sideData = try run("ffprobe", ["-v", "error", "-show_streams", "-show_entries", "stream_side_data", output]).stdout
         #expect(!sideData.contains("Display Matrix"), "the output should be upright without a display matrix")
-        // The marker down the stored picture's left edge is now across the top.
+        // The marker (white, luma 235, a tenth of the stored width: 32 px) down the stored picture's
+        // left edge is now across the top 32 rows; the rest is texture around mid-grey.
         let grey = try firstFrameGrey(output, width: 180, height: 320)
         let top = grey[0..<(180 * 8)].map(Int.init).reduce(0, +) / (180 * 8)
         let bottom = grey[(180 * 312)..<(180 * 320)].map(Int.init).reduce(0, +) / (180 * 8)
