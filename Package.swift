@@ -9,6 +9,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C only: FFmpeg's headers and a shim for its macros.
@@ -25,6 +26,8 @@ let package = Package(
         .target(name: "MediaSynth", dependencies: ["Media"]),
         // The highlight engine: analysis, selection, render. Knows nothing of HTTP, SQL or Redis.
         .target(name: "Highlights", dependencies: ["Media", "MomentsModel"]),
+        // Object storage: S3-compatible (our own SigV4 signer) and local files.
+        .target(name: "Storage", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "moments",
             dependencies: [
@@ -33,6 +36,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel"]),
     ],
     swiftLanguageModes: [.v6]
