@@ -1,0 +1,89 @@
+import Foundation
+
+/// Objects as files under one root folder, for single-machine installs.
+///
+/// Writes go to a hidden temporary file in the destination folder and are renamed into place, so
+/// a reader sees the old object or the new one, never half of one. Keys are validated and the
+/// resolved path is checked to lie inside the root, so no key can reach outside it.
+public struct LocalObjectStore: ObjectStore {
+    public let root: URL
+
+    /// Creates the root folder if needed.
+    public init(root: URL) throws(StorageError) {
+        do {
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        } catch {
+            throw StorageError(.ioError, "The storage folder \(root.path) could not be created.")
+        }
+        self.root = root.standardizedFileURL.resolvingSymlinksInPath()
+    }
+
+    func location(of key: String) throws(StorageError) -> URL {
+        try ObjectKey.validate(key)
+        let url = root.appendingPathComponent(key).standardizedFileURL
+        guard url.path.hasPrefix(root.path + "/") else {
+            throw StorageError(.invalidKey, "The object key leads outside the storage folder.")
+        }
+        // A symbolic link inside the root must not lead out of it either.
+        let parent = url.deletingLastPathComponent().resolvingSymlinksInPath()
+        guard parent.path == root.path || parent.path.hasPrefix(root.path + "/") else {
+            throw StorageError(.invalidKey, "The object key leads outside the storage folder.")
+        }
+        return url
+    }
+
+    public func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo {
+        let destination = try location(of: key)
+        let folder = destination.deletingLastPathComponent()
+        let temporary = folder.appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: file, to: temporary)
+            if rename(temporary.path, destination.path) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            if !FileManager.default.fileExists(atPath: file.path) {
+                throw StorageError(.ioError, "The file to store (\(file.lastPathComponent)) does not exist.")
+            }
+            throw StorageError(.ioError, "The object \(key) could not be written.")
+        }
+        return ObjectInfo(key: key, size: Self.size(of: destination), contentType: contentType)
+    }
+
+    public func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo {
+        let source = try location(of: key)
+        guard FileManager.default.fileExists(atPath: source.path) else { throw StorageError(.notFound, "There is no object \(key).") }
+        let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).partial-\(UUID().uuidString)")
+        do {
+            try FileManager.default.copyItem(at: source, to: temporary)
+            if rename(temporary.path, file.path) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw StorageError(.ioError, "The object \(key) could not be copied to \(file.lastPathComponent).")
+        }
+        return ObjectInfo(key: key, size: Self.size(of: file))
+    }
+
+    public func head(key: String) async throws(StorageError) -> ObjectInfo {
+        let source = try location(of: key)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source.path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw StorageError(.notFound, "There is no object \(key).")
+        }
+        return ObjectInfo(key: key, size: Self.size(of: source))
+    }
+
+    public func delete(key: String) async throws(StorageError) {
+        let target = try location(of: key)
+        guard FileManager.default.fileExists(atPath: target.path) else { return }
+        do {
+            try FileManager.default.removeItem(at: target)
+        } catch {
+            throw StorageError(.ioError, "The object \(key) could not be deleted.")
+        }
+    }
+
+    static func size(of url: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+}
