@@ -53,32 +53,22 @@ public final class Decoder {
     public func flush() { avcodec_flush_buffers(context) }
 
     /// Decodes `packet` (or drains when nil) and hands every frame that comes out to `body`.
-    /// A packet the decoder rejects as invalid data is counted, not thrown: damaged media decodes on.
-    @discardableResult
-    public func decode(_ packet: Packet?, into frame: Frame, _ body: (Frame) throws -> Void) throws -> DecodeResult {
-        var result = DecodeResult()
+    /// Data the decoder rejects as invalid is skipped, not thrown: damaged media decodes on.
+    public func decode(_ packet: Packet?, into frame: Frame, _ body: (Frame) throws -> Void) throws {
         while true {
             let sent = avcodec_send_packet(context, packet?.pointer)
-            if sent == moments_averror_invaliddata() {
-                result.rejectedPackets += 1
-            } else if sent < 0 && sent != moments_averror_eagain() && sent != moments_averror_eof() {
+            if sent < 0 && sent != moments_averror_eagain() && sent != moments_averror_eof() && sent != moments_averror_invaliddata() {
                 throw FFmpegError(sent, "avcodec_send_packet")
             }
             while true {
                 frame.unref()
                 let received = avcodec_receive_frame(context, frame.pointer)
                 if received == moments_averror_eagain() || received == moments_averror_eof() { break }
-                if received == moments_averror_invaliddata() { result.rejectedPackets += 1; continue }
+                if received == moments_averror_invaliddata() { continue }
                 if received < 0 { throw FFmpegError(received, "avcodec_receive_frame") }
-                result.frames += 1
                 try body(frame)
             }
-            if sent != moments_averror_eagain() { return result }
+            if sent != moments_averror_eagain() { return }
         }
-    }
-
-    public struct DecodeResult: Sendable {
-        public var frames = 0
-        public var rejectedPackets = 0
     }
 }

@@ -10,11 +10,6 @@ public struct FFmpegError: Error, Sendable, CustomStringConvertible {
         self.operation = operation
     }
 
-    public var isEndOfFile: Bool { code == moments_averror_eof() }
-    public var isAgain: Bool { code == moments_averror_eagain() }
-    public var isInvalidData: Bool { code == moments_averror_invaliddata() }
-    public var isExit: Bool { code == moments_averror_exit() }
-
     /// FFmpeg's own sentence for the code.
     public var reason: String {
         var buffer = [CChar](repeating: 0, count: 256)

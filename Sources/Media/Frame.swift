@@ -39,7 +39,6 @@ public final class Frame {
 
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
     public var pictureType: AVPictureType { pointer.pointee.pict_type }
-    public var isCorrupt: Bool { pointer.pointee.flags & AV_FRAME_FLAG_CORRUPT != 0 || pointer.pointee.decode_error_flags != 0 }
 
     /// Allocates buffers for a video frame of the given shape.
     public static func video(width: Int, height: Int, format: AVPixelFormat) throws(FFmpegError) -> Frame {

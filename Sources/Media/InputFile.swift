@@ -29,8 +29,6 @@ public final class InputFile {
         return d == moments_nopts() || d <= 0 ? nil : Double(d) / Double(AV_TIME_BASE)
     }
 
-    public var bitRate: Int { Int(pointer.pointee.bit_rate) }
-
     public var streamCount: Int { Int(pointer.pointee.nb_streams) }
 
     public func stream(_ index: Int) -> MediaStream { MediaStream(pointer: pointer.pointee.streams[index]!) }
@@ -102,17 +100,10 @@ public struct MediaStream {
         return g.num > 0 && g.den > 0 ? Double(g.num) / Double(g.den) : 0
     }
 
-    public var frameCount: Int { Int(pointer.pointee.nb_frames) }
-
     /// Stream duration in seconds, if known.
     public var duration: Double? {
         let d = pointer.pointee.duration
         return d == moments_nopts() || d <= 0 ? nil : seconds(d)
-    }
-
-    public var startTime: Double? {
-        let s = pointer.pointee.start_time
-        return s == moments_nopts() ? nil : seconds(s)
     }
 
     /// Clockwise rotation in degrees (0, 90, 180, 270) that makes the picture upright, from the display matrix.

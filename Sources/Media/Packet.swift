@@ -23,7 +23,6 @@ public final class Packet {
     public var streamIndex: Int { Int(pointer.pointee.stream_index) }
     public var size: Int { Int(pointer.pointee.size) }
     public var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
-    public var isCorrupt: Bool { pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 }
     public var pts: Int64? { pointer.pointee.pts == moments_nopts() ? nil : pointer.pointee.pts }
     public var dts: Int64? { pointer.pointee.dts == moments_nopts() ? nil : pointer.pointee.dts }
     public var duration: Int64 { pointer.pointee.duration }

@@ -55,5 +55,4 @@ public struct Analysis: Sendable {
     var signatures: [[Float]]
     public var decodedFrames: Int
     public var totalFrames: Int
-    public var damagedPackets: Int
 }

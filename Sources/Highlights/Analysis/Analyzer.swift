@@ -58,13 +58,12 @@ enum Analyzer {
         let frameInterval = info.frameRate > 0 ? 1 / info.frameRate : (video.frameTimes.count > 1 ? (last - first) / Double(video.frameTimes.count - 1) : 1.0 / 30)
         let measured = last - first + frameInterval
         // Containers can claim more than is really there (truncated uploads): trust the frames.
-        info.duration = info.duration > 0 ? min(info.duration, measured) : measured
-        if damagedTail || info.duration < probed.duration - 1 { info.duration = measured }
+        info.duration = damagedTail || probed.duration <= 0 ? measured : min(probed.duration, measured)
         if info.frameRate <= 0 { info.frameRate = 1 / frameInterval }
         try MediaProbe.checkDuration(info.duration, limits: limits)
         try reporter.report(.analyzing, 1)
 
         return FeatureTimeline.build(info: info, origin: first, frameTimes: video.frameTimes.map { $0 - first },
-                                     video: video, audio: audio, damaged: damagedTail)
+                                     video: video, audio: audio)
     }
 }

@@ -19,7 +19,6 @@ final class AudioScanner {
     /// Mean square per window, starting at `startTime`.
     private(set) var energies: [Float] = []
     private(set) var startTime = 0.0
-    private(set) var rejectedPackets = 0
 
     init(stream: MediaStream) throws {
         self.stream = stream
@@ -27,7 +26,7 @@ final class AudioScanner {
     }
 
     func feed(_ packet: Packet?) throws {
-        let result = try decoder.decode(packet, into: frame) { frame in
+        try decoder.decode(packet, into: frame) { frame in
             if firstTime == nil {
                 firstTime = frame.timestamp.map(stream.seconds) ?? 0
                 startTime = max(0, firstTime!)
@@ -45,7 +44,6 @@ final class AudioScanner {
                 }
             }
         }
-        rejectedPackets += result.rejectedPackets
     }
 
     func finish() throws {

@@ -3,7 +3,7 @@ import Foundation
 /// Turns the scanners' raw observations into per-second features, shots and scores.
 enum FeatureTimeline {
     static func build(info: MediaInfo, origin: Double, frameTimes: [Double], video: VideoScanner,
-                      audio: AudioScanner?, damaged: Bool) -> Analysis {
+                      audio: AudioScanner?) -> Analysis {
         let duration = info.duration
         let count = max(1, Int(duration.rounded(.up)))
         let samples = video.samples.map { sample -> VideoSample in
@@ -82,8 +82,7 @@ enum FeatureTimeline {
         if duration > start { shots.append(Shot(start: start, end: duration)) }
 
         return Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, frameTimes: frameTimes,
-                        signatures: signatures, decodedFrames: video.decodedFrames, totalFrames: frameTimes.count,
-                        damagedPackets: video.rejectedPackets + video.corruptFrames + (damaged ? 1 : 0))
+                        signatures: signatures, decodedFrames: video.decodedFrames, totalFrames: frameTimes.count)
     }
 
     /// Interest of a second (0…1): lively motion and picture change, loud and percussive sound,

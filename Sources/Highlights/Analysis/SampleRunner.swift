@@ -5,14 +5,12 @@ import Media
 /// One sample run: a keyframe and the packet after it, handed from the demuxing thread to a runner.
 /// The scanner fills `packets` and then never touches the job again until `wait()` returns.
 final class SampleJob: @unchecked Sendable {
-    let time: Double
     private(set) var packets: [Packet] = []
     private let done = DispatchSemaphore(value: 0)
     private var outcome: SampleOutcome?
     private(set) var submitted = false
 
-    init(key: Packet, time: Double) {
-        self.time = time
+    init(key: Packet) {
         packets.append(key.reference())
     }
 
@@ -41,8 +39,6 @@ final class SampleJob: @unchecked Sendable {
 struct SampleOutcome {
     var sample: VideoSample?
     var decodedFrames = 0
-    var rejectedPackets = 0
-    var corruptFrames = 0
 }
 
 /// Decodes sample runs on its own serial queue, so keyframes (the costly pictures) of successive
@@ -78,7 +74,6 @@ final class SampleRunner: @unchecked Sendable {
         var key: (time: Double, sharpness: Double)?
         func collect(_ frame: Frame) throws {
             outcome.decodedFrames += 1
-            if frame.isCorrupt { outcome.corruptFrames += 1 }
             guard let ticks = frame.timestamp else { return }
             let t = stream.seconds(ticks)
             let isKey = frame.isKeyframe || frame.pictureType == AV_PICTURE_TYPE_I
@@ -91,12 +86,10 @@ final class SampleRunner: @unchecked Sendable {
         }
         decoder.flush()
         do {
-            for packet in packets {
-                outcome.rejectedPackets += try decoder.decode(packet, into: frame, collect).rejectedPackets
-            }
-            outcome.rejectedPackets += try decoder.decode(nil, into: frame, collect).rejectedPackets
+            for packet in packets { try decoder.decode(packet, into: frame, collect) }
+            try decoder.decode(nil, into: frame, collect)
         } catch {
-            outcome.rejectedPackets += 1
+            // A damaged run: describe the keyframe from whatever did decode.
         }
         guard let first = frames.first(where: { $0.isKey }) ?? frames.first else { return outcome }
         let nearest = frames.filter { $0.time != first.time }.min { abs($0.time - first.time) < abs($1.time - first.time) }

@@ -159,9 +159,6 @@ final class SceneDetector {
             }
         }
         // Dissolves.
-        if VideoScanner.debug && ProcessInfo.processInfo.environment["MOMENTS_DEBUG_FRAMES"] == "1" {
-            FileHandle.standardError.write(Data(String(format: "frame %.3f score %.2f layout %.2f luma %.1f base %.2f/%.2f%@\n", e.time, e.score, e.layoutScore, e.luma, recentBaseline(before: i), recentLayoutBaseline(before: i), gradualStart != nil ? " in gradual" : "").utf8))
-        }
         // Followed on the colour layout: a blend moves it steadily away from the frame before the
         // transition until the next shot is whole; shake and motion only jitter it.
         if let start = gradualStart {

@@ -77,8 +77,6 @@ final class VideoScanner {
     /// Compressed bytes per whole second of video.
     private(set) var bytesPerSecond: [Int] = []
     private(set) var decodedFrames = 0
-    private(set) var rejectedPackets = 0
-    private(set) var corruptFrames = 0
 
     var sceneChanges: [SceneChange] { detector.changes }
 
@@ -170,8 +168,6 @@ final class VideoScanner {
     private func take(_ job: SampleJob) -> VideoSample? {
         let outcome = job.wait()
         decodedFrames += outcome.decodedFrames
-        rejectedPackets += outcome.rejectedPackets
-        corruptFrames += outcome.corruptFrames
         return outcome.sample
     }
 
@@ -184,7 +180,7 @@ final class VideoScanner {
             awaiting.append(previous)
         }
         denseContinuous = false
-        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet, time: t), bytes: packet.size)
+        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet), bytes: packet.size)
         gopCount += 1
         if settings.sampleRunPackets == 0 { current!.job.submit(to: runner(for: current!.index)) }
         // Decide a GOP once the one after it has been sampled, keeping a few GOPs in flight so both
@@ -292,14 +288,12 @@ final class VideoScanner {
     }
 
     private func decodeDense(_ packet: Packet) throws {
-        let result = try dense.decode(packet, into: frame) { try collectDenseFrame($0) }
-        rejectedPackets += result.rejectedPackets
+        try dense.decode(packet, into: frame) { try collectDenseFrame($0) }
     }
 
     private func collectDenseFrame(_ frame: Frame) throws {
         try tick()
         decodedFrames += 1
-        if frame.isCorrupt { corruptFrames += 1 }
         guard let ticks = frame.timestamp else { return }
         let t = stream.seconds(ticks)
         let thumb = try thumbnailer.thumbnail(of: frame)
@@ -318,8 +312,7 @@ final class VideoScanner {
     /// Drains the dense decoder and closes the detector's run, adding the next keyframe as its last frame.
     private func endDense(finalThumbnail: (Double, Thumbnail)?) throws {
         guard denseActiveThrough != nil else { return }
-        let result = try dense.decode(nil, into: frame) { try collectDenseFrame($0) }
-        rejectedPackets += result.rejectedPackets
+        try dense.decode(nil, into: frame) { try collectDenseFrame($0) }
         if let (t, thumb) = finalThumbnail { detector.push(time: t, thumbnail: thumb) }
         detector.endRun()
         dense.flush()
