@@ -62,14 +62,10 @@ final class VideoScanner {
     private var denseContinuous = false
     private var lastDenseSampleTime = -Double.infinity
     private var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
-    private var recentKeyDifferences: [Double] = []
-    private var recentKeyIntervals: [Double] = []
-    private var recentActivities: [Double] = []
-    private var recentPictureDifferences: [Double] = []
-    private var typicalActivity: Double {
-        let sorted = recentActivities.sorted()
-        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-    }
+    private var recentKeyDistances = RecentValues()
+    private var recentKeyIntervals = RecentValues()
+    private var recentActivities = RecentValues()
+    private var recentPictureDifferences = RecentValues()
     private var lastTime: Double?
 
     private(set) var samples: [VideoSample] = []
@@ -89,10 +85,10 @@ final class VideoScanner {
     init(stream: MediaStream, info: MediaInfo, settings: Settings = Settings()) throws {
         self.stream = stream
         self.settings = settings
-        nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
+        let nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
+        self.nominalInterval = nominalInterval
         runners = try (0..<2).map {
-            try SampleRunner(stream: stream, info: info, nominalInterval: info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30,
-                             label: "moments.sample-runner.\($0)")
+            try SampleRunner(stream: stream, info: info, nominalInterval: nominalInterval, label: "moments.sample-runner.\($0)")
         }
         dense = try Decoder(stream: stream, options: .init(threads: 2, frameThreads: true, exportMotionVectors: true, skipLoopFilter: true))
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
@@ -175,8 +171,7 @@ final class VideoScanner {
         if var previous = current {
             previous.job.submit(to: runner(for: previous.index))
             previous.interval = t - previous.keyTime
-            recentKeyIntervals.append(t - previous.keyTime)
-            if recentKeyIntervals.count > 9 { recentKeyIntervals.removeFirst() }
+            recentKeyIntervals.add(t - previous.keyTime)
             awaiting.append(previous)
         }
         denseContinuous = false
@@ -209,10 +204,7 @@ final class VideoScanner {
     private func finalize(_ gop: GOP, next: VideoSample?) throws {
         if let sample = gop.sample {
             samples.append(sample)
-            if let activity = sample.activity {
-                recentActivities.append(activity)
-                if recentActivities.count > 9 { recentActivities.removeFirst() }
-            }
+            if let activity = sample.activity { recentActivities.add(activity) }
         }
         if gop.denseDecoded { return }
         var distance = 0.0, typicalDistance = 0.0
@@ -220,10 +212,8 @@ final class VideoScanner {
             distance = a.histogramDistance(to: b)
             // The quieter end of recent distances: in fast-cut footage most GOPs hold a cut, so the
             // median would be a cut's distance, not a steady shot's.
-            let sorted = recentKeyDifferences.sorted()
-            typicalDistance = sorted.isEmpty ? 0 : sorted[sorted.count / 4]
-            recentKeyDifferences.append(distance)
-            if recentKeyDifferences.count > 9 { recentKeyDifferences.removeFirst() }
+            typicalDistance = recentKeyDistances.quantile(0.25)
+            recentKeyDistances.add(distance)
         }
         let colourJump = distance >= settings.keyframeDistanceAlways
             || (distance >= settings.keyframeDistanceFloor && distance >= settings.keyframeDistanceRatio * typicalDistance)
@@ -238,18 +228,15 @@ final class VideoScanner {
             spike = largest >= Int(settings.packetSpikeRatio * Double(max(upper, 1))) && largest * 6 >= gop.packets[0].size
         }
         // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
-        let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.max()! : nil
+        let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
         let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
         var pictureJump = false
         if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
             let difference = a.difference(to: b)
-            let sorted = recentPictureDifferences.sorted()
-            let typical = sorted.isEmpty ? 0 : sorted[sorted.count / 4]
-            pictureJump = difference >= 20 && difference >= 2 * typical
-            recentPictureDifferences.append(difference)
-            if recentPictureDifferences.count > 9 { recentPictureDifferences.removeFirst() }
+            pictureJump = difference >= 20 && difference >= 2 * recentPictureDifferences.quantile(0.25)
+            recentPictureDifferences.add(difference)
         }
-        let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * typicalActivity)
+        let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * recentActivities.quantile(0.5))
         // After an early keyframe any real change of picture means a cut there; none means the
         // encoder restarted for another reason (a flash, a burst of motion).
         let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
