@@ -55,4 +55,11 @@ public struct Analysis: Sendable {
     var signatures: [[Float]]
     public var decodedFrames: Int
     public var totalFrames: Int
+
+    /// The seconds that overlap `start..<end` (`seconds[i]` covers `i..<i+1`).
+    func seconds(overlapping start: Double, _ end: Double) -> ArraySlice<SecondFeatures> {
+        let first = max(0, Int(start.rounded(.down)))
+        let last = min(seconds.count, Int(end.rounded(.up)))
+        return first < last ? seconds[first..<last] : []
+    }
 }

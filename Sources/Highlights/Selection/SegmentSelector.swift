@@ -82,7 +82,7 @@ public enum SegmentSelector {
 
     static func meanScore(_ analysis: Analysis, _ start: Double, _ end: Double) -> Double {
         var sum = 0.0, weight = 0.0
-        for f in analysis.seconds where f.time < end && f.time + 1 > start {
+        for f in analysis.seconds(overlapping: start, end) {
             let overlap = min(end, f.time + 1) - max(start, f.time)
             sum += f.score * overlap
             weight += overlap
@@ -102,7 +102,7 @@ public enum SegmentSelector {
     }
 
     static func reasons(for segment: Segment, in analysis: Analysis, newCoverage: Bool) -> [String] {
-        let seconds = analysis.seconds.filter { $0.time < segment.end && $0.time + 1 > segment.start }
+        let seconds = analysis.seconds(overlapping: segment.start, segment.end)
         guard !seconds.isEmpty else { return ["fills the highlight"] }
         var reasons: [String] = []
         let peakExcitement = seconds.map(\.excitement).max() ?? 0
