@@ -73,6 +73,13 @@ struct SigV4SignerTests {
         String(decoding: try Data(contentsOf: Self.suite.appendingPathComponent("\(name)/\(file)")), as: UTF8.self)
     }
 
+    /// Canonical request, string to sign and signature, each exactly as the suite has them for `mode`.
+    func expectMatches(_ result: SigV4Signer.Signature, _ name: String, mode: String) throws {
+        #expect(result.canonicalRequest == (try expected(name, "\(mode)-canonical-request.txt")))
+        #expect(result.stringToSign == (try expected(name, "\(mode)-string-to-sign.txt")))
+        #expect(result.signature == (try expected(name, "\(mode)-signature.txt")).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     @Test("the vectors are there") func suitePresent() {
         #expect(Self.cases.count >= 30, "expected the AWS suite at \(Self.suite.path)")
     }
@@ -81,9 +88,7 @@ struct SigV4SignerTests {
     func header(name: String) throws {
         let c = try Case(name)
         let result = c.signer.signHeaders(c.request, date: c.date, includeContentHashHeader: c.signBody)
-        #expect(result.canonicalRequest == (try expected(name, "header-canonical-request.txt")))
-        #expect(result.stringToSign == (try expected(name, "header-string-to-sign.txt")))
-        #expect(result.signature == (try expected(name, "header-signature.txt")).trimmingCharacters(in: .whitespacesAndNewlines))
+        try expectMatches(result, name, mode: "header")
         let authorization = try #require(result.additions.first { $0.name == "Authorization" }?.value)
         #expect((try expected(name, "header-signed-request.txt")).contains("Authorization:\(authorization)"))
     }
@@ -92,9 +97,7 @@ struct SigV4SignerTests {
     func query(name: String) throws {
         let c = try Case(name)
         let result = c.signer.presign(c.request, date: c.date, expires: c.expires)
-        #expect(result.canonicalRequest == (try expected(name, "query-canonical-request.txt")))
-        #expect(result.stringToSign == (try expected(name, "query-string-to-sign.txt")))
-        #expect(result.signature == (try expected(name, "query-signature.txt")).trimmingCharacters(in: .whitespacesAndNewlines))
+        try expectMatches(result, name, mode: "query")
     }
 
     @Test("credentials never print their secret")

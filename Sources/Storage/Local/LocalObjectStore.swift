@@ -34,14 +34,10 @@ public struct LocalObjectStore: ObjectStore {
 
     public func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo {
         let destination = try location(of: key)
-        let folder = destination.deletingLastPathComponent()
-        let temporary = folder.appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: file, to: temporary)
-            if rename(temporary.path, destination.path) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Self.copyAtomically(from: file, to: destination)
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
             if !FileManager.default.fileExists(atPath: file.path) {
                 throw StorageError(.ioError, "The file to store (\(file.lastPathComponent)) does not exist.")
             }
@@ -53,12 +49,9 @@ public struct LocalObjectStore: ObjectStore {
     public func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo {
         let source = try location(of: key)
         guard FileManager.default.fileExists(atPath: source.path) else { throw StorageError(.notFound, "There is no object \(key).") }
-        let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).partial-\(UUID().uuidString)")
         do {
-            try FileManager.default.copyItem(at: source, to: temporary)
-            if rename(temporary.path, file.path) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            try Self.copyAtomically(from: source, to: file)
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
             throw StorageError(.ioError, "The object \(key) could not be copied to \(file.lastPathComponent).")
         }
         return ObjectInfo(key: key, size: Self.size(of: file))
@@ -80,6 +73,19 @@ public struct LocalObjectStore: ObjectStore {
             try FileManager.default.removeItem(at: target)
         } catch {
             throw StorageError(.ioError, "The object \(key) could not be deleted.")
+        }
+    }
+
+    /// Copies to a hidden file beside `destination` and renames it into place; removes it on failure.
+    static func copyAtomically(from source: URL, to destination: URL) throws {
+        let temporary = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
+        do {
+            try FileManager.default.copyItem(at: source, to: temporary)
+            if rename(temporary.path, destination.path) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
         }
     }
 

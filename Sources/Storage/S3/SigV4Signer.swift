@@ -93,9 +93,8 @@ public struct SigV4Signer: Sendable {
         let (canonicalHeaders, signedHeaders) = Self.canonicalHeaders(headers)
         let canonical = [request.method, canonicalPath(request.path), Self.canonicalQuery(request.query),
                          canonicalHeaders, signedHeaders, request.payloadHash].joined(separator: "\n")
-        let scope = "\(shortDate)/\(region)/\(service)/aws4_request"
-        let toSign = [Self.algorithm, longDate, scope, Self.hex(SHA256.hash(data: Data(canonical.utf8)))].joined(separator: "\n")
-        let signature = sign(toSign, shortDate: shortDate)
+        let scope = self.scope(shortDate)
+        let (toSign, signature) = sign(canonical, longDate: longDate, shortDate: shortDate)
         if let token = credentials.sessionToken, omitSessionTokenFromSignature { additions.append(("X-Amz-Security-Token", token)) }
         additions.append(("Authorization", "\(Self.algorithm) Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"))
         return Signature(canonicalRequest: canonical, stringToSign: toSign, signature: signature,
@@ -108,11 +107,10 @@ public struct SigV4Signer: Sendable {
     /// append (unencoded), ending with `X-Amz-Signature`.
     public func presign(_ request: SigV4Request, date: Date, expires: Int) -> Signature {
         let (longDate, shortDate) = Self.timestamps(date)
-        let scope = "\(shortDate)/\(region)/\(service)/aws4_request"
         let (canonicalHeaders, signedHeaders) = Self.canonicalHeaders(request.headers)
         var parameters: [(name: String, value: String)] = [
             ("X-Amz-Algorithm", Self.algorithm),
-            ("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope)"),
+            ("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(shortDate))"),
             ("X-Amz-Date", longDate),
             ("X-Amz-Expires", String(expires)),
         ]
@@ -120,8 +118,7 @@ public struct SigV4Signer: Sendable {
         parameters.append(("X-Amz-SignedHeaders", signedHeaders))
         let canonical = [request.method, canonicalPath(request.path), Self.canonicalQuery(request.query + parameters),
                          canonicalHeaders, signedHeaders, request.payloadHash].joined(separator: "\n")
-        let toSign = [Self.algorithm, longDate, scope, Self.hex(SHA256.hash(data: Data(canonical.utf8)))].joined(separator: "\n")
-        let signature = sign(toSign, shortDate: shortDate)
+        let (toSign, signature) = sign(canonical, longDate: longDate, shortDate: shortDate)
         if let token = credentials.sessionToken, omitSessionTokenFromSignature { parameters.append(("X-Amz-Security-Token", token)) }
         parameters.append(("X-Amz-Signature", signature))
         return Signature(canonicalRequest: canonical, stringToSign: toSign, signature: signature,
@@ -192,22 +189,25 @@ public struct SigV4Signer: Sendable {
 
     // MARK: Keys
 
-    private func sign(_ stringToSign: String, shortDate: String) -> String {
+    private func scope(_ shortDate: String) -> String { "\(shortDate)/\(region)/\(service)/aws4_request" }
+
+    /// The string to sign for `canonicalRequest`, and its signature with this day's derived key.
+    private func sign(_ canonicalRequest: String, longDate: String, shortDate: String) -> (stringToSign: String, signature: String) {
+        let stringToSign = [Self.algorithm, longDate, scope(shortDate), Self.hex(SHA256.hash(data: Data(canonicalRequest.utf8)))]
+            .joined(separator: "\n")
         func hmac(_ key: SymmetricKey, _ text: String) -> SymmetricKey {
             SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key))
         }
         var key = SymmetricKey(data: Data("AWS4\(credentials.secretAccessKey)".utf8))
         for part in [shortDate, region, service, "aws4_request"] { key = hmac(key, part) }
         let code = HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key)
-        return Self.hex(code)
+        return (stringToSign, Self.hex(code))
     }
 
-    static func hex<D: Sequence>(_ bytes: D) -> String where D.Element == UInt8 {
+    /// Lower-case hex of bytes (digests, authentication codes).
+    public static func hex<D: Sequence>(_ bytes: D) -> String where D.Element == UInt8 {
         bytes.map { String(format: "%02x", $0) }.joined()
     }
-
-    public static func hex(_ digest: SHA256.Digest) -> String { hex(Array(digest)) }
-    static func hex(_ code: HashedAuthenticationCode<SHA256>) -> String { hex(Array(code)) }
 
     /// `20150830T123600Z` and `20150830`, in UTC.
     static func timestamps(_ date: Date) -> (String, String) {
