@@ -19,7 +19,7 @@ struct AnalyzeCommand: ParsableCommand {
         let selection = SegmentSelector.select(from: analysis, target: duration)
         let report = AnalysisReport(analysis: analysis, selection: selection)
         if json {
-            print(String(decoding: try AnalysisReport.encoder.encode(report), as: UTF8.self))
+            print(String(decoding: try ReportJSON.encoder.encode(report), as: UTF8.self))
         } else {
             print(report.text)
         }

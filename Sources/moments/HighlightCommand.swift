@@ -35,7 +35,7 @@ struct HighlightCommand: ParsableCommand {
                                                    cancellation: cancellation, progress: display.update)
         }
         if let report {
-            try AnalysisReport.encoder.encode(result).write(to: URL(fileURLWithPath: report))
+            try ReportJSON.encoder.encode(result).write(to: URL(fileURLWithPath: report))
         }
         print(String(format: "highlight: %@ (%.2f s, %d×%d, %d segments, %.1fx real time)", output,
                      result.output.duration, result.output.width, result.output.height, result.segments.count,

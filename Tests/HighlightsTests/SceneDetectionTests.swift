@@ -45,7 +45,8 @@ struct SceneDetectionTests {
         let path = try Fixtures.path("h264-gop30.mp4", video)
         let analysis = try HighlightEngine().analyze(input: path)
         #expect(analysis.totalFrames == video.frameCount)
-        // 20 GOPs of 30 frames. Each sample run decodes a keyframe and up to 6 packets after it.
+        // 20 GOPs of 30 frames. Each sample run sends the keyframe and `sampleRunPackets` packets after
+        // it, so it yields at most that many frames plus one (one frame of slack on top).
         // A change on a GOP boundary needs the GOP before it in full, a gradual one the two it spans:
         // 4 cuts + 2 × 2 gradual = 8 GOPs, and one more the shaky shot may cost.
         let gops = video.frameCount / video.gopSize

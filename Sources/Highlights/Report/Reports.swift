@@ -1,5 +1,14 @@
 import Foundation
 
+/// How reports are written: pretty, keys sorted, so two runs diff cleanly.
+public enum ReportJSON {
+    public static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
 /// `moments analyze --json`: everything the analysis found, without rendering.
 public struct AnalysisReport: Sendable, Codable {
     public var input: MediaInfo
@@ -25,12 +34,6 @@ public struct AnalysisReport: Sendable, Codable {
         selected = selection.segments
         decodedFrames = analysis.decodedFrames
         totalFrames = analysis.totalFrames
-    }
-
-    public static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return encoder
     }
 
     /// A readable summary for a terminal.
