@@ -10,6 +10,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // C only: FFmpeg's headers and a shim for its macros.
@@ -18,6 +20,9 @@ let package = Package(
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])]
         ),
+        // C only: hiredis (Redis) and libcurl (S3 transport), with shims for variadic calls.
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Shared vocabulary: qualities, error codes. Depends on nothing of ours.
         .target(name: "MomentsModel"),
         // Owners of FFmpeg handles: demux, decode, scale, resample, encode, mux.
@@ -27,16 +32,30 @@ let package = Package(
         // The highlight engine: analysis, selection, render. Knows nothing of HTTP, SQL or Redis.
         .target(name: "Highlights", dependencies: ["Media", "MomentsModel"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
-        .target(name: "Storage", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "Storage", dependencies: [
+            "CCurl", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+        ]),
+        // PostgreSQL: migrations, the job repository with fenced transitions, admin views.
+        .target(name: "JobStore", dependencies: [
+            "MomentsModel", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Redis: connection, the leased job queue.
+        .target(name: "JobQueue", dependencies: ["CHiredis", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
+        // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
+        .target(name: "Worker", dependencies: ["JobStore", "JobQueue", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "Media", "MediaSynth", "MomentsModel",
+                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "JobQueue", "Worker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        // Test support: where the services of scripts/services are, fresh databases and key prefixes.
+        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue"], path: "Tests/ServiceTestSupport"),
+        .testTarget(name: "JobStoreTests", dependencies: ["JobStore", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel"]),
     ],
     swiftLanguageModes: [.v6]

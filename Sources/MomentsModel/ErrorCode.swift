@@ -13,6 +13,11 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case invalidArgument = "invalid_argument"
     case cancelled = "cancelled"
     case internalError = "internal_error"
+    // The job system.
+    /// Every attempt failed with a retryable error (or its worker vanished); the job is dead-lettered.
+    case exhaustedRetries = "exhausted_retries"
+    /// Object storage could not be reached or refused the request.
+    case storageError = "storage_error"
 
     /// Whether the same input can never succeed, so a job should fail at once instead of retrying.
     public var isPermanent: Bool {
@@ -20,7 +25,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
              .resolutionTooLarge, .invalidArgument:
             true
-        case .ioError, .cancelled, .internalError:
+        case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError:
             false
         }
     }

@@ -37,6 +37,8 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         /// The store could not be reached or failed; worth retrying.
         case unavailable
         case ioError = "io_error"
+        /// A setting is missing or malformed (the message names it).
+        case invalidConfiguration = "invalid_configuration"
     }
 
     public var code: Code

@@ -1,0 +1,76 @@
+import Foundation
+import Logging
+
+/// A small pool of Redis connections for ordinary commands, retrying with backoff while Redis is
+/// away. Blocking reads get a connection of their own (`dedicatedConnection`).
+public final class RedisClient: Sendable {
+    public let configuration: RedisConfiguration
+    let logger: Logger
+    /// How long a command keeps retrying while Redis is unreachable before it gives up.
+    public let retryFor: Duration
+    private let connections: [RedisConnection]
+    private let next = LockedCounter()
+
+    public init(configuration: RedisConfiguration, connections: Int = 4, retryFor: Duration = .seconds(15), logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        self.retryFor = retryFor
+        self.connections = (0..<max(1, connections)).map { RedisConnection(configuration: configuration, label: "pool-\($0)") }
+    }
+
+    /// Sends a command; error replies become `RedisError(.command)`. Connection failures are retried
+    /// with exponential backoff (50 ms doubling to 2 s) for up to `retryFor`; every command this
+    /// package sends is safe to repeat.
+    @discardableResult
+    public func send(_ arguments: [String]) async throws(RedisError) -> RedisValue {
+        let connection = connections[next.increment() % connections.count]
+        return try await Self.withReconnect(retryFor: retryFor, logger: logger) { () throws(RedisError) in
+            try await connection.send(arguments)
+        }
+    }
+
+    /// Runs a Lua script (atomic on the server).
+    @discardableResult
+    public func eval(_ script: String, keys: [String], arguments: [String]) async throws(RedisError) -> RedisValue {
+        try await send(["EVAL", script, String(keys.count)] + keys + arguments)
+    }
+
+    func dedicatedConnection(label: String) -> RedisConnection {
+        RedisConnection(configuration: configuration, label: label)
+    }
+
+    static func withReconnect(retryFor: Duration, logger: Logger,
+                              _ body: () async throws(RedisError) -> RedisValue) async throws(RedisError) -> RedisValue {
+        let deadline = ContinuousClock.now + retryFor
+        var delay = Duration.milliseconds(50)
+        var logged = false
+        while true {
+            do throws(RedisError) {
+                let value = try await body()
+                if case .error(let message) = value { throw RedisError(.command, message) }
+                if logged { logger.info("redis reachable again") }
+                return value
+            } catch where error.code == .unavailable && ContinuousClock.now + delay < deadline {
+                if !logged {
+                    logger.warning("redis unavailable; retrying", metadata: ["error": "\(error.message)"])
+                    logged = true
+                }
+                do { try await Task.sleep(for: delay) } catch { throw RedisError(.unavailable, "Cancelled while waiting for Redis.") }
+                delay = min(delay * 2, .seconds(2))
+            }
+        }
+    }
+}
+
+/// A thread-safe counter (round-robin over the pool).
+final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+
+    func increment() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        value &+= 1
+        return value & Int.max
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Logging
+
+/// The Redis keys of one queue.
+public struct QueueKeys: Sendable {
+    /// Stream of waiting jobs, one entry `job=<uuid>` each; workers read it through `group`.
+    public var stream: String
+    /// The consumer group: its pending-entries list holds the jobs being worked on, with their idle time as the lease.
+    public var group: String
+    /// Set of every job id somewhere in Redis (in the stream, being worked on, or delayed): makes enqueue idempotent.
+    public var queued: String
+    /// Sorted set of jobs waiting out a retry delay, scored by the time (ms) they become ready.
+    public var delayed: String
+    /// Sorted set of dead-lettered job ids, scored by when (ms) they were given up.
+    public var dead: String
+
+    public init(prefix: String = "moments") {
+        stream = "\(prefix):jobs"
+        group = "workers"
+        queued = "\(prefix):queued"
+        delayed = "\(prefix):delayed"
+        dead = "\(prefix):dead"
+    }
+}
+
+/// A job handed to a consumer: the job and the stream entry that carried it.
+public struct Delivery: Sendable, Equatable, CustomStringConvertible {
+    public var jobID: UUID
+    public var entryID: String
+
+    public var description: String { "\(jobID) (entry \(entryID))" }
+}
+
+/// What the queue holds now, for metrics and autoscaling.
+public struct QueueStats: Sendable, Equatable, Codable {
+    /// Jobs ready to start and not yet handed to a worker (the consumer group's lag).
+    public var ready: Int
+    /// Jobs waiting out a retry delay.
+    public var delayed: Int
+    /// Jobs handed to a worker and not yet acknowledged.
+    public var inFlight: Int
+    /// Jobs given up after their last attempt.
+    public var deadLettered: Int
+    /// How long the oldest ready job has waited, in seconds (0 when none waits).
+    public var oldestReadySeconds: Double
+    public var consumers: Int
+
+    enum CodingKeys: String, CodingKey {
+        case ready, delayed, consumers
+        case inFlight = "in_flight"
+        case deadLettered = "dead_lettered"
+        case oldestReadySeconds = "oldest_ready_seconds"
+    }
+}
+
+/// A job queue on Redis Streams with one consumer group.
+///
+/// - Enqueue adds the id to a set and appends a stream entry only if the id was not already there,
+///   so enqueueing twice is one job.
+/// - Workers block on `XREADGROUP`, which hands each entry to exactly one of the waiting consumers.
+/// - A delivered entry stays in the group's pending list until acknowledged; its idle time is the
+///   lease. Heartbeats reset it; an entry idle longer than the lease is claimed by another worker.
+/// - Retries wait in a sorted set and return to the stream when their time comes.
+///
+/// Every multi-key change is one Lua script, so it is atomic on the server. PostgreSQL stays the
+/// truth: the reconciler puts back what Redis loses.
+public final class RedisQueue: Sendable {
+    public let client: RedisClient
+    public let keys: QueueKeys
+    let logger: Logger
+
+    public init(client: RedisClient, keys: QueueKeys = QueueKeys(), logger: Logger) {
+        self.client = client
+        self.keys = keys
+        self.logger = logger
+    }
+
+    /// Creates the stream and its group if missing. The group starts at the beginning of the stream,
+    /// so entries added before it existed (say by the reconciler after Redis restarted empty) are delivered.
+    public func prepare() async throws(RedisError) {
+        do {
+            try await client.send(["XGROUP", "CREATE", keys.stream, keys.group, "0", "MKSTREAM"])
+        } catch where error.code == .command && error.message.hasPrefix("BUSYGROUP") {
+            // Already there.
+        }
+    }
+
+    /// Adds the job unless it is already queued; after `delay` it becomes ready (zero: at once).
+    /// Returns false if it was already there.
+    @discardableResult
+    public func enqueue(_ id: UUID, delay: Duration = .zero) async throws(RedisError) -> Bool {
+        let added = try await client.eval(Scripts.enqueue, keys: [keys.queued, keys.delayed, keys.stream],
+                                          arguments: [id.uuidString.lowercased(), String(delay.milliseconds)])
+        return added.int == 1
+    }
+
+    /// A consumer for one worker slot, with its own connection for blocking reads.
+    public func consumer(named name: String) -> QueueConsumer {
+        QueueConsumer(queue: self, name: name, connection: client.dedicatedConnection(label: name))
+    }
+
+    /// Renews the lease: resets the entry's idle time, if `consumer` still holds it. False when the
+    /// entry was claimed by another consumer or is gone (acknowledged, or Redis lost it).
+    public func heartbeat(_ delivery: Delivery, consumer: String) async throws(RedisError) -> Bool {
+        try await client.eval(Scripts.heartbeat, keys: [keys.stream], arguments: [keys.group, delivery.entryID, consumer]).int == 1
+    }
+
+    /// Done with the job for good (completed, failed, cancelled or gone): removes every trace.
+    public func acknowledge(_ delivery: Delivery) async throws(RedisError) {
+        try await client.eval(Scripts.acknowledge, keys: [keys.stream, keys.queued, keys.delayed],
+                              arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased()])
+    }
+
+    /// Ends this delivery and makes the job ready again after `delay` (zero: at once, e.g. when a
+    /// worker gives its jobs back at shutdown).
+    public func retry(_ delivery: Delivery, after delay: Duration) async throws(RedisError) {
+        try await client.eval(Scripts.retry, keys: [keys.stream, keys.queued, keys.delayed],
+                              arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased(), String(delay.milliseconds)])
+    }
+
+    /// Moves delayed jobs whose time has come into the stream. Safe to run from every process at once.
+    @discardableResult
+    public func promoteDue(limit: Int = 100) async throws(RedisError) -> Int {
+        try await client.eval(Scripts.promote, keys: [keys.delayed, keys.stream], arguments: [String(limit)]).int ?? 0
+    }
+
+    /// Which of `ids` Redis knows (ready, in flight or delayed).
+    public func contains(_ ids: [UUID]) async throws(RedisError) -> [Bool] {
+        guard !ids.isEmpty else { return [] }
+        let reply = try await client.send(["SMISMEMBER", keys.queued] + ids.map { $0.uuidString.lowercased() })
+        return (reply.array ?? []).map { $0.int == 1 }
+    }
+
+    /// Forgets a job that will never run (cancelled while waiting). Its stream entry, if any, is
+    /// acknowledged by the worker that receives it and finds the job cancelled.
+    public func remove(_ id: UUID) async throws(RedisError) {
+        try await client.eval(Scripts.remove, keys: [keys.queued, keys.delayed], arguments: [id.uuidString.lowercased()])
+    }
+
+    /// Records a dead-lettered job (its row in PostgreSQL keeps the details).
+    public func markDead(_ id: UUID) async throws(RedisError) {
+        try await client.eval(Scripts.markDead, keys: [keys.dead], arguments: [id.uuidString.lowercased()])
+    }
+
+    public func stats() async throws(RedisError) -> QueueStats {
+        let reply = try await client.eval(Scripts.stats, keys: [keys.stream, keys.delayed, keys.dead], arguments: [keys.group])
+        let v = (reply.array ?? []).map { $0.int ?? 0 }
+        guard v.count == 6 else { throw RedisError(.command, "Unexpected reply to the queue statistics script.") }
+        return QueueStats(ready: v[0], delayed: v[2], inFlight: v[1], deadLettered: v[3],
+                          oldestReadySeconds: v[4] > 0 ? Double(v[5] - v[4]) / 1000 : 0, consumers: 0)
+            .with(consumers: try await consumerNames().count)
+    }
+
+    /// Removes consumers (worker slots that are gone) that hold nothing and have been idle for
+    /// `idleFor`, so the group does not grow with every restart. Returns how many went.
+    @discardableResult
+    public func pruneConsumers(idleFor: Duration) async throws(RedisError) -> Int {
+        try await client.eval(Scripts.pruneConsumers, keys: [keys.stream], arguments: [keys.group, String(idleFor.milliseconds)]).int ?? 0
+    }
+
+    func consumerNames() async throws(RedisError) -> [String] {
+        let reply: RedisValue
+        do {
+            reply = try await client.send(["XINFO", "CONSUMERS", keys.stream, keys.group])
+        } catch where error.code == .command {
+            return []  // no stream or group yet
+        }
+        return (reply.array ?? []).compactMap { consumer in
+            let fields = consumer.array ?? []
+            return stride(from: 0, to: fields.count - 1, by: 2).first { fields[$0].string == "name" }.flatMap { fields[$0 + 1].string }
+        }
+    }
+}
+
+private extension QueueStats {
+    func with(consumers: Int) -> QueueStats {
+        var copy = self
+        copy.consumers = consumers
+        return copy
+    }
+}
+
+/// One worker slot's view of the queue: blocking reads and claims of lapsed leases.
+public final class QueueConsumer: Sendable {
+    public let name: String
+    let queue: RedisQueue
+    private let connection: RedisConnection
+
+    init(queue: RedisQueue, name: String, connection: RedisConnection) {
+        self.queue = queue
+        self.name = name
+        self.connection = connection
+    }
+
+    /// Waits up to `block` for a new job. Recreates the group if Redis lost it.
+    public func next(block: Duration) async throws(RedisError) -> Delivery? {
+        let keys = queue.keys
+        let command = ["XREADGROUP", "GROUP", keys.group, name, "COUNT", "1", "BLOCK", String(block.milliseconds),
+                       "STREAMS", keys.stream, ">"]
+        let reply: RedisValue
+        do {
+            reply = try await RedisClient.withReconnect(retryFor: queue.client.retryFor, logger: queue.logger) { () throws(RedisError) in
+                try await connection.send(command, timeout: block + .seconds(5))
+            }
+        } catch where error.code == .command && error.message.hasPrefix("NOGROUP") {
+            queue.logger.notice("consumer group missing (Redis restarted empty?); creating it")
+            try await queue.prepare()
+            return nil
+        }
+        // [[stream, [[entry-id, [field, value, …]]]]]
+        guard let stream = reply.array?.first?.array, stream.count == 2, let entry = stream[1].array?.first?.array else { return nil }
+        return Self.delivery(entry)
+    }
+
+    /// Takes over one job whose lease lapsed (its entry idle for at least `minIdle`), if there is one.
+    public func claimLapsed(minIdle: Duration) async throws(RedisError) -> Delivery? {
+        let keys = queue.keys
+        let reply: RedisValue
+        do {
+            reply = try await queue.client.eval(Scripts.claimLapsed, keys: [keys.stream],
+                                                arguments: [keys.group, name, String(minIdle.milliseconds)])
+        } catch where error.code == .command && error.message.contains("NOGROUP") {
+            return nil
+        }
+        guard let entry = reply.array, entry.count == 2 else { return nil }
+        return Self.delivery(entry)
+    }
+
+    /// Closes the blocking connection (used at shutdown).
+    public func close() {
+        connection.close()
+    }
+
+    static func delivery(_ entry: [RedisValue]) -> Delivery? {
+        guard entry.count == 2, let id = entry[0].string, let fields = entry[1].array else { return nil }
+        let pairs = stride(from: 0, to: fields.count - 1, by: 2).map { (fields[$0].string, fields[$0 + 1].string) }
+        guard let value = pairs.first(where: { $0.0 == "job" })?.1, let jobID = UUID(uuidString: value) else { return nil }
+        return Delivery(jobID: jobID, entryID: id)
+    }
+}
+
+extension Duration {
+    var milliseconds: Int {
+        let (seconds, attoseconds) = components
+        return max(0, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+}

@@ -1,0 +1,176 @@
+import Logging
+import PostgresNIO
+
+/// One step of the schema. Versions only ever grow; a released migration is never edited, and none
+/// drops or rewrites data that exists (new columns get defaults, new constraints are added `NOT VALID`
+/// first if old rows might break them).
+public struct Migration: Sendable {
+    public var version: Int
+    public var name: String
+    /// Run one by one (PostgreSQL's extended protocol takes one statement per query).
+    public var statements: [String]
+}
+
+public enum Migrations {
+    /// The lock every process takes before looking at `schema_migrations`, so that several API nodes
+    /// and workers starting at once apply each migration exactly once. 0x4D4F4D454E5453 is "MOMENTS".
+    static let advisoryLockKey: Int64 = 0x4D4F_4D45_4E54_53
+
+    public static let all: [Migration] = [
+        Migration(version: 1, name: "jobs and job_events", statements: [
+            """
+            CREATE TABLE jobs (
+                id                uuid PRIMARY KEY,
+                owner             text,
+                status            text NOT NULL DEFAULT 'pending'
+                                  CHECK (status IN ('pending', 'processing', 'completed', 'failed', 'cancelled')),
+                progress          smallint NOT NULL DEFAULT 0 CHECK (progress BETWEEN 0 AND 100),
+                stage             text,
+                message           text,
+                error_code        text,
+                error_message     text,
+                original_filename text,
+                source_key        text NOT NULL,
+                source_size       bigint CHECK (source_size >= 0),
+                result_key        text,
+                result_size       bigint CHECK (result_size >= 0),
+                target_duration   double precision NOT NULL CHECK (target_duration > 0),
+                quality           text NOT NULL CHECK (quality IN ('high', 'medium', 'low')),
+                source_duration   double precision,
+                segments_selected integer,
+                attempt           integer NOT NULL DEFAULT 0 CHECK (attempt >= 0),
+                max_attempts      integer NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
+                run_after         timestamptz NOT NULL DEFAULT now(),
+                lease_owner       text,
+                lease_expires_at  timestamptz,
+                created_at        timestamptz NOT NULL DEFAULT now(),
+                started_at        timestamptz,
+                completed_at      timestamptz,
+                updated_at        timestamptz NOT NULL DEFAULT now(),
+                CHECK ((status = 'processing') = (lease_owner IS NOT NULL AND lease_expires_at IS NOT NULL))
+            )
+            """,
+            "COMMENT ON TABLE jobs IS 'One row per highlight job; status is the truth the queue in Redis follows.'",
+            "COMMENT ON COLUMN jobs.attempt IS 'Attempts started so far; also the fencing token every transition names.'",
+            "COMMENT ON COLUMN jobs.run_after IS 'A pending job may start from this time on (retry backoff).'",
+            "COMMENT ON COLUMN jobs.completed_at IS 'When the job reached a terminal status (completed, failed or cancelled).'",
+            """
+            CREATE TABLE job_events (
+                id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                job_id      uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+                at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+                from_status text CHECK (from_status IN ('pending', 'processing', 'completed', 'failed', 'cancelled')),
+                to_status   text NOT NULL CHECK (to_status IN ('pending', 'processing', 'completed', 'failed', 'cancelled')),
+                attempt     integer NOT NULL,
+                worker      text,
+                detail      text
+            )
+            """,
+            "COMMENT ON TABLE job_events IS 'One row per status change of a job: what happened to job X is one query.'",
+            "CREATE INDEX job_events_job ON job_events (job_id, id)",
+            "CREATE INDEX jobs_pending ON jobs (run_after) WHERE status = 'pending'",
+            "CREATE INDEX jobs_processing_lease ON jobs (lease_expires_at) WHERE status = 'processing'",
+            "CREATE INDEX jobs_completed_at ON jobs (completed_at) WHERE completed_at IS NOT NULL",
+            "CREATE INDEX jobs_failed_code ON jobs (error_code) WHERE status = 'failed'",
+            "CREATE INDEX jobs_owner_created ON jobs (owner, created_at DESC)",
+        ]),
+        Migration(version: 2, name: "admin views", statements: [
+            """
+            CREATE VIEW admin_waiting AS
+            SELECT count(*) AS waiting,
+                   count(*) FILTER (WHERE run_after > now()) AS waiting_for_retry,
+                   now() - min(created_at) AS oldest_wait
+            FROM jobs WHERE status = 'pending'
+            """,
+            """
+            CREATE VIEW admin_throughput_hourly AS
+            SELECT date_trunc('hour', completed_at) AS hour,
+                   count(*) FILTER (WHERE status = 'completed') AS completed,
+                   count(*) FILTER (WHERE status = 'failed') AS failed,
+                   count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at))
+                       FILTER (WHERE status = 'completed') AS p50_seconds,
+                   percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at))
+                       FILTER (WHERE status = 'completed') AS p95_seconds
+            FROM jobs WHERE completed_at IS NOT NULL
+            GROUP BY 1
+            """,
+            """
+            CREATE VIEW admin_throughput_daily AS
+            SELECT date_trunc('day', completed_at) AS day,
+                   count(*) FILTER (WHERE status = 'completed') AS completed,
+                   count(*) FILTER (WHERE status = 'failed') AS failed,
+                   count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at))
+                       FILTER (WHERE status = 'completed') AS p50_seconds,
+                   percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at))
+                       FILTER (WHERE status = 'completed') AS p95_seconds
+            FROM jobs WHERE completed_at IS NOT NULL
+            GROUP BY 1
+            """,
+            """
+            CREATE VIEW admin_failures AS
+            SELECT error_code, count(*) AS jobs, max(completed_at) AS last_seen
+            FROM jobs WHERE status = 'failed'
+            GROUP BY error_code
+            """,
+            """
+            CREATE VIEW admin_workers AS
+            SELECT lease_owner AS worker, id AS job_id, attempt, stage, progress, message, started_at,
+                   lease_expires_at, lease_expires_at < now() AS lease_expired
+            FROM jobs WHERE status = 'processing'
+            """,
+            """
+            CREATE VIEW admin_job_history AS
+            SELECT e.job_id, e.at, e.from_status, e.to_status, e.attempt, e.worker, e.detail
+            FROM job_events e
+            """,
+        ]),
+    ]
+}
+
+extension JobStore {
+    /// Applies every migration this database lacks, in order, in one transaction under an advisory
+    /// lock: concurrent callers wait, then find nothing left to do. Returns the versions applied now.
+    @discardableResult
+    public func migrate() async throws(JobStoreError) -> [Int] {
+        try await database("migrate") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Migrations.advisoryLockKey))", logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version    integer PRIMARY KEY,
+                        name       text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """, logger: logger)
+                var applied = Set<Int>()
+                for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(Int.self) {
+                    applied.insert(version)
+                }
+                var now: [Int] = []
+                for migration in Migrations.all where !applied.contains(migration.version) {
+                    for statement in migration.statements {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.query(
+                        "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                        logger: logger)
+                    now.append(migration.version)
+                }
+                if !now.isEmpty { logger.info("schema migrated", metadata: ["versions": "\(now)"]) }
+                return now
+            }
+        }
+    }
+
+    /// The versions recorded in `schema_migrations`, ascending.
+    public func appliedMigrations() async throws(JobStoreError) -> [Int] {
+        try await database("read migrations") { client, logger in
+            var versions: [Int] = []
+            let rows = try await client.query("SELECT version FROM schema_migrations ORDER BY version", logger: logger)
+            for try await version in rows.decode(Int.self) { versions.append(version) }
+            return versions
+        }
+    }
+}

@@ -1,0 +1,260 @@
+import Crypto
+import Foundation
+
+/// Objects in an S3-compatible bucket (AWS S3, Cloudflare R2, SeaweedFS, MinIO), over libcurl with
+/// our own SigV4 signer.
+///
+/// Bodies stream between files and the network. Objects at or above `multipartThreshold` go up in
+/// equal-size parts and the upload is aborted if any part fails. Timeouts, dropped connections, 429
+/// and 5xx are retried with exponential backoff and jitter; 403 and 404 become clear errors.
+public struct S3ObjectStore: ObjectStore {
+    public let configuration: S3Configuration
+    let signer: SigV4Signer
+
+    public init(configuration: S3Configuration) {
+        self.configuration = configuration
+        self.signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region)
+    }
+
+    // MARK: ObjectStore
+
+    public func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo {
+        try ObjectKey.validate(key)
+        let size = try Self.fileSize(file)
+        if size >= configuration.multipartThreshold {
+            try await multipartUpload(key: key, file: file, size: size, contentType: contentType)
+        } else {
+            let hash = try Self.sha256(file, offset: 0, length: size)
+            _ = try await send("PUT", key: key, headers: [("Content-Type", contentType)], payloadHash: hash,
+                               body: .file(file, offset: 0, length: size), what: "store \(key)")
+        }
+        return ObjectInfo(key: key, size: size, contentType: contentType)
+    }
+
+    public func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo {
+        try ObjectKey.validate(key)
+        // Into a temporary file beside the destination, renamed when complete: never a half file.
+        let partial = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).\(UUID().uuidString).part")
+        defer { try? FileManager.default.removeItem(at: partial) }
+        let response = try await send("GET", key: key, sink: .file(partial), what: "fetch \(key)")
+        let size = try Self.fileSize(partial)
+        if let expected = response.headers["content-length"].flatMap(Int64.init), expected != size {
+            throw StorageError(.unavailable, "The download of \(key) ended early (\(size) of \(expected) bytes).")
+        }
+        do {
+            _ = try FileManager.default.replaceItemAt(file, withItemAt: partial)
+        } catch {
+            throw StorageError(.ioError, "The object \(key) could not be saved to \(file.lastPathComponent).")
+        }
+        return ObjectInfo(key: key, size: size, contentType: response.headers["content-type"])
+    }
+
+    public func head(key: String) async throws(StorageError) -> ObjectInfo {
+        try ObjectKey.validate(key)
+        let response = try await send("HEAD", key: key, what: "look up \(key)")
+        return ObjectInfo(key: key, size: response.headers["content-length"].flatMap(Int64.init) ?? 0,
+                          contentType: response.headers["content-type"])
+    }
+
+    public func delete(key: String) async throws(StorageError) {
+        try ObjectKey.validate(key)
+        do {
+            _ = try await send("DELETE", key: key, what: "delete \(key)")
+        } catch where error.code == .notFound {
+            // Already gone.
+        }
+    }
+
+    // MARK: Presigned URLs
+
+    /// A URL anyone can use with plain HTTP to GET (download) or PUT (upload) the object until it
+    /// expires. S3 allows at most 7 days.
+    public func presignedURL(key: String, method: String = "GET", expires: Duration, date: Date = Date()) throws(StorageError) -> URL {
+        try ObjectKey.validate(key)
+        let seconds = Int(expires.components.seconds)
+        guard (1...604_800).contains(seconds) else {
+            throw StorageError(.invalidKey, "A presigned URL must expire within 1 second to 7 days.")
+        }
+        let target = location(key: key, query: [])
+        let request = SigV4Request(method: method, path: target.path, headers: [("Host", target.host)],
+                                   payloadHash: SigV4Signer.unsignedPayload)
+        let signature = signer.presign(request, date: date, expires: seconds)
+        return URL(string: target.url(query: signature.additions))!
+    }
+
+    // MARK: Multipart
+
+    private func multipartUpload(key: String, file: URL, size: Int64, contentType: String) async throws(StorageError) {
+        let partSize = max(configuration.partSize, (size + 9_999) / 10_000)
+        let created = try await send("POST", key: key, query: [("uploads", "")], headers: [("Content-Type", contentType)],
+                                     what: "start the upload of \(key)")
+        guard let uploadID = Self.xmlValue("UploadId", in: created.body) else {
+            throw StorageError(.unavailable, "The storage service did not start a multipart upload for \(key).")
+        }
+        do throws(StorageError) {
+            var etags: [String] = []
+            var offset: Int64 = 0
+            while offset < size {
+                let length = min(partSize, size - offset)
+                let number = etags.count + 1
+                let hash = try Self.sha256(file, offset: offset, length: length)
+                let response = try await send("PUT", key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
+                                              payloadHash: hash, body: .file(file, offset: offset, length: length),
+                                              what: "upload part \(number) of \(key)")
+                guard let etag = response.headers["etag"] else {
+                    throw StorageError(.unavailable, "The storage service returned no ETag for part \(number) of \(key).")
+                }
+                etags.append(etag)
+                offset += length
+            }
+            let parts = etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>" }
+            let xml = Array("<CompleteMultipartUpload>\(parts.joined())</CompleteMultipartUpload>".utf8)
+            let completed = try await send("POST", key: key, query: [("uploadId", uploadID)],
+                                           headers: [("Content-Type", "application/xml")],
+                                           payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
+                                           what: "finish the upload of \(key)")
+            // S3 may answer 200 and still report an error in the body.
+            if let code = Self.xmlValue("Code", in: completed.body) {
+                throw StorageError(.unavailable, "The storage service could not assemble \(key) (\(code)).")
+            }
+        } catch {
+            _ = try? await send("DELETE", key: key, query: [("uploadId", uploadID)], what: "abort the upload of \(key)")
+            throw error
+        }
+    }
+
+    // MARK: Requests
+
+    struct Target {
+        var scheme: String
+        var host: String
+        /// Unencoded path, as SigV4 wants it.
+        var path: String
+
+        func url(query: [(name: String, value: String)]) -> String {
+            let encodedQuery = query.map { item in
+                item.value.isEmpty && item.name == "uploads" ? "uploads="
+                    : "\(SigV4Signer.encode(item.name, keepSlash: false))=\(SigV4Signer.encode(item.value, keepSlash: false))"
+            }
+            return "\(scheme)://\(host)\(SigV4Signer.encode(path, keepSlash: true))" + (query.isEmpty ? "" : "?" + encodedQuery.joined(separator: "&"))
+        }
+    }
+
+    func location(key: String, query: [(name: String, value: String)]) -> Target {
+        let endpoint = configuration.endpoint
+        let scheme = endpoint.scheme ?? "https"
+        var host = endpoint.host ?? ""
+        if let port = endpoint.port, !(scheme == "http" && port == 80), !(scheme == "https" && port == 443) { host += ":\(port)" }
+        let base = endpoint.path.hasSuffix("/") ? String(endpoint.path.dropLast()) : endpoint.path
+        switch configuration.addressing {
+        case .path: return Target(scheme: scheme, host: host, path: "\(base)/\(configuration.bucket)/\(key)")
+        case .virtualHosted: return Target(scheme: scheme, host: "\(configuration.bucket).\(host)", path: "\(base)/\(key)")
+        }
+    }
+
+    /// Signs and sends one request, retrying transient failures. Throws for anything but 2xx.
+    func send(_ method: String, key: String, query: [(name: String, value: String)] = [],
+              headers: [(name: String, value: String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
+              body: CurlRequest.Body = .none, sink: CurlRequest.Sink = .memory, what: String) async throws(StorageError) -> CurlResponse {
+        let target = location(key: key, query: query)
+        var attempt = 1
+        while true {
+            let signed = SigV4Request(method: method, path: target.path, query: query,
+                                      headers: [("Host", target.host)] + headers, payloadHash: payloadHash)
+            let signature = signer.signHeaders(signed, date: Date(), includeContentHashHeader: true)
+            let request = CurlRequest(method: method, url: target.url(query: query),
+                                      headers: headers + signature.additions, body: body, sink: sink)
+            let retryable: String
+            switch await Curl.perform(request) {
+            case .success(let response) where (200..<300).contains(response.status):
+                return response
+            case .success(let response):
+                let error = Self.error(for: response, method: method, what: what, bucket: configuration.bucket)
+                guard response.status == 429 || response.status >= 500 else { throw error }
+                retryable = error.message
+            case .failure(let failure):
+                guard failure.code >= 0 else { throw StorageError(.ioError, failure.message) }
+                let reason = "The storage service could not be reached to \(what) (\(failure.message))."
+                guard failure.isTransient else { throw StorageError(.unavailable, reason) }
+                retryable = reason
+            }
+            guard attempt < configuration.maxAttempts else { throw StorageError(.unavailable, retryable) }
+            // Exponential backoff with jitter: 0.2 s, 0.4 s, 0.8 s … times [0.5, 1).
+            let delay = 0.2 * Double(1 << (attempt - 1)) * Double.random(in: 0.5..<1)
+            try? await Task.sleep(for: .seconds(delay))
+            attempt += 1
+        }
+    }
+
+    /// A readable error for a non-2xx reply: S3's own code decides the sentence.
+    static func error(for response: CurlResponse, method: String, what: String, bucket: String) -> StorageError {
+        let code = xmlValue("Code", in: response.body) ?? ""
+        switch (response.status, code) {
+        case (403, "SignatureDoesNotMatch"):
+            return StorageError(.forbidden, "The storage service rejected our signature: check S3_SECRET_ACCESS_KEY.")
+        case (403, "InvalidAccessKeyId"):
+            return StorageError(.forbidden, "The storage service does not know our access key: check S3_ACCESS_KEY_ID.")
+        case (403, "RequestTimeTooSkewed"):
+            return StorageError(.forbidden, "The storage service says this machine's clock is wrong by more than 15 minutes; fix the clock (NTP).")
+        case (403, "AccessDenied"), (403, ""):
+            return StorageError(.forbidden, "The storage service refused to let us \(what): check the credentials, the clock and the bucket's permissions.")
+        case (403, _):
+            return StorageError(.forbidden, "The storage service refused to let us \(what) (\(code)).")
+        case (404, "NoSuchBucket"):
+            return StorageError(.notFound, "The bucket \(bucket) does not exist.")
+        case (404, "NoSuchUpload"):
+            return StorageError(.notFound, "The multipart upload is gone (aborted or expired).")
+        case (404, _):
+            return StorageError(.notFound, "There is no object to \(what).")
+        case (400, _), (409, _), (411, _), (412, _), (416, _):
+            return StorageError(.ioError, "The storage service refused to \(what) (HTTP \(response.status)\(code.isEmpty ? "" : ", \(code)")).")
+        default:
+            return StorageError(.unavailable, "The storage service failed to \(what) (HTTP \(response.status)\(code.isEmpty ? "" : ", \(code)")).")
+        }
+    }
+
+    static func xmlValue(_ element: String, in body: [UInt8]) -> String? {
+        let text = String(decoding: body, as: UTF8.self)
+        guard let start = text.range(of: "<\(element)>"), let end = text.range(of: "</\(element)>", range: start.upperBound..<text.endIndex) else {
+            return nil
+        }
+        return String(text[start.upperBound..<end.lowerBound])
+    }
+
+    // MARK: Files
+
+    static func fileSize(_ file: URL) throws(StorageError) -> Int64 {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let attributes = try? FileManager.default.attributesOfItem(atPath: file.path),
+              let size = attributes[.size] as? NSNumber else {
+            throw StorageError(.ioError, "The file \(file.lastPathComponent) does not exist or is not a regular file.")
+        }
+        return size.int64Value
+    }
+
+    /// SHA-256 of a byte range, read in 1 MiB pieces.
+    static func sha256(_ file: URL, offset: Int64, length: Int64) throws(StorageError) -> String {
+        guard let handle = FileHandle(forReadingAtPath: file.path) else {
+            throw StorageError(.ioError, "The file \(file.lastPathComponent) could not be read.")
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        do {
+            try handle.seek(toOffset: UInt64(offset))
+            var remaining = length
+            while remaining > 0 {
+                guard let chunk = try handle.read(upToCount: Int(min(remaining, 1 << 20))), !chunk.isEmpty else {
+                    throw StorageError(.ioError, "The file \(file.lastPathComponent) ended early.")
+                }
+                hasher.update(data: chunk)
+                remaining -= Int64(chunk.count)
+            }
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.ioError, "The file \(file.lastPathComponent) could not be read.")
+        }
+        return SigV4Signer.hex(hasher.finalize())
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import JobStore
+import Logging
+import MomentsModel
+
+/// The work a job does. The worker takes care of leases, heartbeats, cancellation, retries and
+/// acknowledgement; a handler only does the work, reports progress and returns the result.
+///
+/// A handler must stop soon after its task is cancelled (cancellation, lost lease, shutdown) and
+/// leave nothing behind.
+public protocol JobHandler: Sendable {
+    func process(_ job: JobRecord, context: JobContext) async throws -> JobResult
+}
+
+/// How a handler says an attempt failed. `retryable` failures are tried again with backoff until
+/// the job's attempts run out; the others fail the job at once with `code` and `message`.
+public struct JobFailure: Error, Sendable, Equatable {
+    public var code: String
+    public var message: String
+    public var retryable: Bool
+
+    public init(code: String, message: String, retryable: Bool) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
+
+    /// The engine's errors: bad media is permanent, the rest may pass.
+    public init(_ error: MomentsError) {
+        self.init(code: error.code.rawValue, message: error.message, retryable: !error.code.isPermanent)
+    }
+}
+
+/// What a running job may tell the world: its progress, written to PostgreSQL at most every
+/// `progressInterval` and at once when the stage changes.
+public final class JobContext: Sendable {
+    public let lease: JobLease
+    let store: JobStore
+    let logger: Logger
+    let progressInterval: Duration
+    private let state = LockedState<(lastWrite: ContinuousClock.Instant?, stage: String?)>((nil, nil))
+
+    init(lease: JobLease, store: JobStore, logger: Logger, progressInterval: Duration) {
+        self.lease = lease
+        self.store = store
+        self.logger = logger
+        self.progressInterval = progressInterval
+    }
+
+    /// Records progress (0–100), the stage and a sentence a person understands. Writes that come
+    /// too soon after the last one within the same stage are skipped.
+    public func progress(_ percent: Int, stage: String, message: String) async {
+        let now = ContinuousClock.now
+        let due = state.withLock { state -> Bool in
+            let due = state.stage != stage || state.lastWrite.map { now - $0 >= progressInterval } ?? true
+            if due { state = (now, stage) }
+            return due
+        }
+        guard due else { return }
+        do {
+            _ = try await store.progress(lease, percent: percent, stage: stage, message: message)
+        } catch {
+            logger.warning("progress not recorded", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// A value behind a lock, for the little shared state the worker keeps.
+final class LockedState<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

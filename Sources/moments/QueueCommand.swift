@@ -1,0 +1,153 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import JobQueue
+import JobStore
+import Worker
+
+struct QueueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue",
+        abstract: "Looks at and repairs the job queue.",
+        subcommands: [Stats.self, Reconcile.self, DrillWorker.self, DrillSubmit.self, Bench.self])
+
+    struct Stats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Prints queue depth, oldest waiting age, in-flight and dead-letter counts.")
+
+        @Flag(help: "Print JSON instead of text.") var json = false
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try Services.fromEnvironment(label: "moments.queue")
+                let (stats, counts) = try await services.run { services in
+                    (try await services.queue.stats(), try await services.store.countsByStatus())
+                }
+                if json {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    print(String(decoding: try encoder.encode(stats), as: UTF8.self))
+                } else {
+                    print("ready \(stats.ready), delayed \(stats.delayed), in flight \(stats.inFlight), dead-lettered \(stats.deadLettered), "
+                        + "oldest ready \(String(format: "%.1f", stats.oldestReadySeconds)) s, consumers \(stats.consumers)")
+                    print("jobs: " + counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))
+                }
+            }
+        }
+    }
+
+    struct Reconcile: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Runs one reconciler pass now: puts back jobs Redis lost and recovers lapsed leases.")
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try Services.fromEnvironment(label: "moments.reconcile")
+                let report = try await services.run { services in
+                    try await Reconciler(store: services.store, queue: services.queue, quiet: .zero, logger: services.logger).runOnce()
+                }
+                print(report.map(\.description) ?? "another process is reconciling right now")
+            }
+        }
+    }
+
+    /// A worker whose jobs only sleep: for tests, the fault demonstration and the benchmark.
+    struct DrillWorker: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "drill-worker", abstract: "Runs a worker whose jobs sleep (tests and fault drills).", shouldDisplay: false)
+
+        @Option(help: "How long each job works, in milliseconds.") var jobMs = 500
+        @Option(help: "Jobs at once.") var concurrency = 2
+        @Option(help: "Lease in milliseconds.") var leaseMs = 60_000
+        @Option(help: "Heartbeat interval in milliseconds.") var heartbeatMs = 10_000
+        @Option(help: "Extra idle time before a lapsed delivery is taken over, in milliseconds.") var takeoverGraceMs = 5_000
+        @Option(help: "First retry delay in milliseconds.") var retryBaseMs = 5_000
+        @Option(help: "Reconciler interval in milliseconds.") var reconcileMs = 15_000
+        @Option(help: "Pending jobs untouched this long are restored by the reconciler, in milliseconds.") var reconcileQuietMs = 10_000
+        @Option(help: "Fraction of attempts that fail with a retryable error.") var failRate = 0.0
+        @Option(help: "Worker name (default: host-pid-random).") var name: String?
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try Services.fromEnvironment(label: "moments.worker")
+                let configuration = WorkerConfiguration(
+                    name: name ?? WorkerConfiguration.defaultName(), concurrency: concurrency, lease: .milliseconds(leaseMs),
+                    heartbeat: .milliseconds(heartbeatMs), cancelCheck: .milliseconds(min(1000, heartbeatMs)),
+                    takeoverGrace: .milliseconds(takeoverGraceMs), retryBase: .milliseconds(retryBaseMs),
+                    pollBlock: .seconds(1), reconcileInterval: .milliseconds(reconcileMs),
+                    reconcileQuiet: .milliseconds(reconcileQuietMs))
+                let handler = SleepingJobHandler(duration: .milliseconds(jobMs), failRate: failRate)
+                try await services.run { services in
+                    try await services.store.migrate()
+                    try await services.queue.prepare()
+                    let worker = QueueWorker(configuration: configuration, store: services.store, queue: services.queue,
+                                             handler: handler, logger: services.logger)
+                    await runUntilSignalled { await worker.run() }
+                }
+            }
+        }
+    }
+
+    struct DrillSubmit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "drill-submit", abstract: "Creates and enqueues sleeping jobs (tests and fault drills).", shouldDisplay: false)
+
+        @Option(help: "How many jobs.") var count = 10
+        @Option(help: "Attempts each job may take.") var maxAttempts = 3
+        @Option(help: "Owner recorded on the jobs.") var owner = "drill"
+        @Option(help: "Leave every Nth job out of Redis, as if the push after the INSERT were lost (0: none).") var dropEnqueueEvery = 0
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try Services.fromEnvironment(label: "moments.submit")
+                let ids = try await services.run { services in
+                    try await services.store.migrate()
+                    try await services.queue.prepare()
+                    var ids: [UUID] = []
+                    for index in 0..<count {
+                        let id = UUID()
+                        try await services.store.create(NewJob(id: id, owner: owner, originalFilename: "drill-\(index).mp4",
+                                                               sourceKey: "drill/\(id.uuidString.lowercased()).mp4", maxAttempts: maxAttempts))
+                        if dropEnqueueEvery == 0 || (index + 1) % dropEnqueueEvery != 0 {
+                            try await services.queue.enqueue(id)
+                        }
+                        ids.append(id)
+                    }
+                    return ids
+                }
+                for id in ids { print(id.uuidString.lowercased()) }
+            }
+        }
+    }
+}
+
+/// Sleeps for its duration in ten steps, reporting progress; fails a share of attempts on purpose.
+struct SleepingJobHandler: JobHandler {
+    var duration: Duration
+    var failRate: Double
+
+    func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
+        for step in 0..<10 {
+            await context.progress(step * 10, stage: "working", message: "Working (\(step * 10) %)")
+            try await Task.sleep(for: duration / 10)
+        }
+        if failRate > 0, Double.random(in: 0..<1) < failRate {
+            throw JobFailure(code: "drill_failure", message: "A failure planted by the drill.", retryable: true)
+        }
+        return JobResult(resultKey: "drill/\(job.id.uuidString.lowercased())-result.mp4", resultSize: 0)
+    }
+}
+
+/// Runs `body` until it returns or SIGINT/SIGTERM arrives, which cancels it (a worker then stops
+/// taking jobs and lets running ones finish within its grace period).
+func runUntilSignalled(_ body: @escaping @Sendable () async -> Void) async {
+    let task = Task { await body() }
+    let sources = [SIGINT, SIGTERM].map { signalNumber -> any DispatchSourceSignal in
+        signal(signalNumber, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+        source.setEventHandler { task.cancel() }
+        source.resume()
+        return source
+    }
+    await task.value
+    sources.forEach { $0.cancel() }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import JobQueue
+import JobStore
+import Logging
+
+/// The real PostgreSQL, Redis and SeaweedFS that `scripts/services up` started, as `scripts/services env`
+/// describes them. Tests never mock them; each test gets its own database or key prefix so tests
+/// can run in parallel.
+public enum TestServices {
+    public struct Missing: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static let logger: Logger = {
+        var logger = Logger(label: "moments.tests")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        return logger
+    }()
+
+    public static func environment(_ name: String) throws -> String {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+            throw Missing(description: "\(name) is not set: run the tests with scripts/test, which starts the services "
+                + "(or run scripts/services up and eval \"$(scripts/services env)\").")
+        }
+        return value
+    }
+
+    /// The repository's root (for `.build/debug/moments`).
+    public static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    public static var momentsBinary: URL { repository.appendingPathComponent(".build/debug/moments") }
+
+    // MARK: PostgreSQL
+
+    /// Runs `body` with a job store on a fresh, empty database that is dropped afterwards.
+    /// `migrated` applies the migrations first.
+    public static func withDatabase<T: Sendable>(migrated: Bool = true,
+                                                 _ body: @Sendable (JobStore, String) async throws -> T) async throws -> T {
+        let url = try environment("DATABASE_URL")
+        let admin = JobStore(configuration: try DatabaseConfiguration(url: url), logger: logger)
+        let name = "moments_test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await admin.run() }
+            defer { group.cancelAll() }
+            try await admin.client.query(.init(unsafeSQL: "CREATE DATABASE \(name)"))
+            var components = URLComponents(string: url)!
+            components.path = "/\(name)"
+            let testURL = components.string!
+            var configuration = try DatabaseConfiguration(url: testURL)
+            configuration.maximumConnections = 20
+            let store = JobStore(configuration: configuration, logger: logger)
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await withThrowingTaskGroup(of: Void.self) { inner in
+                    inner.addTask { await store.run() }
+                    defer { inner.cancelAll() }
+                    if migrated { try await store.migrate() }
+                    return try await body(store, testURL)
+                })
+            } catch {
+                result = .failure(error)
+            }
+            try await admin.client.query(.init(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
+            return try result.get()
+        }
+    }
+
+    // MARK: Redis
+
+    /// Redis's address; `database` picks one of its 16 databases (tests that flush use their own).
+    public static func redisURL(database: Int = 0) throws -> String {
+        var components = URLComponents(string: try environment("REDIS_URL"))!
+        components.path = "/\(database)"
+        return components.string!
+    }
+
+    /// A queue under a unique key prefix, whose keys are deleted afterwards.
+    public static func withQueue<T: Sendable>(database: Int = 0, _ body: @Sendable (RedisQueue) async throws -> T) async throws -> T {
+        let client = RedisClient(configuration: try RedisConfiguration(url: try redisURL(database: database)),
+                                 retryFor: .seconds(5), logger: logger)
+        let queue = RedisQueue(client: client, keys: QueueKeys(prefix: uniquePrefix()), logger: logger)
+        try await queue.prepare()
+        let result: Result<T, any Error>
+        do { result = .success(try await body(queue)) } catch { result = .failure(error) }
+        let keys = queue.keys
+        _ = try? await client.send(["DEL", keys.stream, keys.queued, keys.delayed, keys.dead])
+        return try result.get()
+    }
+
+    public static func uniquePrefix() -> String {
+        "moments-test-\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    /// Waits until `condition` holds, checking every 50 ms, for at most `timeout`.
+    public static func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+}
