@@ -54,7 +54,9 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue"], path: "Tests/ServiceTestSupport"),
-        .testTarget(name: "JobStoreTests", dependencies: ["JobStore", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "JobStoreTests", dependencies: [
+            "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel"]),
     ],

@@ -45,6 +45,15 @@ public struct QueueStats: Sendable, Equatable, Codable {
     public var oldestReadySeconds: Double
     public var consumers: Int
 
+    public init(ready: Int, delayed: Int, inFlight: Int, deadLettered: Int, oldestReadySeconds: Double, consumers: Int) {
+        self.ready = ready
+        self.delayed = delayed
+        self.inFlight = inFlight
+        self.deadLettered = deadLettered
+        self.oldestReadySeconds = oldestReadySeconds
+        self.consumers = consumers
+    }
+
     enum CodingKeys: String, CodingKey {
         case ready, delayed, consumers
         case inFlight = "in_flight"

@@ -1,6 +1,7 @@
 import Foundation
 import JobStore
 import MomentsModel
+import PostgresNIO
 import ServiceTestSupport
 import Testing
 
@@ -204,9 +205,10 @@ struct TransitionTests {
 }
 
 /// The single row a query must return.
-func one<T>(_ store: JobStore, _ sql: String, as type: T.Type) async throws -> T {
-    var rows: [T] = []
-    for try await row in try await store.client.query(.init(unsafeSQL: sql)).decode(T.self) { rows.append(row) }
+func one<each Column: PostgresDecodable>(_ store: JobStore, _ sql: String,
+                                          as type: (repeat each Column).Type) async throws -> (repeat each Column) {
+    var rows: [(repeat each Column)] = []
+    for try await row in try await store.client.query(.init(unsafeSQL: sql)).decode((repeat each Column).self) { rows.append(row) }
     guard rows.count == 1 else { throw TestFailure("\(sql) returned \(rows.count) rows, not 1") }
     return rows[0]
 }

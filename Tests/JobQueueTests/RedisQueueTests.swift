@@ -1,0 +1,213 @@
+import Foundation
+import JobQueue
+import ServiceTestSupport
+import Testing
+
+@Suite("Redis queue (real Redis)")
+struct RedisQueueTests {
+    @Test("Enqueue is idempotent: the same job twice is one job")
+    func idempotentEnqueue() async throws {
+        try await TestServices.withQueue { queue in
+            let id = UUID()
+            #expect(try await queue.enqueue(id))
+            #expect(try await !queue.enqueue(id))
+            #expect(try await !queue.enqueue(id, delay: .seconds(5)))
+            let stats = try await queue.stats()
+            #expect(stats.ready == 1 && stats.delayed == 0 && stats.inFlight == 0)
+            #expect(try await queue.contains([id, UUID()]) == [true, false])
+        }
+    }
+
+    @Test("Many consumers blocking at once: every job is delivered to exactly one of them")
+    func spreadOverConsumers() async throws {
+        try await TestServices.withQueue { queue in
+            let ids = (0..<60).map { _ in UUID() }
+            let consumers = (0..<6).map { queue.consumer(named: "c\($0)") }
+            // Consumers block first, then the jobs arrive.
+            let received = try await withThrowingTaskGroup(of: (String, [UUID]).self) { group in
+                for consumer in consumers {
+                    group.addTask {
+                        var got: [UUID] = []
+                        while let delivery = try await consumer.next(block: .milliseconds(700)) {
+                            got.append(delivery.jobID)
+                            try await queue.acknowledge(delivery)
+                        }
+                        return (consumer.name, got)
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(200))
+                for id in ids { try await queue.enqueue(id) }
+                return try await group.reduce(into: [String: [UUID]]()) { $0[$1.0] = $1.1 }
+            }
+            let all = received.values.flatMap { $0 }
+            #expect(all.count == ids.count, "no job delivered twice")
+            #expect(Set(all) == Set(ids), "no job lost")
+            #expect(received.values.filter { !$0.isEmpty }.count >= 2, "jobs spread over the consumers: \(received.mapValues(\.count))")
+            let stats = try await queue.stats()
+            #expect(stats.ready == 0 && stats.inFlight == 0)
+            consumers.forEach { $0.close() }
+        }
+    }
+
+    @Test("A delivery is taken over only after its lease lapses, and heartbeats keep it")
+    func leaseLapse() async throws {
+        try await TestServices.withQueue { queue in
+            let id = UUID()
+            try await queue.enqueue(id)
+            let a = queue.consumer(named: "a"), b = queue.consumer(named: "b")
+            let delivery = try #require(try await a.next(block: .seconds(1)))
+            #expect(try await b.claimLapsed(minIdle: .milliseconds(400)) == nil, "not before the lease lapses")
+            try await Task.sleep(for: .milliseconds(250))
+            #expect(try await queue.heartbeat(delivery, consumer: "a"))
+            try await Task.sleep(for: .milliseconds(250))
+            #expect(try await b.claimLapsed(minIdle: .milliseconds(400)) == nil, "the heartbeat renewed the lease")
+            try await Task.sleep(for: .milliseconds(450))
+            let taken = try #require(try await b.claimLapsed(minIdle: .milliseconds(400)))
+            #expect(taken == delivery)
+            #expect(try await !queue.heartbeat(delivery, consumer: "a"), "the old holder's heartbeat is refused")
+            #expect(try await queue.stats().inFlight == 1)
+            a.close()
+            b.close()
+        }
+    }
+
+    @Test("A retry waits out its delay in the delayed set, then returns to the stream")
+    func delayedRetry() async throws {
+        try await TestServices.withQueue { queue in
+            let id = UUID()
+            try await queue.enqueue(id)
+            let consumer = queue.consumer(named: "c")
+            let delivery = try #require(try await consumer.next(block: .seconds(1)))
+            try await queue.retry(delivery, after: .milliseconds(500))
+            #expect(try await queue.promoteDue() == 0)
+            #expect(try await consumer.next(block: .milliseconds(100)) == nil)
+            var stats = try await queue.stats()
+            #expect(stats.delayed == 1 && stats.inFlight == 0 && stats.ready == 0)
+            #expect(try await queue.contains([id]) == [true], "a delayed job still counts as queued")
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(try await queue.promoteDue() == 1)
+            let again = try #require(try await consumer.next(block: .seconds(1)))
+            #expect(again.jobID == id && again.entryID != delivery.entryID)
+            try await queue.acknowledge(again)
+            try await queue.markDead(id)
+            stats = try await queue.stats()
+            #expect(stats == QueueStats(ready: 0, delayed: 0, inFlight: 0, deadLettered: 1, oldestReadySeconds: 0, consumers: 1))
+            consumer.close()
+        }
+    }
+
+    @Test("Stats report depth, the oldest ready job's age and jobs in flight")
+    func stats() async throws {
+        try await TestServices.withQueue { queue in
+            for _ in 0..<3 { try await queue.enqueue(UUID()) }
+            try await queue.enqueue(UUID(), delay: .seconds(60))
+            try await Task.sleep(for: .milliseconds(300))
+            let consumer = queue.consumer(named: "c")
+            _ = try #require(try await consumer.next(block: .seconds(1)))
+            let stats = try await queue.stats()
+            #expect(stats.ready == 2 && stats.inFlight == 1 && stats.delayed == 1 && stats.consumers == 1)
+            #expect(stats.oldestReadySeconds >= 0.25 && stats.oldestReadySeconds < 10)
+            consumer.close()
+        }
+    }
+
+    @Test("When Redis goes away and comes back, commands reconnect with backoff and nothing is lost")
+    func reconnect() async throws {
+        let server = try PrivateRedis()
+        defer { server.stop() }
+        let client = RedisClient(configuration: RedisConfiguration(port: server.port), retryFor: .seconds(10), logger: TestServices.logger)
+        let queue = RedisQueue(client: client, logger: TestServices.logger)
+        try await queue.prepare()
+        let first = UUID()
+        try await queue.enqueue(first)
+        server.restart(after: .milliseconds(800))  // persistence on: the restart keeps the data
+        let second = UUID()
+        #expect(try await queue.enqueue(second), "the enqueue waited for Redis to return")
+        let consumer = queue.consumer(named: "c")
+        let got = [try await consumer.next(block: .seconds(1))?.jobID, try await consumer.next(block: .seconds(1))?.jobID]
+        #expect(Set(got.compactMap { $0 }) == [first, second])
+        consumer.close()
+    }
+
+    @Test("A Redis that never comes back ends in a clear `unavailable` error, not a hang")
+    func unreachable() async throws {
+        let client = RedisClient(configuration: RedisConfiguration(port: 1), retryFor: .milliseconds(300), logger: TestServices.logger)
+        let error = await #expect(throws: RedisError.self) { try await client.send(["PING"]) }
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("127.0.0.1:1") == true)
+    }
+
+    @Test("REDIS_URL parsing: password, database, and refusals with the setting's name",
+          arguments: [
+            ("redis://127.0.0.1:6380/2", "redis://127.0.0.1:6380/2"),
+            ("redis://:s3cret@cache.internal:6379", "redis://:***@cache.internal:6379/0"),
+            ("redis://default:s3cret@cache.internal:6379/1", "redis://:***@cache.internal:6379/1"),
+          ])
+    func configuration(url: String, shown: String) throws {
+        #expect(try RedisConfiguration(url: url).description == shown)
+    }
+
+    @Test("Malformed REDIS_URLs are refused with a sentence", arguments: ["", "http://x", "rediss://x:6379", "redis://host/abc"])
+    func badConfiguration(url: String) {
+        #expect(throws: RedisError.self) { try RedisConfiguration(url: url) }
+    }
+}
+
+/// A Redis server of the test's own on a free port, which the test may kill and start again. It runs
+/// daemonized with an append-only file synced on every write, so a restart keeps what was written.
+final class PrivateRedis: @unchecked Sendable {
+    let port: Int
+    let directory: URL
+    private var pidFile: URL { directory.appendingPathComponent("redis.pid") }
+
+    init() throws {
+        port = Int.random(in: 40_000..<50_000)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("moments-redis-\(port)-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try start()
+    }
+
+    func start() throws {
+        let launcher = Process()
+        launcher.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        launcher.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "yes",
+                              "--appendfsync", "always", "--daemonize", "yes", "--pidfile", pidFile.path,
+                              "--logfile", directory.appendingPathComponent("redis.log").path]
+        try launcher.run()
+        for _ in 0..<200 where !Socket.canConnect(port: port) { usleep(20_000) }
+    }
+
+    /// Kills the server now (SIGKILL) and starts it again after `delay`, in the background.
+    func restart(after delay: Duration) {
+        stop()
+        let milliseconds = Int(delay.components.seconds) * 1000 + Int(delay.components.attoseconds / 1_000_000_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { try? self.start() }
+    }
+
+    func stop() {
+        guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return }
+        kill(pid, SIGKILL)
+        for _ in 0..<200 where Socket.canConnect(port: port) { usleep(10_000) }
+        try? FileManager.default.removeItem(at: pidFile)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+enum Socket {
+    static func canConnect(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}

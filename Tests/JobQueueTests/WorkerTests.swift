@@ -1,0 +1,259 @@
+import Foundation
+import JobQueue
+import JobStore
+import MomentsModel
+import ServiceTestSupport
+import Testing
+import Worker
+
+/// The worker loop against real PostgreSQL and Redis: the queue and the fence together.
+@Suite("Worker, queue and fence together (real PostgreSQL and Redis)")
+struct WorkerTests {
+    /// Short times so that lapses and retries happen within a test.
+    static func configuration(_ name: String, concurrency: Int = 2) -> WorkerConfiguration {
+        WorkerConfiguration(name: name, concurrency: concurrency, lease: .milliseconds(1500), heartbeat: .milliseconds(400),
+                            cancelCheck: .milliseconds(200), takeoverGrace: .milliseconds(300), retryBase: .milliseconds(100),
+                            retryCap: .seconds(1), pollBlock: .milliseconds(300), reconcileInterval: .milliseconds(500),
+                            reconcileQuiet: .milliseconds(200), progressInterval: .milliseconds(100), shutdownGrace: .seconds(2))
+    }
+
+    /// Runs workers with `handler` while `body` runs.
+    static func withWorkers(_ store: JobStore, _ queue: RedisQueue, count: Int = 1, handler: any JobHandler,
+                            _ body: @Sendable () async throws -> Void) async throws {
+        let workers = (0..<count).map {
+            QueueWorker(configuration: configuration("w\($0)"), store: store, queue: queue, handler: handler, logger: TestServices.logger)
+        }
+        let tasks = workers.map { worker in Task { await worker.run() } }
+        defer { tasks.forEach { $0.cancel() } }
+        try await body()
+        tasks.forEach { $0.cancel() }
+        for task in tasks { await task.value }
+    }
+
+    static func submit(_ store: JobStore, _ queue: RedisQueue, count: Int, maxAttempts: Int = 3) async throws -> [UUID] {
+        var ids: [UUID] = []
+        for _ in 0..<count {
+            let job = try await store.create(NewJob(sourceKey: "sources/\(UUID()).mp4", maxAttempts: maxAttempts))
+            try await queue.enqueue(job.id)
+            ids.append(job.id)
+        }
+        return ids
+    }
+
+    static func statuses(_ store: JobStore, _ ids: [UUID]) async throws -> [JobStatus] {
+        var statuses: [JobStatus] = []
+        for id in ids { statuses.append(try await store.job(id)?.status ?? .failed) }
+        return statuses
+    }
+
+    @Test("Jobs run once each across several workers; completions are recorded once")
+    func exactlyOnceInNormalOperation() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let handler = CountingHandler()
+                let ids = try await Self.submit(store, queue, count: 30)
+                try await Self.withWorkers(store, queue, count: 3, handler: handler) {
+                    let done = try await TestServices.eventually { try await Self.statuses(store, ids).allSatisfy { $0 == .completed } }
+                    #expect(done)
+                }
+                #expect(await handler.runs(of: ids) == Array(repeating: 1, count: ids.count))
+                for id in ids {
+                    #expect(try await store.events(id).map(\.to) == [.pending, .processing, .completed])
+                }
+                #expect(try await queue.stats().inFlight == 0)
+            }
+        }
+    }
+
+    @Test("A retryable failure is retried with backoff; a permanent one fails at once; the last attempt dead-letters")
+    func retries() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let flaky = try await Self.submit(store, queue, count: 1)[0]
+                let broken = try await Self.submit(store, queue, count: 1)[0]
+                let hopeless = try await Self.submit(store, queue, count: 1, maxAttempts: 2)[0]
+                let handler = CountingHandler(failures: [
+                    flaky: [JobFailure(code: "storage_error", message: "R2 timed out", retryable: true)],
+                    broken: [JobFailure(MomentsError(.corruptMedia, "This file is damaged."))],
+                    hopeless: Array(repeating: JobFailure(code: "io_error", message: "disk full", retryable: true), count: 5),
+                ])
+                try await Self.withWorkers(store, queue, handler: handler) {
+                    let settled = try await TestServices.eventually {
+                        try await Self.statuses(store, [flaky, broken, hopeless]) == [.completed, .failed, .failed]
+                    }
+                    #expect(settled)
+                }
+                #expect(await handler.runs(of: [flaky, broken, hopeless]) == [2, 1, 2])
+                #expect(try await store.job(broken)?.errorCode == "corrupt_media")
+                #expect(try await store.job(hopeless)?.errorCode == "exhausted_retries")
+                let stats = try await queue.stats()
+                #expect(stats.deadLettered == 1 && stats.inFlight == 0 && stats.delayed == 0)
+                let retry = try await store.events(flaky)
+                #expect(retry.map(\.to) == [.pending, .processing, .pending, .processing, .completed])
+                // The second attempt started no sooner than the backoff allowed (base 100 ms, jitter ≥ 0.5).
+                #expect(retry[3].at.timeIntervalSince(retry[2].at) >= 0.05)
+            }
+        }
+    }
+
+    @Test("Cancel: a pending job never starts; a running job is stopped within 2 s")
+    func cancel() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let waiting = try await Self.submit(store, queue, count: 1)[0]
+                #expect(try await store.cancel(waiting) == .cancelled(from: .pending))
+                let handler = CountingHandler(workFor: .seconds(30))
+                try await Self.withWorkers(store, queue, handler: handler) {
+                    let running = try await Self.submit(store, queue, count: 1)[0]
+                    #expect(try await TestServices.eventually { try await store.job(running)?.status == .processing })
+                    let cancelledAt = ContinuousClock.now
+                    #expect(try await store.cancel(running) == .cancelled(from: .processing))
+                    #expect(try await TestServices.eventually(timeout: .seconds(2)) { await handler.stopped.contains(running) })
+                    #expect(ContinuousClock.now - cancelledAt < .seconds(2))
+                    #expect(try await TestServices.eventually { try await queue.stats().inFlight == 0 })
+                    #expect(try await store.job(running)?.status == .cancelled)
+                }
+                #expect(await handler.runs(of: [waiting]) == [0], "the cancelled pending job never started")
+            }
+        }
+    }
+
+    @Test("Redis flushed: the reconciler restores every pending job and a lost enqueue, and they all complete")
+    func reconcilerAfterFlush() async throws {
+        try await TestServices.withDatabase { store, _ in
+            // Database 7 of Redis is this test's alone: it flushes it.
+            try await TestServices.withQueue(database: 7) { queue in
+                let ids = try await Self.submit(store, queue, count: 20)
+                let unqueued = try await store.create(NewJob(sourceKey: "sources/lost-push.mp4")).id  // INSERT done, push lost
+                try await queue.client.send(["FLUSHDB"])
+                #expect(try await queue.stats().ready == 0)
+                try await Task.sleep(for: .milliseconds(250))  // past the reconciler's quiet time
+                let report = try #require(try await Reconciler(store: store, queue: queue, quiet: .milliseconds(200),
+                                                              logger: TestServices.logger).runOnce())
+                #expect(report.restoredPending == 21)
+                #expect(try await queue.stats().ready == 21)
+                try await Self.withWorkers(store, queue, count: 2, handler: CountingHandler()) {
+                    let done = try await TestServices.eventually {
+                        try await Self.statuses(store, ids + [unqueued]).allSatisfy { $0 == .completed }
+                    }
+                    #expect(done)
+                }
+            }
+        }
+    }
+
+    @Test("Only one reconciler runs at a time across processes")
+    func reconcilerIsExclusive() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let gate = AsyncGate()
+                let first = Task { try await store.exclusively("moments.reconciler") { await gate.wait(); return 1 } }
+                try await Task.sleep(for: .milliseconds(300))
+                let second = try await Reconciler(store: store, queue: queue, logger: TestServices.logger).runOnce()
+                #expect(second == nil, "the second reconciler stood aside")
+                await gate.open()
+                #expect(try await first.value == 1)
+            }
+        }
+    }
+
+    @Test("A worker process killed with SIGKILL mid-job: the job is redelivered after the lease, not before, and completes once")
+    func sigkillMidJob() async throws {
+        try await TestServices.withDatabase { store, databaseURL in
+            try await TestServices.withQueue(database: 8) { queue in
+                let environment = [
+                    "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 8),
+                    "MOMENTS_QUEUE_PREFIX": String(queue.keys.stream.dropLast(":jobs".count)), "LOG_LEVEL": "warning",
+                ]
+                let arguments = ["queue", "drill-worker", "--job-ms", "4000", "--concurrency", "1", "--lease-ms", "2000",
+                                 "--heartbeat-ms", "500", "--takeover-grace-ms", "300", "--reconcile-ms", "500"]
+                let id = try await Self.submit(store, queue, count: 1)[0]
+                let doomed = try DrillProcess(arguments: arguments + ["--name", "doomed"], environment: environment)
+                #expect(try await TestServices.eventually {
+                    try await store.job(id).map { $0.status == .processing && $0.progress >= 20 } ?? false
+                }, "the first worker is mid-job")
+                doomed.kill()
+                let leaseEnd = try #require(try await store.job(id)?.leaseExpiresAt)
+                let survivor = try DrillProcess(arguments: arguments + ["--name", "survivor"], environment: environment)
+                defer { survivor.kill() }
+                #expect(try await TestServices.eventually(timeout: .seconds(30)) { try await store.job(id)?.status == .completed })
+                let events = try await store.events(id)
+                #expect(events.map(\.to) == [.pending, .processing, .processing, .completed])
+                #expect(events[1].worker == "doomed" && events[2].worker == "survivor" && events[3].worker == "survivor")
+                #expect(events[2].at >= leaseEnd, "taken over at \(events[2].at), lease ran to \(leaseEnd)")
+                #expect(events.filter { $0.to == .completed }.count == 1)
+            }
+        }
+    }
+}
+
+/// Counts runs per job, can fail chosen attempts, and can work for a long time (until cancelled).
+actor CountingHandler: JobHandler {
+    private var counts: [UUID: Int] = [:]
+    private var failures: [UUID: [JobFailure]]
+    private(set) var stopped: Set<UUID> = []
+    let workFor: Duration
+
+    init(failures: [UUID: [JobFailure]] = [:], workFor: Duration = .milliseconds(20)) {
+        self.failures = failures
+        self.workFor = workFor
+    }
+
+    nonisolated func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
+        let failure = await start(job.id)
+        await context.progress(50, stage: "working", message: "Working")
+        do {
+            try await Task.sleep(for: workFor)
+        } catch {
+            await stop(job.id)
+            throw error
+        }
+        if let failure { throw failure }
+        return JobResult(resultKey: "results/\(job.id).mp4", resultSize: 1)
+    }
+
+    private func start(_ id: UUID) -> JobFailure? {
+        counts[id, default: 0] += 1
+        return failures[id]?.isEmpty == false ? failures[id]!.removeFirst() : nil
+    }
+
+    private func stop(_ id: UUID) { stopped.insert(id) }
+
+    func runs(of ids: [UUID]) -> [Int] { ids.map { counts[$0] ?? 0 } }
+}
+
+actor AsyncGate {
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var isOpen = false
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        waiters.forEach { $0.resume() }
+        waiters = []
+    }
+}
+
+/// `moments queue drill-worker` as a separate process, so it can be killed for real.
+final class DrillProcess: @unchecked Sendable {
+    private let process = Process()
+
+    init(arguments: [String], environment: [String: String]) throws {
+        process.executableURL = TestServices.momentsBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func kill() {
+        guard process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+    }
+
+    deinit { kill() }
+}
