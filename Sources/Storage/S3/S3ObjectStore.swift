@@ -41,9 +41,7 @@ public struct S3ObjectStore: ObjectStore {
         if let expected = response.headers["content-length"].flatMap(Int64.init), expected != size {
             throw StorageError(.unavailable, "The download of \(key) ended early (\(size) of \(expected) bytes).")
         }
-        do {
-            _ = try FileManager.default.replaceItemAt(file, withItemAt: partial)
-        } catch {
+        guard rename(partial.path, file.path) == 0 else {
             throw StorageError(.ioError, "The object \(key) could not be saved to \(file.lastPathComponent).")
         }
         return ObjectInfo(key: key, size: size, contentType: response.headers["content-type"])

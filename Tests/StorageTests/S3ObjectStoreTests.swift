@@ -1,0 +1,205 @@
+import Foundation
+import ServiceTestSupport
+import Storage
+import Testing
+
+/// The S3 store against SeaweedFS (`scripts/services`), which checks every signature.
+@Suite("S3 object store (real SeaweedFS)")
+struct S3ObjectStoreTests {
+    static func configuration(secret: String? = nil, addressing: S3Configuration.Addressing = .path,
+                              endpoint: String? = nil) throws -> S3Configuration {
+        var environment = ProcessInfo.processInfo.environment
+        if let secret { environment["S3_SECRET_ACCESS_KEY"] = secret }
+        if let endpoint { environment["S3_ENDPOINT"] = endpoint }
+        environment["S3_ADDRESSING"] = addressing.rawValue
+        let url = try TestServices.environment("STORAGE_URL")
+        var configuration = try StorageConfiguration.s3(bucket: URL(string: url)?.host ?? "", environment: environment)
+        configuration.maxAttempts = 3
+        return configuration
+    }
+
+    static func store(_ configuration: S3Configuration? = nil) throws -> S3ObjectStore {
+        S3ObjectStore(configuration: try configuration ?? Self.configuration())
+    }
+
+    /// A folder of scratch files removed afterwards.
+    static func withScratch(_ body: (URL) async throws -> Void) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-s3-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await body(folder)
+    }
+
+    /// `size` bytes of a fixed pseudo-random sequence (so a mix-up of parts would show).
+    static func makeFile(_ url: URL, size: Int) throws {
+        FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(size)
+        var remaining = size
+        while remaining > 0 {
+            let count = min(remaining, 1 << 20)
+            var chunk = [UInt8](repeating: 0, count: count)
+            for i in 0..<count {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                chunk[i] = UInt8(truncatingIfNeeded: state >> 33)
+            }
+            try handle.write(contentsOf: chunk)
+            remaining -= count
+        }
+    }
+
+    static func key(_ name: String) -> String { "tests/\(UUID().uuidString.lowercased())/\(name)" }
+
+    @Test("Round trips compare byte for byte (the 64 MiB file goes up in equal parts)",
+          arguments: [0, 1, 5 * 1024 * 1024 + 1, 64 * 1024 * 1024])
+    func roundTrip(size: Int) async throws {
+        let store = try Self.store()
+        try await Self.withScratch { folder in
+            let original = folder.appendingPathComponent("original.bin")
+            let copy = folder.appendingPathComponent("copy.bin")
+            try Self.makeFile(original, size: size)
+            let key = Self.key("video \(size).mp4")  // a space: the path must be encoded the same way it is signed
+            let stored = try await store.put(key: key, from: original, contentType: "video/mp4")
+            #expect(stored.size == Int64(size))
+            let head = try await store.head(key: key)
+            #expect(head.size == Int64(size) && head.contentType == "video/mp4")
+            let fetched = try await store.get(key: key, to: copy)
+            #expect(fetched.size == Int64(size))
+            #expect(FileManager.default.contentsEqual(atPath: original.path, andPath: copy.path))
+            if size >= store.configuration.multipartThreshold {
+                // A multipart object's ETag ends in "-<parts>": 64 MiB in 16 MiB parts is 4.
+                let headURL = try store.presignedURL(key: key, method: "HEAD", expires: .seconds(60))
+                let reply = try curl(["-I", headURL.absoluteString])
+                #expect(reply.body.lowercased().contains("-4\""), "\(reply.body)")
+            }
+            try await store.delete(key: key)
+            let gone = await #expect(throws: StorageError.self) { try await store.head(key: key) }
+            #expect(gone?.code == .notFound)
+            try await store.delete(key: key)  // deleting what is not there succeeds
+        }
+    }
+
+    @Test("Virtual-hosted addressing (bucket.localhost) signs and round-trips too")
+    func virtualHosted() async throws {
+        let configuration = try Self.configuration(addressing: .virtualHosted)
+        var components = URLComponents(url: configuration.endpoint, resolvingAgainstBaseURL: false)!
+        components.host = "localhost"  // curl resolves *.localhost to the loopback address itself
+        let store = try Self.store(Self.configuration(addressing: .virtualHosted, endpoint: components.string))
+        try await Self.withScratch { folder in
+            let original = folder.appendingPathComponent("a.bin")
+            try Self.makeFile(original, size: 4096)
+            let key = Self.key("virtual.bin")
+            try await store.put(key: key, from: original, contentType: "application/octet-stream")
+            let copy = folder.appendingPathComponent("b.bin")
+            try await store.get(key: key, to: copy)
+            #expect(FileManager.default.contentsEqual(atPath: original.path, andPath: copy.path))
+            try await store.delete(key: key)
+        }
+    }
+
+    @Test("A missing object is not_found, and a failed download leaves no file behind")
+    func missing() async throws {
+        let store = try Self.store()
+        try await Self.withScratch { folder in
+            let target = folder.appendingPathComponent("never.bin")
+            let error = await #expect(throws: StorageError.self) { try await store.get(key: Self.key("nope.mp4"), to: target) }
+            #expect(error?.code == .notFound)
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(leftovers.isEmpty)
+        }
+    }
+
+    @Test("Presigned GET and PUT URLs work with plain curl")
+    func presigned() async throws {
+        let store = try Self.store()
+        try await Self.withScratch { folder in
+            let original = folder.appendingPathComponent("upload.bin")
+            try Self.makeFile(original, size: 300_000)
+            let key = Self.key("presigned.mp4")
+            let put = try store.presignedURL(key: key, method: "PUT", expires: .seconds(300))
+            #expect(try curl(["-X", "PUT", "--upload-file", original.path, put.absoluteString]).status == 200)
+            #expect(try await store.head(key: key).size == 300_000)
+            let downloaded = folder.appendingPathComponent("download.bin")
+            let get = try store.presignedURL(key: key, expires: .seconds(300))
+            #expect(try curl(["-o", downloaded.path, get.absoluteString]).status == 200)
+            #expect(FileManager.default.contentsEqual(atPath: original.path, andPath: downloaded.path))
+            try await store.delete(key: key)
+        }
+    }
+
+    @Test("An expired presigned URL is refused")
+    func expiredPresignedURL() async throws {
+        let store = try Self.store()
+        try await Self.withScratch { folder in
+            let original = folder.appendingPathComponent("x.bin")
+            try Self.makeFile(original, size: 10)
+            let key = Self.key("expired.bin")
+            try await store.put(key: key, from: original, contentType: "application/octet-stream")
+            let url = try store.presignedURL(key: key, expires: .seconds(60), date: Date(timeIntervalSinceNow: -3600))
+            let reply = try curl([url.absoluteString])
+            #expect(reply.status == 403)
+            #expect(reply.body.contains("AccessDenied") || reply.body.contains("expired"), "\(reply.body)")
+            try await store.delete(key: key)
+        }
+    }
+
+    @Test("A wrong secret is refused with a sentence that names the setting, and never shows the secret")
+    func wrongSecret() async throws {
+        let store = try Self.store(Self.configuration(secret: "definitely-not-the-secret"))
+        try await Self.withScratch { folder in
+            let file = folder.appendingPathComponent("x.bin")
+            try Self.makeFile(file, size: 10)
+            let error = await #expect(throws: StorageError.self) {
+                try await store.put(key: Self.key("x.bin"), from: file, contentType: "application/octet-stream")
+            }
+            #expect(error?.code == .forbidden)
+            #expect(error?.message.contains("S3_SECRET_ACCESS_KEY") == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains("definitely-not-the-secret") == false)
+            #expect(!"\(store.configuration)".contains("definitely-not-the-secret"))
+        }
+    }
+
+    @Test("An unreachable endpoint is retried with backoff, then reported as unavailable")
+    func unreachable() async throws {
+        var configuration = try Self.configuration(endpoint: "http://127.0.0.1:1")
+        configuration.maxAttempts = 3
+        let store = S3ObjectStore(configuration: configuration)
+        let started = ContinuousClock.now
+        let error = await #expect(throws: StorageError.self) { try await store.head(key: "a.mp4") }
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("could not be reached") == true)
+        // Two backoff waits of at least 0.1 s and 0.2 s happened between the three tries.
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+    }
+
+    @Test("Storage settings are checked, with the setting named",
+          arguments: [
+            (["STORAGE_URL": "ftp://x"], "STORAGE_URL"),
+            (["STORAGE_URL": "s3://b"], "S3_ENDPOINT"),
+            (["STORAGE_URL": "s3://b", "S3_ENDPOINT": "http://h"], "S3_ACCESS_KEY_ID"),
+            (["STORAGE_URL": "s3://b", "S3_ENDPOINT": "h", "S3_ACCESS_KEY_ID": "a", "S3_SECRET_ACCESS_KEY": "s"], "S3_ENDPOINT"),
+            (["STORAGE_URL": "s3://b", "S3_ENDPOINT": "http://h", "S3_ACCESS_KEY_ID": "a", "S3_SECRET_ACCESS_KEY": "s",
+              "S3_ADDRESSING": "sideways"], "S3_ADDRESSING"),
+            ([:], "STORAGE_URL"),
+          ])
+    func settings(environment: [String: String], named: String) {
+        let error = #expect(throws: StorageError.self) { try StorageConfiguration.store(environment: environment) }
+        #expect(error?.code == .invalidConfiguration && error?.message.contains(named) == true, "\(error?.message ?? "")")
+    }
+}
+
+/// Runs curl; returns the HTTP status and the body (when not written to a file).
+func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    process.arguments = ["-s", "-w", "\n%{http_code}"] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+}
