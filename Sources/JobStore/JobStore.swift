@@ -33,7 +33,7 @@ public struct JobStore: Sendable {
     /// returns the existing row; with a different source it is a `conflict`.
     @discardableResult
     public func create(_ job: NewJob) async throws(JobStoreError) -> JobRecord {
-        let inserted = try await database("create the job") { client, logger in
+        let inserted = try await database("create the job") { client, logger -> JobRecord? in
             let rows = try await client.query("""
                 WITH t AS (
                     INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
@@ -41,19 +41,22 @@ public struct JobStore: Sendable {
                     VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
                             \(job.targetDuration), \(job.quality.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker')
                     ON CONFLICT (id) DO NOTHING
-                    RETURNING id),
+                    RETURNING \(unescaped: Self.columns)),
                 e AS (INSERT INTO job_events (job_id, to_status, attempt, detail) SELECT id, 'pending', 0, 'created' FROM t)
-                SELECT count(*) FROM t
+                SELECT \(unescaped: Self.columns) FROM t
                 """, logger: logger)
-            return try await rows.decode(Int.self).first { _ in true } == 1
+            for try await row in rows { return try Self.record(row) }
+            return nil
         }
-        guard let record = try await self.job(job.id) else {
-            throw JobStoreError(.unavailable, "The job vanished right after it was created.")
+        if let inserted { return inserted }
+        // The id exists already: the same job again is fine, a different one is a conflict.
+        guard let existing = try await self.job(job.id) else {
+            throw JobStoreError(.unavailable, "The job could not be created or found.")
         }
-        if !inserted && record.sourceKey != job.sourceKey {
+        if existing.sourceKey != job.sourceKey {
             throw JobStoreError(.conflict, "A different job with id \(job.id) already exists.")
         }
-        return record
+        return existing
     }
 
     public func job(_ id: UUID) async throws(JobStoreError) -> JobRecord? {
@@ -98,24 +101,31 @@ public struct JobStore: Sendable {
                     WHERE j.id = old.id AND old.attempt < old.max_attempts
                       AND ((old.status = 'pending' AND old.run_after <= now())
                            OR (old.status = 'processing' AND old.lease_expires_at <= now()))
-                    RETURNING j.attempt),
+                    RETURNING \(unescaped: Self.qualifiedColumns)),
                 e AS (
                     INSERT INTO job_events (job_id, from_status, to_status, attempt, worker, detail)
                     SELECT old.id, old.status, 'processing', t.attempt, \(worker),
                            CASE WHEN old.status = 'processing' THEN 'lease of ' || old.lease_owner || ' lapsed; taken over'
                                 ELSE 'claimed' END
                     FROM old, t)
-                SELECT old.status, old.attempt, old.max_attempts, old.run_after, old.lease_owner, old.lease_expires_at,
-                       t.attempt, now()
+                SELECT old.status AS old_status, old.attempt AS old_attempt, old.max_attempts AS old_max_attempts,
+                       old.run_after AS old_run_after, old.lease_owner AS old_lease_owner,
+                       old.lease_expires_at AS old_lease_expires_at, now() AS database_now, t.*
                 FROM old LEFT JOIN t ON true
                 """, logger: logger)
-            for try await row in rows.decode((String, Int, Int, Date, String?, Date?, Int?, Date).self) { return Optional(row) }
+            for try await row in rows {
+                let r = row.makeRandomAccess()
+                let claimed = try r["attempt"].decode(Int?.self) != nil ? try Self.record(row) : nil
+                return Optional((try r["old_status"].decode(String.self), try r["old_attempt"].decode(Int.self),
+                                 try r["old_max_attempts"].decode(Int.self), try r["old_run_after"].decode(Date.self),
+                                 try r["old_lease_owner"].decode(String?.self), try r["old_lease_expires_at"].decode(Date?.self),
+                                 claimed, try r["database_now"].decode(Date.self)))
+            }
             return nil
         }
-        guard let (status, attempt, maxAttempts, runAfter, owner, expires, newAttempt, now) = outcome else { return .notFound }
-        if let newAttempt {
-            guard let record = try await job(id) else { return .notFound }
-            return .claimed(JobLease(jobID: id, attempt: newAttempt, worker: worker), record)
+        guard let (status, attempt, maxAttempts, runAfter, owner, expires, claimed, now) = outcome else { return .notFound }
+        if let claimed {
+            return .claimed(JobLease(jobID: id, attempt: claimed.attempt, worker: worker), claimed)
         }
         switch JobStatus(rawValue: status) ?? .failed {
         case .completed, .failed, .cancelled:
@@ -365,6 +375,10 @@ public struct JobStore: Sendable {
         result_key, result_size, target_duration, quality, source_duration, segments_selected, attempt, max_attempts,
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at
         """
+
+    /// The same columns, qualified for statements that join `jobs j` with another relation.
+    static let qualifiedColumns = columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        .joined(separator: ", ")
 
     static func record(_ row: PostgresRow) throws -> JobRecord {
         let r = row.makeRandomAccess()

@@ -46,14 +46,19 @@ public final class QueueWorker: Sendable {
         let consumer = queue.consumer(named: "\(configuration.name)/\(slot)")
         defer { consumer.close() }
         var backoff = Duration.milliseconds(100)
+        var lastLapsedCheck = ContinuousClock.now - .seconds(60)
         while !Task.isCancelled {
             do {
-                // Lapsed leases first: a dead worker's job has waited longest.
+                // Lapsed leases first (a dead worker's job has waited longest), looked for at most
+                // once a second: leases last tens of seconds, so checking before every read would
+                // only cost a round trip per job.
                 let minIdle = configuration.lease + configuration.takeoverGrace
-                let delivery: Delivery?
-                if let lapsed = try await consumer.claimLapsed(minIdle: minIdle) {
-                    delivery = lapsed
-                } else {
+                var delivery: Delivery?
+                if ContinuousClock.now - lastLapsedCheck >= .seconds(1) {
+                    lastLapsedCheck = .now
+                    delivery = try await consumer.claimLapsed(minIdle: minIdle)
+                }
+                if delivery == nil {
                     delivery = try await consumer.next(block: configuration.pollBlock)
                 }
                 backoff = .milliseconds(100)
