@@ -1,6 +1,6 @@
 import Foundation
 import ServiceTestSupport
-import Storage
+@testable import Storage
 import Testing
 
 /// The S3 store against SeaweedFS (`scripts/services`), which checks every signature.
@@ -78,6 +78,40 @@ struct S3ObjectStoreTests {
             #expect(gone?.code == .notFound)
             try await store.delete(key: key)  // deleting what is not there succeeds
         }
+    }
+
+    @Test("A multipart upload that fails part-way is aborted: no unfinished upload and no object are left")
+    func abortOnFailure() async throws {
+        var configuration = try Self.configuration()
+        configuration.multipartThreshold = 5 << 20
+        configuration.partSize = 5 << 20
+        configuration.maxAttempts = 1
+        let store = S3ObjectStore(configuration: configuration)
+        try await Self.withScratch { folder in
+            let file = folder.appendingPathComponent("shrinking.bin")
+            try Self.makeFile(file, size: 48 << 20)
+            let key = Self.key("shrinking.bin")
+            let upload = Task { try await store.put(key: key, from: file, contentType: "video/mp4") }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(truncate(file.path, 1 << 20) == 0, "the file shrinks while its parts go up")
+            let error = await #expect(throws: StorageError.self) { try await upload.value }
+            #expect(error?.code == .ioError)
+            let unfinished = try await store.unfinishedUploads(prefix: key)
+            #expect(unfinished.isEmpty, "\(unfinished)")
+            let missing = await #expect(throws: StorageError.self) { try await store.head(key: key) }
+            #expect(missing?.code == .notFound)
+        }
+    }
+
+    @Test("Unfinished multipart uploads can be listed and aborted")
+    func unfinishedUploads() async throws {
+        let store = try Self.store()
+        let key = Self.key("left-behind.bin")
+        // Start an upload the way a crashed process would leave it: initiated, never completed.
+        let created = try await store.startMultipartUpload(key: key, contentType: "video/mp4")
+        #expect(try await store.unfinishedUploads(prefix: key).map(\.uploadID) == [created])
+        try await store.abortUpload(key: key, uploadID: created)
+        #expect(try await store.unfinishedUploads(prefix: key).isEmpty)
     }
 
     @Test("Virtual-hosted addressing (bucket.localhost) signs and round-trips too")

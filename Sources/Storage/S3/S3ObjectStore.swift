@@ -82,13 +82,36 @@ public struct S3ObjectStore: ObjectStore {
 
     // MARK: Multipart
 
-    private func multipartUpload(key: String, file: URL, size: Int64, contentType: String) async throws(StorageError) {
-        let partSize = max(configuration.partSize, (size + 9_999) / 10_000)
+    /// Multipart uploads started under `prefix` and neither completed nor aborted (a crashed
+    /// process leaves them; they cost storage until aborted or expired by a lifecycle rule).
+    public func unfinishedUploads(prefix: String) async throws(StorageError) -> [(key: String, uploadID: String)] {
+        let response = try await send("GET", key: nil, query: [("uploads", ""), ("prefix", prefix)], what: "list unfinished uploads")
+        let text = String(decoding: response.body, as: UTF8.self)
+        return text.components(separatedBy: "<Upload>").dropFirst().compactMap { upload in
+            let bytes = Array(upload.utf8)
+            guard let key = Self.xmlValue("Key", in: bytes), let id = Self.xmlValue("UploadId", in: bytes) else { return nil }
+            return (key, id)
+        }
+    }
+
+    /// Starts a multipart upload; returns its id.
+    func startMultipartUpload(key: String, contentType: String) async throws(StorageError) -> String {
         let created = try await send("POST", key: key, query: [("uploads", "")], headers: [("Content-Type", contentType)],
                                      what: "start the upload of \(key)")
         guard let uploadID = Self.xmlValue("UploadId", in: created.body) else {
             throw StorageError(.unavailable, "The storage service did not start a multipart upload for \(key).")
         }
+        return uploadID
+    }
+
+    /// Aborts an unfinished multipart upload, freeing its parts.
+    public func abortUpload(key: String, uploadID: String) async throws(StorageError) {
+        _ = try await send("DELETE", key: key, query: [("uploadId", uploadID)], what: "abort the upload of \(key)")
+    }
+
+    private func multipartUpload(key: String, file: URL, size: Int64, contentType: String) async throws(StorageError) {
+        let partSize = max(configuration.partSize, (size + 9_999) / 10_000)
+        let uploadID = try await startMultipartUpload(key: key, contentType: contentType)
         do throws(StorageError) {
             var etags: [String] = []
             var offset: Int64 = 0
@@ -131,27 +154,28 @@ public struct S3ObjectStore: ObjectStore {
 
         func url(query: [(name: String, value: String)]) -> String {
             let encodedQuery = query.map { item in
-                item.value.isEmpty && item.name == "uploads" ? "uploads="
-                    : "\(SigV4Signer.encode(item.name, keepSlash: false))=\(SigV4Signer.encode(item.value, keepSlash: false))"
+                "\(SigV4Signer.encode(item.name, keepSlash: false))=\(SigV4Signer.encode(item.value, keepSlash: false))"
             }
             return "\(scheme)://\(host)\(SigV4Signer.encode(path, keepSlash: true))" + (query.isEmpty ? "" : "?" + encodedQuery.joined(separator: "&"))
         }
     }
 
-    func location(key: String, query: [(name: String, value: String)]) -> Target {
+    /// Where a request goes: the object `key`, or the bucket itself when `key` is nil.
+    func location(key: String?, query: [(name: String, value: String)]) -> Target {
         let endpoint = configuration.endpoint
         let scheme = endpoint.scheme ?? "https"
         var host = endpoint.host ?? ""
         if let port = endpoint.port, !(scheme == "http" && port == 80), !(scheme == "https" && port == 443) { host += ":\(port)" }
         let base = endpoint.path.hasSuffix("/") ? String(endpoint.path.dropLast()) : endpoint.path
+        let object = key.map { "/\($0)" } ?? "/"
         switch configuration.addressing {
-        case .path: return Target(scheme: scheme, host: host, path: "\(base)/\(configuration.bucket)/\(key)")
-        case .virtualHosted: return Target(scheme: scheme, host: "\(configuration.bucket).\(host)", path: "\(base)/\(key)")
+        case .path: return Target(scheme: scheme, host: host, path: "\(base)/\(configuration.bucket)\(object)")
+        case .virtualHosted: return Target(scheme: scheme, host: "\(configuration.bucket).\(host)", path: "\(base)\(object)")
         }
     }
 
     /// Signs and sends one request, retrying transient failures. Throws for anything but 2xx.
-    func send(_ method: String, key: String, query: [(name: String, value: String)] = [],
+    func send(_ method: String, key: String?, query: [(name: String, value: String)] = [],
               headers: [(name: String, value: String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
               body: CurlRequest.Body = .none, sink: CurlRequest.Sink = .memory, what: String) async throws(StorageError) -> CurlResponse {
         let target = location(key: key, query: query)
