@@ -131,7 +131,15 @@ final class RedisConnection: @unchecked Sendable {
                 return .failure(RedisError(.unavailable, "Redis at \(configuration.host):\(configuration.port) did not answer: \(reason)."))
             }
             defer { freeReplyObject(raw) }
-            return .success(Self.value(raw.assumingMemoryBound(to: redisReply.self)))
+            let value = Self.value(raw.assumingMemoryBound(to: redisReply.self))
+            // Replies that mean "this server cannot serve you right now": a restart still loading its
+            // data, a replica after a failover, a cluster re-sharding. Retried like a lost connection.
+            if case .error(let message) = value,
+               ["LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"].contains(where: { message.hasPrefix($0) }) {
+                drop()
+                return .failure(RedisError(.unavailable, "Redis at \(configuration.host):\(configuration.port) cannot serve yet: \(message)"))
+            }
+            return .success(value)
         } catch {
             return .failure(error)
         }
@@ -163,6 +171,9 @@ final class RedisConnection: @unchecked Sendable {
             freeReplyObject(raw)
             if case .error(let message) = reply {
                 drop()
+                if message.hasPrefix("LOADING") {
+                    throw RedisError(.unavailable, "Redis at \(configuration.host):\(configuration.port) is still loading its data.")
+                }
                 // Never echo the password; Redis's own message does not contain it.
                 throw RedisError(.command, "Redis refused \(command[0]): \(message)")
             }
