@@ -151,7 +151,12 @@ public final class QueueWorker: Sendable {
             }
         }
         keeper.cancel()
-        await finish(outcome, interruption: interruption.withLock { $0 }, lease: lease, delivery: delivery, logger: logger)
+        var stoppedBy = interruption.withLock { $0 }
+        if stoppedBy == .shutdown, case .success = outcome { stoppedBy = nil }  // it finished as the grace ran out: keep the result
+        // Recording the outcome must happen even when this task is being cancelled (shutdown):
+        // database and Redis calls made from a cancelled task give up at once.
+        let recorded = stoppedBy
+        await Task { await self.finish(outcome, interruption: recorded, lease: lease, delivery: delivery, logger: logger) }.value
     }
 
     /// Renews the lease every `heartbeat` and checks for cancellation every `cancelCheck`; stops the

@@ -157,6 +157,33 @@ struct WorkerTests {
         }
     }
 
+    @Test("Shutdown: a running job gets its grace period, then its lease is given back and another worker starts it at once")
+    func shutdownGivesLeasesBack() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let handler = CountingHandler(workFor: .seconds(30))
+                var leaving = Self.configuration("leaving", concurrency: 1)
+                leaving.shutdownGrace = .milliseconds(300)
+                let first = QueueWorker(configuration: leaving, store: store, queue: queue, handler: handler, logger: TestServices.logger)
+                let firstTask = Task { await first.run() }
+                let id = try await Self.submit(store, queue, count: 1)[0]
+                let started = try await TestServices.eventually { try await store.job(id)?.status == .processing }
+                #expect(started)
+                firstTask.cancel()  // what SIGTERM does
+                await firstTask.value
+                #expect(try await store.job(id)?.status == .pending)
+                try await Self.withWorkers(store, queue, handler: handler) {
+                    let taken = try await TestServices.eventually(timeout: .seconds(3)) { try await store.job(id)?.status == .processing }
+                    #expect(taken, "picked up without waiting for a lease to lapse")
+                }
+                let events = try await store.events(id)
+                #expect(Array(events.map(\.to).prefix(4)) == [.pending, .processing, .pending, .processing])
+                #expect(events[2].detail?.contains("given back") == true && events[2].worker == "leaving")
+                #expect(events[3].worker == "w0" && events[3].attempt == 2)
+            }
+        }
+    }
+
     @Test("A worker process killed with SIGKILL mid-job: the job is redelivered after the lease, not before, and completes once")
     func sigkillMidJob() async throws {
         try await TestServices.withDatabase { store, databaseURL in
