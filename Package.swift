@@ -42,7 +42,9 @@ let package = Package(
         // Redis: connection, the leased job queue.
         .target(name: "JobQueue", dependencies: ["CHiredis", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
-        .target(name: "Worker", dependencies: ["JobStore", "JobQueue", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Worker", dependencies: [
+            "JobStore", "JobQueue", "Highlights", "Storage", "MomentsModel", .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(
             name: "moments",
             dependencies: [
@@ -58,6 +60,9 @@ let package = Package(
             "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: [
+            "Worker", "JobQueue", "JobStore", "Storage", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
+        ]),
         .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel"]),
     ],
     swiftLanguageModes: [.v6]

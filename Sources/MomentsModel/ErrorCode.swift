@@ -18,12 +18,14 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case exhaustedRetries = "exhausted_retries"
     /// Object storage could not be reached or refused the request.
     case storageError = "storage_error"
+    /// The uploaded source is no longer in storage (deleted or expired): uploading again is the only fix.
+    case sourceMissing = "source_missing"
 
     /// Whether the same input can never succeed, so a job should fail at once instead of retrying.
     public var isPermanent: Bool {
         switch self {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
-             .resolutionTooLarge, .invalidArgument:
+             .resolutionTooLarge, .invalidArgument, .sourceMissing:
             true
         case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError:
             false

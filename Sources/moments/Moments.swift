@@ -10,7 +10,7 @@ struct Moments: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moments",
         abstract: "Turns a phone video into a short highlight reel.",
-        subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, QueueCommand.self])
+        subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, WorkerCommand.self, QueueCommand.self])
 }
 
 /// Runs `body`; a `MomentsError` becomes one line `error: <code>: <message>` and exit status 1.
@@ -37,6 +37,9 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         throw ExitCode(1)
     } catch let error as StorageError {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        throw ExitCode(1)
+    } catch let error as SettingError {
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         throw ExitCode(1)
     }

@@ -1,0 +1,120 @@
+import Foundation
+import Highlights
+import JobStore
+import MomentsModel
+import Storage
+
+/// The real work of a job: fetch the source from storage, run the highlight engine, store the result.
+///
+/// Each attempt works in a folder of its own under `workDirectory`, removed when the attempt ends
+/// however it ends. The engine runs on a thread of its own (it blocks while it decodes and encodes)
+/// and stops within a second of the job's cancellation. A result stored by an attempt that was
+/// cancelled before it could complete is deleted again.
+public struct HighlightJobHandler: JobHandler {
+    let storage: any ObjectStore
+    let workDirectory: URL
+    let engine = HighlightEngine()
+
+    public init(storage: any ObjectStore, workDirectory: URL = FileManager.default.temporaryDirectory) {
+        self.storage = storage
+        self.workDirectory = workDirectory
+    }
+
+    /// Where a job's highlight is stored.
+    public static func resultKey(for id: UUID) -> String { "results/\(id.uuidString.lowercased()).mp4" }
+
+    public func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
+        let folder = workDirectory.appendingPathComponent("moments-job-\(job.id.uuidString.lowercased())-\(context.lease.attempt)")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw JobFailure(code: ErrorCode.ioError.rawValue, message: "The worker could not create its work folder.", retryable: true)
+        }
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        await context.progress(0, stage: "downloading", message: "Fetching your video")
+        let source = folder.appendingPathComponent("source.\(Self.fileExtension(of: job.originalFilename))")
+        do {
+            try await storage.get(key: job.sourceKey, to: source)
+        } catch {
+            throw Self.failure(error, whileDoing: "fetching the uploaded video")
+        }
+        try Task.checkCancellation()
+
+        let output = folder.appendingPathComponent("highlight.mp4")
+        let report = try await highlight(source: source, output: output, job: job, context: context)
+        try Task.checkCancellation()
+
+        await context.progress(97, stage: "uploading", message: "Saving your highlight")
+        let key = Self.resultKey(for: job.id)
+        let stored: ObjectInfo
+        do {
+            stored = try await storage.put(key: key, from: output, contentType: "video/mp4")
+        } catch {
+            throw Self.failure(error, whileDoing: "saving the highlight")
+        }
+        if Task.isCancelled {
+            try? await storage.delete(key: key)
+            throw CancellationError()
+        }
+        return JobResult(resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
+                         segmentsSelected: report.segments.count)
+    }
+
+    /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.
+    private func highlight(source: URL, output: URL, job: JobRecord, context: JobContext) async throws -> HighlightReport {
+        let settings = HighlightSettings(duration: job.targetDuration, quality: job.quality)
+        let cancellation = CancellationFlag()
+        let (updates, sink) = AsyncStream.makeStream(of: ProgressUpdate.self, bufferingPolicy: .bufferingNewest(1))
+        let forward = Task {
+            for await update in updates {
+                await context.progress(3 + Int(update.fraction * 93), stage: update.stage.rawValue, message: update.stage.message)
+            }
+        }
+        defer { forward.cancel() }
+        let engine = self.engine
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HighlightReport, any Error>) in
+                let thread = Thread {
+                    do throws(MomentsError) {
+                        let report = try engine.highlight(input: source.path, output: output.path, settings: settings,
+                                                          cancellation: cancellation) { sink.yield($0) }
+                        sink.finish()
+                        continuation.resume(returning: report)
+                    } catch {
+                        sink.finish()
+                        let failure: any Error = error.code == .cancelled ? CancellationError() : JobFailure(error)
+                        continuation.resume(throwing: failure)
+                    }
+                }
+                thread.name = "moments-engine"
+                thread.stackSize = 8 << 20
+                thread.start()
+            }
+        } onCancel: {
+            cancellation.cancel()
+        }
+    }
+
+    /// The extension the engine sees (it probes the bytes; the extension only helps FFmpeg guess).
+    static func fileExtension(of filename: String?) -> String {
+        let ext = ((filename ?? "") as NSString).pathExtension.lowercased()
+        return !ext.isEmpty && ext.count <= 5 && ext.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) ? ext : "mp4"
+    }
+
+    /// A storage error as a job failure: a missing source cannot come back; the rest may pass.
+    static func failure(_ error: any Error, whileDoing what: String) -> JobFailure {
+        guard let error = error as? StorageError else {
+            return JobFailure(code: ErrorCode.storageError.rawValue, message: "Storage failed while \(what).", retryable: true)
+        }
+        switch error.code {
+        case .notFound:
+            return JobFailure(code: ErrorCode.sourceMissing.rawValue,
+                              message: "The uploaded video is no longer available. Please upload it again.", retryable: false)
+        case .ioError:
+            return JobFailure(code: ErrorCode.ioError.rawValue, message: "The worker ran into a disk problem while \(what).", retryable: true)
+        case .forbidden, .unavailable, .invalidKey, .invalidConfiguration:
+            return JobFailure(code: ErrorCode.storageError.rawValue, message: "Storage failed while \(what): \(error.message)", retryable: true)
+        }
+    }
+}

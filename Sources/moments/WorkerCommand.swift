@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import Storage
+import Worker
+
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Takes highlight jobs from the queue and runs them until SIGTERM.",
+        discussion: """
+            Reads DATABASE_URL, REDIS_URL, STORAGE_URL (and S3_* for S3), WORKER_CONCURRENCY (default 1), \
+            WORKER_LEASE_SECONDS (60), WORKER_HEARTBEAT_SECONDS (10), WORKER_SHUTDOWN_GRACE_SECONDS (25) and \
+            WORK_DIR (the system's temporary folder). Applies migrations at start-up. On SIGTERM it stops taking \
+            jobs, lets running ones finish within the grace period and gives the others back.
+            """)
+
+    func run() async throws {
+        try await reportingErrors {
+            let environment = ProcessInfo.processInfo.environment
+            let services = try Services.fromEnvironment(label: "moments.worker")
+            let storage = try StorageConfiguration.store(environment: environment)
+            var configuration = WorkerConfiguration()
+            configuration.concurrency = try Setting.integer("WORKER_CONCURRENCY", in: environment, default: 1, range: 1...64)
+            configuration.lease = .seconds(try Setting.integer("WORKER_LEASE_SECONDS", in: environment, default: 60, range: 5...3600))
+            configuration.heartbeat = .seconds(try Setting.integer("WORKER_HEARTBEAT_SECONDS", in: environment, default: 10,
+                                                                   range: 1...max(1, Int(configuration.lease.components.seconds) / 2)))
+            configuration.shutdownGrace = .seconds(try Setting.integer("WORKER_SHUTDOWN_GRACE_SECONDS", in: environment, default: 25, range: 0...3600))
+            let workDirectory = URL(fileURLWithPath: environment["WORK_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+                                    ?? FileManager.default.temporaryDirectory.path)
+            guard FileManager.default.isWritableFile(atPath: workDirectory.path) else {
+                throw SettingError("WORK_DIR (\(workDirectory.path)) is not a folder this worker can write to.")
+            }
+            let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory)
+            let settings = configuration
+            try await services.run { services in
+                try await services.store.migrate()
+                try await services.queue.prepare()
+                let worker = QueueWorker(configuration: settings, store: services.store, queue: services.queue,
+                                         handler: handler, logger: services.logger)
+                await runUntilSignalled { await worker.run() }
+            }
+        }
+    }
+}
+
+/// A malformed setting: the message names the variable.
+struct SettingError: Error, CustomStringConvertible {
+    var description: String
+    init(_ message: String) { description = "invalid_configuration: \(message)" }
+}
+
+enum Setting {
+    static func integer(_ name: String, in environment: [String: String], default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = environment[name], !text.isEmpty else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw SettingError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'.")
+        }
+        return number
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import JobQueue
+import JobStore
+import Media
+import MediaSynth
+import MomentsModel
+import ServiceTestSupport
+import Storage
+import Testing
+import Worker
+
+/// Real jobs end to end below the HTTP layer: the source in SeaweedFS, the row in PostgreSQL, the
+/// queue in Redis, the engine on a fixture made by our own encoder.
+@Suite("Highlight jobs through the worker (real PostgreSQL, Redis and SeaweedFS)")
+struct HighlightJobTests {
+    /// 20 s at 30 fps, 320×180, six shots with cuts, a dissolve and a fade; tones for sound.
+    static let footage: String = {
+        FFmpegLog.quiet()
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            .init(frames: 90, camera: .still, toneHz: 220),
+            .init(frames: 120, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
+            .init(frames: 90, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
+            .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 16), toneHz: 370),
+            .init(frames: 120, camera: .pan(pixelsPerFrame: -2), transitionIn: .fadeThroughBlack(frames: 20), toneHz: 415),
+            .init(frames: 90, camera: .still, transitionIn: .cut, toneHz: 494),
+        ])
+        video.gopSize = 30
+        video.encoderOptions = ["preset": "veryfast"]
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-worker-footage-\(UUID().uuidString).mp4").path
+        try! video.write(to: path)
+        return path
+    }()
+
+    static func s3() throws -> S3ObjectStore {
+        let url = try TestServices.environment("STORAGE_URL")
+        return S3ObjectStore(configuration: try StorageConfiguration.s3(bucket: URL(string: url)?.host ?? "",
+                                                                       environment: ProcessInfo.processInfo.environment))
+    }
+
+    static func configuration() -> WorkerConfiguration {
+        WorkerConfiguration(name: "engine-worker", concurrency: 1, lease: .seconds(10), heartbeat: .seconds(2),
+                            cancelCheck: .milliseconds(250), retryBase: .milliseconds(100), pollBlock: .milliseconds(300),
+                            reconcileInterval: .seconds(30), progressInterval: .milliseconds(100))
+    }
+
+    /// Uploads `file` as a job's source, creates and queues the job, runs a worker until `done` holds.
+    static func run(source file: String, filename: String = "IMG_0042.MOV", target: Double = 8, quality: Quality = .low,
+                    _ body: @Sendable (JobStore, S3ObjectStore, UUID, URL) async throws -> Void) async throws {
+        let storage = try s3()
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let id = UUID()
+                let sourceKey = "sources/\(id.uuidString.lowercased()).mov"
+                try await storage.put(key: sourceKey, from: URL(fileURLWithPath: file), contentType: "video/mp4")
+                try await store.create(NewJob(id: id, originalFilename: filename, sourceKey: sourceKey, targetDuration: target, quality: quality))
+                try await queue.enqueue(id)
+                let work = FileManager.default.temporaryDirectory.appendingPathComponent("moments-work-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: work) }
+                let worker = QueueWorker(configuration: configuration(), store: store, queue: queue,
+                                         handler: HighlightJobHandler(storage: storage, workDirectory: work), logger: TestServices.logger)
+                let task = Task { await worker.run() }
+                do {
+                    try await body(store, storage, id, work)
+                } catch {
+                    task.cancel()
+                    throw error
+                }
+                task.cancel()
+                await task.value
+                try? await storage.delete(key: sourceKey)
+                try? await storage.delete(key: HighlightJobHandler.resultKey(for: id))
+            }
+        }
+    }
+
+    @Test("Upload → highlight: progress climbs through the stages, the result is stored and playable, nothing is left behind")
+    func endToEnd() async throws {
+        try await Self.run(source: Self.footage) { store, storage, id, work in
+            var seen: [(Int, String)] = []
+            let finished = try await TestServices.eventually(timeout: .seconds(120)) {
+                guard let job = try await store.job(id) else { return false }
+                if job.status == .processing, let stage = job.stage, seen.last.map({ $0 != (job.progress, stage) }) ?? true {
+                    seen.append((job.progress, stage))
+                }
+                return job.status.isTerminal
+            }
+            #expect(finished)
+            let job = try #require(try await store.job(id))
+            #expect(job.status == .completed, "\(job.errorCode ?? "") \(job.errorMessage ?? "")")
+            #expect(job.resultKey == HighlightJobHandler.resultKey(for: id) && job.progress == 100)
+            #expect(abs((job.sourceDuration ?? 0) - 20) < 0.1)
+            #expect((job.segmentsSelected ?? 0) >= 2)
+            #expect(seen.map(\.0) == seen.map(\.0).sorted(), "progress never goes backwards: \(seen)")
+            #expect(Set(seen.map(\.1)).isSuperset(of: ["analyzing", "rendering"]), "\(seen)")
+            // The stored highlight: its size as recorded, and about the target length.
+            let stored = try await storage.head(key: try #require(job.resultKey))
+            #expect(stored.size == job.resultSize && stored.contentType == "video/mp4")
+            let local = work.appendingPathComponent("downloaded.mp4")
+            try await storage.get(key: stored.key, to: local)
+            #expect(abs(try ffprobeDuration(local.path) - 8) <= 0.5)
+            try FileManager.default.removeItem(at: local)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty, "the job's work folder is gone")
+        }
+    }
+
+    @Test("A file that is not a video fails at once, without retries, with the engine's code and sentence")
+    func badMedia() async throws {
+        let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-not-a-video-\(UUID().uuidString).mov")
+        try Data("This is a shopping list, not a video.\n".utf8).write(to: text)
+        defer { try? FileManager.default.removeItem(at: text) }
+        try await Self.run(source: text.path) { store, _, id, _ in
+            #expect(try await TestServices.eventually { try await store.job(id)?.status == .failed })
+            let job = try #require(try await store.job(id))
+            #expect(job.errorCode == "not_a_video" && job.attempt == 1)
+            #expect(job.message?.isEmpty == false && job.message == job.errorMessage)
+            #expect(try await store.events(id).map(\.to) == [.pending, .processing, .failed])
+        }
+    }
+
+    @Test("A source missing from storage fails at once with source_missing")
+    func missingSource() async throws {
+        let storage = try Self.s3()
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let id = try await store.create(NewJob(sourceKey: "sources/never-uploaded.mp4")).id
+                try await queue.enqueue(id)
+                let worker = QueueWorker(configuration: Self.configuration(), store: store, queue: queue,
+                                         handler: HighlightJobHandler(storage: storage), logger: TestServices.logger)
+                let task = Task { await worker.run() }
+                defer { task.cancel() }
+                #expect(try await TestServices.eventually { try await store.job(id)?.status == .failed })
+                let job = try #require(try await store.job(id))
+                #expect(job.errorCode == "source_missing" && job.attempt == 1)
+            }
+        }
+    }
+
+    @Test("Cancelling a job while the engine runs stops it within 2 s and leaves no files and no result")
+    func cancelWhileRendering() async throws {
+        try await Self.run(source: Self.footage, target: 15, quality: .high) { store, storage, id, work in
+            let running = try await TestServices.eventually(timeout: .seconds(60)) {
+                guard let job = try await store.job(id) else { return false }
+                return job.status == .processing && job.progress >= 5 || job.status.isTerminal
+            }
+            #expect(running)
+            try #require(try await store.job(id)?.status == .processing, "the job finished before it could be cancelled")
+            let cancelledAt = ContinuousClock.now
+            #expect(try await store.cancel(id) == .cancelled(from: .processing))
+            let cleaned = try await TestServices.eventually(timeout: .seconds(2)) {
+                try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty
+            }
+            #expect(cleaned, "the work folder was removed within 2 s")
+            #expect(ContinuousClock.now - cancelledAt < .seconds(2))
+            let missing = await #expect(throws: StorageError.self) { try await storage.head(key: HighlightJobHandler.resultKey(for: id)) }
+            #expect(missing?.code == .notFound)
+            #expect(try await store.job(id)?.status == .cancelled)
+        }
+    }
+}
+
+func ffprobeDuration(_ path: String) throws -> Double {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+    process.arguments = ["-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+}
