@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "Highlights", dependencies: ["Media", "MomentsModel"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
         .target(name: "Storage", dependencies: [
-            "CCurl", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            "CCurl", "MomentsModel", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
         ]),
         // PostgreSQL: migrations, the job repository with fenced transitions, admin views.
         .target(name: "JobStore", dependencies: [

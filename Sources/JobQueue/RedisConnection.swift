@@ -1,6 +1,7 @@
 import CHiredis
 import Dispatch
 import Foundation
+import MomentsModel
 
 /// A reply from Redis.
 public enum RedisValue: Sendable, Equatable {
@@ -18,7 +19,7 @@ public enum RedisValue: Sendable, Equatable {
 }
 
 /// A Redis failure with a stable code; the message never contains the password.
-public struct RedisError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct RedisError: CodedError, Equatable {
     public enum Code: String, Sendable {
         /// Redis could not be reached, or the connection broke; worth retrying.
         case unavailable
@@ -35,7 +36,7 @@ public struct RedisError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    public var codeName: String { code.rawValue }
 }
 
 /// Where Redis is, from a `REDIS_URL` such as `redis://:password@host:6379/0` (the form Railway,

@@ -141,7 +141,7 @@ public enum CancelOutcome: Sendable, Equatable {
 
 /// A failure of the database, with a stable code. The message never contains SQL or credentials;
 /// the full error goes to the log.
-public struct JobStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct JobStoreError: CodedError, Equatable {
     public enum Code: String, Sendable {
         /// PostgreSQL could not be reached or refused the request; worth retrying.
         case unavailable
@@ -158,5 +158,5 @@ public struct JobStoreError: Error, Sendable, Equatable, CustomStringConvertible
         self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    public var codeName: String { code.rawValue }
 }

@@ -34,7 +34,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
 }
 
 /// An error with a stable code and a sentence a person can act on.
-public struct MomentsError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct MomentsError: CodedError, Equatable {
     public let code: ErrorCode
     public let message: String
 
@@ -43,5 +43,5 @@ public struct MomentsError: Error, Sendable, Equatable, CustomStringConvertible 
         self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    public var codeName: String { code.rawValue }
 }

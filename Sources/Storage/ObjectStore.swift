@@ -1,4 +1,5 @@
 import Foundation
+import MomentsModel
 
 /// Where sources and highlights live: S3-compatible storage or a local folder.
 /// Objects move to and from files, never whole through memory.
@@ -28,7 +29,7 @@ public struct ObjectInfo: Sendable, Equatable {
 }
 
 /// A storage failure with a stable code. Messages never contain secrets.
-public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct StorageError: CodedError, Equatable {
     public enum Code: String, Sendable {
         case notFound = "not_found"
         case invalidKey = "invalid_key"
@@ -49,7 +50,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    public var codeName: String { code.rawValue }
 }
 
 /// Object keys: relative, `/`-separated, no empty, `.` or `..` segments, no control characters,

@@ -76,13 +76,7 @@ struct QueueCommand: AsyncParsableCommand {
                     pollBlock: .seconds(1), reconcileInterval: .milliseconds(reconcileMs),
                     reconcileQuiet: .milliseconds(reconcileQuietMs))
                 let handler = SleepingJobHandler(duration: .milliseconds(jobMs), failRate: failRate)
-                try await services.run { services in
-                    try await services.store.migrate()
-                    try await services.queue.prepare()
-                    let worker = QueueWorker(configuration: configuration, store: services.store, queue: services.queue,
-                                             handler: handler, logger: services.logger)
-                    await runUntilSignalled { await worker.run() }
-                }
+                try await services.runWorker(configuration, handler: handler)
             }
         }
     }

@@ -3,6 +3,7 @@ import JobQueue
 import JobStore
 import Logging
 import Storage
+import Worker
 
 /// The shared stores, configured from the environment (what Railway, Render and Kubernetes inject):
 /// `DATABASE_URL`, `REDIS_URL`, `MOMENTS_QUEUE_PREFIX` (default `moments`), `LOG_LEVEL`.
@@ -31,6 +32,17 @@ struct Services {
             group.addTask { await store.run() }
             defer { group.cancelAll() }
             return try await body(self)
+        }
+    }
+
+    /// Applies migrations, prepares the queue and runs a worker with `handler` until SIGINT or SIGTERM.
+    func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler) async throws {
+        try await run { services in
+            try await services.store.migrate()
+            try await services.queue.prepare()
+            let worker = QueueWorker(configuration: configuration, store: services.store, queue: services.queue,
+                                     handler: handler, logger: services.logger)
+            await runUntilSignalled { await worker.run() }
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MomentsModel
 import Storage
 import Worker
 
@@ -31,22 +32,16 @@ struct WorkerCommand: AsyncParsableCommand {
                 throw SettingError("WORK_DIR (\(workDirectory.path)) is not a folder this worker can write to.")
             }
             let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory)
-            let settings = configuration
-            try await services.run { services in
-                try await services.store.migrate()
-                try await services.queue.prepare()
-                let worker = QueueWorker(configuration: settings, store: services.store, queue: services.queue,
-                                         handler: handler, logger: services.logger)
-                await runUntilSignalled { await worker.run() }
-            }
+            try await services.runWorker(configuration, handler: handler)
         }
     }
 }
 
 /// A malformed setting: the message names the variable.
-struct SettingError: Error, CustomStringConvertible {
-    var description: String
-    init(_ message: String) { description = "invalid_configuration: \(message)" }
+struct SettingError: CodedError {
+    var codeName: String { "invalid_configuration" }
+    var message: String
+    init(_ message: String) { self.message = message }
 }
 
 enum Setting {
