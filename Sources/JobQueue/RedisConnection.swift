@@ -19,24 +19,15 @@ public enum RedisValue: Sendable, Equatable {
 }
 
 /// A Redis failure with a stable code; the message never contains the password.
-public struct RedisError: CodedError, Equatable {
-    public enum Code: String, Sendable {
-        /// Redis could not be reached, or the connection broke; worth retrying.
-        case unavailable
-        /// Redis answered with an error reply.
-        case command
-        case invalidConfiguration = "invalid_configuration"
-    }
+public typealias RedisError = CodedFailure<RedisErrorCode>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var codeName: String { code.rawValue }
+/// The codes of `RedisError`.
+public enum RedisErrorCode: String, Sendable {
+    /// Redis could not be reached, or the connection broke; worth retrying.
+    case unavailable
+    /// Redis answered with an error reply.
+    case command
+    case invalidConfiguration = "invalid_configuration"
 }
 
 /// Where Redis is, from a `REDIS_URL` such as `redis://:password@host:6379/0` (the form Railway,

@@ -141,22 +141,13 @@ public enum CancelOutcome: Sendable, Equatable {
 
 /// A failure of the database, with a stable code. The message never contains SQL or credentials;
 /// the full error goes to the log.
-public struct JobStoreError: CodedError, Equatable {
-    public enum Code: String, Sendable {
-        /// PostgreSQL could not be reached or refused the request; worth retrying.
-        case unavailable
-        /// A job with this id exists with different content.
-        case conflict
-        case invalidConfiguration = "invalid_configuration"
-    }
+public typealias JobStoreError = CodedFailure<JobStoreErrorCode>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var codeName: String { code.rawValue }
+/// The codes of `JobStoreError`.
+public enum JobStoreErrorCode: String, Sendable {
+    /// PostgreSQL could not be reached or refused the request; worth retrying.
+    case unavailable
+    /// A job with this id exists with different content.
+    case conflict
+    case invalidConfiguration = "invalid_configuration"
 }

@@ -33,15 +33,5 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     }
 }
 
-/// An error with a stable code and a sentence a person can act on.
-public struct MomentsError: CodedError, Equatable {
-    public let code: ErrorCode
-    public let message: String
-
-    public init(_ code: ErrorCode, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var codeName: String { code.rawValue }
-}
+/// An error of the engine and the jobs it runs: a stable code and a sentence a person can act on.
+public typealias MomentsError = CodedFailure<ErrorCode>

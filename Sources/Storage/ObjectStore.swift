@@ -29,28 +29,19 @@ public struct ObjectInfo: Sendable, Equatable {
 }
 
 /// A storage failure with a stable code. Messages never contain secrets.
-public struct StorageError: CodedError, Equatable {
-    public enum Code: String, Sendable {
-        case notFound = "not_found"
-        case invalidKey = "invalid_key"
-        /// Bad credentials, a clock too far off, or no permission.
-        case forbidden
-        /// The store could not be reached or failed; worth retrying.
-        case unavailable
-        case ioError = "io_error"
-        /// A setting is missing or malformed (the message names it).
-        case invalidConfiguration = "invalid_configuration"
-    }
+public typealias StorageError = CodedFailure<StorageErrorCode>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var codeName: String { code.rawValue }
+/// The codes of `StorageError`.
+public enum StorageErrorCode: String, Sendable {
+    case notFound = "not_found"
+    case invalidKey = "invalid_key"
+    /// Bad credentials, a clock too far off, or no permission.
+    case forbidden
+    /// The store could not be reached or failed; worth retrying.
+    case unavailable
+    case ioError = "io_error"
+    /// A setting is missing or malformed (the message names it).
+    case invalidConfiguration = "invalid_configuration"
 }
 
 /// Object keys: relative, `/`-separated, no empty, `.` or `..` segments, no control characters,
