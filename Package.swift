@@ -12,6 +12,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C only: FFmpeg's headers and a shim for its macros.
@@ -45,17 +48,25 @@ let package = Package(
         .target(name: "Worker", dependencies: [
             "JobStore", "JobQueue", "Highlights", "Storage", "MomentsModel", .product(name: "Logging", package: "swift-log"),
         ]),
+        // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
+        .target(name: "API", dependencies: [
+            "JobStore", "JobQueue", "Storage", "Highlights", "MomentsModel",
+            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "MultipartKit", package: "multipart-kit"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "JobQueue", "Worker",
+                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "JobQueue", "Worker", "API",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
-        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue"], path: "Tests/ServiceTestSupport"),
+        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
+        .testTarget(name: "APITests", dependencies: ["ServiceTestSupport", "JobStore"]),
         .testTarget(name: "JobStoreTests", dependencies: [
             "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),

@@ -118,3 +118,11 @@ extension HighlightEngine {
 @_silgen_name("malloc_trim")
 private func glibcMallocTrim(_ pad: Int) -> Int32
 #endif
+
+extension HighlightEngine {
+    /// Reads the file's container and streams and checks them against `limits` without decoding
+    /// anything: what the API does to an upload before it accepts it.
+    public func probe(input: String, limits: MediaLimits = MediaLimits()) throws(MomentsError) -> MediaInfo {
+        try MediaProbe.open(input, limits: limits).1
+    }
+}

@@ -35,6 +35,11 @@ public final class RedisClient: Sendable {
         try await send(["EVAL", script, String(keys.count)] + keys + arguments)
     }
 
+    /// Whether Redis answers PING now (one try, no retries: for readiness checks).
+    public func ping() async -> Bool {
+        (try? await connections[next.increment() % connections.count].send(["PING"], timeout: .seconds(2)))?.string == "PONG"
+    }
+
     func dedicatedConnection(label: String) -> RedisConnection {
         RedisConnection(configuration: configuration, label: label)
     }

@@ -368,6 +368,11 @@ public struct JobStore: Sendable {
         }
     }
 
+    /// Whether PostgreSQL answers (for readiness checks).
+    public func isReachable() async -> Bool {
+        (try? await database("answer") { client, logger in try await client.query("SELECT 1", logger: logger).hasRows() }) == true
+    }
+
     // MARK: Plumbing
 
     static let columns = """
@@ -407,6 +412,8 @@ public struct JobStore: Sendable {
             return try await body(client, logger)
         } catch let error as JobStoreError {
             throw error
+        } catch is CancellationError {
+            throw JobStoreError(.unavailable, "The job database call to \(what) was cancelled.")
         } catch {
             logger.error("database call failed", metadata: ["operation": "\(what)", "error": "\(String(reflecting: error))"])
             throw JobStoreError(.unavailable, "The job database could not \(what).")

@@ -71,9 +71,20 @@ public struct HighlightJobHandler: JobHandler {
                 await context.progress(3 + Int(update.fraction * 93), stage: update.stage.rawValue, message: update.stage.message)
             }
         }
-        defer { forward.cancel() }
         let engine = self.engine
-        return try await withTaskCancellationHandler {
+        let outcome: Result<HighlightReport, any Error>
+        do {
+            outcome = .success(try await run(engine, source: source, output: output, settings: settings, cancellation: cancellation, sink: sink))
+        } catch {
+            outcome = .failure(error)
+        }
+        await forward.value  // the last progress write lands before the job moves on
+        return try outcome.get()
+    }
+
+    private func run(_ engine: HighlightEngine, source: URL, output: URL, settings: HighlightSettings, cancellation: CancellationFlag,
+                     sink: AsyncStream<ProgressUpdate>.Continuation) async throws -> HighlightReport {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HighlightReport, any Error>) in
                 let thread = Thread {
                     do throws(MomentsError) {

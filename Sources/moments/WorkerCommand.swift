@@ -20,20 +20,28 @@ struct WorkerCommand: AsyncParsableCommand {
             let environment = ProcessInfo.processInfo.environment
             let services = try Services.fromEnvironment(label: "moments.worker")
             let storage = try StorageConfiguration.store(environment: environment)
-            var configuration = WorkerConfiguration()
-            configuration.concurrency = try Setting.integer("WORKER_CONCURRENCY", in: environment, default: 1, range: 1...64)
-            configuration.lease = .seconds(try Setting.integer("WORKER_LEASE_SECONDS", in: environment, default: 60, range: 5...3600))
-            configuration.heartbeat = .seconds(try Setting.integer("WORKER_HEARTBEAT_SECONDS", in: environment, default: 10,
-                                                                   range: 1...max(1, Int(configuration.lease.components.seconds) / 2)))
-            configuration.shutdownGrace = .seconds(try Setting.integer("WORKER_SHUTDOWN_GRACE_SECONDS", in: environment, default: 25, range: 0...3600))
-            let workDirectory = URL(fileURLWithPath: environment["WORK_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-                                    ?? FileManager.default.temporaryDirectory.path)
-            guard FileManager.default.isWritableFile(atPath: workDirectory.path) else {
-                throw SettingError("WORK_DIR (\(workDirectory.path)) is not a folder this worker can write to.")
-            }
+            let (configuration, workDirectory) = try Self.settings(environment)
             let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory)
             try await services.runWorker(configuration, handler: handler)
         }
+    }
+}
+
+extension WorkerCommand {
+    /// The worker's settings from the environment, each checked with the variable named.
+    static func settings(_ environment: [String: String]) throws -> (WorkerConfiguration, URL) {
+        var configuration = WorkerConfiguration()
+        configuration.concurrency = try Setting.integer("WORKER_CONCURRENCY", in: environment, default: 1, range: 1...64)
+        configuration.lease = .seconds(try Setting.integer("WORKER_LEASE_SECONDS", in: environment, default: 60, range: 5...3600))
+        configuration.heartbeat = .seconds(try Setting.integer("WORKER_HEARTBEAT_SECONDS", in: environment, default: 10,
+                                                               range: 1...max(1, Int(configuration.lease.components.seconds) / 2)))
+        configuration.shutdownGrace = .seconds(try Setting.integer("WORKER_SHUTDOWN_GRACE_SECONDS", in: environment, default: 25, range: 0...3600))
+        let workDirectory = URL(fileURLWithPath: environment["WORK_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+                                ?? FileManager.default.temporaryDirectory.path)
+        guard FileManager.default.isWritableFile(atPath: workDirectory.path) else {
+            throw SettingError("WORK_DIR (\(workDirectory.path)) is not a folder this worker can write to.")
+        }
+        return (configuration, workDirectory)
     }
 }
 

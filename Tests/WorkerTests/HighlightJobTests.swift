@@ -1,8 +1,6 @@
 import Foundation
 import JobQueue
 import JobStore
-import Media
-import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Storage
@@ -13,23 +11,7 @@ import Worker
 /// queue in Redis, the engine on a fixture made by our own encoder.
 @Suite("Highlight jobs through the worker (real PostgreSQL, Redis and SeaweedFS)")
 struct HighlightJobTests {
-    /// 20 s at 30 fps, 320×180, six shots with cuts, a dissolve and a fade; tones for sound.
-    static let footage: String = {
-        FFmpegLog.quiet()
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: 90, camera: .still, toneHz: 220),
-            .init(frames: 120, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
-            .init(frames: 90, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
-            .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 16), toneHz: 370),
-            .init(frames: 120, camera: .pan(pixelsPerFrame: -2), transitionIn: .fadeThroughBlack(frames: 20), toneHz: 415),
-            .init(frames: 90, camera: .still, transitionIn: .cut, toneHz: 494),
-        ])
-        video.gopSize = 30
-        video.encoderOptions = ["preset": "veryfast"]
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-worker-footage-\(UUID().uuidString).mp4").path
-        try! video.write(to: path)
-        return path
-    }()
+    static var footage: String { TestFootage.twentySeconds }
 
     static func s3() throws -> S3ObjectStore {
         let url = try TestServices.environment("STORAGE_URL")
@@ -160,13 +142,5 @@ struct HighlightJobTests {
 }
 
 func ffprobeDuration(_ path: String) throws -> Double {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-    process.arguments = ["-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    try TestFootage.duration(path)
 }

@@ -32,6 +32,13 @@ public struct LocalObjectStore: ObjectStore {
         return url
     }
 
+    /// The file holding the object `key` (for serving it directly); `notFound` if there is none.
+    public func fileURL(for key: String) throws(StorageError) -> URL {
+        let url = try location(of: key)
+        guard FileManager.default.fileExists(atPath: url.path) else { throw StorageError(.notFound, "There is no object \(key).") }
+        return url
+    }
+
     public func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo {
         let destination = try location(of: key)
         do {

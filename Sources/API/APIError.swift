@@ -1,0 +1,67 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobQueue
+import JobStore
+import MomentsModel
+import Storage
+
+/// The one error shape clients see: `{"error": {"code": "...", "message": "..."}}` with an HTTP
+/// status. Internals (SQL, Redis, curl, paths) never reach it; they are logged.
+public struct APIError: HTTPResponseError, Equatable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    static func jobNotFound() -> APIError {
+        APIError(.notFound, "job_not_found", "There is no job with this id.")
+    }
+
+    static let serviceUnavailable = APIError(.serviceUnavailable, "service_unavailable",
+                                             "The service is busy or a part of it is down. Please try again in a minute.")
+}
+
+/// Maps every error to an `APIError`, in this one place, and logs what the client does not see.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as any HTTPResponseError {
+            // Hummingbird's own (404 for an unknown route, 405 …): same shape, its status.
+            let code = error.status == .notFound ? "not_found" : "http_\(error.status.code)"
+            let message = error.status == .notFound ? "There is nothing at this address." : error.status.reasonPhrase
+            throw APIError(error.status, code, message)
+        } catch let error as any CodedError {
+            context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            throw Self.map(error)
+        } catch {
+            context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
+            throw APIError(.internalServerError, "internal_error", "Something went wrong on our side. Please try again.")
+        }
+    }
+
+    static func map(_ error: any CodedError) -> APIError {
+        switch error {
+        case let error as StorageError where error.code == .notFound:
+            return APIError(.notFound, "not_found", "The file is no longer stored.")
+        case is StorageError, is JobStoreError, is RedisError:
+            return APIError.serviceUnavailable
+        default:
+            return APIError(.internalServerError, "internal_error", "Something went wrong on our side. Please try again.")
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import Hummingbird
+import JobQueue
+import JobStore
+import Logging
+import ServiceLifecycle
+import Storage
+
+/// Builds the API: the routes of CLIENT-CONTRACT.md, health checks, one error shape. The job
+/// store's connection pool runs as one of the application's services, and the migrations are
+/// applied before the server takes requests. `services` run beside it (workers in `moments dev`).
+public func buildApplication(configuration: APIConfiguration, store: JobStore, queue: RedisQueue, storage: any ObjectStore,
+                             services: [any Service] = [], logger: Logger) -> some ApplicationProtocol {
+    let router = Router(context: MomentsRequestContext.self)
+    router.add(middleware: ErrorMiddleware())
+    HealthController(store: store, queue: queue, storage: storage).addRoutes(to: router)
+    let api = router.group("api/v1")
+    UploadController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api)
+    JobsController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api.group("jobs"))
+    var app = Application(router: router,
+                          configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "moments"),
+                          services: [store.client] + services, logger: logger)
+    app.beforeServerStarts {
+        try await store.migrate()
+        try await queue.prepare()
+    }
+    return app
+}

@@ -1,0 +1,84 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobQueue
+import JobStore
+import Storage
+
+extension JobStatusJSON: ResponseEncodable {}
+extension JobDetailsJSON: ResponseEncodable {}
+
+/// Status, details, download and cancel of one job.
+struct JobsController: Sendable {
+    let store: JobStore
+    let queue: RedisQueue
+    let storage: any ObjectStore
+    let configuration: APIConfiguration
+
+    func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
+        group.get("{id}/status") { request, context in
+            let job = try await job(context)
+            return JobStatusJSON(job, resultURL: resultURL(job, request))
+        }
+        group.get("{id}") { request, context in
+            let job = try await job(context)
+            return JobDetailsJSON(status: JobStatusJSON(job, resultURL: resultURL(job, request)), job: job)
+        }
+        group.get("{id}/download") { request, context in
+            try await download(try await job(context), context: context)
+        }
+        group.delete("{id}") { request, context in
+            try await cancel(try await job(context), request: request)
+        }
+    }
+
+    private func job(_ context: MomentsRequestContext) async throws -> JobRecord {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text), let job = try await store.job(id) else {
+            throw APIError.jobNotFound()
+        }
+        return job
+    }
+
+    /// The download URL of a completed job, absolute, on this API (which redirects or streams).
+    func resultURL(_ job: JobRecord, _ request: Request) -> String? {
+        guard job.status == .completed else { return nil }
+        let base = configuration.publicURL ?? "http://\(request.head.authority ?? "localhost:\(configuration.port)")"
+        return "\(base)/api/v1/jobs/\(job.id.uuidString.lowercased())/download"
+    }
+
+    private func download(_ job: JobRecord, context: MomentsRequestContext) async throws -> Response {
+        guard job.status == .completed, let key = job.resultKey else {
+            throw APIError(.conflict, "not_ready", job.status.isTerminal
+                ? "This job has no highlight: it ended \(job.status.rawValue)."
+                : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
+        }
+        if let s3 = storage as? S3ObjectStore {
+            // A short-lived signed storage URL: URLSession follows the redirect.
+            let url = try s3.presignedURL(key: key, expires: configuration.downloadLinkLifetime)
+            return Response.redirect(to: url.absoluteString, type: .found)
+        }
+        guard let local = storage as? LocalObjectStore else {
+            throw APIError(.internalServerError, "internal_error", "This storage cannot serve downloads.")
+        }
+        let file = try local.fileURL(for: key)
+        let body = try await FileIO().loadFile(path: file.path, context: context)
+        return Response(status: .ok, headers: [
+            .contentType: "video/mp4",
+            .contentDisposition: "attachment; filename=\"highlight-\(job.id.uuidString.lowercased()).mp4\"",
+        ], body: body)
+    }
+
+    private func cancel(_ job: JobRecord, request: Request) async throws -> JobStatusJSON {
+        switch try await store.cancel(job.id) {
+        case .cancelled:
+            // A waiting job leaves the queue now; a running one is stopped by its worker within a second or two.
+            try? await queue.remove(job.id)
+            guard let cancelled = try await store.job(job.id) else { throw APIError.jobNotFound() }
+            return JobStatusJSON(cancelled, resultURL: nil)
+        case .alreadyFinished(let status):
+            throw APIError(.conflict, "already_finished", "This job already ended \(status.rawValue); there is nothing to cancel.")
+        case .notFound:
+            throw APIError.jobNotFound()
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import JobStore
+import ServiceTestSupport
+import Testing
+
+/// The running system as the iOS app sees it: `moments api` and two `moments worker` processes
+/// against real PostgreSQL, Redis and SeaweedFS, driven over HTTP with multipart uploads that
+/// always declare `video/mp4`.
+@Suite("API end to end (real processes and servers)", .serialized)
+struct APIEndToEndTests {
+    /// Starts the API and two workers on a fresh database and Redis database 9; stops them after.
+    static func withSystem(maxUploadBytes: Int = 50 << 20, _ body: @Sendable (String) async throws -> Void) async throws {
+        try await TestServices.withDatabase { _, databaseURL in
+            let port = Int.random(in: 20_000..<30_000)
+            let environment = [
+                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+                "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
+                "MAX_UPLOAD_BYTES": "\(maxUploadBytes)", "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1",
+            ]
+            let processes = try [
+                MomentsProcess(["api"], environment: environment),
+                MomentsProcess(["worker"], environment: environment),
+                MomentsProcess(["worker"], environment: environment),
+            ]
+            defer { processes.forEach { $0.stop() } }
+            let base = "http://127.0.0.1:\(port)"
+            let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
+            try #require(ready, "the API became ready")
+            try await body(base)
+        }
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "JSON object: \(text)")
+    }
+
+    static func error(_ reply: (status: Int, body: String)) throws -> (status: Int, code: String, message: String) {
+        let object = try json(reply.body)
+        let error = try #require(object["error"] as? [String: Any], "the one error shape: \(reply.body)")
+        return (reply.status, error["code"] as? String ?? "", error["message"] as? String ?? "")
+    }
+
+    @Test("Upload → poll status → download: the contract's fields and formats, a playable highlight of the asked length")
+    func happyPath() async throws {
+        try await Self.withSystem { base in
+            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);filename=IMG_0042.MOV;type=video/mp4",
+                                   "-F", "target_duration=8", "-F", "quality=low", "\(base)/api/v1/upload"])
+            #expect(upload.status == 200, "\(upload.body)")
+            let accepted = try Self.json(upload.body)
+            let id = try #require(accepted["job_id"] as? String)
+            #expect(accepted["message"] as? String == "Video uploaded, processing started")
+            #expect(accepted["estimated_time"] is Int)
+
+            var progress: [Int] = []
+            var status: [String: Any] = [:]
+            let done = try await TestServices.eventually(timeout: .seconds(90)) {
+                status = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
+                if let value = status["progress"] as? Int { progress.append(value) }
+                return ["completed", "failed", "cancelled"].contains(status["status"] as? String ?? "")
+            }
+            #expect(done)
+            #expect(status["status"] as? String == "completed", "\(status)")
+            #expect(progress == progress.sorted(), "progress never goes backwards: \(progress)")
+            for key in ["job_id", "status", "progress", "message", "result_url", "created_at", "completed_at", "original_filename",
+                        "duration", "segments_selected"] {
+                #expect(status.keys.contains(key), "status has \(key)")
+            }
+            let created = try #require(status["created_at"] as? String)
+            #expect(created.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"#, options: .regularExpression) != nil, "no fractions: \(created)")
+            #expect(status["original_filename"] as? String == "IMG_0042.MOV")
+            #expect(abs((status["duration"] as? Double ?? 0) - 20) < 0.1)
+            let resultURL = try #require(status["result_url"] as? String)
+            #expect(resultURL == "\(base)/api/v1/jobs/\(id)/download")
+
+            let redirect = try curl(["-o", "/dev/null", resultURL])
+            #expect(redirect.status == 302, "a redirect to a signed storage URL")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-api-\(id).mp4")
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(try curl(["-L", "-o", file.path, resultURL]).status == 200)
+            #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
+
+            let details = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
+            #expect(details["quality"] as? String == "low" && details["target_duration"] as? Double == 8 && details["attempt"] as? Int == 1)
+            let cancel = try Self.error(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
+            #expect(cancel.status == 409 && cancel.code == "already_finished")
+        }
+    }
+
+    @Test("Bad requests end in a status, a stable code and a sentence")
+    func badRequests() async throws {
+        let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-list-\(UUID().uuidString).mp4")
+        try Data("milk, eggs, bread\n".utf8).write(to: text)
+        let big = FileManager.default.temporaryDirectory.appendingPathComponent("moments-big-\(UUID().uuidString).mp4")
+        try Data(count: 3 << 20).write(to: big)
+        defer {
+            try? FileManager.default.removeItem(at: text)
+            try? FileManager.default.removeItem(at: big)
+        }
+        try await Self.withSystem(maxUploadBytes: 2 << 20) { base in
+            let upload = "\(base)/api/v1/upload"
+            let video = "file=@\(TestFootage.twentySeconds);type=video/mp4"
+            let cases: [([String], Int, String)] = [
+                (["-X", "POST", "-H", "Content-Type: application/json", "-d", "{}", upload], 400, "invalid_request"),
+                (["-F", "target_duration=30", upload], 400, "missing_file"),
+                (["-F", video, "-F", "target_duration=3", upload], 422, "invalid_target_duration"),
+                (["-F", video, "-F", "target_duration=thirty", upload], 422, "invalid_target_duration"),
+                (["-F", video, "-F", "quality=ultra", upload], 422, "invalid_quality"),
+                (["-F", "file=@\(text.path);type=video/mp4", upload], 415, "not_a_video"),
+                (["-F", "file=@\(big.path);type=video/mp4", upload], 413, "file_too_large"),
+                (["\(base)/api/v1/jobs/\(UUID().uuidString)/status"], 404, "job_not_found"),
+                (["\(base)/api/v1/jobs/not-a-uuid/status"], 404, "job_not_found"),
+                (["-X", "DELETE", "\(base)/api/v1/jobs/\(UUID().uuidString)"], 404, "job_not_found"),
+                (["\(base)/api/v1/nowhere"], 404, "not_found"),
+            ]
+            for (arguments, status, code) in cases {
+                let error = try Self.error(try curl(arguments))
+                #expect(error.status == status && error.code == code, "\(arguments.last ?? ""): \(error)")
+                #expect(!error.message.isEmpty)
+            }
+            let formats = try Self.json(try curl(["\(base)/api/v1/upload/formats"]).body)
+            #expect(formats["max_size_bytes"] as? Int == 2 << 20)
+            #expect(formats["qualities"] as? [String] == ["high", "medium", "low"])
+        }
+    }
+}
+
+/// A `moments` subcommand as a separate process.
+final class MomentsProcess: @unchecked Sendable {
+    private let process = Process()
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = TestServices.momentsBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+    }
+
+    deinit { stop() }
+}
