@@ -57,7 +57,7 @@ struct JobDetailsJSON: Encodable {
     enum CodingKeys: String, CodingKey {
         case stage, quality, targetDuration = "target_duration", errorCode = "error_code", errorMessage = "error_message"
         case attempt, maxAttempts = "max_attempts", startedAt = "started_at", updatedAt = "updated_at"
-        case sourceSize = "source_size", resultSize = "result_size"
+        case sourceSize = "source_size", resultSize = "result_size", segments
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -74,6 +74,7 @@ struct JobDetailsJSON: Encodable {
         try c.encode(job.updatedAt, forKey: .updatedAt)
         try c.encode(job.sourceSize, forKey: .sourceSize)
         try c.encode(job.resultSize, forKey: .resultSize)
+        try c.encode(job.segments, forKey: .segments)
     }
 }
 

@@ -53,6 +53,22 @@ public struct JobRecord: Sendable, Equatable {
     public var startedAt: Date?
     public var completedAt: Date?
     public var updatedAt: Date
+    /// The parts of the source the highlight shows, once completed.
+    public var segments: [SelectedSegment]?
+}
+
+/// A part of the source that the highlight shows, in source seconds.
+public struct SelectedSegment: Sendable, Equatable, Codable {
+    public var start: Double
+    public var end: Double
+    /// How strongly the engine wanted it (0–1).
+    public var score: Double
+
+    public init(start: Double, end: Double, score: Double) {
+        self.start = start
+        self.end = end
+        self.score = score
+    }
 }
 
 /// One row of `job_events`: a status change.
@@ -111,12 +127,15 @@ public struct JobResult: Sendable, Equatable {
     public var resultSize: Int64
     public var sourceDuration: Double?
     public var segmentsSelected: Int?
+    public var segments: [SelectedSegment]?
 
-    public init(resultKey: String, resultSize: Int64, sourceDuration: Double? = nil, segmentsSelected: Int? = nil) {
+    public init(resultKey: String, resultSize: Int64, sourceDuration: Double? = nil, segmentsSelected: Int? = nil,
+                segments: [SelectedSegment]? = nil) {
         self.resultKey = resultKey
         self.resultSize = resultSize
         self.sourceDuration = sourceDuration
-        self.segmentsSelected = segmentsSelected
+        self.segmentsSelected = segmentsSelected ?? segments?.count
+        self.segments = segments
     }
 }
 

@@ -205,13 +205,15 @@ public struct JobStore: Sendable {
     /// Completes the job with its result. False when the lease is no longer held (taken over,
     /// cancelled): then nothing changed.
     public func complete(_ lease: JobLease, result: JobResult, message: String = "Your highlight is ready") async throws(JobStoreError) -> Bool {
-        try await database("complete the job") { client, logger in
+        let segments = result.segments.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
+        return try await database("complete the job") { client, logger in
             try await client.query("""
                 WITH t AS (
                     UPDATE jobs SET status = 'completed', progress = 100, stage = 'done', message = \(message),
                         result_key = \(result.resultKey), result_size = \(result.resultSize),
                         source_duration = coalesce(\(result.sourceDuration), source_duration),
                         segments_selected = coalesce(\(result.segmentsSelected), segments_selected),
+                        segments = coalesce(\(segments)::jsonb, segments),
                         error_code = NULL, error_message = NULL, lease_owner = NULL, lease_expires_at = NULL,
                         completed_at = now(), updated_at = now()
                     WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt) AND lease_owner = \(lease.worker)
@@ -378,7 +380,7 @@ public struct JobStore: Sendable {
     static let columns = """
         id, owner, status, progress, stage, message, error_code, error_message, original_filename, source_key, source_size,
         result_key, result_size, target_duration, quality, source_duration, segments_selected, attempt, max_attempts,
-        run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at
+        run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
@@ -402,7 +404,8 @@ public struct JobStore: Sendable {
             maxAttempts: try r["max_attempts"].decode(Int.self), runAfter: try r["run_after"].decode(Date.self),
             leaseOwner: try r["lease_owner"].decode(String?.self), leaseExpiresAt: try r["lease_expires_at"].decode(Date?.self),
             createdAt: try r["created_at"].decode(Date.self), startedAt: try r["started_at"].decode(Date?.self),
-            completedAt: try r["completed_at"].decode(Date?.self), updatedAt: try r["updated_at"].decode(Date.self))
+            completedAt: try r["completed_at"].decode(Date?.self), updatedAt: try r["updated_at"].decode(Date.self),
+            segments: try r["segments"].decode(String?.self).flatMap { try? JSONDecoder().decode([SelectedSegment].self, from: Data($0.utf8)) })
     }
 
     /// Runs database work, turning any failure into a `JobStoreError` whose message says what could

@@ -102,6 +102,10 @@ public enum Migrations {
             FROM job_events e
             """,
         ]),
+        Migration(version: 3, name: "selected segments", statements: [
+            "ALTER TABLE jobs ADD COLUMN segments jsonb",
+            "COMMENT ON COLUMN jobs.segments IS 'The parts of the source the highlight shows: [{\"start\": s, \"end\": s, \"score\": 0..1}]'",
+        ]),
     ]
 }
 

@@ -58,7 +58,7 @@ public struct HighlightJobHandler: JobHandler {
             throw CancellationError()
         }
         return JobResult(resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
-                         segmentsSelected: report.segments.count)
+                         segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) })
     }
 
     /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.

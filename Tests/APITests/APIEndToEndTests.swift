@@ -81,6 +81,11 @@ struct APIEndToEndTests {
 
             let details = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["quality"] as? String == "low" && details["target_duration"] as? Double == 8 && details["attempt"] as? Int == 1)
+            let segments = try #require(details["segments"] as? [[String: Double]], "\(details)")
+            #expect(segments.count == status["segments_selected"] as? Int)
+            let shown = segments.reduce(0.0) { $0 + ($1["end"] ?? 0) - ($1["start"] ?? 0) }
+            #expect(abs(shown - 8) <= 0.5, "the segments add up to the highlight: \(segments)")
+            #expect(segments.allSatisfy { ($0["start"] ?? -1) >= 0 && ($0["end"] ?? 99) <= 20.1 })
             let cancel = try Self.error(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
             #expect(cancel.status == 409 && cancel.code == "already_finished")
         }
