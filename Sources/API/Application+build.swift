@@ -17,6 +17,7 @@ public func buildApplication(configuration: APIConfiguration, store: JobStore, q
     let api = router.group("api/v1")
     UploadController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api)
     JobsController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api.group("jobs"))
+    DirectUploadController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api)
     var app = Application(router: router,
                           configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "moments"),
                           services: [store.client] + services, logger: logger)

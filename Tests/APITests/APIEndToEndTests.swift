@@ -91,6 +91,42 @@ struct APIEndToEndTests {
         }
     }
 
+    @Test("Direct upload: a presigned PUT straight to storage, then start; cancel through the API")
+    func directUploadAndCancel() async throws {
+        try await Self.withSystem { base in
+            let reserve = try curl(["-X", "POST", "-H", "Content-Type: application/json",
+                                    "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low"}"#, "\(base)/api/v1/uploads"])
+            #expect(reserve.status == 200, "\(reserve.body)")
+            let reserved = try Self.json(reserve.body)
+            let id = try #require(reserved["job_id"] as? String)
+            let url = try #require(reserved["upload_url"] as? String)
+            let early = try Self.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
+            #expect(early.status == 409 && early.code == "upload_missing")
+            #expect(try curl(["-X", "PUT", "--upload-file", TestFootage.twentySeconds, url]).status == 200)
+            let started = try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"])
+            let startedID = try Self.json(started.body)["job_id"] as? String
+            #expect(started.status == 200 && startedID == id, "\(started.body)")
+            #expect(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]).status == 200, "starting twice is harmless")
+            let done = try await TestServices.eventually(timeout: .seconds(90)) {
+                (try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
+            }
+            #expect(done)
+            let details = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
+            #expect(details["original_filename"] as? String == "big.mov" && details["target_duration"] as? Double == 6)
+
+            // Cancel through the API: a second upload, cancelled at once, ends cancelled and never completes.
+            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "\(base)/api/v1/upload"])
+            let second = try #require((try Self.json(upload.body))["job_id"] as? String)
+            let cancel = try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(second)"])
+            let cancelledStatus = try Self.json(cancel.body)["status"] as? String
+            #expect(cancel.status == 200 && cancelledStatus == "cancelled", "\(cancel.body)")
+            try await Task.sleep(for: .seconds(2))
+            #expect((try Self.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body))["status"] as? String == "cancelled")
+            let notReady = try Self.error(try curl(["\(base)/api/v1/jobs/\(second)/download"]))
+            #expect(notReady.status == 409 && notReady.code == "not_ready")
+        }
+    }
+
     @Test("Bad requests end in a status, a stable code and a sentence")
     func badRequests() async throws {
         let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-list-\(UUID().uuidString).mp4")

@@ -1,0 +1,112 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobQueue
+import JobStore
+import MomentsModel
+import Storage
+
+/// Direct uploads for big files: the app sends the bytes straight to storage with a presigned PUT
+/// URL, then asks the API to start the job.
+///
+/// `POST /api/v1/uploads` reserves a job id and returns the URL; the reservation (file name and
+/// settings) lives in Redis until the URL expires. `POST /api/v1/jobs/{id}/start` checks the object
+/// is there, writes the job row and queues it. No row exists before the start, so nothing waits
+/// for a file that never comes.
+struct DirectUploadController: Sendable {
+    let store: JobStore
+    let queue: RedisQueue
+    let storage: any ObjectStore
+    let configuration: APIConfiguration
+
+    struct Reservation: Codable {
+        var filename: String?
+        var targetDuration: Int?
+        var quality: String?
+
+        enum CodingKeys: String, CodingKey { case filename, targetDuration = "target_duration", quality }
+    }
+
+    struct Reserved: ResponseEncodable {
+        var jobID: String
+        var uploadURL: String
+        var method = "PUT"
+        var expiresAt: Date
+        var maxSizeBytes: Int64
+        enum CodingKeys: String, CodingKey {
+            case jobID = "job_id", uploadURL = "upload_url", method, expiresAt = "expires_at", maxSizeBytes = "max_size_bytes"
+        }
+    }
+
+    func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
+        group.post("uploads") { request, context in try await reserve(request) }
+        group.post("jobs/{id}/start") { request, context in try await start(context) }
+    }
+
+    private func reserve(_ request: Request) async throws -> Reserved {
+        guard let s3 = storage as? S3ObjectStore else {
+            throw APIError(.conflict, "direct_upload_unavailable",
+                           "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
+        }
+        let body: ByteBuffer
+        do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
+            throw APIError(.contentTooLarge, "invalid_request", "The request body is too large; send a small JSON object.")
+        }
+        var reservation = Reservation()
+        if body.readableBytes > 0 {
+            do { reservation = try JSONDecoder().decode(Reservation.self, from: Data(body.readableBytesView)) } catch {
+                throw APIError(.badRequest, "invalid_request", #"Send JSON like {"filename": "IMG_0042.MOV", "target_duration": 30, "quality": "high"}."#)
+            }
+        }
+        _ = try UploadController.targetDuration(reservation.targetDuration.map(String.init))
+        _ = try UploadController.quality(reservation.quality)
+        reservation.filename = reservation.filename.map(UploadController.sanitize)
+        let id = UUID()
+        let lifetime = configuration.downloadLinkLifetime * 4  // an hour by default: long enough for 2 GiB on a slow line
+        let url = try s3.presignedURL(key: Self.sourceKey(id), method: "PUT", expires: lifetime)
+        let json = String(decoding: try JSONEncoder().encode(reservation), as: UTF8.self)
+        try await queue.client.send(["SET", reservationKey(id), json, "EX", String(lifetime.components.seconds)])
+        return Reserved(jobID: id.uuidString.lowercased(), uploadURL: url.absoluteString,
+                        expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
+                        maxSizeBytes: configuration.maxUploadBytes)
+    }
+
+    private func start(_ context: MomentsRequestContext) async throws -> UploadController.Accepted {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
+        if let job = try await store.job(id) {
+            // Started already: the same answer again (a retried request must not fail).
+            return UploadController.Accepted(jobID: job.id.uuidString.lowercased(), message: "Video uploaded, processing started",
+                                             estimatedTime: nil)
+        }
+        let stored = try await queue.client.send(["GET", reservationKey(id)])
+        guard let json = stored.string, let reservation = try? JSONDecoder().decode(Reservation.self, from: Data(json.utf8)) else {
+            throw APIError(.notFound, "job_not_found", "There is no upload with this id, or its upload URL has expired.")
+        }
+        let object = try await uploadedObject(id)
+        guard object.size > 0 else { throw APIError(.badRequest, "missing_file", "The uploaded file is empty.") }
+        guard object.size <= configuration.maxUploadBytes else {
+            try? await storage.delete(key: Self.sourceKey(id))
+            throw UploadController.tooLarge(configuration.maxUploadBytes)
+        }
+        try await store.create(NewJob(id: id, originalFilename: reservation.filename, sourceKey: Self.sourceKey(id), sourceSize: object.size,
+                                      targetDuration: Double(reservation.targetDuration ?? 30),
+                                      quality: try UploadController.quality(reservation.quality)))
+        do { try await queue.enqueue(id) } catch {
+            context.logger.warning("enqueue failed; the reconciler will queue the job", metadata: ["job_id": "\(id)", "error": "\(error)"])
+        }
+        _ = try? await queue.client.send(["DEL", reservationKey(id)])
+        return UploadController.Accepted(jobID: id.uuidString.lowercased(), message: "Video uploaded, processing started", estimatedTime: nil)
+    }
+
+    private func uploadedObject(_ id: UUID) async throws -> ObjectInfo {
+        do {
+            return try await storage.head(key: Self.sourceKey(id))
+        } catch where error.code == .notFound {
+            throw APIError(.conflict, "upload_missing", "The file has not arrived yet: PUT it to the upload URL first, then start the job.")
+        }
+    }
+
+    static func sourceKey(_ id: UUID) -> String { "sources/\(id.uuidString.lowercased())-direct" }
+
+    private func reservationKey(_ id: UUID) -> String { "\(queue.keys.stream):upload:\(id.uuidString.lowercased())" }
+}
