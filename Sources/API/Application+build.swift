@@ -11,16 +11,18 @@ import Storage
 /// applied before the server takes requests. `services` run beside it (workers in `moments dev`).
 public func buildApplication(configuration: APIConfiguration, store: JobStore, queue: RedisQueue, storage: any ObjectStore,
                              services: [any Service] = [], logger: Logger) -> some ApplicationProtocol {
+    let hub = JobEventsHub()
     let router = Router(context: MomentsRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     HealthController(store: store, queue: queue, storage: storage).addRoutes(to: router)
     let api = router.group("api/v1")
     UploadController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api)
-    JobsController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api.group("jobs"))
+    JobsController(store: store, queue: queue, storage: storage, configuration: configuration, hub: hub).addRoutes(to: api.group("jobs"))
     DirectUploadController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api)
     var app = Application(router: router,
                           configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "moments"),
-                          services: [store.client] + services, logger: logger)
+                          services: [store.client, JobEventsListener(store: store, hub: hub, logger: logger)] + services,
+                          logger: logger)
     app.beforeServerStarts {
         try await store.migrate()
         try await queue.prepare()

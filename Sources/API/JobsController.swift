@@ -14,6 +14,7 @@ struct JobsController: Sendable {
     let queue: RedisQueue
     let storage: any ObjectStore
     let configuration: APIConfiguration
+    let hub: JobEventsHub
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.get("{id}/status") { request, context in
@@ -26,6 +27,9 @@ struct JobsController: Sendable {
         }
         group.get("{id}/download") { request, context in
             try await download(try await job(context), context: context)
+        }
+        group.get("{id}/events") { request, context in
+            try await events(try await job(context), request: request)
         }
         group.delete("{id}") { request, context in
             try await cancel(try await job(context), request: request)
@@ -66,6 +70,42 @@ struct JobsController: Sendable {
             .contentType: "video/mp4",
             .contentDisposition: "attachment; filename=\"highlight-\(job.id.uuidString.lowercased()).mp4\"",
         ], body: body)
+    }
+
+    /// Server-Sent Events: the job's status now, then again whenever it changes, until it ends.
+    /// Each event is `event: status` with the same JSON as `/status`; comments keep the stream alive.
+    private func events(_ job: JobRecord, request: Request) async throws -> Response {
+        let (token, signals) = await hub.watch(job.id)
+        let store = self.store
+        let hub = self.hub
+        let controller = self
+        let body = ResponseBody { writer in
+            var last: JobStatusJSON?
+            do {
+                func sendIfChanged(_ writer: inout any ResponseBodyWriter) async throws -> Bool {
+                    guard let current = try await store.job(job.id) else { return true }
+                    let status = JobStatusJSON(current, resultURL: controller.resultURL(current, request))
+                    if status != last {
+                        let json = String(decoding: try APIJSON.encoder.encode(status), as: UTF8.self)
+                        try await writer.write(ByteBuffer(string: "event: status\ndata: \(json)\n\n"))
+                        last = status
+                    }
+                    return current.status.isTerminal
+                }
+                var finished = try await sendIfChanged(&writer)
+                var iterator = signals.makeAsyncIterator()
+                while !finished, let signal = await iterator.next() {
+                    if signal == .keepAlive { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
+                    finished = try await sendIfChanged(&writer)
+                }
+            } catch {
+                await hub.stopWatching(job.id, token: token)
+                throw error
+            }
+            await hub.stopWatching(job.id, token: token)
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
     }
 
     private func cancel(_ job: JobRecord, request: Request) async throws -> JobStatusJSON {

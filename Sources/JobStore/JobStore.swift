@@ -370,6 +370,18 @@ public struct JobStore: Sendable {
         }
     }
 
+    /// Calls `changed` with the id of every job whose status, progress or message changes (NOTIFY on
+    /// the `moments_jobs` channel, sent by a trigger), until the task is cancelled or the connection drops.
+    public func listenForChanges(_ changed: @Sendable (UUID) async -> Void) async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: "moments_jobs") { notifications in
+                for try await notification in notifications {
+                    if let id = UUID(uuidString: notification.payload) { await changed(id) }
+                }
+            }
+        }
+    }
+
     /// Whether PostgreSQL answers (for readiness checks).
     public func isReachable() async -> Bool {
         (try? await database("answer") { client, logger in try await client.query("SELECT 1", logger: logger).hasRows() }) == true

@@ -106,6 +106,20 @@ public enum Migrations {
             "ALTER TABLE jobs ADD COLUMN segments jsonb",
             "COMMENT ON COLUMN jobs.segments IS 'The parts of the source the highlight shows: [{\"start\": s, \"end\": s, \"score\": 0..1}]'",
         ]),
+        Migration(version: 4, name: "change notifications", statements: [
+            """
+            CREATE FUNCTION moments_notify_job_change() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status OR NEW.progress IS DISTINCT FROM OLD.progress
+                   OR NEW.message IS DISTINCT FROM OLD.message THEN
+                    PERFORM pg_notify('moments_jobs', NEW.id::text);
+                END IF;
+                RETURN NEW;
+            END
+            $$
+            """,
+            "CREATE TRIGGER jobs_notify_change AFTER INSERT OR UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION moments_notify_job_change()",
+        ]),
     ]
 }
 

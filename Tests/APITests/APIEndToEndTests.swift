@@ -127,6 +127,25 @@ struct APIEndToEndTests {
         }
     }
 
+    @Test("Progress push: Server-Sent Events carry the status as it changes and close when the job ends")
+    func serverSentEvents() async throws {
+        try await Self.withSystem { base in
+            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
+                                   "-F", "quality=low", "\(base)/api/v1/upload"])
+            let id = try #require(try Self.json(upload.body)["job_id"] as? String)
+            // curl returns when the server closes the stream: at the terminal state.
+            let stream = try curl(["-N", "--max-time", "90", "\(base)/api/v1/jobs/\(id)/events"])
+            #expect(stream.status == 200)
+            let events = try stream.body.components(separatedBy: "\n\n").filter { $0.hasPrefix("event: status") }.map { block in
+                try Self.json(String(block.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6) ?? ""))
+            }
+            let progress = events.compactMap { $0["progress"] as? Int }
+            #expect(!events.isEmpty && events.last?["status"] as? String == "completed", "\(stream.body)")
+            #expect(progress == progress.sorted() && progress.last == 100, "\(progress)")
+            #expect(events.last?["result_url"] as? String == "\(base)/api/v1/jobs/\(id)/download")
+        }
+    }
+
     @Test("Bad requests end in a status, a stable code and a sentence")
     func badRequests() async throws {
         let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-list-\(UUID().uuidString).mp4")
