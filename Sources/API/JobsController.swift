@@ -37,16 +37,19 @@ struct JobsController: Sendable {
     }
 
     private func job(_ context: MomentsRequestContext) async throws -> JobRecord {
-        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text), let job = try await store.job(id) else {
-            throw APIError.jobNotFound()
-        }
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
+        // Looked up apart from the guard: Swift 6.3's optimizer crashes on a typed-throws `try await` inside it.
+        let job = try await store.job(id)
+        guard let job else { throw APIError.jobNotFound() }
         return job
     }
 
     /// The download URL of a completed job, absolute, on this API (which redirects or streams).
     func resultURL(_ job: JobRecord, _ request: Request) -> String? {
         guard job.status == .completed else { return nil }
-        let base = configuration.publicURL ?? "http://\(request.head.authority ?? "localhost:\(configuration.port)")"
+        // Behind a proxy (Railway, Render, an ingress) the scheme the client used is in X-Forwarded-Proto.
+        let scheme = request.headers[HTTPField.Name("X-Forwarded-Proto")!].flatMap { $0 == "https" ? "https" : nil } ?? "http"
+        let base = configuration.publicURL ?? "\(scheme)://\(request.head.authority ?? "localhost:\(configuration.port)")"
         return "\(base)/api/v1/jobs/\(job.id.uuidString.lowercased())/download"
     }
 

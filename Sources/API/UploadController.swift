@@ -83,8 +83,13 @@ struct UploadController: Sendable {
         let ext = (name as NSString).pathExtension.lowercased()
         let sourceKey = "sources/\(id.uuidString.lowercased())\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
         try await storage.put(key: sourceKey, from: temporary, contentType: "video/mp4")
-        try await store.create(NewJob(id: id, originalFilename: name, sourceKey: sourceKey, sourceSize: form.fileBytes,
-                                      targetDuration: Double(duration), quality: quality))
+        do {
+            try await store.create(NewJob(id: id, originalFilename: name, sourceKey: sourceKey, sourceSize: form.fileBytes,
+                                          targetDuration: Double(duration), quality: quality))
+        } catch {
+            try? await storage.delete(key: sourceKey)  // no job, no orphaned source
+            throw error
+        }
         do {
             try await queue.enqueue(id)
         } catch {
