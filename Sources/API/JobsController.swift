@@ -26,7 +26,7 @@ struct JobsController: Sendable {
             return JobDetailsJSON(status: JobStatusJSON(job, resultURL: resultURL(job, request)), job: job)
         }
         group.get("{id}/download") { request, context in
-            try await download(try await job(context), context: context)
+            try await download(try await job(context), request: request, context: context)
         }
         group.get("{id}/events") { request, context in
             try await events(try await job(context), request: request)
@@ -53,7 +53,7 @@ struct JobsController: Sendable {
         return "\(base)/api/v1/jobs/\(job.id.uuidString.lowercased())/download"
     }
 
-    private func download(_ job: JobRecord, context: MomentsRequestContext) async throws -> Response {
+    private func download(_ job: JobRecord, request: Request, context: MomentsRequestContext) async throws -> Response {
         guard job.status == .completed, let key = job.resultKey else {
             throw APIError(.conflict, "not_ready", job.status.isTerminal
                 ? "This job has no highlight: it ended \(job.status.rawValue)."
@@ -68,11 +68,38 @@ struct JobsController: Sendable {
             throw APIError(.internalServerError, "internal_error", "This storage cannot serve downloads.")
         }
         let file = try local.fileURL(for: key)
-        let body = try await FileIO().loadFile(path: file.path, context: context)
-        return Response(status: .ok, headers: [
-            .contentType: "video/mp4",
+        let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0
+        var headers: HTTPFields = [
+            .contentType: "video/mp4", .acceptRanges: "bytes",
             .contentDisposition: "attachment; filename=\"highlight-\(job.id.uuidString.lowercased()).mp4\"",
-        ], body: body)
+        ]
+        guard let rangeHeader = request.headers[.range] else {
+            headers[.contentLength] = String(size)
+            return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: file.path, context: context))
+        }
+        guard let range = Self.byteRange(rangeHeader, size: size) else {
+            headers[.contentRange] = "bytes */\(size)"
+            return Response(status: .rangeNotSatisfiable, headers: headers)
+        }
+        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+        headers[.contentLength] = String(range.count)
+        return Response(status: .partialContent, headers: headers,
+                        body: try await FileIO().loadFile(path: file.path, range: range, context: context))
+    }
+
+    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n` within a file of `size` bytes (AVPlayer
+    /// asks for one at a time); nil when it cannot be satisfied.
+    static func byteRange(_ header: String, size: Int) -> ClosedRange<Int>? {
+        guard size > 0, header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst("bytes=".count).split(separator: "-", omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return nil }
+        let first = Int(spec[0].trimmingCharacters(in: .whitespaces)), last = Int(spec[1].trimmingCharacters(in: .whitespaces))
+        switch (first, last) {
+        case let (start?, end?) where start <= end && start < size: return start...min(end, size - 1)
+        case let (start?, nil) where start < size && spec[1].isEmpty: return start...(size - 1)
+        case let (nil, suffix?) where spec[0].isEmpty && suffix > 0: return max(0, size - suffix)...(size - 1)
+        default: return nil
+        }
     }
 
     /// Server-Sent Events: the job's status now, then again whenever it changes, until it ends.

@@ -9,14 +9,16 @@ import Testing
 @Suite("API end to end (real processes and servers)", .serialized)
 struct APIEndToEndTests {
     /// Starts the API and two workers on a fresh database and Redis database 9; stops them after.
-    static func withSystem(maxUploadBytes: Int = 50 << 20, _ body: @Sendable (String) async throws -> Void) async throws {
+    static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil,
+                           _ body: @Sendable (String) async throws -> Void) async throws {
         try await TestServices.withDatabase { _, databaseURL in
             let port = Int.random(in: 20_000..<30_000)
-            let environment = [
+            var environment = [
                 "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
                 "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
                 "MAX_UPLOAD_BYTES": "\(maxUploadBytes)", "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1",
             ]
+            if let storageURL { environment["STORAGE_URL"] = storageURL }
             let processes = try [
                 MomentsProcess(["api"], environment: environment),
                 MomentsProcess(["worker"], environment: environment),
@@ -143,6 +145,37 @@ struct APIEndToEndTests {
             #expect(!events.isEmpty && events.last?["status"] as? String == "completed", "\(stream.body)")
             #expect(progress == progress.sorted() && progress.last == 100, "\(progress)")
             #expect(events.last?["result_url"] as? String == "\(base)/api/v1/jobs/\(id)/download")
+        }
+    }
+
+    @Test("With local storage the download is served by the API, with byte ranges for AVPlayer")
+    func localStorageDownloadWithRanges() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-objects-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await Self.withSystem(storageURL: "file://\(folder.path)") { base in
+            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
+                                   "-F", "quality=low", "\(base)/api/v1/upload"])
+            let id = try #require(try Self.json(upload.body)["job_id"] as? String, "\(upload.body)")
+            let done = try await TestServices.eventually(timeout: .seconds(90)) {
+                (try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
+            }
+            #expect(done)
+            let url = "\(base)/api/v1/jobs/\(id)/download"
+            let whole = folder.appendingPathComponent("whole.mp4")
+            #expect(try curl(["-o", whole.path, url]).status == 200)
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: whole.path)[.size] as? Int)
+            #expect(size == (try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body))["result_size"] as? Int)
+            #expect(abs(try TestFootage.duration(whole.path) - 6) <= 0.5)
+            let part = folder.appendingPathComponent("part.bin")
+            let ranged = try curl(["-D", "-", "-o", part.path, "-H", "Range: bytes=100-1099", url])
+            #expect(ranged.status == 206)
+            #expect(ranged.body.lowercased().contains("content-range: bytes 100-1099/\(size)"), "\(ranged.body)")
+            let bytes = try Data(contentsOf: part)
+            #expect(bytes == (try Data(contentsOf: whole)).subdata(in: 100..<1100))
+            let tail = try curl(["-o", "/dev/null", "-H", "Range: bytes=-10", url])
+            #expect(tail.status == 206)
+            let impossible = try curl(["-o", "/dev/null", "-H", "Range: bytes=\(size + 10)-", url])
+            #expect(impossible.status == 416)
         }
     }
 
