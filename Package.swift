@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // C only: FFmpeg's headers and a shim for its macros.
@@ -53,6 +54,7 @@ let package = Package(
             "JobStore", "JobQueue", "Storage", "Highlights", "MomentsModel",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(
             name: "moments",

@@ -3,6 +3,7 @@ import Hummingbird
 import JobQueue
 import JobStore
 import Logging
+import Prometheus
 import ServiceLifecycle
 import Storage
 
@@ -12,8 +13,11 @@ import Storage
 public func buildApplication(configuration: APIConfiguration, store: JobStore, queue: RedisQueue, storage: any ObjectStore,
                              services: [any Service] = [], logger: Logger) -> some ApplicationProtocol {
     let hub = JobEventsHub()
+    let registry = PrometheusCollectorRegistry()
     let router = Router(context: MomentsRequestContext.self)
+    router.add(middleware: RequestMetricsMiddleware(registry: registry))
     router.add(middleware: ErrorMiddleware())
+    MetricsController(registry: registry, store: store, queue: queue).addRoutes(to: router)
     HealthController(store: store, queue: queue, storage: storage).addRoutes(to: router)
     let api = router.group("api/v1")
     UploadController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api)

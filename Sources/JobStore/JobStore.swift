@@ -382,6 +382,27 @@ public struct JobStore: Sendable {
         }
     }
 
+    /// Processing figures of the jobs completed within `window`: count, median and 95th percentile
+    /// processing time (start of the first attempt to the end), median real-time factor.
+    public func recentProcessing(within window: Duration) async throws(JobStoreError)
+        -> (completed: Int, p50Seconds: Double, p95Seconds: Double, medianRealTimeFactor: Double) {
+        try await database("summarize recent jobs") { client, logger in
+            let rows = try await client.query("""
+                SELECT count(*)::int,
+                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),
+                       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),
+                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY source_duration
+                           / greatest(extract(epoch FROM completed_at - started_at), 0.001)), 0)
+                FROM jobs
+                WHERE status = 'completed' AND completed_at > now() - make_interval(secs => \(window.seconds))
+                """, logger: logger)
+            for try await row in rows.decode((Int, Double, Double, Double).self) {
+                return (completed: row.0, p50Seconds: row.1, p95Seconds: row.2, medianRealTimeFactor: row.3)
+            }
+            return (completed: 0, p50Seconds: 0, p95Seconds: 0, medianRealTimeFactor: 0)
+        }
+    }
+
     /// Whether PostgreSQL answers (for readiness checks).
     public func isReachable() async -> Bool {
         (try? await database("answer") { client, logger in try await client.query("SELECT 1", logger: logger).hasRows() }) == true

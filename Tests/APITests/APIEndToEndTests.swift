@@ -90,6 +90,15 @@ struct APIEndToEndTests {
             #expect(segments.allSatisfy { ($0["start"] ?? -1) >= 0 && ($0["end"] ?? 99) <= 20.1 })
             let cancel = try Self.error(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
             #expect(cancel.status == 409 && cancel.code == "already_finished")
+
+            let metrics = try curl(["\(base)/metrics"])
+            #expect(metrics.status == 200)
+            for line in [#"moments_jobs{status="completed"} 1"#, "moments_queue_ready 0", "moments_queue_in_flight 0",
+                         "moments_completed_last_hour 1",
+                         #"moments_http_requests_total{route="/api/v1/upload",method="POST",status="200"} 1"#,
+                         #"moments_http_requests_total{route="/api/v1/jobs/{id}",method="DELETE",status="409"} 1"#] {
+                #expect(metrics.body.contains(line), "metrics have \(line)")
+            }
         }
     }
 

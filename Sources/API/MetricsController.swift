@@ -1,0 +1,75 @@
+import Foundation
+import Hummingbird
+import JobQueue
+import JobStore
+import Prometheus
+
+/// `GET /metrics` in Prometheus's text format: requests by route and status with their latency
+/// (this node), and, read at scrape time from the shared stores, the queue (depth, delayed, in
+/// flight, dead letters, oldest wait), jobs by status, and the last hour's processing time and
+/// real-time factor (the same figures on every node: take one node's, do not sum them).
+struct MetricsController: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let store: JobStore
+    let queue: RedisQueue
+
+    func addRoutes(to router: Router<MomentsRequestContext>) {
+        router.get("metrics") { _, _ in
+            await refresh()
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+    }
+
+    private func refresh() async {
+        if let stats = try? await queue.stats() {
+            registry.makeGauge(name: "moments_queue_ready", help: "Jobs ready to start, not yet taken").set(to: Double(stats.ready))
+            registry.makeGauge(name: "moments_queue_delayed", help: "Jobs waiting out a retry delay").set(to: Double(stats.delayed))
+            registry.makeGauge(name: "moments_queue_in_flight", help: "Jobs taken by a worker, not yet acknowledged").set(to: Double(stats.inFlight))
+            registry.makeGauge(name: "moments_queue_dead_lettered", help: "Jobs given up after their last attempt").set(to: Double(stats.deadLettered))
+            registry.makeGauge(name: "moments_queue_oldest_ready_seconds", help: "How long the oldest ready job has waited")
+                .set(to: stats.oldestReadySeconds)
+        }
+        if let counts = try? await store.countsByStatus() {
+            for (status, count) in counts {
+                registry.makeGauge(name: "moments_jobs", labels: [("status", status.rawValue)], help: "Jobs by status").set(to: Double(count))
+            }
+        }
+        if let recent = try? await store.recentProcessing(within: .seconds(3600)) {
+            for (quantile, seconds) in [("0.5", recent.p50Seconds), ("0.95", recent.p95Seconds)] {
+                registry.makeGauge(name: "moments_processing_seconds", labels: [("quantile", quantile)],
+                                   help: "Processing time of jobs completed in the last hour (start to end)").set(to: seconds)
+            }
+            registry.makeGauge(name: "moments_real_time_factor", help: "Median source seconds per second of processing, last hour")
+                .set(to: recent.medianRealTimeFactor)
+            registry.makeGauge(name: "moments_completed_last_hour", help: "Jobs completed in the last hour").set(to: Double(recent.completed))
+        }
+    }
+}
+
+/// Counts requests by route, method and status and records their latency.
+struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let registry: PrometheusCollectorRegistry
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var status = 500
+        defer {
+            let route = context.endpointPath ?? "unmatched"
+            registry.makeCounter(name: "moments_http_requests_total",
+                                 labels: [("route", route), ("method", request.method.rawValue), ("status", String(status))]).increment()
+            registry.makeDurationHistogram(name: "moments_http_request_duration_seconds", labels: [("route", route)],
+                                           buckets: [.milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(500),
+                                                     .seconds(2), .seconds(10), .seconds(60)])
+                .record(ContinuousClock.now - start)
+        }
+        do {
+            let response = try await next(request, context)
+            status = Int(response.status.code)
+            return response
+        } catch let error as any HTTPResponseError {
+            status = Int(error.status.code)
+            throw error
+        }
+    }
+}
