@@ -188,6 +188,43 @@ struct APIEndToEndTests {
         }
     }
 
+    @Test("SIGTERM: a worker gives its running job back at once and another worker finishes it")
+    func sigtermGivesTheJobBack() async throws {
+        try await TestServices.withDatabase { store, databaseURL in
+            let port = Int.random(in: 20_000..<30_000)
+            let environment = [
+                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+                "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
+                "LOG_LEVEL": "warning", "WORKER_SHUTDOWN_GRACE_SECONDS": "0",
+            ]
+            let api = try MomentsProcess(["api"], environment: environment)
+            defer { api.stop() }
+            let base = "http://127.0.0.1:\(port)"
+            let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
+            try #require(ready)
+            let leaving = try MomentsProcess(["worker"], environment: environment)
+            defer { leaving.stop() }
+            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
+                                   "-F", "quality=high", "\(base)/api/v1/upload"])
+            let id = try #require(UUID(uuidString: try Self.json(upload.body)["job_id"] as? String ?? ""))
+            let working = try await TestServices.eventually(timeout: .seconds(60)) {
+                try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
+            }
+            try #require(working, "the first worker is mid-job")
+            leaving.terminate()
+            let exited = try await TestServices.eventually(timeout: .seconds(10)) { !leaving.isRunning }
+            #expect(exited, "the worker exits promptly after SIGTERM")
+            #expect(try await store.job(id)?.status == .pending, "given back, not left to lapse")
+            let staying = try MomentsProcess(["worker"], environment: environment)
+            defer { staying.stop() }
+            let done = try await TestServices.eventually(timeout: .seconds(60)) { try await store.job(id)?.status == .completed }
+            #expect(done)
+            let events = try await store.events(id)
+            #expect(events.map(\.to) == [.pending, .processing, .pending, .processing, .completed])
+            #expect(events[2].detail?.contains("given back") == true && events[3].attempt == 2)
+        }
+    }
+
     @Test("Bad requests end in a status, a stable code and a sentence")
     func badRequests() async throws {
         let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-list-\(UUID().uuidString).mp4")
@@ -237,6 +274,11 @@ final class MomentsProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
     }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGTERM: what an orchestrator sends first.
+    func terminate() { process.terminate() }
 
     func stop() {
         guard process.isRunning else { return }
