@@ -118,8 +118,9 @@ struct TransitionTests {
         try await TestServices.withDatabase { store, _ in
             let job = try await store.create(NewJob(sourceKey: "sources/7.mp4"))
             let first = try await claim(store, job.id, "w1")
+            // A delay long enough that a loaded machine cannot pass it before the early claim below.
             guard case .willRetry = try await store.fail(first, code: "storage_error", message: "R2 timed out", retryable: true,
-                                                         retryDelay: .milliseconds(400)) else {
+                                                         retryDelay: .seconds(2)) else {
                 Issue.record("a retryable failure on attempt 1 of 3 must retry")
                 return
             }
@@ -129,7 +130,7 @@ struct TransitionTests {
                 Issue.record("claimed before the retry delay passed")
                 return
             }
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(2100))
             let second = try await claim(store, job.id, "w2")
             #expect(second.attempt == 2)
             #expect(try await store.fail(second, code: "corrupt_media", message: "This file is damaged.", retryable: false,
