@@ -18,6 +18,7 @@ public func buildApplication(configuration: APIConfiguration, store: JobStore, q
     router.add(middleware: RequestMetricsMiddleware(registry: registry))
     router.add(middleware: ErrorMiddleware())
     MetricsController(registry: registry, store: store, queue: queue).addRoutes(to: router)
+    OpenAPIDocument().addRoutes(to: router)
     HealthController(store: store, queue: queue, storage: storage).addRoutes(to: router)
     let api = router.group("api/v1")
     UploadController(store: store, queue: queue, storage: storage, configuration: configuration).addRoutes(to: api)

@@ -225,6 +225,37 @@ struct APIEndToEndTests {
         }
     }
 
+    @Test("Every operation in /openapi.yaml answers on the running server (none is an unknown route)")
+    func openAPIAgreesWithTheServer() async throws {
+        try await Self.withSystem { base in
+            let document = try curl(["\(base)/openapi.yaml"])
+            #expect(document.status == 200 && document.body.hasPrefix("openapi: 3.1.0"))
+            var operations: [(method: String, path: String)] = []
+            var path: String?
+            var inPaths = false
+            for line in document.body.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line == "paths:" { inPaths = true; continue }
+                if inPaths, !line.hasPrefix(" "), !line.isEmpty { break }
+                if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()) }
+                for method in ["get", "post", "put", "delete"] where line == "    \(method):" {
+                    if let path { operations.append((method.uppercased(), path)) }
+                }
+            }
+            #expect(operations.count == 13, "\(operations)")
+            for (method, path) in operations {
+                let url = base + path.replacingOccurrences(of: "{id}", with: UUID().uuidString)
+                let reply = try curl(["-X", method, "--max-time", "10", "-o", "/dev/null", url])
+                #expect(reply.status != 0 && reply.status != 405, "\(method) \(path) answered \(reply.status)")
+                if reply.status == 404 {
+                    // A 404 must be about the (random) job, never an unknown route.
+                    #expect(path.contains("{id}"), "\(method) \(path) is not routed")
+                    let error = try Self.error(try curl(["-X", method, "--max-time", "10", url]))
+                    #expect(error.code == "job_not_found", "\(method) \(path): \(error)")
+                }
+            }
+        }
+    }
+
     @Test("Bad requests end in a status, a stable code and a sentence")
     func badRequests() async throws {
         let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-list-\(UUID().uuidString).mp4")
