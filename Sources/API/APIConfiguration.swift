@@ -24,37 +24,24 @@ public struct APIConfiguration: Sendable {
         self.downloadLinkLifetime = downloadLinkLifetime
     }
 
-    public init(environment: [String: String]) throws(APISettingError) {
-        func integer(_ name: String, default value: Int64, range: ClosedRange<Int64>) throws(APISettingError) -> Int64 {
-            guard let text = environment[name], !text.isEmpty else { return value }
-            guard let number = Int64(text), range.contains(number) else {
-                throw APISettingError(message: "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'.")
-            }
-            return number
-        }
-        let port = try integer("PORT", default: 8000, range: 1...65535)
-        let maxUpload = try integer("MAX_UPLOAD_BYTES", default: 2 << 30, range: 1024...(1 << 40))
+    public init(environment: [String: String]) throws(SettingError) {
+        let port = try Setting.integer("PORT", in: environment, default: 8000, range: 1...65535)
+        let maxUpload = try Setting.integer("MAX_UPLOAD_BYTES", in: environment, default: 2 << 30, range: 1024...(1 << 40))
         var publicURL = environment["PUBLIC_URL"].flatMap { $0.isEmpty ? nil : $0 }
         if let url = publicURL {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
-                throw APISettingError(message: "PUBLIC_URL must be an http:// or https:// URL, not '\(url)'.")
+                throw SettingError("PUBLIC_URL must be an http:// or https:// URL, not '\(url)'.")
             }
             publicURL = url.hasSuffix("/") ? String(url.dropLast()) : url
         }
         let uploadDirectory = URL(fileURLWithPath: environment["UPLOAD_DIR"].flatMap { $0.isEmpty ? nil : $0 }
                                   ?? FileManager.default.temporaryDirectory.path)
         guard FileManager.default.isWritableFile(atPath: uploadDirectory.path) else {
-            throw APISettingError(message: "UPLOAD_DIR (\(uploadDirectory.path)) is not a folder the API can write to.")
+            throw SettingError("UPLOAD_DIR (\(uploadDirectory.path)) is not a folder the API can write to.")
         }
-        self.init(host: environment["HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0.0", port: Int(port),
-                  maxUploadBytes: maxUpload, publicURL: publicURL, uploadDirectory: uploadDirectory)
+        self.init(host: environment["HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0.0", port: port,
+                  maxUploadBytes: Int64(maxUpload), publicURL: publicURL, uploadDirectory: uploadDirectory)
     }
-}
-
-/// A malformed API setting; the message names the variable.
-public struct APISettingError: CodedError {
-    public var codeName: String { "invalid_configuration" }
-    public var message: String
 }
 
 /// The request context of every route: JSON dates as the app wants them.

@@ -75,8 +75,7 @@ struct DirectUploadController: Sendable {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
         if let job = try await store.job(id) {
             // Started already: the same answer again (a retried request must not fail).
-            return UploadController.Accepted(jobID: job.id.uuidString.lowercased(), message: "Video uploaded, processing started",
-                                             estimatedTime: nil)
+            return .started(job.id, estimatedTime: nil)
         }
         let stored = try await queue.client.send(["GET", reservationKey(id)])
         guard let json = stored.string, let reservation = try? JSONDecoder().decode(Reservation.self, from: Data(json.utf8)) else {
@@ -91,11 +90,9 @@ struct DirectUploadController: Sendable {
         try await store.create(NewJob(id: id, originalFilename: reservation.filename, sourceKey: Self.sourceKey(id), sourceSize: object.size,
                                       targetDuration: Double(reservation.targetDuration ?? 30),
                                       quality: try UploadController.quality(reservation.quality)))
-        do { try await queue.enqueue(id) } catch {
-            context.logger.warning("enqueue failed; the reconciler will queue the job", metadata: ["job_id": "\(id)", "error": "\(error)"])
-        }
+        await UploadController.enqueue(id, queue: queue, context: context)
         _ = try? await queue.client.send(["DEL", reservationKey(id)])
-        return UploadController.Accepted(jobID: id.uuidString.lowercased(), message: "Video uploaded, processing started", estimatedTime: nil)
+        return .started(id, estimatedTime: nil)
     }
 
     private func uploadedObject(_ id: UUID) async throws -> ObjectInfo {

@@ -29,6 +29,12 @@ struct UploadController: Sendable {
         var message: String
         var estimatedTime: Int?
         enum CodingKeys: String, CodingKey { case jobID = "job_id", message, estimatedTime = "estimated_time" }
+
+        /// The answer to an accepted upload (the contract's wording).
+        static func started(_ id: UUID, estimatedTime: Int?) -> Accepted {
+            Accepted(jobID: id.uuidString.lowercased(), message: "Video uploaded, processing started", estimatedTime: estimatedTime)
+        }
+
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(jobID, forKey: .jobID)
@@ -90,16 +96,20 @@ struct UploadController: Sendable {
             try? await storage.delete(key: sourceKey)  // no job, no orphaned source
             throw error
         }
+        await Self.enqueue(id, queue: queue, context: context)
+        context.logger.info("job created", metadata: ["job_id": "\(id)", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
+        // Measured: about 8x real time at 1080p on two cores, plus queueing and transfers.
+        return .started(id, estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
+    }
+
+    /// Queues a job whose row is written. If Redis refuses, the reconciler queues it within seconds,
+    /// so the upload is still accepted.
+    static func enqueue(_ id: UUID, queue: RedisQueue, context: MomentsRequestContext) async {
         do {
             try await queue.enqueue(id)
         } catch {
-            // The row exists: the reconciler queues it within seconds. Accepting is right.
             context.logger.warning("enqueue failed; the reconciler will queue the job", metadata: ["job_id": "\(id)", "error": "\(error)"])
         }
-        context.logger.info("job created", metadata: ["job_id": "\(id)", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
-        // Measured: about 8x real time at 1080p on two cores, plus queueing and transfers.
-        return Accepted(jobID: id.uuidString.lowercased(), message: "Video uploaded, processing started",
-                        estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
     }
 
     /// The parts of a form: the file written to disk, small text fields kept.

@@ -95,8 +95,7 @@ extension HighlightEngine {
                 throw MomentsError(.ioError, "The highlight could not be saved to \(output).")
             }
             let finished = clock.now
-            func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
-            let total = seconds(finished - started)
+            let total = (finished - started).inSeconds
             try reporter.report(.finishing, 1)
             return HighlightReport(
                 input: analysis.info,
@@ -104,10 +103,10 @@ extension HighlightEngine {
                 scenes: analysis.changes, segments: selection.segments,
                 output: .init(duration: result.duration, width: result.width, height: result.height,
                               videoCodec: "h264", audioCodec: "aac", fileSize: size, silentAudio: result.silentAudio),
-                timings: .init(analysis: seconds(analyzed - started), selection: seconds(selected - analyzed),
-                               render: seconds(finished - selected), total: total),
+                timings: .init(analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
+                               render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
-                analysisRealTimeFactor: analysis.info.duration / max(seconds(analyzed - started), 1e-6),
+                analysisRealTimeFactor: analysis.info.duration / max((analyzed - started).inSeconds, 1e-6),
                 decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames)
         }
     }

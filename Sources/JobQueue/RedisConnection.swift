@@ -116,7 +116,7 @@ final class RedisConnection: @unchecked Sendable {
     private func sendOnQueue(_ arguments: [String], timeout: Duration) -> Result<RedisValue, RedisError> {
         do throws(RedisError) {
             let context = try connected()
-            moments_redis_set_timeout(context, Self.milliseconds(timeout))
+            moments_redis_set_timeout(context, timeout.inMilliseconds)
             guard let raw = Self.command(context, arguments) else {
                 let reason = Self.contextError(context)
                 drop()
@@ -140,7 +140,7 @@ final class RedisConnection: @unchecked Sendable {
     private func connected() throws(RedisError) -> UnsafeMutablePointer<redisContext> {
         if let context { return context }
         guard let context = moments_redis_connect(configuration.host, Int32(configuration.port),
-                                                  Self.milliseconds(configuration.connectTimeout)) else {
+                                                  configuration.connectTimeout.inMilliseconds) else {
             throw RedisError(.unavailable, "Could not allocate a Redis connection.")
         }
         if context.pointee.err != 0 {
@@ -222,10 +222,5 @@ final class RedisConnection: @unchecked Sendable {
             let text = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             return text.isEmpty ? "connection lost" : text
         }
-    }
-
-    private static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 }

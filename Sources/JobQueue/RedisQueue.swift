@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MomentsModel
 
 /// The Redis keys of one queue.
 public struct QueueKeys: Sendable {
@@ -99,7 +100,7 @@ public final class RedisQueue: Sendable {
     @discardableResult
     public func enqueue(_ id: UUID, delay: Duration = .zero) async throws(RedisError) -> Bool {
         let added = try await client.eval(Scripts.enqueue, keys: [keys.queued, keys.delayed, keys.stream],
-                                          arguments: [id.uuidString.lowercased(), String(delay.milliseconds)])
+                                          arguments: [id.uuidString.lowercased(), String(delay.inMilliseconds)])
         return added.int == 1
     }
 
@@ -124,7 +125,7 @@ public final class RedisQueue: Sendable {
     /// worker gives its jobs back at shutdown).
     public func retry(_ delivery: Delivery, after delay: Duration) async throws(RedisError) {
         try await client.eval(Scripts.retry, keys: [keys.stream, keys.queued, keys.delayed],
-                              arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased(), String(delay.milliseconds)])
+                              arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased(), String(delay.inMilliseconds)])
     }
 
     /// Moves delayed jobs whose time has come into the stream. Safe to run from every process at once.
@@ -164,7 +165,7 @@ public final class RedisQueue: Sendable {
     /// `idleFor`, so the group does not grow with every restart. Returns how many went.
     @discardableResult
     public func pruneConsumers(idleFor: Duration) async throws(RedisError) -> Int {
-        try await client.eval(Scripts.pruneConsumers, keys: [keys.stream], arguments: [keys.group, String(idleFor.milliseconds)]).int ?? 0
+        try await client.eval(Scripts.pruneConsumers, keys: [keys.stream], arguments: [keys.group, String(idleFor.inMilliseconds)]).int ?? 0
     }
 
     func consumerNames() async throws(RedisError) -> [String] {
@@ -204,7 +205,7 @@ public final class QueueConsumer: Sendable {
     /// Waits up to `block` for a new job. Recreates the group if Redis lost it.
     public func next(block: Duration) async throws(RedisError) -> Delivery? {
         let keys = queue.keys
-        let command = ["XREADGROUP", "GROUP", keys.group, name, "COUNT", "1", "BLOCK", String(block.milliseconds),
+        let command = ["XREADGROUP", "GROUP", keys.group, name, "COUNT", "1", "BLOCK", String(block.inMilliseconds),
                        "STREAMS", keys.stream, ">"]
         let reply: RedisValue
         do {
@@ -227,7 +228,7 @@ public final class QueueConsumer: Sendable {
         let reply: RedisValue
         do {
             reply = try await queue.client.eval(Scripts.claimLapsed, keys: [keys.stream],
-                                                arguments: [keys.group, name, String(minIdle.milliseconds)])
+                                                arguments: [keys.group, name, String(minIdle.inMilliseconds)])
         } catch where error.code == .command && error.message.contains("NOGROUP") {
             return nil
         }
@@ -245,12 +246,5 @@ public final class QueueConsumer: Sendable {
         let pairs = stride(from: 0, to: fields.count - 1, by: 2).map { (fields[$0].string, fields[$0 + 1].string) }
         guard let value = pairs.first(where: { $0.0 == "job" })?.1, let jobID = UUID(uuidString: value) else { return nil }
         return Delivery(jobID: jobID, entryID: id)
-    }
-}
-
-extension Duration {
-    var milliseconds: Int {
-        let (seconds, attoseconds) = components
-        return max(0, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 }

@@ -87,7 +87,7 @@ public struct JobStore: Sendable {
     /// Takes the job for `worker`: a `pending` job whose retry time has come, or a `processing` job
     /// whose lease has lapsed (its worker died). Starts a new attempt with a lease of `lease`.
     public func claim(_ id: UUID, worker: String, lease: Duration) async throws(JobStoreError) -> ClaimResult {
-        let seconds = lease.seconds
+        let seconds = lease.inSeconds
         let outcome = try await database("claim the job") { client, logger in
             let rows = try await client.query("""
                 WITH old AS (
@@ -168,7 +168,7 @@ public struct JobStore: Sendable {
     public func heartbeat(_ lease: JobLease, extendBy duration: Duration) async throws(JobStoreError) -> LeaseState {
         let held = try await database("renew the lease") { client, logger in
             try await client.query("""
-                UPDATE jobs SET lease_expires_at = now() + make_interval(secs => \(duration.seconds)), updated_at = now()
+                UPDATE jobs SET lease_expires_at = now() + make_interval(secs => \(duration.inSeconds)), updated_at = now()
                 WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt) AND lease_owner = \(lease.worker)
                 RETURNING 1
                 """, logger: logger).hasRows()
@@ -230,7 +230,7 @@ public struct JobStore: Sendable {
     /// code; a retryable error on the last attempt fails it with `exhausted_retries`.
     public func fail(_ lease: JobLease, code: String, message: String, retryable: Bool,
                      retryDelay: Duration) async throws(JobStoreError) -> FailOutcome {
-        let delay = retryDelay.seconds
+        let delay = retryDelay.inSeconds
         let row = try await database("record the failure") { client, logger in
             let rows = try await client.query("""
                 WITH d AS (
@@ -319,7 +319,7 @@ public struct JobStore: Sendable {
         try await database("list pending jobs") { client, logger in
             let rows = try await client.query("""
                 SELECT id, run_after FROM jobs
-                WHERE status = 'pending' AND updated_at <= now() - make_interval(secs => \(quietFor.seconds))
+                WHERE status = 'pending' AND updated_at <= now() - make_interval(secs => \(quietFor.inSeconds))
                 ORDER BY run_after LIMIT \(limit)
                 """, logger: logger)
             var jobs: [(id: UUID, runAfter: Date)] = []
@@ -394,7 +394,7 @@ public struct JobStore: Sendable {
                        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY source_duration
                            / greatest(extract(epoch FROM completed_at - started_at), 0.001)), 0)
                 FROM jobs
-                WHERE status = 'completed' AND completed_at > now() - make_interval(secs => \(window.seconds))
+                WHERE status = 'completed' AND completed_at > now() - make_interval(secs => \(window.inSeconds))
                 """, logger: logger)
             for try await row in rows.decode((Int, Double, Double, Double).self) {
                 return (completed: row.0, p50Seconds: row.1, p95Seconds: row.2, medianRealTimeFactor: row.3)
@@ -467,13 +467,5 @@ extension PostgresRowSequence {
         var any = false
         for try await _ in self { any = true }
         return any
-    }
-}
-
-extension Duration {
-    /// Whole and fractional seconds, for SQL intervals.
-    var seconds: Double {
-        let (s, attoseconds) = components
-        return Double(s) + Double(attoseconds) / 1e18
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JobQueue
 import JobStore
+import MomentsModel
 import Worker
 
 extension QueueCommand {
@@ -43,7 +44,7 @@ extension QueueCommand {
                         let sent = ContinuousClock.now
                         try await services.queue.enqueue(id)
                         let start = await started.wait(for: id)
-                        latencies.append((start - sent).milliseconds)
+                        latencies.append((start - sent).inSeconds * 1000)
                         try await waitForCompletion(services.store, owner: owner, count: latencies.count)
                     }
                     latencies.sort()
@@ -63,9 +64,9 @@ extension QueueCommand {
                         }
                         try await group.waitForAll()
                     }
-                    let submitted = (ContinuousClock.now - clock).seconds
+                    let submitted = (ContinuousClock.now - clock).inSeconds
                     try await waitForCompletion(services.store, owner: owner, count: latencyJobs + perSubmitter * submitters)
-                    let elapsed = (ContinuousClock.now - clock).seconds
+                    let elapsed = (ContinuousClock.now - clock).inSeconds
                     let total = perSubmitter * submitters
 
                     print("enqueue_to_start_ms p50=\(format(percentile(latencies, 0.50))) p99=\(format(percentile(latencies, 0.99))) "
@@ -117,9 +118,4 @@ struct StartRecordingHandler: JobHandler {
         await started.record(job.id, at: .now)
         return JobResult(resultKey: "bench/none", resultSize: 0)
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-    var milliseconds: Double { seconds * 1000 }
 }

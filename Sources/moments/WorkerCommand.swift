@@ -44,20 +44,3 @@ extension WorkerCommand {
         return (configuration, workDirectory)
     }
 }
-
-/// A malformed setting: the message names the variable.
-struct SettingError: CodedError {
-    var codeName: String { "invalid_configuration" }
-    var message: String
-    init(_ message: String) { self.message = message }
-}
-
-enum Setting {
-    static func integer(_ name: String, in environment: [String: String], default value: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let text = environment[name], !text.isEmpty else { return value }
-        guard let number = Int(text), range.contains(number) else {
-            throw SettingError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'.")
-        }
-        return number
-    }
-}

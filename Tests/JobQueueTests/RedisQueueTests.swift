@@ -1,5 +1,6 @@
 import Foundation
 import JobQueue
+import MomentsModel
 import ServiceTestSupport
 import Testing
 
@@ -180,8 +181,7 @@ final class PrivateRedis: @unchecked Sendable {
     /// Kills the server now (SIGKILL) and starts it again after `delay`, in the background.
     func restart(after delay: Duration) {
         stop()
-        let milliseconds = Int(delay.components.seconds) * 1000 + Int(delay.components.attoseconds / 1_000_000_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { try? self.start() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay.inMilliseconds)) { try? self.start() }
     }
 
     func stop() {

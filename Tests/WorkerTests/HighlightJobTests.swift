@@ -80,7 +80,7 @@ struct HighlightJobTests {
             #expect(stored.size == job.resultSize && stored.contentType == "video/mp4")
             let local = work.appendingPathComponent("downloaded.mp4")
             try await storage.get(key: stored.key, to: local)
-            #expect(abs(try ffprobeDuration(local.path) - 8) <= 0.5)
+            #expect(abs(try TestFootage.duration(local.path) - 8) <= 0.5)
             try FileManager.default.removeItem(at: local)
             #expect(try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty, "the job's work folder is gone")
         }
@@ -139,8 +139,4 @@ struct HighlightJobTests {
             #expect(try await store.job(id)?.status == .cancelled)
         }
     }
-}
-
-func ffprobeDuration(_ path: String) throws -> Double {
-    try TestFootage.duration(path)
 }
