@@ -48,9 +48,11 @@ let package = Package(
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
         .target(name: "Worker", dependencies: [
             "JobStore", "JobQueue", "Highlights", "Storage", "MomentsModel", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"),
             "JobStore", "JobQueue", "Storage", "Highlights", "MomentsModel",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -68,7 +70,10 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
-        .testTarget(name: "APITests", dependencies: ["ServiceTestSupport", "JobStore"]),
+        .testTarget(name: "APITests", dependencies: [
+            "ServiceTestSupport", "JobStore", "API", .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
         .testTarget(name: "JobStoreTests", dependencies: [
             "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),

@@ -1,10 +1,17 @@
 import Foundation
 import Hummingbird
+import JobStore
 import MomentsModel
+import NIOCore
 
 /// The API's own settings, from the environment: `PORT` (8000, as Railway and Render set it),
 /// `HOST` (0.0.0.0), `MAX_UPLOAD_BYTES` (2 GiB), `PUBLIC_URL` (the base of absolute URLs given to
-/// clients; by default taken from each request's Host header), `UPLOAD_DIR` (temporary files).
+/// clients; by default taken from each request's Host header), `UPLOAD_DIR` (temporary files),
+/// `AUTH_REQUIRED` (true), `FREE_MONTHLY_HIGHLIGHTS` (3), the upload rate limits
+/// `RATE_LIMIT_UPLOADS_PER_OWNER` (10) and `RATE_LIMIT_UPLOADS_PER_IP` (30) per
+/// `RATE_LIMIT_WINDOW_SECONDS` (60), and `TRUSTED_PROXY_HOPS` (0; 1 behind Railway's, Render's or an
+/// ingress's proxy, which appends the client's address to `X-Forwarded-For`); `WEBHOOK_SECRET` (set:
+/// `callback_url` is accepted).
 public struct APIConfiguration: Sendable {
     public var host: String
     public var port: Int
@@ -13,15 +20,46 @@ public struct APIConfiguration: Sendable {
     public var uploadDirectory: URL
     /// How long a presigned download URL stays valid.
     public var downloadLinkLifetime: Duration
+    /// Without it, requests without a token are served as the anonymous owner.
+    public var authRequired: Bool
+    /// Highlights per calendar month on the free plan.
+    public var freeMonthlyHighlights: Int
+    public var rateLimit: RateLimits
+    /// Proxies in front of the API whose `X-Forwarded-For` entries are trusted.
+    public var trustedProxyHops: Int
+    /// Whether `callback_url` is accepted: the workers sign webhooks with `WEBHOOK_SECRET`, so without
+    /// it none would be sent.
+    public var webhooksEnabled: Bool
+
+    public struct RateLimits: Sendable {
+        /// Uploads (and upload reservations) per window and device; 0 turns the limit off.
+        public var uploadsPerOwner: Int
+        /// Uploads, reservations and device registrations per window and client address; 0 turns it off.
+        public var uploadsPerIP: Int
+        public var window: Duration
+
+        public init(uploadsPerOwner: Int = 10, uploadsPerIP: Int = 30, window: Duration = .seconds(60)) {
+            self.uploadsPerOwner = uploadsPerOwner
+            self.uploadsPerIP = uploadsPerIP
+            self.window = window
+        }
+    }
 
     public init(host: String = "0.0.0.0", port: Int = 8000, maxUploadBytes: Int64 = 2 << 30, publicURL: String? = nil,
-                uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900)) {
+                uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900),
+                authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
+                trustedProxyHops: Int = 0, webhooksEnabled: Bool = false) {
         self.host = host
         self.port = port
         self.maxUploadBytes = maxUploadBytes
         self.publicURL = publicURL
         self.uploadDirectory = uploadDirectory
         self.downloadLinkLifetime = downloadLinkLifetime
+        self.authRequired = authRequired
+        self.freeMonthlyHighlights = freeMonthlyHighlights
+        self.rateLimit = rateLimit
+        self.trustedProxyHops = trustedProxyHops
+        self.webhooksEnabled = webhooksEnabled
     }
 
     public init(environment: [String: String]) throws(SettingError) {
@@ -39,18 +77,43 @@ public struct APIConfiguration: Sendable {
         guard FileManager.default.isWritableFile(atPath: uploadDirectory.path) else {
             throw SettingError("UPLOAD_DIR (\(uploadDirectory.path)) is not a folder the API can write to.")
         }
+        let rateLimit = RateLimits(
+            uploadsPerOwner: try Setting.integer("RATE_LIMIT_UPLOADS_PER_OWNER", in: environment, default: 10, range: 0...100_000),
+            uploadsPerIP: try Setting.integer("RATE_LIMIT_UPLOADS_PER_IP", in: environment, default: 30, range: 0...100_000),
+            window: .seconds(try Setting.integer("RATE_LIMIT_WINDOW_SECONDS", in: environment, default: 60, range: 1...86_400)))
         self.init(host: environment["HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0.0", port: port,
-                  maxUploadBytes: Int64(maxUpload), publicURL: publicURL, uploadDirectory: uploadDirectory)
+                  maxUploadBytes: Int64(maxUpload), publicURL: publicURL, uploadDirectory: uploadDirectory,
+                  authRequired: try Setting.boolean("AUTH_REQUIRED", in: environment, default: true),
+                  freeMonthlyHighlights: try Setting.integer("FREE_MONTHLY_HIGHLIGHTS", in: environment, default: 3, range: 0...1_000_000),
+                  rateLimit: rateLimit,
+                  trustedProxyHops: try Setting.integer("TRUSTED_PROXY_HOPS", in: environment, default: 0, range: 0...10),
+                  webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty)
     }
 }
 
-/// The request context of every route: JSON dates as the app wants them.
-public struct MomentsRequestContext: RequestContext {
+/// The request context of every route: JSON dates as the app wants them, who is asking and from where.
+public struct MomentsRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// Set by `AuthenticationMiddleware` from the bearer token.
+    public var identity: Identity = .anonymous
+    public let remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 
-    public var responseEncoder: JSONEncoder { APIJSON.encoder }
+    public var responseEncoder: JSONEncoder { ClientJSON.encoder }
+}
+
+/// Who sent a request.
+public enum Identity: Sendable, Equatable {
+    /// No token (allowed only with `AUTH_REQUIRED=false`): owns the jobs that have no owner.
+    case anonymous
+    case device(Device)
+
+    /// The owner recorded on, and required of, jobs.
+    public var owner: String? {
+        if case .device(let device) = self { device.owner } else { nil }
+    }
 }

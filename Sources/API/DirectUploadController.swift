@@ -18,13 +18,20 @@ struct DirectUploadController: Sendable {
     let queue: RedisQueue
     let storage: any ObjectStore
     let configuration: APIConfiguration
+    let quota: Quota
+    let limiter: RateLimiter
 
     struct Reservation: Codable {
         var filename: String?
         var targetDuration: Int?
         var quality: String?
+        var callbackURL: String?
+        /// Who reserved it: only they may start it.
+        var owner: String?
 
-        enum CodingKeys: String, CodingKey { case filename, targetDuration = "target_duration", quality }
+        enum CodingKeys: String, CodingKey {
+            case filename, targetDuration = "target_duration", quality, callbackURL = "callback_url", owner
+        }
     }
 
     struct Reserved: ResponseEncodable {
@@ -39,15 +46,17 @@ struct DirectUploadController: Sendable {
     }
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
-        group.post("uploads") { request, context in try await reserve(request) }
+        group.post("uploads") { request, context in try await reserve(request, context: context) }
         group.post("jobs/{id}/start") { request, context in try await start(context) }
     }
 
-    private func reserve(_ request: Request) async throws -> Reserved {
+    private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> Reserved {
         guard let s3 = storage as? S3ObjectStore else {
             throw APIError(.conflict, "direct_upload_unavailable",
                            "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
         }
+        try await quota.checkRoom(context.identity)
+        try await limiter.admitUpload(request, context: context)
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
             throw APIError(.contentTooLarge, "invalid_request", "The request body is too large; send a small JSON object.")
@@ -60,7 +69,9 @@ struct DirectUploadController: Sendable {
         }
         _ = try UploadController.targetDuration(reservation.targetDuration.map(String.init))
         _ = try UploadController.quality(reservation.quality)
+        reservation.callbackURL = try UploadController.callbackURL(reservation.callbackURL, enabled: configuration.webhooksEnabled)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
+        reservation.owner = context.identity.owner
         let id = UUID()
         let lifetime = configuration.downloadLinkLifetime * 4  // an hour by default: long enough for 2 GiB on a slow line
         let url = try s3.presignedURL(key: Self.sourceKey(id), method: "PUT", expires: lifetime)
@@ -73,12 +84,15 @@ struct DirectUploadController: Sendable {
 
     private func start(_ context: MomentsRequestContext) async throws -> UploadController.Accepted {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
-        if let job = try await store.job(id) {
-            // Started already: the same answer again (a retried request must not fail).
-            return .started(job.id, estimatedTime: nil)
+        let existing = try await store.job(id)
+        if let existing {
+            // Started already: the same answer again (a retried request must not fail); someone else's: not found.
+            guard existing.owner == context.identity.owner else { throw APIError.jobNotFound() }
+            return .started(existing.id, estimatedTime: nil)
         }
         let stored = try await queue.client.send(["GET", reservationKey(id)])
-        guard let json = stored.string, let reservation = try? JSONDecoder().decode(Reservation.self, from: Data(json.utf8)) else {
+        guard let json = stored.string, let reservation = try? JSONDecoder().decode(Reservation.self, from: Data(json.utf8)),
+              reservation.owner == context.identity.owner else {
             throw APIError(.notFound, "job_not_found", "There is no upload with this id, or its upload URL has expired.")
         }
         let object = try await uploadedObject(id)
@@ -87,9 +101,11 @@ struct DirectUploadController: Sendable {
             try? await storage.delete(key: Self.sourceKey(id))
             throw UploadController.tooLarge(configuration.maxUploadBytes)
         }
-        try await store.create(NewJob(id: id, originalFilename: reservation.filename, sourceKey: Self.sourceKey(id), sourceSize: object.size,
-                                      targetDuration: Double(reservation.targetDuration ?? 30),
-                                      quality: try UploadController.quality(reservation.quality)))
+        _ = try await quota.create(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
+                                          sourceKey: Self.sourceKey(id), sourceSize: object.size,
+                                          targetDuration: Double(reservation.targetDuration ?? 30),
+                                          quality: try UploadController.quality(reservation.quality),
+                                          callbackURL: reservation.callbackURL), identity: context.identity)
         await UploadController.enqueue(id, queue: queue, context: context)
         _ = try? await queue.client.send(["DEL", reservationKey(id)])
         return .started(id, estimatedTime: nil)

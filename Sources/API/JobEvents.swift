@@ -6,10 +6,12 @@ import ServiceLifecycle
 
 /// Who is watching which job, fed by PostgreSQL's change notifications. Each watcher gets a stream
 /// that says "look again" (changes coalesce: a slow client only ever misses intermediate states).
-actor JobEventsHub {
+public actor JobEventsHub {
     enum Signal: Sendable { case changed, keepAlive }
 
     private var watchers: [UUID: [UUID: AsyncStream<Signal>.Continuation]] = [:]
+
+    public init() {}
 
     func watch(_ job: UUID) -> (token: UUID, signals: AsyncStream<Signal>) {
         let (stream, continuation) = AsyncStream.makeStream(of: Signal.self, bufferingPolicy: .bufferingNewest(1))

@@ -40,7 +40,8 @@ struct JobsController: Sendable {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
         // Looked up apart from the guard: Swift 6.3's optimizer crashes on a typed-throws `try await` inside it.
         let job = try await store.job(id)
-        guard let job else { throw APIError.jobNotFound() }
+        // Someone else's job is answered exactly like a job that does not exist.
+        guard let job, job.owner == context.identity.owner else { throw APIError.jobNotFound() }
         return job
     }
 
@@ -116,7 +117,7 @@ struct JobsController: Sendable {
                     guard let current = try await store.job(job.id) else { return true }
                     let status = JobStatusJSON(current, resultURL: controller.resultURL(current, request))
                     if status != last {
-                        let json = String(decoding: try APIJSON.encoder.encode(status), as: UTF8.self)
+                        let json = String(decoding: try ClientJSON.encoder.encode(status), as: UTF8.self)
                         try await writer.write(ByteBuffer(string: "event: status\ndata: \(json)\n\n"))
                         last = status
                     }

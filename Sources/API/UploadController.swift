@@ -21,6 +21,8 @@ struct UploadController: Sendable {
     let queue: RedisQueue
     let storage: any ObjectStore
     let configuration: APIConfiguration
+    let quota: Quota
+    let limiter: RateLimiter
     static let targetDurations = 5...120
     static let accepted = "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from 1 second to 30 minutes long."
 
@@ -68,6 +70,9 @@ struct UploadController: Sendable {
               let boundary = Self.boundary(type) else {
             throw APIError(.badRequest, "invalid_request", "Send the video as multipart/form-data with a part named 'file'.")
         }
+        // Refused before a byte of the video is read: over quota, too fast, or too large.
+        try await quota.checkRoom(context.identity)
+        try await limiter.admitUpload(request, context: context)
         if let length = request.headers[.contentLength].flatMap(Int64.init), length > configuration.maxUploadBytes {
             throw Self.tooLarge(configuration.maxUploadBytes)
         }
@@ -82,6 +87,7 @@ struct UploadController: Sendable {
         }
         let duration = try Self.targetDuration(form.fields["target_duration"])
         let quality = try Self.quality(form.fields["quality"])
+        let callbackURL = try Self.callbackURL(form.fields["callback_url"], enabled: configuration.webhooksEnabled)
         let info = try await Self.probe(temporary)
 
         let id = UUID()
@@ -90,8 +96,9 @@ struct UploadController: Sendable {
         let sourceKey = "sources/\(id.uuidString.lowercased())\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
         try await storage.put(key: sourceKey, from: temporary, contentType: "video/mp4")
         do {
-            try await store.create(NewJob(id: id, originalFilename: name, sourceKey: sourceKey, sourceSize: form.fileBytes,
-                                          targetDuration: Double(duration), quality: quality))
+            _ = try await quota.create(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
+                                              sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
+                                              callbackURL: callbackURL), identity: context.identity)
         } catch {
             try? await storage.delete(key: sourceKey)  // no job, no orphaned source
             throw error
@@ -220,6 +227,21 @@ struct UploadController: Sendable {
             throw APIError(.unprocessableContent, "invalid_quality", "quality must be high, medium or low.")
         }
         return quality
+    }
+
+    /// An absolute http(s) URL of at most 2,000 characters, or nothing.
+    static func callbackURL(_ text: String?, enabled: Bool) throws -> String? {
+        guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+        guard enabled else {
+            throw APIError(.unprocessableContent, "webhooks_disabled",
+                           "This server sends no webhooks (WEBHOOK_SECRET is not set). Leave out callback_url and poll the status.")
+        }
+        guard text.count <= 2000, let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+              let host = url.host, !host.isEmpty, url.user == nil else {
+            throw APIError(.unprocessableContent, "invalid_callback_url",
+                           "callback_url must be an absolute http:// or https:// URL without credentials, at most 2,000 characters.")
+        }
+        return text
     }
 
     /// Reads the container and streams (no decoding) on a thread of its own.

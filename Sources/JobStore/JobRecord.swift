@@ -11,9 +11,12 @@ public struct NewJob: Sendable {
     public var targetDuration: Double
     public var quality: Quality
     public var maxAttempts: Int
+    /// Gets a signed POST when the job ends.
+    public var callbackURL: String?
 
     public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
-                sourceSize: Int64? = nil, targetDuration: Double = 30, quality: Quality = .high, maxAttempts: Int = 3) {
+                sourceSize: Int64? = nil, targetDuration: Double = 30, quality: Quality = .high, maxAttempts: Int = 3,
+                callbackURL: String? = nil) {
         self.id = id
         self.owner = owner
         self.originalFilename = originalFilename
@@ -22,6 +25,7 @@ public struct NewJob: Sendable {
         self.targetDuration = targetDuration
         self.quality = quality
         self.maxAttempts = maxAttempts
+        self.callbackURL = callbackURL
     }
 }
 
@@ -55,6 +59,7 @@ public struct JobRecord: Sendable, Equatable {
     public var updatedAt: Date
     /// The parts of the source the highlight shows, once completed.
     public var segments: [SelectedSegment]?
+    public var callbackURL: String?
 }
 
 /// A part of the source that the highlight shows, in source seconds.
@@ -169,4 +174,11 @@ public enum JobStoreErrorCode: String, Sendable {
     /// A job with this id exists with different content.
     case conflict
     case invalidConfiguration = "invalid_configuration"
+}
+
+/// The answer to `create(_:monthlyLimit:)`.
+public enum CreateOutcome: Sendable, Equatable {
+    case created(JobRecord)
+    /// The owner has `used` highlights this month, the plan's `limit`: nothing was written.
+    case quotaExceeded(used: Int, limit: Int)
 }

@@ -33,30 +33,49 @@ public struct JobStore: Sendable {
     /// returns the existing row; with a different source it is a `conflict`.
     @discardableResult
     public func create(_ job: NewJob) async throws(JobStoreError) -> JobRecord {
-        let inserted = try await database("create the job") { client, logger -> JobRecord? in
-            let rows = try await client.query("""
-                WITH t AS (
-                    INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
-                                      max_attempts, stage, message)
-                    VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
-                            \(job.targetDuration), \(job.quality.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker')
-                    ON CONFLICT (id) DO NOTHING
-                    RETURNING \(unescaped: Self.columns)),
-                e AS (INSERT INTO job_events (job_id, to_status, attempt, detail) SELECT id, 'pending', 0, 'created' FROM t)
-                SELECT \(unescaped: Self.columns) FROM t
-                """, logger: logger)
-            for try await row in rows { return try Self.record(row) }
-            return nil
+        switch try await create(job, monthlyLimit: nil) {
+        case .created(let record): return record
+        case .quotaExceeded: throw JobStoreError(.unavailable, "The job could not be created.")  // no limit was given
+        }
+    }
+
+    /// Inserts a `pending` job unless its owner has `monthlyLimit` highlights this calendar month
+    /// (UTC) already. The count and the insert happen under a lock per owner, so concurrent uploads
+    /// cannot both take the last one. Failed and cancelled jobs do not count.
+    public func create(_ job: NewJob, monthlyLimit: Int?) async throws(JobStoreError) -> CreateOutcome {
+        let inserted = try await database("create the job") { client, logger -> CreateOutcome? in
+            try await client.withTransaction(logger: logger) { connection in
+                if let owner = job.owner, let limit = monthlyLimit {
+                    let lock = Int64(bitPattern: Self.fnv1a("moments-quota:\(owner)"))
+                    try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
+                    let used = try await Self.monthlyUsage(owner: owner, on: connection, logger: logger).used
+                    if used >= limit { return .quotaExceeded(used: used, limit: limit) }
+                }
+                let rows = try await connection.query("""
+                    WITH t AS (
+                        INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
+                                          max_attempts, stage, message, callback_url)
+                        VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
+                                \(job.targetDuration), \(job.quality.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
+                                \(job.callbackURL))
+                        ON CONFLICT (id) DO NOTHING
+                        RETURNING \(unescaped: Self.columns)),
+                    e AS (INSERT INTO job_events (job_id, to_status, attempt, detail) SELECT id, 'pending', 0, 'created' FROM t)
+                    SELECT \(unescaped: Self.columns) FROM t
+                    """, logger: logger)
+                for try await row in rows { return .created(try Self.record(row)) }
+                return nil
+            }
         }
         if let inserted { return inserted }
         // The id exists already: the same job again is fine, a different one is a conflict.
         guard let existing = try await self.job(job.id) else {
             throw JobStoreError(.unavailable, "The job could not be created or found.")
         }
-        if existing.sourceKey != job.sourceKey {
+        if existing.sourceKey != job.sourceKey || existing.owner != job.owner {
             throw JobStoreError(.conflict, "A different job with id \(job.id) already exists.")
         }
-        return existing
+        return .created(existing)
     }
 
     public func job(_ id: UUID) async throws(JobStoreError) -> JobRecord? {
@@ -403,9 +422,21 @@ public struct JobStore: Sendable {
         }
     }
 
-    /// Whether PostgreSQL answers (for readiness checks).
-    public func isReachable() async -> Bool {
-        (try? await database("answer") { client, logger in try await client.query("SELECT 1", logger: logger).hasRows() }) == true
+    /// Whether PostgreSQL answers within `timeout` (for readiness checks: while the server is down
+    /// the pool keeps a query waiting for a connection, so the check must not wait with it).
+    public func isReachable(timeout: Duration = .seconds(3)) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                (try? await database("answer") { client, logger in try await client.query("SELECT 1", logger: logger).hasRows() }) == true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
     }
 
     // MARK: Plumbing
@@ -413,7 +444,8 @@ public struct JobStore: Sendable {
     static let columns = """
         id, owner, status, progress, stage, message, error_code, error_message, original_filename, source_key, source_size,
         result_key, result_size, target_duration, quality, source_duration, segments_selected, attempt, max_attempts,
-        run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments
+        run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
+        callback_url
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
@@ -438,15 +470,30 @@ public struct JobStore: Sendable {
             leaseOwner: try r["lease_owner"].decode(String?.self), leaseExpiresAt: try r["lease_expires_at"].decode(Date?.self),
             createdAt: try r["created_at"].decode(Date.self), startedAt: try r["started_at"].decode(Date?.self),
             completedAt: try r["completed_at"].decode(Date?.self), updatedAt: try r["updated_at"].decode(Date.self),
-            segments: try r["segments"].decode(String?.self).flatMap { try? JSONDecoder().decode([SelectedSegment].self, from: Data($0.utf8)) })
+            segments: try r["segments"].decode(String?.self).flatMap { try? JSONDecoder().decode([SelectedSegment].self, from: Data($0.utf8)) },
+            callbackURL: try r["callback_url"].decode(String?.self))
     }
 
     /// Runs database work, turning any failure into a `JobStoreError` whose message says what could
     /// not be done; the full error (SQL state, server message) goes to the log only.
-    func database<T: Sendable>(_ what: String, _ body: (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
+    ///
+    /// A call gets `timeout` (10 s) to finish: while PostgreSQL is down the pool keeps requests
+    /// waiting for a connection, and a request to the API must end in a 503, not hang with them.
+    func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10),
+                               _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
+        let client = self.client, logger = self.logger
         do {
-            return try await body(client, logger)
+            return try await withThrowingTaskGroup(of: T.self) { group in
+                group.addTask { try await body(client, logger) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    throw JobStoreError(.unavailable, "The job database did not answer in time to \(what).")
+                }
+                defer { group.cancelAll() }
+                return try await group.next()!
+            }
         } catch let error as JobStoreError {
+            if error.message.contains("in time") { logger.error("database call timed out", metadata: ["operation": "\(what)"]) }
             throw error
         } catch is CancellationError {
             throw JobStoreError(.unavailable, "The job database call to \(what) was cancelled.")

@@ -120,6 +120,73 @@ public enum Migrations {
             """,
             "CREATE TRIGGER jobs_notify_change AFTER INSERT OR UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION moments_notify_job_change()",
         ]),
+        Migration(version: 5, name: "devices, plans and webhooks", statements: [
+            """
+            CREATE TABLE devices (
+                id           uuid PRIMARY KEY,
+                token_sha256 text NOT NULL UNIQUE CHECK (token_sha256 ~ '^[0-9a-f]{64}$'),
+                name         text,
+                plan         text NOT NULL DEFAULT 'free' CHECK (plan IN ('free', 'pro')),
+                created_at   timestamptz NOT NULL DEFAULT now(),
+                revoked_at   timestamptz
+            )
+            """,
+            "COMMENT ON TABLE devices IS 'One row per app install holding a token; only the SHA-256 of the token is kept.'",
+            "COMMENT ON COLUMN devices.plan IS 'free: a monthly highlight quota; pro: unlimited. Set with UPDATE devices SET plan = ''pro'' WHERE id = ...'",
+            "COMMENT ON COLUMN devices.revoked_at IS 'Set to refuse the token from now on.'",
+            "ALTER TABLE jobs ADD COLUMN callback_url text",
+            "COMMENT ON COLUMN jobs.callback_url IS 'Gets a signed POST when the job reaches a terminal status.'",
+            """
+            CREATE TABLE webhook_deliveries (
+                id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                job_id          uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+                url             text NOT NULL,
+                event           text NOT NULL,
+                created_at      timestamptz NOT NULL DEFAULT now(),
+                next_attempt_at timestamptz NOT NULL DEFAULT now(),
+                attempts        integer NOT NULL DEFAULT 0,
+                last_attempt_at timestamptz,
+                last_status     integer,
+                last_error      text,
+                delivered_at    timestamptz,
+                gave_up_at      timestamptz
+            )
+            """,
+            "COMMENT ON TABLE webhook_deliveries IS 'One row per webhook to send, written by a trigger in the statement that ends the job.'",
+            "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL",
+            "CREATE INDEX webhook_deliveries_job ON webhook_deliveries (job_id)",
+            """
+            CREATE FUNCTION moments_queue_webhook() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO webhook_deliveries (job_id, url, event) VALUES (NEW.id, NEW.callback_url, 'job.' || NEW.status);
+                RETURN NEW;
+            END
+            $$
+            """,
+            """
+            CREATE TRIGGER jobs_queue_webhook AFTER UPDATE OF status ON jobs FOR EACH ROW
+            WHEN (NEW.callback_url IS NOT NULL AND NEW.status IN ('completed', 'failed', 'cancelled')
+                  AND OLD.status IS DISTINCT FROM NEW.status)
+            EXECUTE FUNCTION moments_queue_webhook()
+            """,
+            """
+            CREATE VIEW admin_webhooks AS
+            SELECT id, job_id, event, url, attempts, last_status, last_error, created_at, last_attempt_at,
+                   CASE WHEN delivered_at IS NOT NULL THEN 'delivered' WHEN gave_up_at IS NOT NULL THEN 'given up'
+                        ELSE 'waiting' END AS state,
+                   coalesce(delivered_at, gave_up_at, next_attempt_at) AS at
+            FROM webhook_deliveries
+            """,
+            """
+            CREATE VIEW admin_usage AS
+            SELECT d.id AS device, d.name, d.plan, d.created_at, d.revoked_at,
+                   count(j.id) FILTER (WHERE j.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                                         AND j.status NOT IN ('failed', 'cancelled')) AS highlights_this_month,
+                   count(j.id) AS jobs_ever
+            FROM devices d LEFT JOIN jobs j ON j.owner = d.id::text
+            GROUP BY d.id
+            """,
+        ]),
     ]
 }
 
@@ -146,7 +213,7 @@ extension JobStore {
     /// lock: concurrent callers wait, then find nothing left to do. Returns the versions applied now.
     @discardableResult
     public func migrate() async throws(JobStoreError) -> [Int] {
-        try await database("migrate") { client, logger in
+        try await database("migrate", timeout: .seconds(120)) { client, logger in
             try await client.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Migrations.advisoryLockKey))", logger: logger)
                 try await connection.query("""

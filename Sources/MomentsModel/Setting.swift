@@ -17,4 +17,14 @@ public enum Setting {
         }
         return number
     }
+
+    /// `true`/`false` (also 1/0, yes/no, on/off); `value` when the variable is unset or empty.
+    public static func boolean(_ name: String, in environment: [String: String], default value: Bool) throws(SettingError) -> Bool {
+        guard let text = environment[name]?.lowercased().filter({ $0 != " " }), !text.isEmpty else { return value }
+        switch text {
+        case "true", "1", "yes", "on": return true
+        case "false", "0", "no", "off": return false
+        default: throw SettingError("\(name) must be true or false, not '\(text)'.")
+        }
+    }
 }

@@ -16,9 +16,12 @@ public final class QueueWorker: Sendable {
     let queue: RedisQueue
     let handler: any JobHandler
     let logger: Logger
+    let metrics: WorkerMetrics?
 
-    public init(configuration: WorkerConfiguration, store: JobStore, queue: RedisQueue, handler: any JobHandler, logger: Logger) {
+    public init(configuration: WorkerConfiguration, store: JobStore, queue: RedisQueue, handler: any JobHandler,
+                metrics: WorkerMetrics? = nil, logger: Logger) {
         self.configuration = configuration
+        self.metrics = metrics
         self.store = store
         self.queue = queue
         self.handler = handler
@@ -137,6 +140,7 @@ public final class QueueWorker: Sendable {
         let context = JobContext(lease: lease, store: store, logger: logger, progressInterval: configuration.progressInterval)
         let interruption = LockedState<Interruption?>(nil)
         let handler = self.handler
+        let started = ContinuousClock.now
         // Unstructured, so that shutdown (cancelling this task) does not cancel the job at once.
         let work = Task { try await handler.process(job, context: context) }
         let keeper = Task { await self.keepLease(lease, delivery: delivery, consumer: consumer, work: work, interruption: interruption, logger: logger) }
@@ -156,7 +160,9 @@ public final class QueueWorker: Sendable {
         // Recording the outcome must happen even when this task is being cancelled (shutdown):
         // database and Redis calls made from a cancelled task give up at once.
         let recorded = stoppedBy
-        await Task { await self.finish(outcome, interruption: recorded, lease: lease, delivery: delivery, logger: logger) }.value
+        let ended = await Task { await self.finish(outcome, interruption: recorded, lease: lease, delivery: delivery, logger: logger) }.value
+        let seconds = (ContinuousClock.now - started).inSeconds
+        metrics?.record(ended, seconds: seconds, sourceDuration: try? outcome.get().sourceDuration)
     }
 
     /// Renews the lease every `heartbeat` and checks for cancellation every `cancelCheck`; stops the
@@ -205,29 +211,33 @@ public final class QueueWorker: Sendable {
         }
     }
 
+    /// Records the attempt's outcome and answers how it ended, for the metrics.
     private func finish(_ outcome: Result<JobResult, any Error>, interruption: Interruption?, lease: JobLease,
-                        delivery: Delivery, logger: Logger) async {
+                        delivery: Delivery, logger: Logger) async -> WorkerMetrics.Outcome {
         switch (interruption, outcome) {
         case (.cancelled, _):
             logger.info("job ended cancelled")
             await redis(logger) { () throws(RedisError) in try await self.queue.acknowledge(delivery) }
+            return .cancelled
         case (.lost, _):
-            break  // Not ours any more: the delivery belongs to whoever took over.
+            return .interrupted  // Not ours any more: the delivery belongs to whoever took over.
         case (.shutdown, _):
             let released = (try? await persist(logger) { () throws(JobStoreError) in try await self.store.release(lease) }) ?? false
             logger.notice("shutdown: job given back", metadata: ["released": "\(released)"])
             if released { await redis(logger) { () throws(RedisError) in try await self.queue.retry(delivery, after: .zero) } }
+            return .interrupted
         case (nil, .success(let result)):
             do {
                 let done = try await persist(logger) { () throws(JobStoreError) in try await self.store.complete(lease, result: result) }
                 if done {
                     logger.info("job completed", metadata: ["result_key": "\(result.resultKey)"])
                     await redis(logger) { () throws(RedisError) in try await self.queue.acknowledge(delivery) }
-                } else {
-                    await refused(lease, delivery: delivery, logger: logger)
+                    return .completed
                 }
+                return await refused(lease, delivery: delivery, logger: logger)
             } catch {
                 logger.error("completion not recorded; the job will run again after its lease", metadata: ["error": "\(error)"])
+                return .interrupted
             }
         case (nil, .failure(let error)):
             let failure = Self.failure(error)
@@ -240,28 +250,31 @@ public final class QueueWorker: Sendable {
                 case .willRetry(let at):
                     logger.warning("attempt failed; retrying", metadata: ["error_code": "\(failure.code)", "retry_at": "\(at)"])
                     await redis(logger) { () throws(RedisError) in try await self.queue.retry(delivery, after: delay) }
+                    return .retrying
                 case .failed(let code):
                     logger.warning("job failed", metadata: ["error_code": "\(code)", "error": "\(failure.message)"])
                     await redis(logger) { () throws(RedisError) in
                         try await self.queue.acknowledge(delivery)
                         if code == ErrorCode.exhaustedRetries.rawValue { try await self.queue.markDead(delivery.jobID) }
                     }
+                    return .failed
                 case .refused:
-                    await refused(lease, delivery: delivery, logger: logger)
+                    return await refused(lease, delivery: delivery, logger: logger)
                 }
             } catch {
                 logger.error("failure not recorded; the job will run again after its lease", metadata: ["error": "\(error)"])
+                return .interrupted
             }
         }
     }
 
     /// A fenced transition was refused: the job was cancelled (acknowledge) or taken over (leave it).
-    private func refused(_ lease: JobLease, delivery: Delivery, logger: Logger) async {
+    private func refused(_ lease: JobLease, delivery: Delivery, logger: Logger) async -> WorkerMetrics.Outcome {
         let state = try? await store.leaseState(lease)
         logger.notice("outcome refused by the fence", metadata: ["state": "\(state.map { "\($0)" } ?? "unknown")"])
-        if state == .cancelled {
-            await redis(logger) { () throws(RedisError) in try await self.queue.acknowledge(delivery) }
-        }
+        guard state == .cancelled else { return .interrupted }
+        await redis(logger) { () throws(RedisError) in try await self.queue.acknowledge(delivery) }
+        return .cancelled
     }
 
     static func failure(_ error: any Error) -> JobFailure {
@@ -275,14 +288,15 @@ public final class QueueWorker: Sendable {
 
     // MARK: Retrying the stores
 
-    /// PostgreSQL calls whose loss would cost work: retried with backoff for up to 30 s.
+    /// PostgreSQL calls whose loss would cost work: retried with backoff for up to 30 s, unless the
+    /// calling task was cancelled (then every call fails at once and retrying would only spin).
     private func persist<T: Sendable>(_ logger: Logger, _ body: () async throws(JobStoreError) -> T) async throws(JobStoreError) -> T {
         var delay = Duration.milliseconds(100)
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             do {
                 return try await body()
-            } catch where error.code == .unavailable && ContinuousClock.now + delay < deadline {
+            } catch where error.code == .unavailable && !Task.isCancelled && ContinuousClock.now + delay < deadline {
                 logger.warning("database unavailable; retrying", metadata: ["error": "\(error)"])
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(3))

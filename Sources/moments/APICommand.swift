@@ -45,24 +45,18 @@ struct DevCommand: AsyncParsableCommand {
             let services = try Services.fromEnvironment(label: "moments.dev", environment: environment)
             let storage = try StorageConfiguration.store(environment: environment)
             let (configuration, workDirectory) = try WorkerCommand.settings(environment)
+            let metrics = WorkerMetrics()
             let worker = QueueWorker(configuration: configuration, store: services.store, queue: services.queue,
-                                     handler: HighlightJobHandler(storage: storage, workDirectory: workDirectory), logger: services.logger)
+                                     handler: HighlightJobHandler(storage: storage, workDirectory: workDirectory), metrics: metrics,
+                                     logger: services.logger)
+            let webhooks = WebhookDispatcher(store: services.store, configuration: try WebhookConfiguration(environment: environment),
+                                             logger: services.logger)
             let app = buildApplication(configuration: try APIConfiguration(environment: environment), store: services.store,
-                                       queue: services.queue, storage: storage, services: [WorkerService(worker: worker)],
-                                       logger: services.logger)
+                                       queue: services.queue, storage: storage,
+                                       services: [WorkerService(worker: worker, webhooks: webhooks, store: services.store, queue: services.queue)],
+                                       metrics: metrics.registry, logger: services.logger)
             services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])
             try await app.runService()
         }
-    }
-}
-
-/// A worker as a service of the application's group: graceful shutdown becomes the worker's own
-/// (stop taking jobs, finish within the grace period, give the rest back).
-struct WorkerService: Service {
-    let worker: QueueWorker
-
-    func run() async throws {
-        try await Task.sleep(for: .milliseconds(500))  // let the API apply the migrations first
-        await cancelWhenGracefulShutdown { await worker.run() }
     }
 }

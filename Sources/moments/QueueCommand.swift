@@ -76,7 +76,10 @@ struct QueueCommand: AsyncParsableCommand {
                     pollBlock: .seconds(1), reconcileInterval: .milliseconds(reconcileMs),
                     reconcileQuiet: .milliseconds(reconcileQuietMs))
                 let handler = SleepingJobHandler(duration: .milliseconds(jobMs), failRate: failRate)
-                try await services.runWorker(configuration, handler: handler)
+                // Drills run several workers on one machine: no metrics port unless one is asked for.
+                var environment = ProcessInfo.processInfo.environment
+                if environment["METRICS_PORT"] == nil { environment["METRICS_PORT"] = "0" }
+                try await services.runWorker(configuration, handler: handler, environment: environment)
             }
         }
     }
@@ -129,19 +132,4 @@ struct SleepingJobHandler: JobHandler {
         }
         return JobResult(resultKey: "drill/\(job.id.uuidString.lowercased())-result.mp4", resultSize: 0)
     }
-}
-
-/// Runs `body` until it returns or SIGINT/SIGTERM arrives, which cancels it (a worker then stops
-/// taking jobs and lets running ones finish within its grace period).
-func runUntilSignalled(_ body: @escaping @Sendable () async -> Void) async {
-    let task = Task { await body() }
-    let sources = [SIGINT, SIGTERM].map { signalNumber -> any DispatchSourceSignal in
-        signal(signalNumber, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-        source.setEventHandler { task.cancel() }
-        source.resume()
-        return source
-    }
-    await task.value
-    sources.forEach { $0.cancel() }
 }

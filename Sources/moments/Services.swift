@@ -1,4 +1,7 @@
 import Foundation
+import Hummingbird
+import MomentsModel
+import ServiceLifecycle
 import JobQueue
 import JobStore
 import Logging
@@ -35,20 +38,57 @@ struct Services {
         }
     }
 
-    /// Applies migrations, prepares the queue and runs a worker with `handler` until SIGINT or SIGTERM.
-    func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler) async throws {
-        try await run { services in
-            try await services.store.migrate()
-            try await services.queue.prepare()
-            let worker = QueueWorker(configuration: configuration, store: services.store, queue: services.queue,
-                                     handler: handler, logger: services.logger)
-            await runUntilSignalled { await worker.run() }
+    /// Runs a worker with `handler` until SIGINT or SIGTERM, with the webhook sender beside it and,
+    /// unless `METRICS_PORT` is 0, `/metrics` and `/health` on that port (9090 by default).
+    func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler,
+                   environment: [String: String] = ProcessInfo.processInfo.environment) async throws {
+        let metrics = WorkerMetrics()
+        let worker = QueueWorker(configuration: configuration, store: store, queue: queue, handler: handler, metrics: metrics, logger: logger)
+        let webhooks = WebhookDispatcher(store: store, configuration: try WebhookConfiguration(environment: environment), logger: logger)
+        let service = WorkerService(worker: worker, webhooks: webhooks, store: store, queue: queue)
+        let port = try Setting.integer("METRICS_PORT", in: environment, default: 9090, range: 0...65535)
+        guard port > 0 else {
+            let group = ServiceGroup(configuration: .init(services: [store.client, service], gracefulShutdownSignals: [.sigterm, .sigint],
+                                                          logger: logger))
+            try await group.run()
+            return
         }
+        let router = Router()
+        router.get("metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+        }
+        router.get("health") { _, _ in "ok" }
+        let app = Application(router: router, configuration: .init(address: .hostname("0.0.0.0", port: port), serverName: "moments-worker"),
+                              services: [store.client, service], logger: logger)
+        try await app.runService()
     }
 
     static func makeLogger(label: String, environment: [String: String]) -> Logger {
         var logger = Logger(label: label)
         logger.logLevel = environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
         return logger
+    }
+}
+
+/// A worker and the webhook sender as a service: migrations first (idempotent, under a lock), then
+/// both until graceful shutdown, which becomes the worker's own (stop taking jobs, finish within
+/// the grace period, give the rest back).
+struct WorkerService: Service {
+    let worker: QueueWorker
+    let webhooks: WebhookDispatcher
+    let store: JobStore
+    let queue: RedisQueue
+
+    func run() async throws {
+        try await store.migrate()
+        try await queue.prepare()
+        await cancelWhenGracefulShutdown {
+            // Both until shutdown cancels them (the sender returns at once when webhooks are off).
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await worker.run() }
+                group.addTask { await webhooks.run() }
+            }
+        }
     }
 }

@@ -11,7 +11,7 @@ struct WorkerCommand: AsyncParsableCommand {
         discussion: """
             Reads DATABASE_URL, REDIS_URL, STORAGE_URL (and S3_* for S3), WORKER_CONCURRENCY (default 1), \
             WORKER_LEASE_SECONDS (60), WORKER_HEARTBEAT_SECONDS (10), WORKER_SHUTDOWN_GRACE_SECONDS (25) and \
-            WORK_DIR (the system's temporary folder). Applies migrations at start-up. On SIGTERM it stops taking \
+            WORK_DIR (the system's temporary folder), METRICS_PORT (9090; 0 for none), WEBHOOK_SECRET and WEBHOOK_*. Applies migrations at start-up. On SIGTERM it stops taking \
             jobs, lets running ones finish within the grace period and gives the others back.
             """)
 

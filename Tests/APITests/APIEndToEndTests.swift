@@ -8,28 +8,42 @@ import Testing
 /// always declare `video/mp4`.
 @Suite("API end to end (real processes and servers)", .serialized)
 struct APIEndToEndTests {
-    /// Starts the API and two workers on a fresh database and Redis database 9; stops them after.
-    static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil,
+    /// Starts the API and `workers` workers on a fresh database (or `databaseURL`) and Redis database 9;
+    /// stops them after. `settings` are added to the environment (anonymous use unless they say
+    /// `AUTH_REQUIRED`).
+    static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
+                           settings: [String: String] = [:], databaseURL: String? = nil,
                            _ body: @Sendable (String) async throws -> Void) async throws {
-        try await TestServices.withDatabase { _, databaseURL in
+        @Sendable func start(_ databaseURL: String) async throws {
             let port = Int.random(in: 20_000..<30_000)
             var environment = [
                 "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
                 "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
                 "MAX_UPLOAD_BYTES": "\(maxUploadBytes)", "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1",
+                "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
             ]
             if let storageURL { environment["STORAGE_URL"] = storageURL }
-            let processes = try [
-                MomentsProcess(["api"], environment: environment),
-                MomentsProcess(["worker"], environment: environment),
-                MomentsProcess(["worker"], environment: environment),
-            ]
+            environment.merge(settings) { $1 }
+            let processes = try [MomentsProcess(["api"], environment: environment)]
+                + (0..<workers).map { _ in try MomentsProcess(["worker"], environment: environment) }
             defer { processes.forEach { $0.stop() } }
             let base = "http://127.0.0.1:\(port)"
             let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
             try #require(ready, "the API became ready")
             try await body(base)
         }
+        if let databaseURL {
+            try await start(databaseURL)
+        } else {
+            try await TestServices.withDatabase { _, databaseURL in try await start(databaseURL) }
+        }
+    }
+
+    /// Registers a device and returns the header arguments that send its token.
+    static func device(_ base: String, name: String = "Test iPhone") throws -> [String] {
+        let reply = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"name": "\#(name)"}"#, "\(base)/api/v1/devices"])
+        let token = try #require(try json(reply.body)["token"] as? String, "\(reply.status) \(reply.body)")
+        return ["-H", "Authorization: Bearer \(token)"]
     }
 
     static func json(_ text: String) throws -> [String: Any] {
@@ -44,8 +58,9 @@ struct APIEndToEndTests {
 
     @Test("Upload → poll status → download: the contract's fields and formats, a playable highlight of the asked length")
     func happyPath() async throws {
-        try await Self.withSystem { base in
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);filename=IMG_0042.MOV;type=video/mp4",
+        try await Self.withSystem(settings: ["AUTH_REQUIRED": "true"]) { base in
+            let auth = try Self.device(base)
+            let upload = try curl(auth + ["-F", "file=@\(TestFootage.twentySeconds);filename=IMG_0042.MOV;type=video/mp4",
                                    "-F", "target_duration=8", "-F", "quality=low", "\(base)/api/v1/upload"])
             #expect(upload.status == 200, "\(upload.body)")
             let accepted = try Self.json(upload.body)
@@ -56,7 +71,7 @@ struct APIEndToEndTests {
             var progress: [Int] = []
             var status: [String: Any] = [:]
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
-                status = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
+                status = try Self.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
                 if let value = status["progress"] as? Int { progress.append(value) }
                 return ["completed", "failed", "cancelled"].contains(status["status"] as? String ?? "")
             }
@@ -74,21 +89,21 @@ struct APIEndToEndTests {
             let resultURL = try #require(status["result_url"] as? String)
             #expect(resultURL == "\(base)/api/v1/jobs/\(id)/download")
 
-            let redirect = try curl(["-o", "/dev/null", resultURL])
+            let redirect = try curl(auth + ["-o", "/dev/null", resultURL])
             #expect(redirect.status == 302, "a redirect to a signed storage URL")
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-api-\(id).mp4")
             defer { try? FileManager.default.removeItem(at: file) }
-            #expect(try curl(["-L", "-o", file.path, resultURL]).status == 200)
+            #expect(try curl(auth + ["-L", "-o", file.path, resultURL]).status == 200)
             #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
 
-            let details = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
+            let details = try Self.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["quality"] as? String == "low" && details["target_duration"] as? Double == 8 && details["attempt"] as? Int == 1)
             let segments = try #require(details["segments"] as? [[String: Double]], "\(details)")
             #expect(segments.count == status["segments_selected"] as? Int)
             let shown = segments.reduce(0.0) { $0 + ($1["end"] ?? 0) - ($1["start"] ?? 0) }
             #expect(abs(shown - 8) <= 0.5, "the segments add up to the highlight: \(segments)")
             #expect(segments.allSatisfy { ($0["start"] ?? -1) >= 0 && ($0["end"] ?? 99) <= 20.1 })
-            let cancel = try Self.error(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
+            let cancel = try Self.error(try curl(auth + ["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
             #expect(cancel.status == 409 && cancel.code == "already_finished")
 
             let metrics = try curl(["\(base)/metrics"])
@@ -195,7 +210,7 @@ struct APIEndToEndTests {
             let environment = [
                 "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
                 "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
-                "LOG_LEVEL": "warning", "WORKER_SHUTDOWN_GRACE_SECONDS": "0",
+                "LOG_LEVEL": "warning", "WORKER_SHUTDOWN_GRACE_SECONDS": "0", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
             ]
             let api = try MomentsProcess(["api"], environment: environment)
             defer { api.stop() }
@@ -225,6 +240,79 @@ struct APIEndToEndTests {
         }
     }
 
+    @Test("SIGKILL: a worker killed mid-job; the other takes the job over when the lease lapses and completes it once")
+    func sigkillMidJob() async throws {
+        try await TestServices.withDatabase { store, databaseURL in
+            let port = Int.random(in: 20_000..<30_000), metricsPort = Int.random(in: 35_000..<40_000)
+            var environment = [
+                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+                "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
+                "LOG_LEVEL": "warning", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
+                "WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1",
+            ]
+            let api = try MomentsProcess(["api"], environment: environment)
+            defer { api.stop() }
+            let base = "http://127.0.0.1:\(port)"
+            let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
+            try #require(ready)
+            let doomed = try MomentsProcess(["worker"], environment: environment)
+            defer { doomed.stop() }
+            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
+                                   "-F", "quality=high", "\(base)/api/v1/upload"])
+            let id = try #require(UUID(uuidString: try Self.json(upload.body)["job_id"] as? String ?? ""))
+            let working = try await TestServices.eventually(timeout: .seconds(60)) {
+                try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
+            }
+            try #require(working, "the first worker is mid-job")
+            doomed.stop()  // SIGKILL: no goodbye, the lease just stops being renewed
+            environment["METRICS_PORT"] = "\(metricsPort)"
+            let survivor = try MomentsProcess(["worker"], environment: environment)
+            defer { survivor.stop() }
+            let done = try await TestServices.eventually(timeout: .seconds(120)) { try await store.job(id)?.status == .completed }
+            #expect(done)
+            let events = try await store.events(id)
+            #expect(events.map(\.to) == [.pending, .processing, .processing, .completed], "\(events)")
+            #expect(events[2].detail?.contains("lapsed") == true && events[2].attempt == 2)
+            let kill = events[1].at, takeover = events[2].at
+            #expect(takeover.timeIntervalSince(kill) >= 5, "not before the lease lapsed")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-sigkill-\(id).mp4")
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(try curl(["-L", "-o", file.path, "\(base)/api/v1/jobs/\(id)/download"]).status == 200)
+            #expect(abs(try TestFootage.duration(file.path) - 15) <= 0.5)
+            // The survivor measured the attempt it finished.
+            let metrics = try curl(["http://127.0.0.1:\(metricsPort)/metrics"])
+            #expect(metrics.body.contains(#"moments_job_attempts_total{outcome="completed"} 1"#), "\(metrics.body)")
+            #expect(metrics.body.contains(#"moments_job_processing_seconds_count{outcome="completed"} 1"#))
+            #expect(metrics.body.contains("moments_job_real_time_factor_count 1"))
+        }
+    }
+
+    @Test("/ready answers 503 while PostgreSQL is down, requests get service_unavailable, and both recover when it returns")
+    func readinessFollowsPostgreSQL() async throws {
+        let postgres = try PrivatePostgres()
+        defer { postgres.destroy() }
+        try await Self.withSystem(workers: 0, databaseURL: postgres.url) { base in
+            let formats = try curl(["\(base)/api/v1/upload/formats"])
+            #expect(formats.status == 200)
+            try postgres.stop()
+            var readiness: (status: Int, body: String) = (0, "")
+            let down = try await TestServices.eventually(timeout: .seconds(20)) {
+                readiness = try curl(["--max-time", "10", "\(base)/ready"])
+                return readiness.status == 503
+            }
+            #expect(down, "\(readiness)")
+            let checks = try Self.json(readiness.body)["checks"] as? [String: String]
+            #expect(checks?["postgresql"] == "unreachable" && checks?["redis"] == "ok", "\(readiness.body)")
+            let status = try Self.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
+            #expect(status.status == 503 && status.code == "service_unavailable", "\(status)")
+            #expect(!status.message.lowercased().contains("postgres") && !status.message.contains("SELECT"), "no internals: \(status)")
+            try postgres.start()
+            let back = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
+            #expect(back, "ready again once PostgreSQL is back")
+            #expect(try Self.error(try curl(["\(base)/api/v1/jobs/\(UUID().uuidString)/status"])).code == "job_not_found")
+        }
+    }
+
     @Test("Every operation in /openapi.yaml answers on the running server (none is an unknown route)")
     func openAPIAgreesWithTheServer() async throws {
         try await Self.withSystem { base in
@@ -241,7 +329,7 @@ struct APIEndToEndTests {
                     if let path { operations.append((method.uppercased(), path)) }
                 }
             }
-            #expect(operations.count == 13, "\(operations)")
+            #expect(operations.count == 15, "\(operations)")
             for (method, path) in operations {
                 let url = base + path.replacingOccurrences(of: "{id}", with: UUID().uuidString)
                 let reply = try curl(["-X", method, "--max-time", "10", "-o", "/dev/null", url])
@@ -275,6 +363,7 @@ struct APIEndToEndTests {
                 (["-F", video, "-F", "target_duration=3", upload], 422, "invalid_target_duration"),
                 (["-F", video, "-F", "target_duration=thirty", upload], 422, "invalid_target_duration"),
                 (["-F", video, "-F", "quality=ultra", upload], 422, "invalid_quality"),
+                (["-F", video, "-F", "callback_url=https://example.com/hook", upload], 422, "webhooks_disabled"),
                 (["-F", "file=@\(text.path);type=video/mp4", upload], 415, "not_a_video"),
                 (["-F", "file=@\(big.path);type=video/mp4", upload], 413, "file_too_large"),
                 (["\(base)/api/v1/jobs/\(UUID().uuidString)/status"], 404, "job_not_found"),

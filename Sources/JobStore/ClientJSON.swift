@@ -1,26 +1,26 @@
 import Foundation
-import JobStore
 import MomentsModel
 
-/// `GET /api/v1/jobs/{id}/status`, exactly as the app decodes it (CLIENT-CONTRACT.md).
-struct JobStatusJSON: Codable, Equatable {
-    var jobID: UUID
-    var status: JobStatus
-    var progress: Int
-    var message: String?
-    var resultURL: String?
-    var createdAt: Date
-    var completedAt: Date?
-    var originalFilename: String?
-    var duration: Double?
-    var segmentsSelected: Int?
+/// `GET /api/v1/jobs/{id}/status`, exactly as the app decodes it (CLIENT-CONTRACT.md); also the job
+/// in webhook bodies.
+public struct JobStatusJSON: Codable, Equatable, Sendable {
+    public var jobID: UUID
+    public var status: JobStatus
+    public var progress: Int
+    public var message: String?
+    public var resultURL: String?
+    public var createdAt: Date
+    public var completedAt: Date?
+    public var originalFilename: String?
+    public var duration: Double?
+    public var segmentsSelected: Int?
 
     enum CodingKeys: String, CodingKey {
         case jobID = "job_id", status, progress, message, resultURL = "result_url", createdAt = "created_at"
         case completedAt = "completed_at", originalFilename = "original_filename", duration, segmentsSelected = "segments_selected"
     }
 
-    init(_ job: JobRecord, resultURL: String?) {
+    public init(_ job: JobRecord, resultURL: String?) {
         jobID = job.id
         status = job.status
         progress = job.progress
@@ -34,7 +34,7 @@ struct JobStatusJSON: Codable, Equatable {
     }
 
     /// Keys always present, `null` when empty: the app's decoder wants every field it knows.
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(jobID.uuidString.lowercased(), forKey: .jobID)
         try c.encode(status, forKey: .status)
@@ -50,9 +50,14 @@ struct JobStatusJSON: Codable, Equatable {
 }
 
 /// `GET /api/v1/jobs/{id}`: the status fields and the rest of the row that is useful to a client.
-struct JobDetailsJSON: Encodable {
-    var status: JobStatusJSON
-    var job: JobRecord
+public struct JobDetailsJSON: Encodable, Sendable {
+    public var status: JobStatusJSON
+    public var job: JobRecord
+
+    public init(status: JobStatusJSON, job: JobRecord) {
+        self.status = status
+        self.job = job
+    }
 
     enum CodingKeys: String, CodingKey {
         case stage, quality, targetDuration = "target_duration", errorCode = "error_code", errorMessage = "error_message"
@@ -60,7 +65,7 @@ struct JobDetailsJSON: Encodable {
         case sourceSize = "source_size", resultSize = "result_size", segments
     }
 
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         try status.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(job.stage, forKey: .stage)
@@ -78,9 +83,10 @@ struct JobDetailsJSON: Encodable {
     }
 }
 
-enum APIJSON {
+/// The JSON every client gets (the API's replies, webhook bodies).
+public enum ClientJSON {
     /// ISO-8601 in UTC without fractional seconds (`2026-11-21T10:15:03Z`): what the app's decoder accepts.
-    static let encoder: JSONEncoder = {
+    public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var c = encoder.singleValueContainer()

@@ -1,0 +1,168 @@
+import Crypto
+import Foundation
+import JobStore
+import Logging
+import MomentsModel
+import Storage
+
+/// How webhooks are sent: `WEBHOOK_SECRET` signs them (without it none are sent and uploads with a
+/// `callback_url` are refused), `WEBHOOK_MAX_ATTEMPTS` (8) with backoff from `WEBHOOK_RETRY_BASE_SECONDS`
+/// (10) doubling up to an hour, `WEBHOOK_TIMEOUT_SECONDS` (10) per attempt; `PUBLIC_URL` makes the
+/// `result_url` in the body absolute.
+public struct WebhookConfiguration: Sendable {
+    public var secret: String?
+    public var maxAttempts: Int
+    public var retryBase: Duration
+    public var retryCap: Duration
+    public var timeoutSeconds: Int
+    public var pollInterval: Duration
+    public var publicURL: String?
+
+    public init(secret: String?, maxAttempts: Int = 8, retryBase: Duration = .seconds(10), retryCap: Duration = .seconds(3600),
+                timeoutSeconds: Int = 10, pollInterval: Duration = .seconds(1), publicURL: String? = nil) {
+        self.secret = secret
+        self.maxAttempts = maxAttempts
+        self.retryBase = retryBase
+        self.retryCap = retryCap
+        self.timeoutSeconds = timeoutSeconds
+        self.pollInterval = pollInterval
+        self.publicURL = publicURL
+    }
+
+    public init(environment: [String: String]) throws(SettingError) {
+        let secret = environment["WEBHOOK_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        if let secret, secret.utf8.count < 16 {
+            throw SettingError("WEBHOOK_SECRET must be at least 16 characters long (32 random bytes, hex, is a good choice).")
+        }
+        let publicURL = environment["PUBLIC_URL"].flatMap { $0.isEmpty ? nil : ($0.hasSuffix("/") ? String($0.dropLast()) : $0) }
+        self.init(secret: secret,
+                  maxAttempts: try Setting.integer("WEBHOOK_MAX_ATTEMPTS", in: environment, default: 8, range: 1...50),
+                  retryBase: .seconds(try Setting.integer("WEBHOOK_RETRY_BASE_SECONDS", in: environment, default: 10, range: 1...3600)),
+                  timeoutSeconds: try Setting.integer("WEBHOOK_TIMEOUT_SECONDS", in: environment, default: 10, range: 1...60),
+                  publicURL: publicURL)
+    }
+
+    /// base·2^(attempt−1), capped, times a random factor in [0.5, 1).
+    func delay(afterAttempt attempt: Int) -> Duration {
+        let ceiling = min(retryBase * (1 << min(max(attempt - 1, 0), 20)), retryCap)
+        return ceiling * Double.random(in: 0.5..<1.0)
+    }
+}
+
+/// Sends the webhooks of jobs that ended. Runs in every worker process; `webhook_deliveries` rows
+/// are taken with `SKIP LOCKED`, so each attempt is made by one process.
+///
+/// Each POST carries the job as `/status` and `/jobs/{id}` show it, and these headers:
+/// - `Moments-Event`: `job.completed`, `job.failed` or `job.cancelled`
+/// - `Moments-Delivery`: the delivery's id, the same on every retry (receivers drop repeats by it)
+/// - `Moments-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with WEBHOOK_SECRET>`
+///
+/// A 2xx reply is delivered; 410 Gone stops at once; anything else (or no reply) is retried with
+/// backoff until `maxAttempts`, then given up. Every attempt is recorded on the row.
+public struct WebhookDispatcher: Sendable {
+    let store: JobStore
+    let configuration: WebhookConfiguration
+    let logger: Logger
+
+    public init(store: JobStore, configuration: WebhookConfiguration, logger: Logger) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Sends due webhooks until the task is cancelled.
+    public func run() async {
+        guard let secret = configuration.secret else {
+            logger.info("webhooks off: WEBHOOK_SECRET is not set")
+            return
+        }
+        while !Task.isCancelled {
+            let due: [WebhookDelivery]
+            do {
+                // The lease outlasts one attempt, so a process that dies mid-request leaves the row to be retried.
+                due = try await store.takeDueWebhooks(limit: 16, lease: .seconds(configuration.timeoutSeconds * 3 + 30))
+            } catch {
+                logger.warning("webhooks not read", metadata: ["error": "\(error)"])
+                due = []
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for delivery in due { group.addTask { await self.deliver(delivery, secret: secret) } }
+            }
+            if due.isEmpty { try? await Task.sleep(for: configuration.pollInterval) }
+        }
+    }
+
+    func deliver(_ delivery: WebhookDelivery, secret: String) async {
+        var logger = self.logger
+        logger[metadataKey: "job_id"] = "\(delivery.jobID)"
+        logger[metadataKey: "delivery"] = "\(delivery.id)"
+        let outcome: WebhookAttemptOutcome
+        do {
+            guard let job = try await store.job(delivery.jobID) else {
+                try await store.recordWebhookAttempt(delivery, .failed(status: nil, error: "the job no longer exists", retryAt: nil))
+                return
+            }
+            outcome = await attempt(delivery, job: job, secret: secret)
+        } catch {
+            logger.warning("webhook attempt not made", metadata: ["error": "\(error)"])
+            return  // the row's lease lapses and it is tried again
+        }
+        switch outcome {
+        case .delivered(let status): logger.info("webhook delivered", metadata: ["status": "\(status)", "attempt": "\(delivery.attempt)"])
+        case .failed(let status, let error, let retryAt):
+            logger.warning(retryAt == nil ? "webhook given up" : "webhook failed; will retry",
+                           metadata: ["status": "\(status.map(String.init) ?? "none")", "error": "\(error)", "attempt": "\(delivery.attempt)"])
+        }
+        do { try await store.recordWebhookAttempt(delivery, outcome) } catch {
+            logger.warning("webhook attempt not recorded", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func attempt(_ delivery: WebhookDelivery, job: JobRecord, secret: String) async -> WebhookAttemptOutcome {
+        let body: Data
+        do { body = try Self.body(delivery, job: job, publicURL: configuration.publicURL) } catch {
+            return .failed(status: nil, error: "the body could not be encoded", retryAt: nil)
+        }
+        let timestamp = Int(Date().timeIntervalSince1970)
+        let request = CurlRequest(
+            method: "POST", url: delivery.url,
+            headers: [("Content-Type", "application/json"), ("User-Agent", "Moments-Webhooks/1"),
+                      ("Moments-Event", delivery.event), ("Moments-Delivery", String(delivery.id)),
+                      ("Moments-Signature", Self.signature(body, timestamp: timestamp, secret: secret))],
+            body: .bytes(Array(body)), stallTimeout: configuration.timeoutSeconds, connectTimeout: min(5, configuration.timeoutSeconds),
+            totalTimeout: configuration.timeoutSeconds)
+        let retryAt = delivery.attempt < configuration.maxAttempts
+            ? Date().addingTimeInterval(configuration.delay(afterAttempt: delivery.attempt).inSeconds) : nil
+        switch await Curl.perform(request) {
+        case .success(let response) where (200..<300).contains(response.status):
+            return .delivered(status: response.status)
+        case .success(let response) where response.status == 410:
+            return .failed(status: 410, error: "the receiver answered 410 Gone", retryAt: nil)
+        case .success(let response):
+            return .failed(status: response.status, error: "the receiver answered HTTP \(response.status)", retryAt: retryAt)
+        case .failure(let failure):
+            return .failed(status: nil, error: failure.message, retryAt: retryAt)
+        }
+    }
+
+    /// `{"event": …, "delivery_id": …, "job": {the job as GET /api/v1/jobs/{id} shows it}}`.
+    static func body(_ delivery: WebhookDelivery, job: JobRecord, publicURL: String?) throws -> Data {
+        struct Body: Encodable {
+            var event: String
+            var deliveryID: Int64
+            var job: JobDetailsJSON
+            enum CodingKeys: String, CodingKey { case event, deliveryID = "delivery_id", job }
+        }
+        let resultURL = publicURL.map { "\($0)/api/v1/jobs/\(job.id.uuidString.lowercased())/download" }
+        return try ClientJSON.encoder.encode(Body(event: delivery.event, deliveryID: delivery.id,
+                                                  job: JobDetailsJSON(status: JobStatusJSON(job, resultURL: resultURL), job: job)))
+    }
+
+    /// `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`.
+    public static func signature(_ body: Data, timestamp: Int, secret: String) -> String {
+        var signed = Data("\(timestamp).".utf8)
+        signed.append(body)
+        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8)))
+        return "t=\(timestamp),v1=" + mac.map { String(format: "%02x", $0) }.joined()
+    }
+}

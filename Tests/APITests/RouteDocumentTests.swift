@@ -1,0 +1,45 @@
+import API
+import Foundation
+import Hummingbird
+import JobQueue
+import JobStore
+import Logging
+import Prometheus
+import Storage
+import Testing
+
+/// The other half of the agreement with `/openapi.yaml`: every route the router has is described.
+@Suite("OpenAPI document")
+struct RouteDocumentTests {
+    @Test("Every route of the router is an operation of /openapi.yaml, and no operation lacks a route")
+    func everyRouteIsDocumented() throws {
+        let logger = Logger(label: "test")
+        // Nothing here connects: the router is only built and read.
+        let store = JobStore(configuration: try DatabaseConfiguration(url: "postgres://u:p@127.0.0.1:1/none"), logger: logger)
+        let queue = RedisQueue(client: RedisClient(configuration: RedisConfiguration(port: 1), logger: logger), logger: logger)
+        let storage = try LocalObjectStore(root: FileManager.default.temporaryDirectory)
+        let router = buildRouter(configuration: APIConfiguration(), store: store, queue: queue, storage: storage,
+                                 metrics: PrometheusCollectorRegistry())
+        let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" })
+        let documented = Set(Self.operations(in: OpenAPIDocument.yaml))
+        #expect(routed.count >= 15)
+        #expect(routed.subtracting(documented).isEmpty, "routes missing from the document: \(routed.subtracting(documented).sorted())")
+        #expect(documented.subtracting(routed).isEmpty, "documented without a route: \(documented.subtracting(routed).sorted())")
+    }
+
+    /// `METHOD /path` for each operation under `paths:`.
+    static func operations(in yaml: String) -> [String] {
+        var operations: [String] = []
+        var path: String?
+        var inPaths = false
+        for line in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line == "paths:" { inPaths = true; continue }
+            if inPaths, !line.hasPrefix(" "), !line.isEmpty { break }
+            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()) }
+            for method in ["get", "post", "put", "delete", "patch"] where line == "    \(method):" {
+                if let path { operations.append("\(method.uppercased()) \(path)") }
+            }
+        }
+        return operations
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// A PostgreSQL 15 cluster of the test's own on a free port, which the test may stop and start
+/// again (the shared one of `scripts/services` serves every other test and must stay up). As root
+/// it runs as the `postgres` user, as `scripts/services` does.
+public final class PrivatePostgres: @unchecked Sendable {
+    public let port: Int
+    let directory: URL
+    static let bin = "/usr/lib/postgresql/15/bin"
+
+    public init() throws {
+        port = Int.random(in: 50_000..<55_000)
+        directory = URL(fileURLWithPath: "/tmp/moments-pg-\(port)-\(UUID().uuidString.prefix(6).lowercased())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", directory.path]) }
+        try asPostgres("\(Self.bin)/initdb", ["-D", directory.appendingPathComponent("data").path, "-U", "postgres", "--auth=trust",
+                                              "--no-sync", "-E", "UTF8"])
+        try start()
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication: a throwaway cluster).
+    public var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable" }
+
+    public func start() throws {
+        try asPostgres("\(Self.bin)/pg_ctl", [
+            "-D", directory.appendingPathComponent("data").path, "-l", directory.appendingPathComponent("log").path, "-w", "-t", "30",
+            "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+        ])
+    }
+
+    /// A fast shutdown: clients are disconnected at once.
+    public func stop() throws {
+        try asPostgres("\(Self.bin)/pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "fast", "-w", "stop"])
+    }
+
+    public func destroy() {
+        try? stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func asPostgres(_ tool: String, _ arguments: [String]) throws {
+        if getuid() == 0 {
+            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
+        } else {
+            try Self.run(tool, arguments)
+        }
+    }
+
+    /// Runs a tool and waits for it with `waitpid` (Foundation's `Process` was seen never to reap a
+    /// `runuser` whose grandchild, the server, lives on).
+    static func run(_ tool: String, _ arguments: [String]) throws {
+        var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for descriptor: Int32 in [0, 1, 2] {
+            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        let argv = ([tool] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, tool, &actions, nil, argv, environ) == 0 else {
+            throw TestServices.Missing(description: "\(tool) could not be started")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        guard status == 0 else {
+            throw TestServices.Missing(description: "\(tool) \(arguments.joined(separator: " ")) exited with status \(status)")
+        }
+    }
+}
