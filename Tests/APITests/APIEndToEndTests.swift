@@ -15,21 +15,13 @@ struct APIEndToEndTests {
                            settings: [String: String] = [:], databaseURL: String? = nil,
                            _ body: @Sendable (String) async throws -> Void) async throws {
         @Sendable func start(_ databaseURL: String) async throws {
-            let port = Int.random(in: 20_000..<30_000)
-            var environment = [
-                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
-                "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
-                "MAX_UPLOAD_BYTES": "\(maxUploadBytes)", "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1",
-                "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
-            ]
-            if let storageURL { environment["STORAGE_URL"] = storageURL }
-            environment.merge(settings) { $1 }
-            let processes = try [MomentsProcess(["api"], environment: environment)]
-                + (0..<workers).map { _ in try MomentsProcess(["worker"], environment: environment) }
+            var extra = settings
+            extra["MAX_UPLOAD_BYTES"] = extra["MAX_UPLOAD_BYTES"] ?? "\(maxUploadBytes)"
+            if let storageURL { extra["STORAGE_URL"] = storageURL }
+            let environment = try Self.environment(databaseURL: databaseURL, extra)
+            let (api, base) = try await Self.startAPI(environment)
+            let processes = try [api] + (0..<workers).map { _ in try MomentsProcess(["worker"], environment: environment) }
             defer { processes.forEach { $0.stop() } }
-            let base = "http://127.0.0.1:\(port)"
-            let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
-            try #require(ready, "the API became ready")
             try await body(base)
         }
         if let databaseURL {
@@ -37,6 +29,37 @@ struct APIEndToEndTests {
         } else {
             try await TestServices.withDatabase { _, databaseURL in try await start(databaseURL) }
         }
+    }
+
+    /// What every process of one test system shares: the stores, a queue prefix of its own, a free
+    /// port, anonymous use and no worker metrics port, then `settings`.
+    static func environment(databaseURL: String, _ settings: [String: String] = [:]) throws -> [String: String] {
+        [
+            "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+            "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(Int.random(in: 20_000..<30_000))", "HOST": "127.0.0.1",
+            "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
+        ].merging(settings) { $1 }
+    }
+
+    /// Starts `moments api` and waits until it is ready; returns it and its base URL.
+    static func startAPI(_ environment: [String: String]) async throws -> (MomentsProcess, String) {
+        let api = try MomentsProcess(["api"], environment: environment)
+        let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
+        let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
+        try #require(ready, "the API became ready")
+        return (api, base)
+    }
+
+    /// Uploads the 20 s footage for a 15 s highlight and waits until a worker is mid-job.
+    static func uploadAndWaitUntilMidJob(_ base: String, store: JobStore) async throws -> UUID {
+        let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
+                               "-F", "quality=high", "\(base)/api/v1/upload"])
+        let id = try #require(UUID(uuidString: try json(upload.body)["job_id"] as? String ?? ""))
+        let working = try await TestServices.eventually(timeout: .seconds(60)) {
+            try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
+        }
+        try #require(working, "a worker is mid-job")
+        return id
     }
 
     /// Registers a device and returns the header arguments that send its token.
@@ -140,14 +163,22 @@ struct APIEndToEndTests {
             let details = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["original_filename"] as? String == "big.mov" && details["target_duration"] as? Double == 6)
 
-            // Cancel through the API: a second upload, cancelled at once, ends cancelled and never completes.
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "\(base)/api/v1/upload"])
+            // Cancel through the API mid-run: a second upload, cancelled while a worker works on it, ends
+            // cancelled and never gets a result (WorkerTests checks the engine stops and leaves no files).
+            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
+                                   "\(base)/api/v1/upload"])
             let second = try #require((try Self.json(upload.body))["job_id"] as? String)
+            let running = try await TestServices.eventually(timeout: .seconds(60)) {
+                let status = try Self.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body)
+                return status["status"] as? String == "processing" && (status["progress"] as? Int ?? 0) >= 5
+            }
+            try #require(running, "the second job is mid-run")
             let cancel = try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(second)"])
             let cancelledStatus = try Self.json(cancel.body)["status"] as? String
             #expect(cancel.status == 200 && cancelledStatus == "cancelled", "\(cancel.body)")
-            try await Task.sleep(for: .seconds(2))
-            #expect((try Self.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body))["status"] as? String == "cancelled")
+            try await Task.sleep(for: .seconds(3))
+            let after = try Self.json(try curl(["\(base)/api/v1/jobs/\(second)"]).body)
+            #expect(after["status"] as? String == "cancelled" && after["result_size"] is NSNull, "\(after)")
             let notReady = try Self.error(try curl(["\(base)/api/v1/jobs/\(second)/download"]))
             #expect(notReady.status == 409 && notReady.code == "not_ready")
         }
@@ -206,26 +237,12 @@ struct APIEndToEndTests {
     @Test("SIGTERM: a worker gives its running job back at once and another worker finishes it")
     func sigtermGivesTheJobBack() async throws {
         try await TestServices.withDatabase { store, databaseURL in
-            let port = Int.random(in: 20_000..<30_000)
-            let environment = [
-                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
-                "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
-                "LOG_LEVEL": "warning", "WORKER_SHUTDOWN_GRACE_SECONDS": "0", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
-            ]
-            let api = try MomentsProcess(["api"], environment: environment)
+            let environment = try Self.environment(databaseURL: databaseURL, ["WORKER_SHUTDOWN_GRACE_SECONDS": "0"])
+            let (api, base) = try await Self.startAPI(environment)
             defer { api.stop() }
-            let base = "http://127.0.0.1:\(port)"
-            let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
-            try #require(ready)
             let leaving = try MomentsProcess(["worker"], environment: environment)
             defer { leaving.stop() }
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
-                                   "-F", "quality=high", "\(base)/api/v1/upload"])
-            let id = try #require(UUID(uuidString: try Self.json(upload.body)["job_id"] as? String ?? ""))
-            let working = try await TestServices.eventually(timeout: .seconds(60)) {
-                try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
-            }
-            try #require(working, "the first worker is mid-job")
+            let id = try await Self.uploadAndWaitUntilMidJob(base, store: store)
             leaving.terminate()
             let exited = try await TestServices.eventually(timeout: .seconds(10)) { !leaving.isRunning }
             #expect(exited, "the worker exits promptly after SIGTERM")
@@ -243,27 +260,13 @@ struct APIEndToEndTests {
     @Test("SIGKILL: a worker killed mid-job; the other takes the job over when the lease lapses and completes it once")
     func sigkillMidJob() async throws {
         try await TestServices.withDatabase { store, databaseURL in
-            let port = Int.random(in: 20_000..<30_000), metricsPort = Int.random(in: 35_000..<40_000)
-            var environment = [
-                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
-                "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(port)", "HOST": "127.0.0.1",
-                "LOG_LEVEL": "warning", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
-                "WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1",
-            ]
-            let api = try MomentsProcess(["api"], environment: environment)
+            let metricsPort = Int.random(in: 35_000..<40_000)
+            var environment = try Self.environment(databaseURL: databaseURL, ["WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1"])
+            let (api, base) = try await Self.startAPI(environment)
             defer { api.stop() }
-            let base = "http://127.0.0.1:\(port)"
-            let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
-            try #require(ready)
             let doomed = try MomentsProcess(["worker"], environment: environment)
             defer { doomed.stop() }
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
-                                   "-F", "quality=high", "\(base)/api/v1/upload"])
-            let id = try #require(UUID(uuidString: try Self.json(upload.body)["job_id"] as? String ?? ""))
-            let working = try await TestServices.eventually(timeout: .seconds(60)) {
-                try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
-            }
-            try #require(working, "the first worker is mid-job")
+            let id = try await Self.uploadAndWaitUntilMidJob(base, store: store)
             doomed.stop()  // SIGKILL: no goodbye, the lease just stops being renewed
             environment["METRICS_PORT"] = "\(metricsPort)"
             let survivor = try MomentsProcess(["worker"], environment: environment)
