@@ -71,6 +71,7 @@ let package = Package(
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [
+            "JobQueue",
             "ServiceTestSupport", "JobStore", "API", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),

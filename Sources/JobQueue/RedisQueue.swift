@@ -152,6 +152,11 @@ public final class RedisQueue: Sendable {
         try await client.eval(Scripts.markDead, keys: [keys.dead], arguments: [id.uuidString.lowercased()])
     }
 
+    /// Takes a job off the dead-letter list (an operator retries it).
+    public func unmarkDead(_ id: UUID) async throws(RedisError) {
+        _ = try await client.send(["ZREM", keys.dead, id.uuidString.lowercased()])
+    }
+
     public func stats() async throws(RedisError) -> QueueStats {
         let reply = try await client.eval(Scripts.stats, keys: [keys.stream, keys.delayed, keys.dead], arguments: [keys.group])
         let v = (reply.array ?? []).map { $0.int ?? 0 }

@@ -171,8 +171,10 @@ public typealias JobStoreError = CodedFailure<JobStoreErrorCode>
 public enum JobStoreErrorCode: String, Sendable {
     /// PostgreSQL could not be reached or refused the request; worth retrying.
     case unavailable
-    /// A job with this id exists with different content.
+    /// A job with this id exists with different content, or is in a status the request does not fit.
     case conflict
+    /// No such job (administration commands).
+    case notFound = "not_found"
     case invalidConfiguration = "invalid_configuration"
 }
 

@@ -104,7 +104,7 @@ public final class QueueWorker: Sendable {
 
     func handle(_ delivery: Delivery, consumer: String) async {
         var logger = self.logger
-        logger[metadataKey: "job_id"] = "\(delivery.jobID)"
+        logger[metadataKey: "job_id"] = "\(delivery.jobID.uuidString.lowercased())"
         let claim: ClaimResult
         do {
             claim = try await persist(logger) { () throws(JobStoreError) in

@@ -94,7 +94,7 @@ public struct WebhookDispatcher: Sendable {
 
     func deliver(_ delivery: WebhookDelivery, secret: String) async {
         var logger = self.logger
-        logger[metadataKey: "job_id"] = "\(delivery.jobID)"
+        logger[metadataKey: "job_id"] = "\(delivery.jobID.uuidString.lowercased())"
         logger[metadataKey: "delivery"] = "\(delivery.id)"
         let outcome: WebhookAttemptOutcome
         do {

@@ -16,7 +16,7 @@ struct Services {
     let logger: Logger
 
     static func fromEnvironment(label: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Services {
-        let logger = makeLogger(label: label, environment: environment)
+        let logger = try makeLogger(label: label, environment: environment)
         guard let databaseURL = environment["DATABASE_URL"], !databaseURL.isEmpty else {
             throw JobStoreError(.invalidConfiguration, "DATABASE_URL is not set (postgres://user:password@host:5432/database).")
         }
@@ -64,7 +64,8 @@ struct Services {
         try await app.runService()
     }
 
-    static func makeLogger(label: String, environment: [String: String]) -> Logger {
+    static func makeLogger(label: String, environment: [String: String]) throws -> Logger {
+        try LogFormat.bootstrap(environment: environment)
         var logger = Logger(label: label)
         logger.logLevel = environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
         return logger

@@ -1,0 +1,59 @@
+import Foundation
+import MomentsModel
+import PostgresNIO
+
+/// The answer to `requeue`.
+public enum RequeueOutcome: Sendable, Equatable {
+    /// Pending again, with `attempts` more attempts than it has used.
+    case requeued(JobRecord)
+    /// Only failed jobs are retried by an operator; this one is in `status`.
+    case notFailed(JobStatus)
+    case notFound
+}
+
+extension JobStore {
+    /// Jobs newest first, optionally of one status, created since a time, of one owner.
+    public func listJobs(status: JobStatus? = nil, since: Date? = nil, owner: String? = nil,
+                         limit: Int = 50) async throws(JobStoreError) -> [JobRecord] {
+        try await database("list jobs") { client, logger in
+            let rows = try await client.query("""
+                SELECT \(unescaped: Self.columns) FROM jobs
+                WHERE (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
+                  AND (\(since)::timestamptz IS NULL OR created_at >= \(since))
+                  AND (\(owner)::text IS NULL OR owner = \(owner))
+                ORDER BY created_at DESC LIMIT \(limit)
+                """, logger: logger)
+            var jobs: [JobRecord] = []
+            for try await row in rows { jobs.append(try Self.record(row)) }
+            return jobs
+        }
+    }
+
+    /// Puts a failed job back to `pending` for an operator (`moments jobs retry`): its error is
+    /// cleared, it gets `attempts` more attempts, and the change is recorded in `job_events`. The
+    /// caller queues it in Redis afterwards (or the reconciler does).
+    public func requeue(_ id: UUID, attempts: Int = 3, detail: String = "retried by an operator") async throws(JobStoreError) -> RequeueOutcome {
+        let outcome = try await database("re-queue the job") { client, logger -> RequeueOutcome in
+            let rows = try await client.query("""
+                WITH old AS (SELECT id, status, attempt FROM jobs WHERE id = \(id) FOR UPDATE),
+                t AS (
+                    UPDATE jobs j SET status = 'pending', run_after = now(), max_attempts = j.attempt + \(attempts),
+                        progress = 0, stage = 'queued', message = 'Waiting for a worker', error_code = NULL,
+                        error_message = NULL, completed_at = NULL, updated_at = now()
+                    FROM old WHERE j.id = old.id AND old.status = 'failed'
+                    RETURNING \(unescaped: Self.qualifiedColumns)),
+                e AS (
+                    INSERT INTO job_events (job_id, from_status, to_status, attempt, detail)
+                    SELECT t.id, 'failed', 'pending', t.attempt, \(detail) FROM t)
+                SELECT old.status AS old_status, t.* FROM old LEFT JOIN t ON true
+                """, logger: logger)
+            for try await row in rows {
+                let r = row.makeRandomAccess()
+                if try r["attempt"].decode(Int?.self) != nil { return .requeued(try Self.record(row)) }
+                return .notFailed(JobStatus(rawValue: try r["old_status"].decode(String.self)) ?? .failed)
+            }
+            return .notFound
+        }
+        return outcome
+    }
+}

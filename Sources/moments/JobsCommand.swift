@@ -1,0 +1,194 @@
+import ArgumentParser
+import Foundation
+import JobQueue
+import JobStore
+import MomentsModel
+
+/// `moments jobs list|show|retry|cancel`: what an operator needs without writing SQL. Every
+/// subcommand reads `DATABASE_URL` and `REDIS_URL` and prints a table, or JSON with `--json`.
+struct JobsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jobs",
+        abstract: "Lists, shows, retries and cancels jobs.",
+        subcommands: [List.self, Show.self, Retry.self, Cancel.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lists jobs, newest first.")
+
+        @Option(help: "Only jobs in this status: pending, processing, completed, failed or cancelled.") var status: JobStatus?
+        @Option(help: "Only jobs created within this long: 90s, 15m, 1h, 2d.") var since: Age?
+        @Option(help: "Only jobs of this owner (a device id).") var owner: String?
+        @Option(help: "At most this many.") var limit = 50
+        @Flag(help: "Print JSON instead of a table.") var json = false
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let jobs = try await services.run { services in
+                    try await services.store.listJobs(status: status, since: since.map { Date().addingTimeInterval(-$0.seconds) },
+                                                      owner: owner?.lowercased(), limit: max(1, limit))
+                }
+                if json {
+                    print(try JobsCommand.json(jobs.map { JobDetailsJSON(status: JobStatusJSON($0, resultURL: nil), job: $0) }))
+                    return
+                }
+                let rows = jobs.map { job in
+                    [job.id.uuidString.lowercased(), job.status.rawValue, "\(job.progress)%", "\(job.attempt)/\(job.maxAttempts)",
+                     JobsCommand.shortDate(job.createdAt), job.errorCode ?? job.stage ?? "", job.originalFilename ?? ""]
+                }
+                print(JobsCommand.table(["id", "status", "progress", "attempt", "created", "code/stage", "file"], rows))
+                if jobs.isEmpty { print("(no jobs)") }
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Shows one job: its row, its history and its webhooks.")
+
+        @Argument(help: "The job id.") var id: String
+        @Flag(help: "Print JSON instead of text.") var json = false
+
+        func run() async throws {
+            try await reportingErrors {
+                let id = try JobsCommand.jobID(self.id)
+                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let (job, events, webhooks) = try await services.run { services in
+                    (try await services.store.job(id), try await services.store.events(id), try await services.store.webhookDeliveries(job: id))
+                }
+                guard let job else { throw JobStoreError(.notFound, "There is no job \(self.id).") }
+                if json {
+                    print(try JobsCommand.json(JobDetailsJSON(status: JobStatusJSON(job, resultURL: nil), job: job)))
+                    return
+                }
+                let fields: [(String, String?)] = [
+                    ("id", job.id.uuidString.lowercased()), ("status", job.status.rawValue), ("progress", "\(job.progress)%"),
+                    ("stage", job.stage), ("message", job.message), ("error", job.errorCode.map { "\($0): \(job.errorMessage ?? "")" }),
+                    ("owner", job.owner), ("file", job.originalFilename), ("source", "\(job.sourceKey) (\(job.sourceSize ?? 0) bytes)"),
+                    ("result", job.resultKey.map { "\($0) (\(job.resultSize ?? 0) bytes)" }),
+                    ("target", "\(Int(job.targetDuration)) s, \(job.quality.rawValue)"),
+                    ("duration", job.sourceDuration.map { String(format: "%.1f s", $0) }),
+                    ("attempt", "\(job.attempt) of \(job.maxAttempts)"), ("lease", job.leaseOwner.map { "\($0) until \(JobsCommand.shortDate(job.leaseExpiresAt))" }),
+                    ("created", JobsCommand.shortDate(job.createdAt)), ("started", job.startedAt.map(JobsCommand.shortDate)),
+                    ("ended", job.completedAt.map(JobsCommand.shortDate)), ("callback", job.callbackURL),
+                ]
+                for (name, value) in fields where value != nil { print("\(name.padding(toLength: 10, withPad: " ", startingAt: 0))\(value!)") }
+                print("\nhistory")
+                print(JobsCommand.table(["at", "from", "to", "attempt", "worker", "detail"], events.map { event in
+                    [JobsCommand.shortDate(event.at), event.from?.rawValue ?? "", event.to.rawValue, "\(event.attempt)", event.worker ?? "",
+                     event.detail ?? ""]
+                }))
+                if !webhooks.isEmpty {
+                    print("\nwebhooks")
+                    print(JobsCommand.table(["event", "attempts", "last status", "state", "last error"], webhooks.map { hook in
+                        [hook.event, "\(hook.attempts)", hook.lastStatus.map(String.init) ?? "", hook.delivered ? "delivered" : hook.gaveUp ? "given up" : "waiting",
+                         hook.lastError ?? ""]
+                    }))
+                }
+            }
+        }
+    }
+
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Puts a failed job (dead-lettered ones too) back in the queue with fresh attempts.")
+
+        @Argument(help: "The job id.") var id: String
+        @Option(help: "Attempts it gets from now.") var attempts = 3
+        @Flag(help: "Print JSON instead of text.") var json = false
+
+        func run() async throws {
+            try await reportingErrors {
+                let id = try JobsCommand.jobID(self.id)
+                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let outcome = try await services.run { services -> RequeueOutcome in
+                    let outcome = try await services.store.requeue(id, attempts: max(1, attempts))
+                    if case .requeued = outcome {
+                        try await services.queue.unmarkDead(id)
+                        try await services.queue.enqueue(id)
+                    }
+                    return outcome
+                }
+                switch outcome {
+                case .requeued(let job):
+                    if json { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
+                        print("job \(self.id) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
+                    }
+                case .notFailed(let status):
+                    throw JobStoreError(.conflict, "Job \(self.id) is \(status.rawValue); only failed jobs can be retried.")
+                case .notFound:
+                    throw JobStoreError(.notFound, "There is no job \(self.id).")
+                }
+            }
+        }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Cancels a pending or running job (a running one stops within 2 s).")
+
+        @Argument(help: "The job id.") var id: String
+        @Flag(help: "Print JSON instead of text.") var json = false
+
+        func run() async throws {
+            try await reportingErrors {
+                let id = try JobsCommand.jobID(self.id)
+                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let (outcome, job) = try await services.run { services in
+                    let outcome = try await services.store.cancel(id, detail: "cancelled by an operator")
+                    if case .cancelled = outcome { try? await services.queue.remove(id) }
+                    return (outcome, try await services.store.job(id))
+                }
+                switch outcome {
+                case .cancelled(let from):
+                    if json, let job { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
+                        print("job \(self.id) cancelled (it was \(from.rawValue))")
+                    }
+                case .alreadyFinished(let status):
+                    throw JobStoreError(.conflict, "Job \(self.id) already ended \(status.rawValue); there is nothing to cancel.")
+                case .notFound:
+                    throw JobStoreError(.notFound, "There is no job \(self.id).")
+                }
+            }
+        }
+    }
+
+    static func jobID(_ text: String) throws -> UUID {
+        guard let id = UUID(uuidString: text) else { throw JobStoreError(.notFound, "'\(text)' is not a job id (a UUID).") }
+        return id
+    }
+
+    static func json(_ value: some Encodable) throws -> String {
+        String(decoding: try ClientJSON.encoder.encode(value), as: UTF8.self)
+    }
+
+    static func shortDate(_ date: Date?) -> String {
+        guard let date else { return "" }
+        return Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)).formatted(.iso8601)
+    }
+
+    /// Columns padded to their widest cell.
+    static func table(_ header: [String], _ rows: [[String]]) -> String {
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        return ([header] + rows).map { row in
+            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+}
+
+extension JobStatus: ExpressibleByArgument {}
+
+/// A span of time written as `90s`, `15m`, `1h` or `2d`.
+struct Age: ExpressibleByArgument {
+    var seconds: TimeInterval
+
+    init?(argument: String) {
+        guard let unit = argument.last, let value = Double(argument.dropLast()), value >= 0 else { return nil }
+        switch unit {
+        case "s": seconds = value
+        case "m": seconds = value * 60
+        case "h": seconds = value * 3600
+        case "d": seconds = value * 86_400
+        default: return nil
+        }
+    }
+}
