@@ -9,7 +9,8 @@ import Storage
 /// Each attempt works in a folder of its own under `workDirectory`, removed when the attempt ends
 /// however it ends. The engine runs on a thread of its own (it blocks while it decodes and encodes)
 /// and stops within a second of the job's cancellation. A result stored by an attempt that was
-/// cancelled before it could complete is deleted again.
+/// cancelled before it could complete is deleted again, here or, when the cancellation arrives just
+/// after the work is done, through `discard`.
 public struct HighlightJobHandler: JobHandler {
     let storage: any ObjectStore
     let workDirectory: URL
@@ -59,6 +60,11 @@ public struct HighlightJobHandler: JobHandler {
         }
         return JobResult(resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
                          segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) })
+    }
+
+    /// Deletes the stored highlight of a job that was cancelled as it finished.
+    public func discard(_ result: JobResult) async {
+        try? await storage.delete(key: result.resultKey)
     }
 
     /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.

@@ -10,6 +10,14 @@ import MomentsModel
 /// leave nothing behind.
 public protocol JobHandler: Sendable {
     func process(_ job: JobRecord, context: JobContext) async throws -> JobResult
+
+    /// Removes what a finished `process` left behind when the job was cancelled before its result
+    /// could be recorded (the cancellation arrived after the work was done).
+    func discard(_ result: JobResult) async
+}
+
+extension JobHandler {
+    public func discard(_ result: JobResult) async {}
 }
 
 /// How a handler says an attempt failed. `retryable` failures are tried again with backoff until

@@ -215,8 +215,9 @@ public final class QueueWorker: Sendable {
     private func finish(_ outcome: Result<JobResult, any Error>, interruption: Interruption?, lease: JobLease,
                         delivery: Delivery, logger: Logger) async -> WorkerMetrics.Outcome {
         switch (interruption, outcome) {
-        case (.cancelled, _):
+        case (.cancelled, let outcome):
             logger.info("job ended cancelled")
+            if case .success(let result) = outcome { await handler.discard(result) }  // done just as it was cancelled
             await redis(logger) { () throws(RedisError) in try await self.queue.acknowledge(delivery) }
             return .cancelled
         case (.lost, _):
@@ -234,7 +235,9 @@ public final class QueueWorker: Sendable {
                     await redis(logger) { () throws(RedisError) in try await self.queue.acknowledge(delivery) }
                     return .completed
                 }
-                return await refused(lease, delivery: delivery, logger: logger)
+                let ended = await refused(lease, delivery: delivery, logger: logger)
+                if ended == .cancelled { await handler.discard(result) }  // cancelled while completing: keep nothing
+                return ended
             } catch {
                 logger.error("completion not recorded; the job will run again after its lease", metadata: ["error": "\(error)"])
                 return .interrupted

@@ -118,6 +118,42 @@ struct WorkerTests {
         }
     }
 
+    /// Cancels its own job at the very end of the work, as a user would by tapping cancel just then,
+    /// and records what it is asked to discard.
+    final class CancelledAtTheEnd: JobHandler, @unchecked Sendable {
+        let store: JobStore
+        private let lock = NSLock()
+        private var discardedKeys: [String] = []
+        var discarded: [String] { lock.withLock { discardedKeys } }
+
+        init(store: JobStore) { self.store = store }
+
+        func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
+            _ = try await store.cancel(job.id)
+            return JobResult(resultKey: "results/\(job.id).mp4", resultSize: 1)
+        }
+
+        func discard(_ result: JobResult) async {
+            lock.withLock { discardedKeys.append(result.resultKey) }
+        }
+    }
+
+    @Test("Work that finishes just as its job is cancelled is discarded, not completed")
+    func cancelledAsItFinished() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let handler = CancelledAtTheEnd(store: store)
+                let id = try await Self.submit(store, queue, count: 1)[0]
+                try await Self.withWorkers(store, queue, handler: handler) {
+                    let discarded = try await TestServices.eventually { handler.discarded == ["results/\(id).mp4"] }
+                    #expect(discarded, "\(handler.discarded)")
+                }
+                #expect(try await store.job(id)?.status == .cancelled)
+                #expect(try await store.job(id)?.resultKey == nil)
+            }
+        }
+    }
+
     @Test("Redis flushed: the reconciler restores every pending job and a lost enqueue, and they all complete")
     func reconcilerAfterFlush() async throws {
         try await TestServices.withDatabase { store, _ in

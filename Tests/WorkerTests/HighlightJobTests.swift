@@ -74,7 +74,13 @@ struct HighlightJobTests {
             #expect(abs((job.sourceDuration ?? 0) - 20) < 0.1)
             #expect((job.segmentsSelected ?? 0) >= 2)
             #expect(seen.map(\.0) == seen.map(\.0).sorted(), "progress never goes backwards: \(seen)")
-            #expect(Set(seen.map(\.1)).isSuperset(of: ["analyzing", "rendering"]), "\(seen)")
+            // Stages seen by polling come in the order the job goes through them; the long one is never
+            // missed (a short analysis can pass between two polls on a fast machine).
+            let order = ["starting", "downloading", "probing", "analyzing", "selecting", "rendering", "finishing", "uploading"]
+            let stages = seen.map(\.1).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
+            #expect(stages.allSatisfy(order.contains) && stages.compactMap(order.firstIndex) == stages.compactMap(order.firstIndex).sorted(),
+                    "\(seen)")
+            #expect(stages.contains("rendering") && stages.count >= 2, "\(seen)")
             // The stored highlight: its size as recorded, and about the target length.
             let stored = try await storage.head(key: try #require(job.resultKey))
             #expect(stored.size == job.resultSize && stored.contentType == "video/mp4")
@@ -133,9 +139,17 @@ struct HighlightJobTests {
                 try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty
             }
             #expect(cleaned, "the work folder was removed within 2 s")
+            // No result, even when the cancellation arrived as the highlight was being stored.
+            let noResult = try await TestServices.eventually(timeout: .seconds(2)) {
+                do {
+                    _ = try await storage.head(key: HighlightJobHandler.resultKey(for: id))
+                    return false
+                } catch {
+                    return (error as? StorageError)?.code == .notFound
+                }
+            }
+            #expect(noResult, "no stored result")
             #expect(ContinuousClock.now - cancelledAt < .seconds(2))
-            let missing = await #expect(throws: StorageError.self) { try await storage.head(key: HighlightJobHandler.resultKey(for: id)) }
-            #expect(missing?.code == .notFound)
             #expect(try await store.job(id)?.status == .cancelled)
         }
     }
