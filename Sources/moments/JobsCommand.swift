@@ -45,18 +45,17 @@ struct JobsCommand: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Shows one job: its row, its history and its webhooks.")
 
-        @Argument(help: "The job id.") var id: String
-        @Flag(help: "Print JSON instead of text.") var json = false
+        @OptionGroup var target: JobArguments
 
         func run() async throws {
             try await reportingErrors {
-                let id = try JobsCommand.jobID(self.id)
+                let id = try target.jobID()
                 let services = try Services.fromEnvironment(label: "moments.jobs")
                 let (job, events, webhooks) = try await services.run { services in
                     (try await services.store.job(id), try await services.store.events(id), try await services.store.webhookDeliveries(job: id))
                 }
-                guard let job else { throw JobStoreError(.notFound, "There is no job \(self.id).") }
-                if json {
+                guard let job else { throw JobStoreError(.notFound, "There is no job \(target.id).") }
+                if target.json {
                     print(try JobsCommand.json(JobDetailsJSON(status: JobStatusJSON(job, resultURL: nil), job: job)))
                     return
                 }
@@ -92,13 +91,12 @@ struct JobsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Puts a failed job (dead-lettered ones too) back in the queue with fresh attempts.")
 
-        @Argument(help: "The job id.") var id: String
+        @OptionGroup var target: JobArguments
         @Option(help: "Attempts it gets from now.") var attempts = 3
-        @Flag(help: "Print JSON instead of text.") var json = false
 
         func run() async throws {
             try await reportingErrors {
-                let id = try JobsCommand.jobID(self.id)
+                let id = try target.jobID()
                 let services = try Services.fromEnvironment(label: "moments.jobs")
                 let outcome = try await services.run { services -> RequeueOutcome in
                     let outcome = try await services.store.requeue(id, attempts: max(1, attempts))
@@ -110,13 +108,13 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 switch outcome {
                 case .requeued(let job):
-                    if json { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
-                        print("job \(self.id) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
+                    if target.json { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
+                        print("job \(target.id) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
                     }
                 case .notFailed(let status):
-                    throw JobStoreError(.conflict, "Job \(self.id) is \(status.rawValue); only failed jobs can be retried.")
+                    throw JobStoreError(.conflict, "Job \(target.id) is \(status.rawValue); only failed jobs can be retried.")
                 case .notFound:
-                    throw JobStoreError(.notFound, "There is no job \(self.id).")
+                    throw JobStoreError(.notFound, "There is no job \(target.id).")
                 }
             }
         }
@@ -125,12 +123,11 @@ struct JobsCommand: AsyncParsableCommand {
     struct Cancel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Cancels a pending or running job (a running one stops within 2 s).")
 
-        @Argument(help: "The job id.") var id: String
-        @Flag(help: "Print JSON instead of text.") var json = false
+        @OptionGroup var target: JobArguments
 
         func run() async throws {
             try await reportingErrors {
-                let id = try JobsCommand.jobID(self.id)
+                let id = try target.jobID()
                 let services = try Services.fromEnvironment(label: "moments.jobs")
                 let (outcome, job) = try await services.run { services in
                     let outcome = try await services.store.cancel(id, detail: "cancelled by an operator")
@@ -139,21 +136,27 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 switch outcome {
                 case .cancelled(let from):
-                    if json, let job { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
-                        print("job \(self.id) cancelled (it was \(from.rawValue))")
+                    if target.json, let job { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
+                        print("job \(target.id) cancelled (it was \(from.rawValue))")
                     }
                 case .alreadyFinished(let status):
-                    throw JobStoreError(.conflict, "Job \(self.id) already ended \(status.rawValue); there is nothing to cancel.")
+                    throw JobStoreError(.conflict, "Job \(target.id) already ended \(status.rawValue); there is nothing to cancel.")
                 case .notFound:
-                    throw JobStoreError(.notFound, "There is no job \(self.id).")
+                    throw JobStoreError(.notFound, "There is no job \(target.id).")
                 }
             }
         }
     }
 
-    static func jobID(_ text: String) throws -> UUID {
-        guard let id = UUID(uuidString: text) else { throw JobStoreError(.notFound, "'\(text)' is not a job id (a UUID).") }
-        return id
+    /// The job id and `--json`, shared by `show`, `retry` and `cancel`.
+    struct JobArguments: ParsableArguments {
+        @Argument(help: "The job id.") var id: String
+        @Flag(help: "Print JSON instead of text.") var json = false
+
+        func jobID() throws -> UUID {
+            guard let id = UUID(uuidString: id) else { throw JobStoreError(.notFound, "'\(id)' is not a job id (a UUID).") }
+            return id
+        }
     }
 
     static func json(_ value: some Encodable) throws -> String {
