@@ -48,7 +48,8 @@ struct AdminCommandTests {
 
             let failedOnly = try Self.moments(["jobs", "list", "--status", "failed", "--since", "1h", "--json"], environment: environment)
             let listed = try #require(try JSONSerialization.jsonObject(with: Data(failedOnly.out.utf8)) as? [[String: Any]], "\(failedOnly.out)")
-            #expect(listed.count == 1 && listed[0]["job_id"] as? String == failed.id.uuidString.lowercased())
+            try #require(listed.count == 1, "\(listed)")
+            #expect(listed[0]["job_id"] as? String == failed.id.uuidString.lowercased())
             #expect(listed[0]["error_code"] as? String == "corrupt_media")
             let bad = try Self.moments(["jobs", "list", "--status", "lost"], environment: environment)
             #expect(bad.status != 0 && bad.err.contains("lost"))

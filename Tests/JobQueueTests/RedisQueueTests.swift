@@ -162,7 +162,7 @@ final class PrivateRedis: @unchecked Sendable {
     private var pidFile: URL { directory.appendingPathComponent("redis.pid") }
 
     init() throws {
-        port = Int.random(in: 40_000..<50_000)
+        port = Int.random(in: 12_000..<16_000)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("moments-redis-\(port)-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try start()

@@ -213,7 +213,7 @@ struct WorkerTests {
                     #expect(taken, "picked up without waiting for a lease to lapse")
                 }
                 let events = try await store.events(id)
-                #expect(Array(events.map(\.to).prefix(4)) == [.pending, .processing, .pending, .processing])
+                try #require(Array(events.map(\.to).prefix(4)) == [.pending, .processing, .pending, .processing], "\(events)")
                 #expect(events[2].detail?.contains("given back") == true && events[2].worker == "leaving")
                 #expect(events[3].worker == "w0" && events[3].attempt == 2)
             }
@@ -241,7 +241,7 @@ struct WorkerTests {
                 defer { survivor.kill() }
                 #expect(try await TestServices.eventually(timeout: .seconds(30)) { try await store.job(id)?.status == .completed })
                 let events = try await store.events(id)
-                #expect(events.map(\.to) == [.pending, .processing, .processing, .completed])
+                try #require(events.map(\.to) == [.pending, .processing, .processing, .completed], "\(events)")
                 #expect(events[1].worker == "doomed" && events[2].worker == "survivor" && events[3].worker == "survivor")
                 #expect(events[2].at >= leaseEnd, "taken over at \(events[2].at), lease ran to \(leaseEnd)")
                 #expect(events.filter { $0.to == .completed }.count == 1)

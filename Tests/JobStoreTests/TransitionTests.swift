@@ -71,7 +71,7 @@ struct TransitionTests {
             #expect(try await store.fail(stale, code: "io_error", message: "disk", retryable: true, retryDelay: .zero) == .refused)
             #expect(try await store.complete(fresh, result: Self.result))
             let events = try await store.events(job.id)
-            #expect(events.map(\.to) == [.pending, .processing, .processing, .completed])
+            try #require(events.map(\.to) == [.pending, .processing, .processing, .completed], "\(events)")
             #expect(events[2].detail?.contains("lease of slow lapsed") == true)
             #expect(events.filter { $0.to == .completed }.map(\.worker) == ["fast"])
         }

@@ -9,7 +9,7 @@ public final class PrivatePostgres: @unchecked Sendable {
     static let bin = "/usr/lib/postgresql/15/bin"
 
     public init() throws {
-        port = Int.random(in: 50_000..<55_000)
+        port = Int.random(in: 16_000..<20_000)
         directory = URL(fileURLWithPath: "/tmp/moments-pg-\(port)-\(UUID().uuidString.prefix(6).lowercased())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", directory.path]) }

@@ -74,13 +74,15 @@ struct HighlightJobTests {
             #expect(abs((job.sourceDuration ?? 0) - 20) < 0.1)
             #expect((job.segmentsSelected ?? 0) >= 2)
             #expect(seen.map(\.0) == seen.map(\.0).sorted(), "progress never goes backwards: \(seen)")
-            // Stages seen by polling come in the order the job goes through them; the long one is never
-            // missed (a short analysis can pass between two polls on a fast machine).
+            // Stages seen by polling come in the order the job goes through them. Which ones a poll catches
+            // depends on the machine's load (a loaded runner once slept through all of rendering), so only
+            // the order and that progress was reported along the way are required here; the engine's own
+            // tests check every stage's progress callback deterministically.
             let order = ["starting", "downloading", "probing", "analyzing", "selecting", "rendering", "finishing", "uploading"]
             let stages = seen.map(\.1).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
             #expect(stages.allSatisfy(order.contains) && stages.compactMap(order.firstIndex) == stages.compactMap(order.firstIndex).sorted(),
                     "\(seen)")
-            #expect(stages.contains("rendering") && stages.count >= 2, "\(seen)")
+            #expect(stages.count >= 2, "\(seen)")
             // The stored highlight: its size as recorded, and about the target length.
             let stored = try await storage.head(key: try #require(job.resultKey))
             #expect(stored.size == job.resultSize && stored.contentType == "video/mp4")
