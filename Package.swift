@@ -81,6 +81,7 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: [
             "Worker", "JobQueue", "JobStore", "Storage", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel"]),
     ],

@@ -60,6 +60,9 @@ struct JobsController: Sendable {
                 ? "This job has no highlight: it ended \(job.status.rawValue)."
                 : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
         }
+        guard job.resultExpiredAt == nil else {
+            throw APIError(.gone, "result_expired", "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
+        }
         if let s3 = storage as? S3ObjectStore {
             // A short-lived signed storage URL: URLSession follows the redirect.
             let url = try s3.presignedURL(key: key, expires: configuration.downloadLinkLifetime)

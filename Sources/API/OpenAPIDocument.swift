@@ -141,6 +141,7 @@ public struct OpenAPIDocument: Sendable {
                 '302': {description: Redirect to a short-lived signed URL}
                 '404': {$ref: '#/components/responses/Error'}
                 '409': {$ref: '#/components/responses/Error'}
+                '410': {$ref: '#/components/responses/Expired'}
                 '416': {description: Range not satisfiable}
           /health:
             get:
@@ -187,6 +188,11 @@ public struct OpenAPIDocument: Sendable {
                         properties:
                           code: {type: string, description: Stable machine code}
                           message: {type: string, description: A sentence to show}
+            Expired:
+              description: The highlight was deleted when its retention period ended (result_expired)
+              content:
+                application/json:
+                  schema: {$ref: '#/components/responses/Error/content/application~1json/schema'}
             RateLimited:
               description: Too many uploads in a short time (rate_limited)
               headers:

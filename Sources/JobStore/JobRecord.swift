@@ -60,6 +60,10 @@ public struct JobRecord: Sendable, Equatable {
     /// The parts of the source the highlight shows, once completed.
     public var segments: [SelectedSegment]?
     public var callbackURL: String?
+    /// When the source was deleted from storage (after success, or by the retention sweep).
+    public var sourceDeletedAt: Date?
+    /// When the retention sweep deleted the highlight and the source; the download answers 410 after.
+    public var resultExpiredAt: Date?
 }
 
 /// A part of the source that the highlight shows, in source seconds.

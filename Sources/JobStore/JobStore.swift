@@ -445,7 +445,7 @@ public struct JobStore: Sendable {
         id, owner, status, progress, stage, message, error_code, error_message, original_filename, source_key, source_size,
         result_key, result_size, target_duration, quality, source_duration, segments_selected, attempt, max_attempts,
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
-        callback_url
+        callback_url, source_deleted_at, result_expired_at
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
@@ -471,7 +471,9 @@ public struct JobStore: Sendable {
             createdAt: try r["created_at"].decode(Date.self), startedAt: try r["started_at"].decode(Date?.self),
             completedAt: try r["completed_at"].decode(Date?.self), updatedAt: try r["updated_at"].decode(Date.self),
             segments: try r["segments"].decode(String?.self).flatMap { try? JSONDecoder().decode([SelectedSegment].self, from: Data($0.utf8)) },
-            callbackURL: try r["callback_url"].decode(String?.self))
+            callbackURL: try r["callback_url"].decode(String?.self),
+            sourceDeletedAt: try r["source_deleted_at"].decode(Date?.self),
+            resultExpiredAt: try r["result_expired_at"].decode(Date?.self))
     }
 
     /// Runs database work, turning any failure into a `JobStoreError` whose message says what could

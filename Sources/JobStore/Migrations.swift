@@ -187,6 +187,22 @@ public enum Migrations {
             GROUP BY d.id
             """,
         ]),
+        Migration(version: 6, name: "retention", statements: [
+            "ALTER TABLE jobs ADD COLUMN source_deleted_at timestamptz, ADD COLUMN result_expired_at timestamptz",
+            "COMMENT ON COLUMN jobs.source_deleted_at IS 'When the uploaded source was deleted from storage (after success, or by the retention sweep).'",
+            "COMMENT ON COLUMN jobs.result_expired_at IS 'When the retention sweep deleted the job''s objects (highlight and source); the row stays until it expires too.'",
+            "CREATE INDEX jobs_finished ON jobs (completed_at) WHERE completed_at IS NOT NULL",
+            """
+            CREATE VIEW admin_storage AS
+            SELECT count(*) FILTER (WHERE result_key IS NOT NULL AND result_expired_at IS NULL) AS highlights_stored,
+                   coalesce(sum(result_size) FILTER (WHERE result_key IS NOT NULL AND result_expired_at IS NULL), 0) AS highlight_bytes,
+                   count(*) FILTER (WHERE source_deleted_at IS NULL AND result_expired_at IS NULL) AS sources_stored,
+                   coalesce(sum(source_size) FILTER (WHERE source_deleted_at IS NULL AND result_expired_at IS NULL), 0) AS source_bytes,
+                   count(*) FILTER (WHERE result_expired_at IS NOT NULL) AS jobs_expired,
+                   min(completed_at) FILTER (WHERE result_expired_at IS NULL) AS oldest_with_objects
+            FROM jobs
+            """,
+        ]),
     ]
 }
 

@@ -15,10 +15,14 @@ public struct HighlightJobHandler: JobHandler {
     let storage: any ObjectStore
     let workDirectory: URL
     let engine = HighlightEngine()
+    /// Delete the uploaded source once the highlight is stored and the job completed.
+    let deleteSourceAfterSuccess: Bool
 
-    public init(storage: any ObjectStore, workDirectory: URL = FileManager.default.temporaryDirectory) {
+    public init(storage: any ObjectStore, workDirectory: URL = FileManager.default.temporaryDirectory,
+                deleteSourceAfterSuccess: Bool = true) {
         self.storage = storage
         self.workDirectory = workDirectory
+        self.deleteSourceAfterSuccess = deleteSourceAfterSuccess
     }
 
     /// Where a job's highlight is stored.
@@ -65,6 +69,18 @@ public struct HighlightJobHandler: JobHandler {
     /// Deletes the stored highlight of a job that was cancelled as it finished.
     public func discard(_ result: JobResult) async {
         try? await storage.delete(key: result.resultKey)
+    }
+
+    /// Deletes the source of a completed job when so configured. A failed delete is left to the
+    /// retention sweep, which deletes every object of an expired job whose source is still there.
+    public func completed(_ job: JobRecord) async -> Bool {
+        guard deleteSourceAfterSuccess else { return false }
+        do {
+            try await storage.delete(key: job.sourceKey)
+            return true
+        } catch {
+            return false
+        }
     }
 
     /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.

@@ -14,10 +14,15 @@ public protocol JobHandler: Sendable {
     /// Removes what a finished `process` left behind when the job was cancelled before its result
     /// could be recorded (the cancellation arrived after the work was done).
     func discard(_ result: JobResult) async
+
+    /// Called once the job's completion is recorded, to let go of what only the work needed.
+    /// Returns true when it deleted the job's source from storage (recorded as `source_deleted_at`).
+    func completed(_ job: JobRecord) async -> Bool
 }
 
 extension JobHandler {
     public func discard(_ result: JobResult) async {}
+    public func completed(_ job: JobRecord) async -> Bool { false }
 }
 
 /// How a handler says an attempt failed. `retryable` failures are tried again with backoff until

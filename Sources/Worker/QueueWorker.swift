@@ -161,6 +161,7 @@ public final class QueueWorker: Sendable {
         // database and Redis calls made from a cancelled task give up at once.
         let recorded = stoppedBy
         let ended = await Task { await self.finish(outcome, interruption: recorded, lease: lease, delivery: delivery, logger: logger) }.value
+        if ended == .completed { await letGo(of: job, logger: logger) }
         let seconds = (ContinuousClock.now - started).inSeconds
         metrics?.record(ended, seconds: seconds, sourceDuration: try? outcome.get().sourceDuration)
     }
@@ -208,6 +209,17 @@ public final class QueueWorker: Sendable {
                 work.cancel()
                 return
             }
+        }
+    }
+
+    /// After a recorded success: the handler lets go of what only the work needed (the highlight
+    /// handler deletes the source when so configured), and a deleted source is recorded.
+    private func letGo(of job: JobRecord, logger: Logger) async {
+        guard await handler.completed(job) else { return }
+        do {
+            _ = try await store.markSourceDeleted(job.id)
+        } catch {
+            logger.warning("deleted source not recorded", metadata: ["error": "\(error)"])
         }
     }
 

@@ -45,15 +45,19 @@ struct DevCommand: AsyncParsableCommand {
             let services = try Services.fromEnvironment(label: "moments.dev", environment: environment)
             let storage = try StorageConfiguration.store(environment: environment)
             let (configuration, workDirectory) = try WorkerCommand.settings(environment)
+            let retention = try RetentionConfiguration(environment: environment)
             let metrics = WorkerMetrics()
+            let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
+                                              deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess)
             let worker = QueueWorker(configuration: configuration, store: services.store, queue: services.queue,
-                                     handler: HighlightJobHandler(storage: storage, workDirectory: workDirectory), metrics: metrics,
-                                     logger: services.logger)
+                                     handler: handler, metrics: metrics, logger: services.logger)
+            let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)
             let webhooks = WebhookDispatcher(store: services.store, configuration: try WebhookConfiguration(environment: environment),
                                              logger: services.logger)
             let app = buildApplication(configuration: try APIConfiguration(environment: environment), store: services.store,
                                        queue: services.queue, storage: storage,
-                                       services: [WorkerService(worker: worker, webhooks: webhooks, store: services.store, queue: services.queue)],
+                                       services: [WorkerService(worker: worker, webhooks: webhooks, sweeper: sweeper, store: services.store,
+                                                                queue: services.queue)],
                                        metrics: metrics.registry, logger: services.logger)
             services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])
             try await app.runService()

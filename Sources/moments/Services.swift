@@ -40,12 +40,12 @@ struct Services {
 
     /// Runs a worker with `handler` until SIGINT or SIGTERM, with the webhook sender beside it and,
     /// unless `METRICS_PORT` is 0, `/metrics` and `/health` on that port (9090 by default).
-    func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler,
+    func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper? = nil,
                    environment: [String: String] = ProcessInfo.processInfo.environment) async throws {
         let metrics = WorkerMetrics()
         let worker = QueueWorker(configuration: configuration, store: store, queue: queue, handler: handler, metrics: metrics, logger: logger)
         let webhooks = WebhookDispatcher(store: store, configuration: try WebhookConfiguration(environment: environment), logger: logger)
-        let service = WorkerService(worker: worker, webhooks: webhooks, store: store, queue: queue)
+        let service = WorkerService(worker: worker, webhooks: webhooks, sweeper: sweeper, store: store, queue: queue)
         let port = try Setting.integer("METRICS_PORT", in: environment, default: 9090, range: 0...65535)
         guard port > 0 else {
             let group = ServiceGroup(configuration: .init(services: [store.client, service], gracefulShutdownSignals: [.sigterm, .sigint],
@@ -67,17 +67,26 @@ struct Services {
     static func makeLogger(label: String, environment: [String: String]) throws -> Logger {
         try LogFormat.bootstrap(environment: environment)
         var logger = Logger(label: label)
-        logger.logLevel = environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+        if let text = environment["LOG_LEVEL"], !text.isEmpty {
+            guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+                throw SettingError("LOG_LEVEL must be one of \(levels), not '\(text)'.")
+            }
+            logger.logLevel = level
+        } else {
+            logger.logLevel = .info
+        }
         return logger
     }
 }
 
-/// A worker and the webhook sender as a service: migrations first (idempotent, under a lock), then
+/// A worker, the webhook sender and the retention sweep as a service: migrations first (idempotent, under a lock), then
 /// both until graceful shutdown, which becomes the worker's own (stop taking jobs, finish within
 /// the grace period, give the rest back).
 struct WorkerService: Service {
     let worker: QueueWorker
     let webhooks: WebhookDispatcher
+    let sweeper: RetentionSweeper?
     let store: JobStore
     let queue: RedisQueue
 
@@ -89,6 +98,7 @@ struct WorkerService: Service {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await worker.run() }
                 group.addTask { await webhooks.run() }
+                if let sweeper { group.addTask { await sweeper.run() } }
             }
         }
     }

@@ -11,7 +11,9 @@ struct WorkerCommand: AsyncParsableCommand {
         discussion: """
             Reads DATABASE_URL, REDIS_URL, STORAGE_URL (and S3_* for S3), WORKER_CONCURRENCY (default 1), \
             WORKER_LEASE_SECONDS (60), WORKER_HEARTBEAT_SECONDS (10), WORKER_SHUTDOWN_GRACE_SECONDS (25) and \
-            WORK_DIR (the system's temporary folder), METRICS_PORT (9090; 0 for none), WEBHOOK_SECRET and WEBHOOK_*. Applies migrations at start-up. On SIGTERM it stops taking \
+            WORK_DIR (the system's temporary folder), METRICS_PORT (9090; 0 for none), WEBHOOK_SECRET and WEBHOOK_*, \
+            DELETE_SOURCE_AFTER_SUCCESS (true), RESULT_RETENTION_DAYS (30), JOB_RETENTION_DAYS (90) and \
+            RETENTION_SWEEP_SECONDS (3600). Applies migrations at start-up. On SIGTERM it stops taking \
             jobs, lets running ones finish within the grace period and gives the others back.
             """)
 
@@ -21,8 +23,11 @@ struct WorkerCommand: AsyncParsableCommand {
             let services = try Services.fromEnvironment(label: "moments.worker")
             let storage = try StorageConfiguration.store(environment: environment)
             let (configuration, workDirectory) = try Self.settings(environment)
-            let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory)
-            try await services.runWorker(configuration, handler: handler)
+            let retention = try RetentionConfiguration(environment: environment)
+            let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
+                                              deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess)
+            let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)
+            try await services.runWorker(configuration, handler: handler, sweeper: sweeper)
         }
     }
 }

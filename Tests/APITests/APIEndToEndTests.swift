@@ -184,6 +184,30 @@ struct APIEndToEndTests {
         }
     }
 
+    @Test("Retention: the source goes once the highlight is stored; past RESULT_RETENTION_DAYS a worker's sweep deletes the highlight and the download answers 410 result_expired")
+    func retention() async throws {
+        try await TestServices.withDatabase { store, databaseURL in
+            try await Self.withSystem(workers: 1, settings: ["RETENTION_SWEEP_SECONDS": "10"], databaseURL: databaseURL) { base in
+                let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
+                                       "-F", "quality=low", "\(base)/api/v1/upload"])
+                let jobID = try Self.json(upload.body)["job_id"] as? String
+                let id = try #require(jobID.flatMap(UUID.init(uuidString:)), "\(upload.body)")
+                #expect(try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.sourceDeletedAt != nil })
+                let job = try #require(try await store.job(id))
+                #expect(job.status == .completed && job.resultExpiredAt == nil)
+                #expect(try curl(["-o", "/dev/null", "\(base)/api/v1/jobs/\(id)/download"]).status == 302)
+
+                try await store.client.query("UPDATE jobs SET completed_at = now() - interval '31 days' WHERE id = \(id)")
+                #expect(try await TestServices.eventually(timeout: .seconds(30)) { try await store.job(id)?.resultExpiredAt != nil },
+                        "the worker's next sweep (every 10 s here) expired it")
+                let expired = try Self.error(try curl(["\(base)/api/v1/jobs/\(id)/download"]))
+                #expect(expired.status == 410 && expired.code == "result_expired" && !expired.message.isEmpty)
+                let status = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
+                #expect(status["status"] as? String == "completed", "the job's record stays until JOB_RETENTION_DAYS")
+            }
+        }
+    }
+
     @Test("Progress push: Server-Sent Events carry the status as it changes and close when the job ends")
     func serverSentEvents() async throws {
         try await Self.withSystem { base in

@@ -103,4 +103,23 @@ struct AdminCommandTests {
             #expect(wrong.status == 1 && wrong.err.contains("LOG_FORMAT must be json or text"), "\(wrong.err)")
         }
     }
+
+    @Test("Each role refuses a bad setting at start-up with a message naming the variable",
+          arguments: [
+            ("worker", "LOG_LEVEL", "loud"), ("worker", "WORKER_CONCURRENCY", "0"), ("worker", "JOB_RETENTION_DAYS", "7"),
+            ("worker", "DELETE_SOURCE_AFTER_SUCCESS", "sometimes"), ("worker", "WEBHOOK_SECRET", "short"),
+            ("worker", "METRICS_PORT", "99999"), ("api", "MAX_UPLOAD_BYTES", "lots"), ("api", "AUTH_REQUIRED", "perhaps"),
+            ("api", "RATE_LIMIT_UPLOADS_PER_OWNER", "-1"), ("migrate", "DATABASE_URL", "mysql://db/moments"),
+            ("worker", "REDIS_URL", "rediss://cache:6380"), ("worker", "STORAGE_URL", "ftp://files/moments"),
+          ])
+    func badSettings(role: String, variable: String, value: String) throws {
+        var environment = ["DATABASE_URL": "postgres://moments@127.0.0.1:1/moments", "REDIS_URL": "redis://127.0.0.1:1/0",
+                           "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "0"]
+        environment[variable] = value
+        let started = ContinuousClock.now
+        let run = try Self.moments([role], environment: environment)
+        #expect(run.status != 0)
+        #expect(run.err.contains(variable), "the refusal names \(variable): \(run.err)")
+        #expect(ContinuousClock.now - started < .seconds(10), "refused at start-up, not after trying to connect")
+    }
 }

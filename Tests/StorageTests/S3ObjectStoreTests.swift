@@ -162,6 +162,29 @@ struct S3ObjectStoreTests {
         }
     }
 
+    @Test("S3_PUBLIC_ENDPOINT: presigned URLs name the address clients use, and storage verifies them there")
+    func publicEndpoint() async throws {
+        let direct = try Self.configuration()
+        let port = try #require(direct.endpoint.port)
+        var environment = ProcessInfo.processInfo.environment
+        environment["S3_PUBLIC_ENDPOINT"] = "http://localhost:\(port)"
+        let bucket = URL(string: try TestServices.environment("STORAGE_URL"))?.host ?? ""
+        let store = S3ObjectStore(configuration: try StorageConfiguration.s3(bucket: bucket, environment: environment))
+        try await Self.withScratch { folder in
+            let original = folder.appendingPathComponent("public.bin")
+            try Self.makeFile(original, size: 1000)
+            let key = Self.key("public.bin")
+            try await store.put(key: key, from: original, contentType: "application/octet-stream")
+            let url = try store.presignedURL(key: key, expires: .seconds(60))
+            #expect(url.host == "localhost" && url.port == port, "\(url)")
+            #expect(try curl(["-o", "/dev/null", url.absoluteString]).status == 200)
+            try await store.delete(key: key)
+        }
+        environment["S3_PUBLIC_ENDPOINT"] = "localhost:8333"
+        let error = #expect(throws: StorageError.self) { try StorageConfiguration.s3(bucket: bucket, environment: environment) }
+        #expect(error?.message.contains("S3_PUBLIC_ENDPOINT") == true)
+    }
+
     @Test("An expired presigned URL is refused")
     func expiredPresignedURL() async throws {
         let store = try Self.store()

@@ -91,6 +91,10 @@ struct HighlightJobTests {
             #expect(abs(try TestFootage.duration(local.path) - 8) <= 0.5)
             try FileManager.default.removeItem(at: local)
             #expect(try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty, "the job's work folder is gone")
+            // The source is deleted once the highlight is stored (DELETE_SOURCE_AFTER_SUCCESS defaults to true).
+            let sourceDeleted = try await TestServices.eventually(timeout: .seconds(5)) { try await store.job(id)?.sourceDeletedAt != nil }
+            #expect(sourceDeleted)
+            await #expect(throws: StorageError.self) { try await storage.head(key: job.sourceKey) }
         }
     }
 
@@ -99,12 +103,15 @@ struct HighlightJobTests {
         let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-not-a-video-\(UUID().uuidString).mov")
         try Data("This is a shopping list, not a video.\n".utf8).write(to: text)
         defer { try? FileManager.default.removeItem(at: text) }
-        try await Self.run(source: text.path) { store, _, id, _ in
+        try await Self.run(source: text.path) { store, storage, id, _ in
             #expect(try await TestServices.eventually { try await store.job(id)?.status == .failed })
             let job = try #require(try await store.job(id))
             #expect(job.errorCode == "not_a_video" && job.attempt == 1)
             #expect(job.message?.isEmpty == false && job.message == job.errorMessage)
             #expect(try await store.events(id).map(\.to) == [.pending, .processing, .failed])
+            // A failed job keeps its source until the retention sweep (an operator may retry it).
+            #expect(job.sourceDeletedAt == nil)
+            #expect(try await storage.head(key: job.sourceKey).size > 0)
         }
     }
 
@@ -141,6 +148,7 @@ struct HighlightJobTests {
                 try FileManager.default.contentsOfDirectory(atPath: work.path).isEmpty
             }
             #expect(cleaned, "the work folder was removed within 2 s")
+            let stoppedIn = ContinuousClock.now - cancelledAt
             // No result, even when the cancellation arrived as the highlight was being stored.
             let noResult = try await TestServices.eventually(timeout: .seconds(2)) {
                 do {
@@ -151,7 +159,7 @@ struct HighlightJobTests {
                 }
             }
             #expect(noResult, "no stored result")
-            #expect(ContinuousClock.now - cancelledAt < .seconds(2))
+            #expect(stoppedIn < .seconds(2), "the engine stopped and cleaned up in \(stoppedIn)")
             #expect(try await store.job(id)?.status == .cancelled)
         }
     }

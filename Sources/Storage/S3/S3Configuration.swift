@@ -11,6 +11,9 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
 
     /// `https://s3.us-east-1.amazonaws.com`, `https://<account>.r2.cloudflarestorage.com`, `http://127.0.0.1:8333`.
     public var endpoint: URL
+    /// The endpoint presigned URLs name, when clients reach storage at another address than this
+    /// process does (`S3_PUBLIC_ENDPOINT`; say `http://s3:8333` inside Docker, `http://localhost:8333` outside).
+    public var publicEndpoint: URL?
     public var bucket: String
     /// `auto` for Cloudflare R2.
     public var region: String
@@ -46,7 +49,8 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
 /// - `STORAGE_URL=file:///var/lib/moments/objects` for a local folder, or
 /// - `STORAGE_URL=s3://BUCKET` with `S3_ENDPOINT`, `S3_REGION` (default `us-east-1`; `auto` for R2),
 ///   `S3_ACCESS_KEY_ID`, `S3_SECRET_ACCESS_KEY`, optional `S3_SESSION_TOKEN` and `S3_ADDRESSING`
-///   (`path` or `virtual`; default `virtual` for amazonaws.com endpoints, `path` otherwise).
+///   (`path` or `virtual`; default `virtual` for amazonaws.com endpoints, `path` otherwise), and
+///   optional `S3_PUBLIC_ENDPOINT` for the address presigned URLs name.
 public enum StorageConfiguration {
     public static func store(environment: [String: String] = ProcessInfo.processInfo.environment) throws(StorageError) -> any ObjectStore {
         guard let raw = environment["STORAGE_URL"], !raw.isEmpty else {
@@ -87,7 +91,14 @@ public enum StorageConfiguration {
         let credentials = SigV4Credentials(accessKeyID: try required("S3_ACCESS_KEY_ID"),
                                            secretAccessKey: try required("S3_SECRET_ACCESS_KEY"),
                                            sessionToken: environment["S3_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
-        return S3Configuration(endpoint: endpoint, bucket: bucket, region: environment["S3_REGION"] ?? "us-east-1",
-                               credentials: credentials, addressing: addressing)
+        var configuration = S3Configuration(endpoint: endpoint, bucket: bucket, region: environment["S3_REGION"] ?? "us-east-1",
+                                            credentials: credentials, addressing: addressing)
+        if let text = environment["S3_PUBLIC_ENDPOINT"], !text.isEmpty {
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw StorageError(.invalidConfiguration, "S3_PUBLIC_ENDPOINT must be an http:// or https:// URL.")
+            }
+            configuration.publicEndpoint = url
+        }
+        return configuration
     }
 }

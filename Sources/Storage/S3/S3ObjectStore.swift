@@ -73,7 +73,7 @@ public struct S3ObjectStore: ObjectStore {
         guard (1...604_800).contains(seconds) else {
             throw StorageError(.invalidKey, "A presigned URL must expire within 1 second to 7 days.")
         }
-        let target = location(key: key, query: [])
+        let target = location(key: key, query: [], endpoint: configuration.publicEndpoint ?? configuration.endpoint)
         let request = SigV4Request(method: method, path: target.path, headers: [("Host", target.host)],
                                    payloadHash: SigV4Signer.unsignedPayload)
         let signature = signer.presign(request, date: date, expires: seconds)
@@ -160,9 +160,10 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    /// Where a request goes: the object `key`, or the bucket itself when `key` is nil.
-    func location(key: String?, query: [(name: String, value: String)]) -> Target {
-        let endpoint = configuration.endpoint
+    /// Where a request goes: the object `key`, or the bucket itself when `key` is nil; at `endpoint`
+    /// (the configured one unless a presigned URL asks for the public one).
+    func location(key: String?, query: [(name: String, value: String)], endpoint: URL? = nil) -> Target {
+        let endpoint = endpoint ?? configuration.endpoint
         let scheme = endpoint.scheme ?? "https"
         var host = endpoint.host ?? ""
         if let port = endpoint.port, !(scheme == "http" && port == 80), !(scheme == "https" && port == 443) { host += ":\(port)" }

@@ -1,0 +1,144 @@
+import Foundation
+import JobStore
+import Logging
+import MomentsModel
+import Storage
+
+/// How long Moments keeps what it stores.
+public struct RetentionConfiguration: Sendable, Equatable {
+    /// Delete the uploaded source as soon as its highlight is stored and the job completed.
+    public var deleteSourceAfterSuccess: Bool
+    /// Days after a job ends until its highlight and source are deleted from storage (nil: kept).
+    public var resultDays: Int?
+    /// Days after a job ends until its row (with its events and webhook deliveries) is deleted (nil: kept).
+    public var jobDays: Int?
+    /// How often a worker runs the sweep (one worker at a time does).
+    public var sweepInterval: Duration
+
+    public init(deleteSourceAfterSuccess: Bool = true, resultDays: Int? = 30, jobDays: Int? = 90, sweepInterval: Duration = .seconds(3600)) {
+        self.deleteSourceAfterSuccess = deleteSourceAfterSuccess
+        self.resultDays = resultDays
+        self.jobDays = jobDays
+        self.sweepInterval = sweepInterval
+    }
+
+    /// The month's quota counts job rows, so rows must outlive the longest month.
+    public static let minimumJobDays = 32
+
+    /// `DELETE_SOURCE_AFTER_SUCCESS` (true), `RESULT_RETENTION_DAYS` (30), `JOB_RETENTION_DAYS` (90)
+    /// and `RETENTION_SWEEP_SECONDS` (3600); 0 days keeps things for ever.
+    public init(environment: [String: String]) throws(SettingError) {
+        let resultDays = try Setting.integer("RESULT_RETENTION_DAYS", in: environment, default: 30, range: 0...36_500)
+        let jobDays = try Setting.integer("JOB_RETENTION_DAYS", in: environment, default: 90, range: 0...36_500)
+        if jobDays != 0 && jobDays < Self.minimumJobDays {
+            throw SettingError("JOB_RETENTION_DAYS must be 0 (keep) or at least \(Self.minimumJobDays): the monthly quota counts job rows, so they must outlive a month, not '\(jobDays)'.")
+        }
+        if jobDays != 0 && resultDays > jobDays {
+            throw SettingError("RESULT_RETENTION_DAYS (\(resultDays)) cannot be longer than JOB_RETENTION_DAYS (\(jobDays)): a highlight is deleted with its job's row at the latest.")
+        }
+        self.init(deleteSourceAfterSuccess: try Setting.boolean("DELETE_SOURCE_AFTER_SUCCESS", in: environment, default: true),
+                  resultDays: resultDays == 0 ? nil : resultDays, jobDays: jobDays == 0 ? nil : jobDays,
+                  sweepInterval: .seconds(try Setting.integer("RETENTION_SWEEP_SECONDS", in: environment, default: 3600, range: 10...604_800)))
+    }
+
+    /// Objects of jobs that ended this many days ago go: the result retention, or, when results are
+    /// kept for ever, the row retention (a row is never deleted before its objects).
+    var objectDays: Int? { resultDays ?? jobDays }
+}
+
+/// Deletes what has outlived its retention: first the objects in storage (highlight and source) of
+/// jobs that ended long enough ago, marking each row, then the rows whose objects are gone. A
+/// storage failure leaves the row as it is, so the next sweep tries again; nothing is ever left in
+/// storage without a row that names it.
+public struct RetentionSweeper: Sendable {
+    public struct Report: Sendable, Equatable, CustomStringConvertible {
+        /// Jobs whose highlight and source were deleted from storage.
+        public var objectsExpired = 0
+        /// Jobs whose objects could not be deleted this time (storage failed); tried again next sweep.
+        public var objectsFailed = 0
+        /// Job rows deleted.
+        public var jobsDeleted = 0
+
+        public init(objectsExpired: Int = 0, objectsFailed: Int = 0, jobsDeleted: Int = 0) {
+            self.objectsExpired = objectsExpired
+            self.objectsFailed = objectsFailed
+            self.jobsDeleted = jobsDeleted
+        }
+
+        public var description: String { "objects_expired=\(objectsExpired) objects_failed=\(objectsFailed) jobs_deleted=\(jobsDeleted)" }
+    }
+
+    let store: JobStore
+    let storage: any ObjectStore
+    let configuration: RetentionConfiguration
+    let logger: Logger
+
+    public init(store: JobStore, storage: any ObjectStore, configuration: RetentionConfiguration, logger: Logger) {
+        self.store = store
+        self.storage = storage
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Sweeps every `sweepInterval` until cancelled; one process sweeps at a time (an advisory lock).
+    public func run() async {
+        guard configuration.objectDays != nil else { return }
+        while !Task.isCancelled {
+            do {
+                _ = try await sweepExclusively()
+            } catch {
+                logger.warning("retention sweep failed; trying again later", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: configuration.sweepInterval)
+        }
+    }
+
+    /// One sweep unless another process is sweeping (then nil).
+    public func sweepExclusively(now: Date = Date()) async throws -> Report? {
+        let sweeper = self
+        return try await store.exclusively("moments.retention") { try await sweeper.sweep(now: now) }
+    }
+
+    /// One sweep, in batches until nothing is left that is due.
+    public func sweep(now: Date = Date()) async throws(JobStoreError) -> Report {
+        var report = Report()
+        if let days = configuration.objectDays {
+            let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
+            var failed = Set<UUID>()
+            while !Task.isCancelled {
+                let due = try await store.jobsWithObjects(finishedBefore: cutoff, limit: 100 + failed.count)
+                    .filter { !failed.contains($0.id) }
+                if due.isEmpty { break }
+                let failedBefore = report.objectsFailed
+                for job in due {
+                    do {
+                        try await expireObjects(of: job)
+                        if try await store.markObjectsExpired(job.id) { report.objectsExpired += 1 }
+                    } catch {
+                        failed.insert(job.id)
+                        report.objectsFailed += 1
+                        logger.warning("could not delete an expired job's objects; the next sweep tries again",
+                                       metadata: ["job_id": "\(job.id.uuidString.lowercased())", "error": "\(error)"])
+                    }
+                }
+                // A whole batch failing means storage is down: leave the rest for the next sweep.
+                if report.objectsFailed - failedBefore == due.count { break }
+            }
+        }
+        if let days = configuration.jobDays {
+            let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
+            while !Task.isCancelled {
+                let deleted = try await store.deleteExpiredJobs(finishedBefore: cutoff)
+                report.jobsDeleted += deleted
+                if deleted == 0 { break }
+            }
+        }
+        if report != Report() { logger.notice("retention sweep", metadata: ["report": "\(report)"]) }
+        return report
+    }
+
+    private func expireObjects(of job: JobRecord) async throws(StorageError) {
+        if let result = job.resultKey { try await storage.delete(key: result) }
+        if job.sourceDeletedAt == nil { try await storage.delete(key: job.sourceKey) }
+    }
+}

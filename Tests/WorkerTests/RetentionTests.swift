@@ -1,0 +1,174 @@
+import Foundation
+import JobStore
+import MomentsModel
+import PostgresNIO
+import ServiceTestSupport
+import Storage
+import Testing
+import Worker
+
+/// The retention sweep against real PostgreSQL and SeaweedFS: objects go first, rows only after.
+@Suite("Retention: sources after success, objects and rows after their days (real PostgreSQL and SeaweedFS)")
+struct RetentionTests {
+    /// A finished job made to look as old as `daysAgo`, with its source (and result, when completed) in storage.
+    struct Made {
+        var id: UUID
+        var sourceKey: String
+        var resultKey: String?
+    }
+
+    static func make(_ store: JobStore, _ storage: any ObjectStore, ending status: JobStatus, daysAgo: Int,
+                     sourceDeleted: Bool = false) async throws -> Made {
+        let id = UUID()
+        let folder = "retention-test/\(id.uuidString.lowercased())"
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-retention-\(id.uuidString).bin")
+        try Data(repeating: 7, count: 1000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let sourceKey = "\(folder)/source.mov"
+        if !sourceDeleted { _ = try await storage.put(key: sourceKey, from: file, contentType: "video/quicktime") }
+        let job = try await store.create(NewJob(id: id, originalFilename: "IMG_\(daysAgo).MOV", sourceKey: sourceKey, maxAttempts: 1))
+        var resultKey: String?
+        if status != .pending {
+            guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else {
+                throw Failure(description: "could not claim \(id)")
+            }
+            switch status {
+            case .completed:
+                let key = "\(folder)/highlight.mp4"
+                _ = try await storage.put(key: key, from: file, contentType: "video/mp4")
+                #expect(try await store.complete(lease, result: JobResult(resultKey: key, resultSize: 1000)))
+                resultKey = key
+            case .failed:
+                _ = try await store.fail(lease, code: "not_a_video", message: "Not a video.", retryable: false, retryDelay: .zero)
+            case .cancelled:
+                _ = try await store.cancel(job.id)
+            case .pending, .processing:
+                break
+            }
+        }
+        if sourceDeleted { #expect(try await store.markSourceDeleted(id)) }
+        try await store.client.query("""
+            UPDATE jobs SET created_at = now() - make_interval(days => \(daysAgo + 1)::int),
+                            completed_at = CASE WHEN completed_at IS NULL THEN NULL ELSE now() - make_interval(days => \(daysAgo)::int) END
+            WHERE id = \(id)
+            """)
+        return Made(id: id, sourceKey: sourceKey, resultKey: resultKey)
+    }
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    static func exists(_ storage: any ObjectStore, _ key: String) async throws -> Bool {
+        do {
+            _ = try await storage.head(key: key)
+            return true
+        } catch where error.code == .notFound {
+            return false
+        }
+    }
+
+    @Test("Objects of jobs past RESULT_RETENTION_DAYS go first, rows past JOB_RETENTION_DAYS after; younger and unfinished jobs stay")
+    func sweep() async throws {
+        let storage = try HighlightJobTests.s3()
+        try await TestServices.withDatabase { store, _ in
+            let fresh = try await Self.make(store, storage, ending: .completed, daysAgo: 5)
+            let month = try await Self.make(store, storage, ending: .completed, daysAgo: 40)
+            let failed = try await Self.make(store, storage, ending: .failed, daysAgo: 40)
+            let sourceGone = try await Self.make(store, storage, ending: .completed, daysAgo: 45, sourceDeleted: true)
+            let ancient = try await Self.make(store, storage, ending: .cancelled, daysAgo: 100)
+            let waiting = try await Self.make(store, storage, ending: .pending, daysAgo: 200)
+
+            let sweeper = RetentionSweeper(store: store, storage: storage,
+                                           configuration: RetentionConfiguration(resultDays: 30, jobDays: 90), logger: TestServices.logger)
+            let report = try #require(try await sweeper.sweepExclusively())
+            #expect(report == RetentionSweeper.Report(objectsExpired: 4, objectsFailed: 0, jobsDeleted: 1), "\(report)")
+
+            // Young: everything stays.
+            #expect(try await Self.exists(storage, fresh.sourceKey))
+            #expect(try await Self.exists(storage, fresh.resultKey!))
+            #expect(try await store.job(fresh.id)?.resultExpiredAt == nil)
+            // Past the result retention: objects gone, the row (and its history) stays, marked.
+            for made in [month, failed, sourceGone] {
+                #expect(try await !Self.exists(storage, made.sourceKey))
+                if let result = made.resultKey { #expect(try await !Self.exists(storage, result)) }
+                let job = try #require(try await store.job(made.id))
+                #expect(job.resultExpiredAt != nil && job.sourceDeletedAt != nil)
+                #expect(try await store.events(made.id).count >= 3)
+            }
+            let gone = try #require(try await store.job(sourceGone.id))
+            let sourceDeletedAt = try #require(gone.sourceDeletedAt), expiredAt = try #require(gone.resultExpiredAt)
+            #expect(sourceDeletedAt < expiredAt, "the earlier deletion time is kept")
+            // Past the job retention: the objects and then the row, with its events, are gone.
+            #expect(try await !Self.exists(storage, ancient.sourceKey))
+            #expect(try await store.job(ancient.id) == nil)
+            #expect(try await store.events(ancient.id).isEmpty)
+            // Not finished, however old: untouched.
+            #expect(try await Self.exists(storage, waiting.sourceKey))
+            #expect(try await store.job(waiting.id)?.status == .pending)
+
+            // Nothing more is due: a second sweep changes nothing.
+            #expect(try await sweeper.sweep() == RetentionSweeper.Report())
+            try? await storage.delete(key: fresh.sourceKey)
+            try? await storage.delete(key: fresh.resultKey!)
+            try? await storage.delete(key: waiting.sourceKey)
+        }
+    }
+
+    @Test("When storage refuses, the rows stay as they are (even past JOB_RETENTION_DAYS) and the next sweep finishes the job")
+    func storageFailure() async throws {
+        let storage = try HighlightJobTests.s3()
+        var environment = ProcessInfo.processInfo.environment
+        environment["S3_SECRET_ACCESS_KEY"] = "not-the-secret-\(UUID().uuidString)"
+        let url = try TestServices.environment("STORAGE_URL")
+        let refusing = S3ObjectStore(configuration: try StorageConfiguration.s3(bucket: URL(string: url)?.host ?? "", environment: environment))
+        try await TestServices.withDatabase { store, _ in
+            let old = try await Self.make(store, storage, ending: .completed, daysAgo: 100)
+            let configuration = RetentionConfiguration(resultDays: 30, jobDays: 90)
+            let broken = RetentionSweeper(store: store, storage: refusing, configuration: configuration, logger: TestServices.logger)
+            #expect(try await broken.sweep() == RetentionSweeper.Report(objectsExpired: 0, objectsFailed: 1, jobsDeleted: 0))
+            let kept = try #require(try await store.job(old.id))
+            #expect(kept.resultExpiredAt == nil)
+            #expect(try await Self.exists(storage, old.sourceKey))
+            #expect(try await Self.exists(storage, old.resultKey!))
+
+            let working = RetentionSweeper(store: store, storage: storage, configuration: configuration, logger: TestServices.logger)
+            #expect(try await working.sweep() == RetentionSweeper.Report(objectsExpired: 1, objectsFailed: 0, jobsDeleted: 1))
+            #expect(try await !Self.exists(storage, old.sourceKey))
+            #expect(try await !Self.exists(storage, old.resultKey!))
+            #expect(try await store.job(old.id) == nil)
+        }
+    }
+
+    @Test("One sweep at a time: a second process finds the lock taken and does nothing")
+    func oneAtATime() async throws {
+        let storage = try HighlightJobTests.s3()
+        try await TestServices.withDatabase { store, _ in
+            let sweeper = RetentionSweeper(store: store, storage: storage, configuration: RetentionConfiguration(), logger: TestServices.logger)
+            let inner = try await store.exclusively("moments.retention") { try await sweeper.sweepExclusively() }
+            #expect(inner == .some(nil), "the lock was held, so the second sweep did not run")
+            #expect(try await sweeper.sweepExclusively() == RetentionSweeper.Report())
+        }
+    }
+
+    @Test("Settings: defaults, 0 keeps for ever, and refusals that name the variable",
+          arguments: [
+            (["JOB_RETENTION_DAYS": "7"], "JOB_RETENTION_DAYS must be 0 (keep) or at least 32"),
+            (["RESULT_RETENTION_DAYS": "60", "JOB_RETENTION_DAYS": "40"], "RESULT_RETENTION_DAYS (60) cannot be longer than JOB_RETENTION_DAYS (40)"),
+            (["RESULT_RETENTION_DAYS": "a month"], "RESULT_RETENTION_DAYS must be a whole number"),
+            (["DELETE_SOURCE_AFTER_SUCCESS": "maybe"], "DELETE_SOURCE_AFTER_SUCCESS must be true or false"),
+            (["RETENTION_SWEEP_SECONDS": "1"], "RETENTION_SWEEP_SECONDS must be a whole number from 10"),
+          ])
+    func settings(environment: [String: String], refusal: String) throws {
+        #expect(try RetentionConfiguration(environment: [:]) == RetentionConfiguration())
+        #expect(try RetentionConfiguration(environment: [:]).resultDays == 30)
+        let forever = try RetentionConfiguration(environment: ["RESULT_RETENTION_DAYS": "0", "JOB_RETENTION_DAYS": "0",
+                                                               "DELETE_SOURCE_AFTER_SUCCESS": "false"])
+        #expect(forever.resultDays == nil && forever.jobDays == nil && !forever.deleteSourceAfterSuccess)
+        #expect(try RetentionConfiguration(environment: ["RESULT_RETENTION_DAYS": "400", "JOB_RETENTION_DAYS": "0"]).resultDays == 400)
+        do {
+            _ = try RetentionConfiguration(environment: environment)
+            Issue.record("\(environment) was accepted")
+        } catch {
+            #expect(error.message.hasPrefix(refusal), "\(error.message)")
+        }
+    }
+}
