@@ -3,9 +3,11 @@ import PackageDescription
 
 let package = Package(
     name: "Moments",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .executable(name: "moments", targets: ["moments"]),
+        // The Swift SDK for the iOS app (and any Swift client): models, client, view models.
+        .library(name: "MomentsKit", targets: ["MomentsKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -39,9 +41,13 @@ let package = Package(
         .target(name: "Storage", dependencies: [
             "CCurl", "MomentsModel", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
         ]),
+        // The API's JSON (CLIENT-CONTRACT.md): encoded by the server, decoded by MomentsKit. Foundation only.
+        .target(name: "MomentsContract", dependencies: ["MomentsModel"]),
+        // The client SDK: MomentsClient (URLSession) and @Observable view models. Foundation and Observation only.
+        .target(name: "MomentsKit", dependencies: ["MomentsContract"]),
         // PostgreSQL: migrations, the job repository with fenced transitions, admin views.
         .target(name: "JobStore", dependencies: [
-            "MomentsModel", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
         ]),
         // Redis: connection, the leased job queue.
         .target(name: "JobQueue", dependencies: ["CHiredis", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
@@ -61,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "JobQueue", "Worker", "API",
+                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "JobQueue", "Worker", "API", "MomentsKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -71,7 +77,7 @@ let package = Package(
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [
-            "JobQueue",
+            "JobQueue", "MomentsKit",
             "ServiceTestSupport", "JobStore", "API", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
@@ -83,6 +89,7 @@ let package = Package(
             "Worker", "JobQueue", "JobStore", "Storage", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
+        .testTarget(name: "MomentsKitTests", dependencies: ["MomentsKit"]),
         .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel"]),
     ],
     swiftLanguageModes: [.v6]

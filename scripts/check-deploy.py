@@ -117,7 +117,7 @@ for source in (ROOT / "Sources").rglob("*.swift"):
     read |= set(re.findall(r'environment\["([A-Z][A-Z0-9_]+)"\]', text))
     read |= set(re.findall(r'Setting\.(?:integer|boolean)\("([A-Z][A-Z0-9_]+)"', text))
     read |= set(re.findall(r'required\("([A-Z][A-Z0-9_]+)"\)', text))
-read = {name for name in read if not name.startswith("MOMENTS_DEBUG_")}
+read = {name for name in read if not name.startswith(("MOMENTS_DEBUG_", "XDG_"))}
 for name in sorted(read - example):
     fail(".env.example", f"{name} is read by the code but not listed")
 for name in sorted(example - read):

@@ -103,7 +103,7 @@ public struct MomentsRequestContext: RequestContext, RemoteAddressRequestContext
         remoteAddress = source.channel.remoteAddress
     }
 
-    public var responseEncoder: JSONEncoder { ClientJSON.encoder }
+    public var responseEncoder: JSONEncoder { MomentsJSON.encoder }
 }
 
 /// Who sent a request.

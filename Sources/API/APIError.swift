@@ -23,7 +23,7 @@ public struct APIError: HTTPResponseError, Equatable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = try JSONEncoder().encode(["error": ["code": code, "message": message]])
+        let body = try MomentsJSON.encoder.encode(ErrorReply(code: code, message: message))
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))

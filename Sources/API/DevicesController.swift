@@ -10,58 +10,6 @@ struct DevicesController: Sendable {
     let quota: Quota
     let limiter: RateLimiter
 
-    struct Registration: Decodable {
-        var name: String?
-    }
-
-    struct Registered: ResponseEncodable {
-        var deviceID: UUID
-        var token: String
-        var plan: Plan
-        var createdAt: Date
-        enum CodingKeys: String, CodingKey { case deviceID = "device_id", token, plan, createdAt = "created_at" }
-    }
-
-    struct Me: ResponseEncodable {
-        struct Usage: Encodable {
-            var used: Int
-            var limit: Int?
-            var remaining: Int?
-            var periodStart: Date
-            var resetsAt: Date
-            enum CodingKeys: String, CodingKey { case used, limit, remaining, periodStart = "period_start", resetsAt = "resets_at" }
-
-            func encode(to encoder: any Encoder) throws {
-                var c = encoder.container(keyedBy: CodingKeys.self)
-                try c.encode(used, forKey: .used)
-                try c.encode(limit, forKey: .limit)
-                try c.encode(remaining, forKey: .remaining)
-                try c.encode(periodStart, forKey: .periodStart)
-                try c.encode(resetsAt, forKey: .resetsAt)
-            }
-        }
-        var deviceID: UUID
-        var name: String?
-        var plan: Plan
-        /// What the app shows: "Free: 3 videos/month" or "Pro: Unlimited".
-        var planDescription: String
-        var usage: Usage
-        var createdAt: Date
-        enum CodingKeys: String, CodingKey {
-            case deviceID = "device_id", name, plan, planDescription = "plan_description", usage, createdAt = "created_at"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(deviceID.uuidString.lowercased(), forKey: .deviceID)
-            try c.encode(name, forKey: .name)
-            try c.encode(plan, forKey: .plan)
-            try c.encode(planDescription, forKey: .planDescription)
-            try c.encode(usage, forKey: .usage)
-            try c.encode(createdAt, forKey: .createdAt)
-        }
-    }
-
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.post("devices") { request, context in
             let registered = try await register(request, context: context)
@@ -70,15 +18,15 @@ struct DevicesController: Sendable {
         group.get("me") { _, context in try await me(context) }
     }
 
-    private func register(_ request: Request, context: MomentsRequestContext) async throws -> Registered {
+    private func register(_ request: Request, context: MomentsRequestContext) async throws -> DeviceRegistration {
         try await limiter.admitRegistration(request, context: context)
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: 4096) } catch {
             throw APIError(.contentTooLarge, "invalid_request", "The request body is too large; send a small JSON object.")
         }
-        var registration = Registration()
+        var registration = DeviceRegistrationRequest(name: nil)
         if body.readableBytes > 0 {
-            do { registration = try JSONDecoder().decode(Registration.self, from: Data(body.readableBytesView)) } catch {
+            do { registration = try JSONDecoder().decode(DeviceRegistrationRequest.self, from: Data(body.readableBytesView)) } catch {
                 throw APIError(.badRequest, "invalid_request", #"Send JSON like {"name": "Anna's iPhone"}, or no body."#)
             }
         }
@@ -86,17 +34,17 @@ struct DevicesController: Sendable {
         let token = DeviceToken.generate()
         let device = try await store.registerDevice(tokenSHA256: DeviceToken.sha256(token), name: name)
         context.logger.info("device registered", metadata: ["device": "\(device.id)"])
-        return Registered(deviceID: device.id, token: token, plan: device.plan, createdAt: device.createdAt)
+        return DeviceRegistration(deviceID: device.id, token: token, plan: device.plan, createdAt: device.createdAt)
     }
 
-    private func me(_ context: MomentsRequestContext) async throws -> Me {
+    private func me(_ context: MomentsRequestContext) async throws -> Account {
         guard case .device(let device) = context.identity else {
             throw APIError(.unauthorized, "auth_required", "Send a device token as 'Authorization: Bearer <token>' to see its plan.",
                            headers: AuthenticationMiddleware.challenge)
         }
         let usage = try await store.monthlyUsage(owner: device.owner)
         let limit = quota.limit(for: device.plan)
-        return Me(deviceID: device.id, name: device.name, plan: device.plan,
+        return Account(deviceID: device.id, name: device.name, plan: device.plan,
                   planDescription: limit.map { "Free: \($0) videos/month" } ?? "Pro: Unlimited",
                   usage: .init(used: usage.used, limit: limit, remaining: limit.map { max(0, $0 - usage.used) },
                                periodStart: usage.periodStart, resetsAt: usage.periodEnd),

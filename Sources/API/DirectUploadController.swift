@@ -34,23 +34,12 @@ struct DirectUploadController: Sendable {
         }
     }
 
-    struct Reserved: ResponseEncodable {
-        var jobID: String
-        var uploadURL: String
-        var method = "PUT"
-        var expiresAt: Date
-        var maxSizeBytes: Int64
-        enum CodingKeys: String, CodingKey {
-            case jobID = "job_id", uploadURL = "upload_url", method, expiresAt = "expires_at", maxSizeBytes = "max_size_bytes"
-        }
-    }
-
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.post("uploads") { request, context in try await reserve(request, context: context) }
         group.post("jobs/{id}/start") { request, context in try await start(context) }
     }
 
-    private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> Reserved {
+    private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> DirectUpload {
         guard let s3 = storage as? S3ObjectStore else {
             throw APIError(.conflict, "direct_upload_unavailable",
                            "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
@@ -77,18 +66,18 @@ struct DirectUploadController: Sendable {
         let url = try s3.presignedURL(key: Self.sourceKey(id), method: "PUT", expires: lifetime)
         let json = String(decoding: try JSONEncoder().encode(reservation), as: UTF8.self)
         try await queue.client.send(["SET", reservationKey(id), json, "EX", String(lifetime.components.seconds)])
-        return Reserved(jobID: id.uuidString.lowercased(), uploadURL: url.absoluteString,
+        return DirectUpload(jobID: id, uploadURL: url.absoluteString,
                         expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
                         maxSizeBytes: configuration.maxUploadBytes)
     }
 
-    private func start(_ context: MomentsRequestContext) async throws -> UploadController.Accepted {
+    private func start(_ context: MomentsRequestContext) async throws -> UploadAccepted {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
         let existing = try await store.job(id)
         if let existing {
             // Started already: the same answer again (a retried request must not fail); someone else's: not found.
             guard existing.owner == context.identity.owner else { throw APIError.jobNotFound() }
-            return .started(existing.id, estimatedTime: nil)
+            return UploadAccepted(jobID: existing.id, estimatedTime: nil)
         }
         let stored = try await queue.client.send(["GET", reservationKey(id)])
         guard let json = stored.string, let reservation = try? JSONDecoder().decode(Reservation.self, from: Data(json.utf8)),
@@ -108,7 +97,7 @@ struct DirectUploadController: Sendable {
                                           callbackURL: reservation.callbackURL), identity: context.identity)
         await UploadController.enqueue(id, queue: queue, context: context)
         _ = try? await queue.client.send(["DEL", reservationKey(id)])
-        return .started(id, estimatedTime: nil)
+        return UploadAccepted(jobID: id, estimatedTime: nil)
     }
 
     private func uploadedObject(_ id: UUID) async throws -> ObjectInfo {

@@ -5,8 +5,13 @@ import JobQueue
 import JobStore
 import Storage
 
-extension JobStatusJSON: ResponseEncodable {}
-extension JobDetailsJSON: ResponseEncodable {}
+extension JobStatusReport: ResponseEncodable {}
+extension JobDetails: ResponseEncodable {}
+extension UploadAccepted: ResponseEncodable {}
+extension UploadFormats: ResponseEncodable {}
+extension DeviceRegistration: ResponseEncodable {}
+extension Account: ResponseEncodable {}
+extension DirectUpload: ResponseEncodable {}
 
 /// Status, details, download and cancel of one job.
 struct JobsController: Sendable {
@@ -19,11 +24,11 @@ struct JobsController: Sendable {
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.get("{id}/status") { request, context in
             let job = try await job(context)
-            return JobStatusJSON(job, resultURL: resultURL(job, request))
+            return JobStatusReport(job, resultURL: resultURL(job, request))
         }
         group.get("{id}") { request, context in
             let job = try await job(context)
-            return JobDetailsJSON(status: JobStatusJSON(job, resultURL: resultURL(job, request)), job: job)
+            return JobDetails(job, resultURL: resultURL(job, request))
         }
         group.get("{id}/download") { request, context in
             try await download(try await job(context), request: request, context: context)
@@ -114,13 +119,13 @@ struct JobsController: Sendable {
         let hub = self.hub
         let controller = self
         let body = ResponseBody { writer in
-            var last: JobStatusJSON?
+            var last: JobStatusReport?
             do {
                 func sendIfChanged(_ writer: inout any ResponseBodyWriter) async throws -> Bool {
                     guard let current = try await store.job(job.id) else { return true }
-                    let status = JobStatusJSON(current, resultURL: controller.resultURL(current, request))
+                    let status = JobStatusReport(current, resultURL: controller.resultURL(current, request))
                     if status != last {
-                        let json = String(decoding: try ClientJSON.encoder.encode(status), as: UTF8.self)
+                        let json = String(decoding: try MomentsJSON.encoder.encode(status), as: UTF8.self)
                         try await writer.write(ByteBuffer(string: "event: status\ndata: \(json)\n\n"))
                         last = status
                     }
@@ -142,13 +147,13 @@ struct JobsController: Sendable {
         return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
     }
 
-    private func cancel(_ job: JobRecord, request: Request) async throws -> JobStatusJSON {
+    private func cancel(_ job: JobRecord, request: Request) async throws -> JobStatusReport {
         switch try await store.cancel(job.id) {
         case .cancelled:
             // A waiting job leaves the queue now; a running one is stopped by its worker within a second or two.
             try? await queue.remove(job.id)
             guard let cancelled = try await store.job(job.id) else { throw APIError.jobNotFound() }
-            return JobStatusJSON(cancelled, resultURL: nil)
+            return JobStatusReport(cancelled, resultURL: nil)
         case .alreadyFinished(let status):
             throw APIError(.conflict, "already_finished", "This job already ended \(status.rawValue); there is nothing to cancel.")
         case .notFound:

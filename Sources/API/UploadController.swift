@@ -26,46 +26,22 @@ struct UploadController: Sendable {
     static let targetDurations = 5...120
     static let accepted = "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from 1 second to 30 minutes long."
 
-    struct Accepted: ResponseEncodable {
-        var jobID: String
-        var message: String
-        var estimatedTime: Int?
-        enum CodingKeys: String, CodingKey { case jobID = "job_id", message, estimatedTime = "estimated_time" }
+    static let extensions = ["mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi"]
 
-        /// The answer to an accepted upload (the contract's wording).
-        static func started(_ id: UUID, estimatedTime: Int?) -> Accepted {
-            Accepted(jobID: id.uuidString.lowercased(), message: "Video uploaded, processing started", estimatedTime: estimatedTime)
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(jobID, forKey: .jobID)
-            try c.encode(message, forKey: .message)
-            try c.encode(estimatedTime, forKey: .estimatedTime)
-        }
-    }
-
-    struct Formats: ResponseEncodable {
-        struct Range: Encodable { var min: Int, max: Int, `default`: Int }
-        var extensions = ["mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi"]
-        var containers = ["mp4", "mov", "3gp", "matroska", "webm", "avi"]
-        var maxSizeBytes: Int64
-        var maxDurationSeconds = 1800
-        var targetDuration = Range(min: UploadController.targetDurations.lowerBound, max: UploadController.targetDurations.upperBound, default: 30)
-        var qualities = Quality.allCases.map(\.rawValue)
-        var defaultQuality = Quality.high.rawValue
-        enum CodingKeys: String, CodingKey {
-            case extensions, containers, maxSizeBytes = "max_size_bytes", maxDurationSeconds = "max_duration_seconds"
-            case targetDuration = "target_duration", qualities, defaultQuality = "default_quality"
-        }
+    /// What can be uploaded (`GET /api/v1/upload/formats`).
+    static func formats(maxSizeBytes: Int64) -> UploadFormats {
+        UploadFormats(extensions: extensions, containers: ["mp4", "mov", "3gp", "matroska", "webm", "avi"],
+                      maxSizeBytes: maxSizeBytes, maxDurationSeconds: 1800,
+                      targetDuration: .init(min: targetDurations.lowerBound, max: targetDurations.upperBound, default: 30),
+                      qualities: Quality.allCases.map(\.rawValue), defaultQuality: Quality.high.rawValue)
     }
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.post("upload") { request, context in try await upload(request, context: context) }
-        group.get("upload/formats") { _, _ in Formats(maxSizeBytes: configuration.maxUploadBytes) }
+        group.get("upload/formats") { _, _ in Self.formats(maxSizeBytes: configuration.maxUploadBytes) }
     }
 
-    private func upload(_ request: Request, context: MomentsRequestContext) async throws -> Accepted {
+    private func upload(_ request: Request, context: MomentsRequestContext) async throws -> UploadAccepted {
         guard let type = request.headers[.contentType], type.lowercased().hasPrefix("multipart/form-data"),
               let boundary = Self.boundary(type) else {
             throw APIError(.badRequest, "invalid_request", "Send the video as multipart/form-data with a part named 'file'.")
@@ -106,7 +82,7 @@ struct UploadController: Sendable {
         await Self.enqueue(id, queue: queue, context: context)
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
         // Measured: about 8x real time at 1080p on two cores, plus queueing and transfers.
-        return .started(id, estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
+        return UploadAccepted(jobID: id, estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
     }
 
     /// Queues a job whose row is written. If Redis refuses, the reconciler queues it within seconds,

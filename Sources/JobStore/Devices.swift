@@ -1,14 +1,7 @@
 import Foundation
 import Logging
+import MomentsModel
 import PostgresNIO
-
-/// A plan decides how many highlights a device may make per calendar month.
-public enum Plan: String, Sendable, Codable, CaseIterable {
-    /// A monthly quota (3 by default, `FREE_MONTHLY_HIGHLIGHTS`).
-    case free
-    /// Unlimited (the App Store subscription `com.moments.pro.monthly`); set with SQL.
-    case pro
-}
 
 /// An app install holding a token. The token itself is never stored, only its SHA-256.
 public struct Device: Sendable, Equatable {

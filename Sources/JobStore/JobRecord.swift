@@ -1,4 +1,5 @@
 import Foundation
+@_exported import MomentsContract
 import MomentsModel
 
 /// What the API knows when it creates a job.
@@ -64,20 +65,6 @@ public struct JobRecord: Sendable, Equatable {
     public var sourceDeletedAt: Date?
     /// When the retention sweep deleted the highlight and the source; the download answers 410 after.
     public var resultExpiredAt: Date?
-}
-
-/// A part of the source that the highlight shows, in source seconds.
-public struct SelectedSegment: Sendable, Equatable, Codable {
-    public var start: Double
-    public var end: Double
-    /// How strongly the engine wanted it (0–1).
-    public var score: Double
-
-    public init(start: Double, end: Double, score: Double) {
-        self.start = start
-        self.end = end
-        self.score = score
-    }
 }
 
 /// One row of `job_events`: a status change.

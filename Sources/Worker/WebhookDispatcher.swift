@@ -150,12 +150,12 @@ public struct WebhookDispatcher: Sendable {
         struct Body: Encodable {
             var event: String
             var deliveryID: Int64
-            var job: JobDetailsJSON
+            var job: JobDetails
             enum CodingKeys: String, CodingKey { case event, deliveryID = "delivery_id", job }
         }
         let resultURL = publicURL.map { "\($0)/api/v1/jobs/\(job.id.uuidString.lowercased())/download" }
-        return try ClientJSON.encoder.encode(Body(event: delivery.event, deliveryID: delivery.id,
-                                                  job: JobDetailsJSON(status: JobStatusJSON(job, resultURL: resultURL), job: job)))
+        return try MomentsJSON.encoder.encode(Body(event: delivery.event, deliveryID: delivery.id,
+                                                  job: JobDetails(job, resultURL: resultURL)))
     }
 
     /// `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`.

@@ -29,7 +29,7 @@ struct JobsCommand: AsyncParsableCommand {
                                                       owner: owner?.lowercased(), limit: max(1, limit))
                 }
                 if json {
-                    print(try JobsCommand.json(jobs.map { JobDetailsJSON(status: JobStatusJSON($0, resultURL: nil), job: $0) }))
+                    print(try JobsCommand.json(jobs.map { JobDetails($0, resultURL: nil) }))
                     return
                 }
                 let rows = jobs.map { job in
@@ -56,7 +56,7 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 guard let job else { throw JobStoreError(.notFound, "There is no job \(target.id).") }
                 if target.json {
-                    print(try JobsCommand.json(JobDetailsJSON(status: JobStatusJSON(job, resultURL: nil), job: job)))
+                    print(try JobsCommand.json(JobDetails(job, resultURL: nil)))
                     return
                 }
                 let fields: [(String, String?)] = [
@@ -108,7 +108,7 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 switch outcome {
                 case .requeued(let job):
-                    if target.json { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
+                    if target.json { print(try JobsCommand.json(JobStatusReport(job, resultURL: nil))) } else {
                         print("job \(target.id) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
                     }
                 case .notFailed(let status):
@@ -136,7 +136,7 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 switch outcome {
                 case .cancelled(let from):
-                    if target.json, let job { print(try JobsCommand.json(JobStatusJSON(job, resultURL: nil))) } else {
+                    if target.json, let job { print(try JobsCommand.json(JobStatusReport(job, resultURL: nil))) } else {
                         print("job \(target.id) cancelled (it was \(from.rawValue))")
                     }
                 case .alreadyFinished(let status):
@@ -160,7 +160,7 @@ struct JobsCommand: AsyncParsableCommand {
     }
 
     static func json(_ value: some Encodable) throws -> String {
-        String(decoding: try ClientJSON.encoder.encode(value), as: UTF8.self)
+        String(decoding: try MomentsJSON.encoder.encode(value), as: UTF8.self)
     }
 
     static func shortDate(_ date: Date?) -> String {

@@ -7,7 +7,8 @@ struct Moments: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moments",
         abstract: "Turns a phone video into a short highlight reel.",
-        subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, HealthCommand.self])
+        subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, HealthCommand.self,
+                      SubmitCommand.self, StatusCommand.self, DownloadCommand.self])
 }
 
 /// Runs `body`; a `CodedError` becomes one line `error: <code>: <message>` and exit status 1.

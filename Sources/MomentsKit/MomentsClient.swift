@@ -1,0 +1,305 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How far a transfer has come.
+public struct TransferProgress: Equatable, Sendable {
+    public var bytes: Int64
+    /// Nil when the size is not known.
+    public var total: Int64?
+
+    public init(bytes: Int64, total: Int64?) {
+        self.bytes = bytes
+        self.total = total
+    }
+
+    /// 0…1, or nil when the total is unknown.
+    public var fraction: Double? {
+        guard let total, total > 0 else { return nil }
+        return min(1, Double(bytes) / Double(total))
+    }
+}
+
+/// Moments' HTTP API with async/await: devices, uploads (multipart, or straight to storage for big
+/// files), status (polling or Server-Sent Events), details, cancel, download, formats and the plan.
+///
+/// Every failure is a `MomentsClientError` carrying the server's code and sentence. Only calls that
+/// are safe to repeat (reads, cancel, starting a direct upload, the PUT to storage) are retried, up
+/// to `maxAttempts` times with backoff, and only for network trouble and 408/429/5xx answers.
+public struct MomentsClient: Sendable {
+    public var baseURL: URL
+    /// The device token (`mdt_…`) sent as `Authorization: Bearer`; nil for servers with `AUTH_REQUIRED=false`.
+    public var token: String?
+    /// Files at least this large go straight to storage (`POST /api/v1/uploads`, PUT, start) when
+    /// the server offers it; smaller ones as one multipart request.
+    public var directUploadThreshold: Int64
+    public var maxAttempts: Int
+    /// Seconds without a byte before a request gives up.
+    public var timeout: TimeInterval
+
+    public init(baseURL: URL, token: String? = nil, directUploadThreshold: Int64 = 64 << 20, maxAttempts: Int = 3,
+                timeout: TimeInterval = 60) {
+        self.baseURL = baseURL
+        self.token = token
+        self.directUploadThreshold = directUploadThreshold
+        self.maxAttempts = max(1, maxAttempts)
+        self.timeout = timeout
+    }
+
+    // MARK: Devices and plan
+
+    /// Registers this install; the answer holds the only copy of its token. Use the token from then on
+    /// (`client.token = registration.token`) and keep it safe (the keychain on iOS).
+    public func registerDevice(name: String? = nil) async throws(MomentsClientError) -> DeviceRegistration {
+        let body = try encode(DeviceRegistrationRequest(name: name))
+        return try await send("POST", "api/v1/devices", body: body, idempotent: false)
+    }
+
+    /// The device's plan and this month's usage.
+    public func account() async throws(MomentsClientError) -> Account {
+        try await send("GET", "api/v1/me")
+    }
+
+    /// What the server accepts: extensions, size and length limits, durations, qualities.
+    public func formats() async throws(MomentsClientError) -> UploadFormats {
+        try await send("GET", "api/v1/upload/formats")
+    }
+
+    // MARK: Upload
+
+    /// Uploads `file` for a highlight of `targetDuration` seconds. The file is streamed from disk.
+    /// `progress` is called as bytes go out (from a background thread).
+    public func upload(file: URL, targetDuration: Int = 30, quality: Quality = .high, callbackURL: String? = nil,
+                       progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
+        let size: Int64
+        do {
+            size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
+        } catch {
+            throw MomentsClientError(kind: .file, code: "file_unreadable", message: "Cannot read \(file.lastPathComponent): \(error.localizedDescription)")
+        }
+        if size >= directUploadThreshold {
+            do {
+                return try await directUpload(file: file, size: size, targetDuration: targetDuration, quality: quality,
+                                              callbackURL: callbackURL, progress: progress)
+            } catch where error.code == "direct_upload_unavailable" {
+                // The server stores files itself (local storage): fall back to multipart.
+            }
+        }
+        return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, callbackURL: callbackURL,
+                                         progress: progress)
+    }
+
+    func multipartUpload(file: URL, targetDuration: Int, quality: Quality, callbackURL: String?,
+                         progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+        var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
+        if let callbackURL { fields.append(("callback_url", callbackURL)) }
+        let form = try MultipartFile.write(file: file, fields: fields)
+        defer { try? FileManager.default.removeItem(at: form.url) }
+        var request = request("POST", "api/v1/upload")
+        request.setValue("multipart/form-data; boundary=\(form.boundary)", forHTTPHeaderField: "Content-Type")
+        request.setValue(String(form.size), forHTTPHeaderField: "Content-Length")
+        let result = try await Transfer.perform(request, body: .file(form.url), timeout: timeout, sent: { sent, _ in
+            progress?(TransferProgress(bytes: min(sent, form.size), total: form.size))
+        })
+        return try decode(result)
+    }
+
+    func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, callbackURL: String?,
+                      progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+        let reservation: DirectUpload = try await send(
+            "POST", "api/v1/uploads",
+            body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
+                                                 quality: quality.rawValue, callbackURL: callbackURL)),
+            idempotent: false)
+        guard let target = URL(string: reservation.uploadURL) else {
+            throw MomentsClientError.invalid("The server's upload URL is not a URL.")
+        }
+        var put = URLRequest(url: target)
+        put.httpMethod = reservation.method
+        put.setValue(String(size), forHTTPHeaderField: "Content-Length")
+        put.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        // A PUT of the same bytes to the same key is safe to repeat.
+        _ = try await retrying { () throws(MomentsClientError) in
+            let result = try await Transfer.perform(put, body: .file(file), timeout: self.timeout, sent: { sent, _ in
+                progress?(TransferProgress(bytes: min(sent, size), total: size))
+            })
+            try Self.check(result)
+            return result
+        }
+        return try await send("POST", "api/v1/jobs/\(reservation.jobID.uuidString.lowercased())/start", idempotent: true)
+    }
+
+    // MARK: Jobs
+
+    public func status(of job: UUID) async throws(MomentsClientError) -> JobStatusReport {
+        try await send("GET", "api/v1/jobs/\(job.uuidString.lowercased())/status")
+    }
+
+    public func details(of job: UUID) async throws(MomentsClientError) -> JobDetails {
+        try await send("GET", "api/v1/jobs/\(job.uuidString.lowercased())")
+    }
+
+    /// Cancels a pending or running job; answers its status (`cancelled`). A job that already ended
+    /// answers 409 `already_finished`.
+    @discardableResult
+    public func cancel(_ job: UUID) async throws(MomentsClientError) -> JobStatusReport {
+        try await send("DELETE", "api/v1/jobs/\(job.uuidString.lowercased())", idempotent: true)
+    }
+
+    /// The job's status now and at every change until it ends: from the server's Server-Sent Events
+    /// stream, or by polling every `pollInterval` when the stream is not available (a proxy that
+    /// buffers it, say). The sequence finishes after the terminal status.
+    public func updates(of job: UUID, pollInterval: Duration = .seconds(2)) -> AsyncThrowingStream<JobStatusReport, any Error> {
+        let client = self
+        return AsyncThrowingStream(JobStatusReport.self, bufferingPolicy: .unbounded) { continuation in
+            let task = Task {
+                do {
+                    var last: JobStatusReport?
+                    do {
+                        last = try await client.followEvents(of: job, { report in _ = continuation.yield(report) })
+                    } catch let error as MomentsClientError where error.kind == .transport || error.kind == .invalidResponse {
+                        // Fall back to polling below.
+                    }
+                    while last?.status.isTerminal != true {
+                        try Task.checkCancellation()
+                        let report = try await client.retrying { () throws(MomentsClientError) in try await client.status(of: job) }
+                        if report != last { continuation.yield(report) }
+                        last = report
+                        if !report.status.isTerminal { try await Task.sleep(for: pollInterval) }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Reads `GET /api/v1/jobs/{id}/events` until the server closes it (after the terminal status);
+    /// hands every status to `handle` and returns the last.
+    @discardableResult
+    func followEvents(of job: UUID, _ handle: @escaping @Sendable (JobStatusReport) -> Void) async throws(MomentsClientError) -> JobStatusReport {
+        var request = request("GET", "api/v1/jobs/\(job.uuidString.lowercased())/events")
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        let (chunks, feed) = AsyncStream.makeStream(of: Data.self)
+        let parser = EventStreamParser()
+        let reader = Task {
+            var reports: [JobStatusReport] = []
+            for await chunk in chunks {
+                for event in parser.feed(chunk) where event.name == "status" {
+                    if let report = try? MomentsJSON.decoder.decode(JobStatusReport.self, from: Data(event.data.utf8)) {
+                        reports.append(report)
+                        handle(report)
+                    }
+                }
+            }
+            return reports
+        }
+        let result: Transfer.Result
+        do {
+            // The stream sends a keep-alive every 15 s: a minute of silence means it is gone.
+            result = try await Transfer.perform(request, sink: .stream({ feed.yield($0) }), timeout: 60)
+        } catch {
+            feed.finish()
+            _ = await reader.value
+            throw error
+        }
+        feed.finish()
+        let reports = await reader.value
+        try Self.check(result)
+        guard let last = reports.last, last.status.isTerminal else {
+            throw MomentsClientError.invalid("The event stream ended before the job did.")
+        }
+        return last
+    }
+
+    /// Downloads the highlight of a completed job to `destination` (following the redirect to
+    /// storage), reporting bytes as they arrive. Returns `destination`.
+    @discardableResult
+    public func download(_ job: UUID, to destination: URL,
+                         progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> URL {
+        let request = request("GET", "api/v1/jobs/\(job.uuidString.lowercased())/download")
+        let partial = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString.prefix(8)).part")
+        defer { try? FileManager.default.removeItem(at: partial) }
+        let result = try await retrying { () throws(MomentsClientError) in
+            try await Transfer.perform(request, sink: .file(partial), timeout: self.timeout, written: { written, total in
+                progress?(TransferProgress(bytes: written, total: total > 0 ? total : nil))
+            })
+        }
+        try Self.check(result)
+        do {
+            try? FileManager.default.removeItem(at: destination)
+            try FileManager.default.moveItem(at: partial, to: destination)
+        } catch {
+            throw MomentsClientError(kind: .file, code: "file_error", message: "Could not save \(destination.path): \(error.localizedDescription)")
+        }
+        return destination
+    }
+
+    // MARK: Plumbing
+
+    func request(_ method: String, _ path: String) -> URLRequest {
+        var request = URLRequest(url: baseURL.appendingPathComponent(path))
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    /// A JSON call: `GET`s are always retried on transient trouble, others only when `idempotent`.
+    func send<T: Decodable>(_ method: String, _ path: String, body: Data? = nil, idempotent: Bool? = nil) async throws(MomentsClientError) -> T {
+        var request = request(method, path)
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let repeatable = idempotent ?? (method == "GET")
+        let exchange = { [timeout] () async throws(MomentsClientError) -> Transfer.Result in
+            try await Transfer.perform(request, body: body.map { .data($0) } ?? .none, timeout: timeout)
+        }
+        let result = repeatable ? try await retrying(exchange) : try await exchange()
+        return try decode(result)
+    }
+
+    /// Runs `body` up to `maxAttempts` times while it fails with a transient error (backoff 0.5 s, 1 s, 2 s, …).
+    func retrying<T>(_ body: () async throws(MomentsClientError) -> T) async throws(MomentsClientError) -> T {
+        var attempt = 1
+        while true {
+            do throws(MomentsClientError) {
+                let value = try await body()
+                if let result = value as? Transfer.Result, attempt < maxAttempts,
+                   [408, 429, 500, 502, 503, 504].contains(result.response.statusCode) {
+                    throw MomentsClientError.server(status: result.response.statusCode, body: result.data)
+                }
+                return value
+            } catch where error.isTransient && attempt < maxAttempts {
+                let delay = 0.5 * pow(2, Double(attempt - 1))
+                do { try await Task.sleep(for: .seconds(delay)) } catch {
+                    throw MomentsClientError(kind: .cancelled, code: "cancelled", message: "The request was cancelled.")
+                }
+                attempt += 1
+            }
+        }
+    }
+
+    static func check(_ result: Transfer.Result) throws(MomentsClientError) {
+        guard (200..<300).contains(result.response.statusCode) else {
+            throw MomentsClientError.server(status: result.response.statusCode, body: result.data)
+        }
+    }
+
+    func decode<T: Decodable>(_ result: Transfer.Result) throws(MomentsClientError) -> T {
+        try Self.check(result)
+        do {
+            return try MomentsJSON.decoder.decode(T.self, from: result.data)
+        } catch {
+            throw MomentsClientError.invalid("The server's answer is not the expected \(T.self): \(error)")
+        }
+    }
+
+    func encode<T: Encodable>(_ value: T) throws(MomentsClientError) -> Data {
+        do { return try MomentsJSON.encoder.encode(value) } catch {
+            throw MomentsClientError.invalid("Could not encode the request: \(error)")
+        }
+    }
+}

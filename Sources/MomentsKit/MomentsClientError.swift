@@ -1,0 +1,65 @@
+import Foundation
+
+/// Why a call to Moments failed: the server's answer (its status, stable code and sentence), or
+/// the network, or an answer that is not what the contract says.
+public struct MomentsClientError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        /// The server answered with an error (`status`, `code`, `message` are its own).
+        case server
+        /// No answer: no connection, a timeout, a dropped connection.
+        case transport
+        /// An answer the client cannot read (not the contract's JSON).
+        case invalidResponse = "invalid_response"
+        /// A local file could not be read or written.
+        case file
+        case cancelled
+    }
+
+    public var kind: Kind
+    /// The HTTP status, for `server` errors.
+    public var status: Int?
+    /// The server's stable code (`quota_exceeded`, `not_a_video`, …), or the client's own for other kinds.
+    public var code: String
+    /// A sentence to show as it is.
+    public var message: String
+
+    public init(kind: Kind, status: Int? = nil, code: String, message: String) {
+        self.kind = kind
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    /// Worth trying again later (the server or the network had trouble, not the request).
+    public var isTransient: Bool {
+        switch kind {
+        case .transport: true
+        case .server: [408, 429, 500, 502, 503, 504].contains(status ?? 0)
+        case .invalidResponse, .file, .cancelled: false
+        }
+    }
+
+    static func transport(_ error: any Error) -> MomentsClientError {
+        if error is CancellationError || (error as? URLError)?.code == .cancelled {
+            return MomentsClientError(kind: .cancelled, code: "cancelled", message: "The request was cancelled.")
+        }
+        let reason = (error as? URLError).map { "\($0.localizedDescription) (\($0.code.rawValue))" } ?? "\(error)"
+        return MomentsClientError(kind: .transport, code: "network_error", message: "Could not reach the Moments server: \(reason)")
+    }
+
+    static func invalid(_ what: String) -> MomentsClientError {
+        MomentsClientError(kind: .invalidResponse, code: "invalid_response", message: what)
+    }
+
+    /// The error of a non-2xx answer: the server's JSON error when it sent one.
+    static func server(status: Int, body: Data) -> MomentsClientError {
+        if let reply = try? JSONDecoder().decode(ErrorReply.self, from: body) {
+            return MomentsClientError(kind: .server, status: status, code: reply.error.code, message: reply.error.message)
+        }
+        let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return MomentsClientError(kind: .server, status: status, code: "http_\(status)",
+                                  message: "The server answered HTTP \(status)\(text.isEmpty ? "" : ": \(text)").")
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import JobStore
+import MomentsKit
+import ServiceTestSupport
+import Testing
+
+/// MomentsKit against real `moments api` and `moments worker` processes, PostgreSQL, Redis and
+/// SeaweedFS: what the iOS app will do, on Linux's URLSession.
+@Suite("MomentsKit against the real server")
+struct MomentsKitEndToEndTests {
+    /// Collects progress calls from URLSession's delegate threads.
+    final class Progress: @unchecked Sendable {
+        let lock = NSLock()
+        var values: [TransferProgress] = []
+        func add(_ value: TransferProgress) { lock.withLock { values.append(value) } }
+        var all: [TransferProgress] { lock.withLock { values } }
+    }
+
+    @Test("Register, plan, formats, multipart upload with progress, status by events, details, download with progress")
+    func wholeJourney() async throws {
+        try await APIEndToEndTests.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
+            var client = MomentsClient(baseURL: URL(string: base)!)
+            let anonymous = await #expect(throws: MomentsClientError.self) { try await client.account() }
+            #expect(anonymous?.status == 401 && anonymous?.code == "auth_required" && anonymous?.kind == .server)
+
+            let registration = try await client.registerDevice(name: "Test iPhone")
+            #expect(registration.token.hasPrefix("mdt_") && registration.plan == .free)
+            client.token = registration.token
+            let account = try await client.account()
+            #expect(account.deviceID == registration.deviceID && account.name == "Test iPhone")
+            #expect(account.planDescription == "Free: 3 videos/month" && account.usage.used == 0 && account.usage.limit == 3)
+            let formats = try await client.formats()
+            #expect(formats.extensions.contains("mov") && formats.targetDuration.default == 30 && formats.qualities.contains("low"))
+
+            let sent = Progress()
+            let accepted = try await client.upload(file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 8,
+                                                   quality: .low) { sent.add($0) }
+            #expect(accepted.message == "Video uploaded, processing started")
+            let bytes = sent.all
+            #expect(!bytes.isEmpty && bytes.map(\.bytes) == bytes.map(\.bytes).sorted(), "upload progress only grows")
+            #expect(bytes.last?.fraction == 1, "\(bytes.last.map(String.init(describing:)) ?? "none")")
+
+            var reports: [JobStatusReport] = []
+            for try await report in client.updates(of: accepted.jobID, pollInterval: .milliseconds(500)) { reports.append(report) }
+            #expect(reports.last?.status == .completed, "\(reports.map(\.status))")
+            #expect(reports.map(\.progress) == reports.map(\.progress).sorted(), "progress never goes backwards")
+            #expect(reports.count >= 2, "changes arrive as they happen, not only the end")
+
+            let details = try await client.details(of: accepted.jobID)
+            #expect(details.report.status == .completed && details.quality == .low && details.targetDuration == 8)
+            #expect((details.segments?.count ?? 0) == details.report.segmentsSelected)
+
+            let received = Progress()
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-\(accepted.jobID).mp4")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try await client.download(accepted.jobID, to: file) { received.add($0) }
+            #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
+            let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value
+            #expect(received.all.last?.bytes == size, "download progress reaches the file's size")
+            #expect(try await client.account().usage.used == 1)
+        }
+    }
+
+    @Test("Direct upload above the threshold (presigned PUT to storage, then start); cancel; typed errors")
+    func directUploadCancelAndErrors() async throws {
+        try await APIEndToEndTests.withSystem(workers: 0) { base in
+            let client = MomentsClient(baseURL: URL(string: base)!, directUploadThreshold: 0)
+            let sent = Progress()
+            let accepted = try await client.upload(file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 10,
+                                                   quality: .medium) { sent.add($0) }
+            let size = (try FileManager.default.attributesOfItem(atPath: TestFootage.twentySeconds)[.size] as? NSNumber)?.int64Value
+            #expect(sent.all.last?.bytes == size, "the file itself went to storage, not a multipart body")
+            let details = try await client.details(of: accepted.jobID)
+            #expect(details.report.status == .pending && details.targetDuration == 10 && details.quality == .medium)
+            #expect(details.sourceSize == size)
+
+            let cancelled = try await client.cancel(accepted.jobID)
+            #expect(cancelled.status == .cancelled)
+            let again = await #expect(throws: MomentsClientError.self) { try await client.cancel(accepted.jobID) }
+            #expect(again?.status == 409 && again?.code == "already_finished" && again?.message.isEmpty == false)
+            let notReady = await #expect(throws: MomentsClientError.self) {
+                try await client.download(accepted.jobID, to: FileManager.default.temporaryDirectory.appendingPathComponent("never.mp4"))
+            }
+            #expect(notReady?.code == "not_ready")
+            #expect(!FileManager.default.fileExists(atPath: FileManager.default.temporaryDirectory.appendingPathComponent("never.mp4").path))
+            let unknown = await #expect(throws: MomentsClientError.self) { try await client.status(of: UUID()) }
+            #expect(unknown?.status == 404 && unknown?.code == "job_not_found")
+
+            let notVideo = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-\(UUID()).mov")
+            try Data("a shopping list, not a video".utf8).write(to: notVideo)
+            defer { try? FileManager.default.removeItem(at: notVideo) }
+            let multipart = MomentsClient(baseURL: URL(string: base)!)
+            let refused = await #expect(throws: MomentsClientError.self) { try await multipart.upload(file: notVideo) }
+            #expect(refused?.status == 415 && refused?.code == "not_a_video")
+
+            let missing = await #expect(throws: MomentsClientError.self) {
+                try await multipart.upload(file: URL(fileURLWithPath: "/nonexistent/clip.mov"))
+            }
+            #expect(missing?.kind == .file)
+        }
+        let nowhere = MomentsClient(baseURL: URL(string: "http://127.0.0.1:9")!, maxAttempts: 2)
+        let down = await #expect(throws: MomentsClientError.self) { try await nowhere.formats() }
+        #expect(down?.kind == .transport && down?.isTransient == true)
+    }
+
+    @Test("HighlightViewModel on the real server: uploading, processing with the server's sentences, the downloaded highlight")
+    @MainActor
+    func viewModel() async throws {
+        try await APIEndToEndTests.withSystem(workers: 1) { base in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-vm-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let model = await HighlightViewModel(service: MomentsClient(baseURL: URL(string: base)!), downloadFolder: folder)
+            await model.start(file: URL(fileURLWithPath: TestFootage.twentySeconds), duration: 8, quality: .low)
+            var messages: Set<String> = []
+            let deadline = ContinuousClock.now + .seconds(90)
+            while ContinuousClock.now < deadline {
+                let state = await model.state
+                if case .processing(_, let message) = state { messages.insert(message) }
+                if case .completed = state { break }
+                if case .failed(let message) = state { Issue.record("failed: \(message)"); return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            guard case .completed(let file) = await model.state else {
+                Issue.record("not completed: \(await model.state)")
+                return
+            }
+            #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
+            #expect(!messages.isEmpty, "the server's sentences were shown while processing")
+        }
+    }
+
+    /// Runs `moments` with a configuration folder of its own (so it registers and saves a token).
+    static func cli(_ arguments: [String], config: URL, in folder: URL) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = TestServices.momentsBinary
+        process.arguments = arguments
+        process.currentDirectoryURL = folder
+        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config.path]) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile(), error = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+    }
+
+    @Test("moments submit --wait -o, status and download: progress as it goes, the highlight saved, failures with the server's message")
+    func commandLine() async throws {
+        try await APIEndToEndTests.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let config = folder.appendingPathComponent("config")
+            let submit = try Self.cli(["submit", TestFootage.twentySeconds, "--server", base, "--wait", "-o", "out.mp4",
+                                       "--duration", "8", "--quality", "low"], config: config, in: folder)
+            #expect(submit.status == 0, "\(submit.err)")
+            #expect(abs(try TestFootage.duration(folder.appendingPathComponent("out.mp4").path) - 8) <= 0.5)
+            for line in ["Uploading 100%", "Processing", "Downloading 100%"] { #expect(submit.err.contains(line), "\(submit.err)") }
+            #expect(submit.err.contains("MB/s"), "the upload shows its rate")
+            #expect(submit.out.contains("highlight saved to"))
+            let id = try #require(submit.out.firstMatch(of: /job ([0-9a-f-]{36})/)?.output.1).description
+            let saved = try String(contentsOf: config.appendingPathComponent("moments/credentials.json"), encoding: .utf8)
+            #expect(saved.contains("mdt_"), "the registered token is kept for the next command")
+
+            let status = try Self.cli(["status", id, "--server", base], config: config, in: folder)
+            #expect(status.status == 0 && status.out.hasPrefix("completed 100%"), "\(status.out) \(status.err)")
+            let download = try Self.cli(["download", id, "--server", base, "-o", "again.mp4"], config: config, in: folder)
+            #expect(download.status == 0, "\(download.err)")
+            #expect(FileManager.default.contentsEqual(atPath: folder.appendingPathComponent("out.mp4").path,
+                                                      andPath: folder.appendingPathComponent("again.mp4").path))
+
+            let text = folder.appendingPathComponent("list.mov")
+            try Data("milk, eggs, bread".utf8).write(to: text)
+            let refused = try Self.cli(["submit", text.path, "--server", base, "--wait"], config: config, in: folder)
+            #expect(refused.status == 1 && refused.err.contains("error: not_a_video: "), "\(refused.err)")
+            let stranger = try Self.cli(["status", id, "--server", base, "--token", "mdt_notarealtoken"], config: config, in: folder)
+            #expect(stranger.status == 1 && stranger.err.contains("error: invalid_token: "), "\(stranger.err)")
+        }
+    }
+
+    @Test("Ctrl-C while waiting, without a terminal: the job is left running and the command says how to follow it")
+    func interruptWhileWaiting() async throws {
+        try await APIEndToEndTests.withSystem(workers: 0) { base in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let process = Process()
+            process.executableURL = TestServices.momentsBinary
+            process.arguments = ["submit", TestFootage.twentySeconds, "--server", base, "--wait"]
+            process.currentDirectoryURL = folder
+            process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": folder.path]) { $1 }
+            let err = Pipe()
+            process.standardError = err
+            process.standardOutput = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            let collected = Collected()
+            err.fileHandleForReading.readabilityHandler = { collected.append($0.availableData) }
+            let waiting = try await TestServices.eventually(timeout: .seconds(30)) { collected.text.contains("Processing") }
+            #expect(waiting, "\(collected.text)")
+            kill(process.processIdentifier, SIGINT)
+            let ended = try await TestServices.eventually(timeout: .seconds(10)) { !process.isRunning }
+            #expect(ended)
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            err.fileHandleForReading.readabilityHandler = nil
+            #expect(process.terminationStatus == 130)
+            #expect(collected.text.contains("keeps running; follow it with: moments status"), "\(collected.text)")
+        }
+    }
+
+    final class Collected: @unchecked Sendable {
+        private let lock = NSLock()
+        private var data = Data()
+        func append(_ more: Data) { lock.withLock { data.append(more) } }
+        var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+    }
+}
