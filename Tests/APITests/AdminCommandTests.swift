@@ -7,21 +7,6 @@ import Testing
 /// `moments jobs list|show|retry|cancel` as an operator runs them, against the real stores.
 @Suite("Admin commands (real PostgreSQL and Redis)", .serialized)
 struct AdminCommandTests {
-    /// Runs `moments` with `arguments`; returns its exit status, standard output and standard error.
-    static func moments(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = TestServices.momentsBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
-    }
-
     @Test("list, show, retry and cancel: tables and JSON, and clear refusals")
     func adminCommands() async throws {
         try await TestServices.withDatabase { store, databaseURL in
@@ -40,25 +25,25 @@ struct AdminCommandTests {
             _ = try await store.fail(lease, code: "corrupt_media", message: "The file is damaged.", retryable: false, retryDelay: .zero)
             _ = try await store.complete(doneLease, result: JobResult(resultKey: "results/done.mp4", resultSize: 10))
 
-            let all = try Self.moments(["jobs", "list"], environment: environment)
+            let all = try TestServices.moments(["jobs", "list"], environment: environment)
             #expect(all.status == 0, "\(all.err)")
             let lines = all.out.split(separator: "\n")
             #expect(lines.first?.hasPrefix("id") == true && lines.count == 4, "\(all.out)")
             #expect(all.out.contains("corrupt_media") && all.out.contains("waiting.mov"))
 
-            let failedOnly = try Self.moments(["jobs", "list", "--status", "failed", "--since", "1h", "--json"], environment: environment)
+            let failedOnly = try TestServices.moments(["jobs", "list", "--status", "failed", "--since", "1h", "--json"], environment: environment)
             let listed = try #require(try JSONSerialization.jsonObject(with: Data(failedOnly.out.utf8)) as? [[String: Any]], "\(failedOnly.out)")
             try #require(listed.count == 1, "\(listed)")
             #expect(listed[0]["job_id"] as? String == failed.id.uuidString.lowercased())
             #expect(listed[0]["error_code"] as? String == "corrupt_media")
-            let bad = try Self.moments(["jobs", "list", "--status", "lost"], environment: environment)
+            let bad = try TestServices.moments(["jobs", "list", "--status", "lost"], environment: environment)
             #expect(bad.status != 0 && bad.err.contains("lost"))
 
-            let show = try Self.moments(["jobs", "show", failed.id.uuidString], environment: environment)
+            let show = try TestServices.moments(["jobs", "show", failed.id.uuidString], environment: environment)
             #expect(show.status == 0 && show.out.contains("corrupt_media: The file is damaged.") && show.out.contains("history"), "\(show.out)")
             #expect(show.out.contains("processing  failed"), "the history rows: \(show.out)")
 
-            let retry = try Self.moments(["jobs", "retry", failed.id.uuidString], environment: environment)
+            let retry = try TestServices.moments(["jobs", "retry", failed.id.uuidString], environment: environment)
             #expect(retry.status == 0 && retry.out.contains("pending again"), "\(retry.out) \(retry.err)")
             let retried = try #require(try await store.job(failed.id))
             #expect(retried.status == .pending && retried.errorCode == nil && retried.maxAttempts == retried.attempt + 3)
@@ -68,17 +53,17 @@ struct AdminCommandTests {
                                    keys: QueueKeys(prefix: prefix), logger: TestServices.logger)
             #expect(try await queue.contains([failed.id]) == [true], "queued in Redis again")
 
-            let refused = try Self.moments(["jobs", "retry", pending.id.uuidString], environment: environment)
+            let refused = try TestServices.moments(["jobs", "retry", pending.id.uuidString], environment: environment)
             #expect(refused.status == 1 && refused.err.contains("error: conflict:") && refused.err.contains("only failed jobs"), "\(refused.err)")
 
-            let cancel = try Self.moments(["jobs", "cancel", pending.id.uuidString, "--json"], environment: environment)
+            let cancel = try TestServices.moments(["jobs", "cancel", pending.id.uuidString, "--json"], environment: environment)
             let cancelled = try JSONSerialization.jsonObject(with: Data(cancel.out.utf8)) as? [String: Any]
             #expect(cancel.status == 0 && cancelled?["status"] as? String == "cancelled", "\(cancel.out) \(cancel.err)")
-            let again = try Self.moments(["jobs", "cancel", done.id.uuidString], environment: environment)
+            let again = try TestServices.moments(["jobs", "cancel", done.id.uuidString], environment: environment)
             #expect(again.status == 1 && again.err.contains("already ended completed"))
-            let unknown = try Self.moments(["jobs", "show", UUID().uuidString], environment: environment)
+            let unknown = try TestServices.moments(["jobs", "show", UUID().uuidString], environment: environment)
             #expect(unknown.status == 1 && unknown.err.contains("error: not_found:"))
-            let notAnID = try Self.moments(["jobs", "cancel", "nope"], environment: environment)
+            let notAnID = try TestServices.moments(["jobs", "cancel", "nope"], environment: environment)
             #expect(notAnID.status == 1 && notAnID.err.contains("is not a job id"))
             _ = try? await queue.client.send(["DEL", queue.keys.stream, queue.keys.queued, queue.keys.delayed, queue.keys.dead])
         }
@@ -88,7 +73,7 @@ struct AdminCommandTests {
     func jsonLogs() async throws {
         try await TestServices.withDatabase(migrated: false) { _, databaseURL in
             let environment = ["DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9), "LOG_LEVEL": "info"]
-            let migrate = try Self.moments(["migrate"], environment: environment)
+            let migrate = try TestServices.moments(["migrate"], environment: environment)
             #expect(migrate.status == 0, "\(migrate.err)")
             let lines = migrate.err.split(separator: "\n")
             #expect(!lines.isEmpty)
@@ -99,7 +84,7 @@ struct AdminCommandTests {
             #expect(migrated["level"] == "info" && migrated["label"] == "moments.migrate" && migrated["versions"] != nil)
             #expect(migrated["ts"]?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#, options: .regularExpression) != nil)
 
-            let wrong = try Self.moments(["migrate"], environment: environment.merging(["LOG_FORMAT": "xml"]) { $1 })
+            let wrong = try TestServices.moments(["migrate"], environment: environment.merging(["LOG_FORMAT": "xml"]) { $1 })
             #expect(wrong.status == 1 && wrong.err.contains("LOG_FORMAT must be json or text"), "\(wrong.err)")
         }
     }
@@ -117,7 +102,7 @@ struct AdminCommandTests {
                            "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "0"]
         environment[variable] = value
         let started = ContinuousClock.now
-        let run = try Self.moments([role], environment: environment)
+        let run = try TestServices.moments([role], environment: environment)
         #expect(run.status != 0)
         #expect(run.err.contains(variable), "the refusal names \(variable): \(run.err)")
         #expect(ContinuousClock.now - started < .seconds(10), "refused at start-up, not after trying to connect")

@@ -130,20 +130,9 @@ struct MomentsKitEndToEndTests {
         }
     }
 
-    /// Runs `moments` with a configuration folder of its own (so it registers and saves a token).
+    /// Runs `moments` in `folder` with a configuration folder of its own (so it registers and saves a token).
     static func cli(_ arguments: [String], config: URL, in folder: URL) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = TestServices.momentsBinary
-        process.arguments = arguments
-        process.currentDirectoryURL = folder
-        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": config.path]) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+        try TestServices.moments(arguments, environment: ["XDG_CONFIG_HOME": config.path], in: folder)
     }
 
     @Test("moments submit --wait -o, status and download: progress as it goes, the highlight saved, failures with the server's message")

@@ -30,6 +30,24 @@ public enum TestServices {
 
     public static var momentsBinary: URL { repository.appendingPathComponent(".build/debug/moments") }
 
+    /// Runs `moments` with `arguments` to the end (in `folder`, when given); its exit status,
+    /// standard output and standard error.
+    public static func moments(_ arguments: [String], environment: [String: String],
+                               in folder: URL? = nil) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = momentsBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        if let folder { process.currentDirectoryURL = folder }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile(), error = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+    }
+
     // MARK: PostgreSQL
 
     /// Runs `body` with a job store on a fresh, empty database that is dropped afterwards.
