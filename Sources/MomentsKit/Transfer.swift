@@ -95,7 +95,7 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
         lock.withLock { self.response = response as? HTTPURLResponse }
         completionHandler(.allow)
     }
@@ -133,7 +133,7 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         var next = request
         if request.url?.host != originHost { next.setValue(nil, forHTTPHeaderField: "Authorization") }
         completionHandler(next)
