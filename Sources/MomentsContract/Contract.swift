@@ -3,7 +3,9 @@ import Foundation
 
 // The JSON of Moments' HTTP API (../shared/CLIENT-CONTRACT.md): the server encodes these types and
 // MomentsKit decodes them, so the two cannot drift. Keys are snake_case; every key the contract
-// names is always present (`null` when empty); dates are ISO-8601 in UTC without fractional seconds.
+// names is always present (`null` when empty), hence the hand-written `encode(to:)`s (the
+// synthesized ones leave nil out; the synthesized decoders already read a missing key or `null` as
+// nil); dates are ISO-8601 in UTC without fractional seconds.
 
 /// `GET /api/v1/jobs/{id}/status`; also the job in webhook bodies and Server-Sent Events.
 public struct JobStatusReport: Codable, Equatable, Sendable {
@@ -39,20 +41,6 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
     enum CodingKeys: String, CodingKey {
         case jobID = "job_id", status, progress, message, resultURL = "result_url", createdAt = "created_at"
         case completedAt = "completed_at", originalFilename = "original_filename", duration, segmentsSelected = "segments_selected"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        jobID = try c.decode(UUID.self, forKey: .jobID)
-        status = try c.decode(JobStatus.self, forKey: .status)
-        progress = try c.decode(Int.self, forKey: .progress)
-        message = try c.decodeIfPresent(String.self, forKey: .message)
-        resultURL = try c.decodeIfPresent(String.self, forKey: .resultURL)
-        createdAt = try c.decode(Date.self, forKey: .createdAt)
-        completedAt = try c.decodeIfPresent(Date.self, forKey: .completedAt)
-        originalFilename = try c.decodeIfPresent(String.self, forKey: .originalFilename)
-        duration = try c.decodeIfPresent(Double.self, forKey: .duration)
-        segmentsSelected = try c.decodeIfPresent(Int.self, forKey: .segmentsSelected)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -174,13 +162,6 @@ public struct UploadAccepted: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey { case jobID = "job_id", message, estimatedTime = "estimated_time" }
 
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        jobID = try c.decode(UUID.self, forKey: .jobID)
-        message = try c.decode(String.self, forKey: .message)
-        estimatedTime = try c.decodeIfPresent(Int.self, forKey: .estimatedTime)
-    }
-
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(jobID.uuidString.lowercased(), forKey: .jobID)
@@ -281,15 +262,6 @@ public struct Account: Codable, Equatable, Sendable {
 
         enum CodingKeys: String, CodingKey { case used, limit, remaining, periodStart = "period_start", resetsAt = "resets_at" }
 
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            used = try c.decode(Int.self, forKey: .used)
-            limit = try c.decodeIfPresent(Int.self, forKey: .limit)
-            remaining = try c.decodeIfPresent(Int.self, forKey: .remaining)
-            periodStart = try c.decode(Date.self, forKey: .periodStart)
-            resetsAt = try c.decode(Date.self, forKey: .resetsAt)
-        }
-
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(used, forKey: .used)
@@ -319,16 +291,6 @@ public struct Account: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id", name, plan, planDescription = "plan_description", usage, createdAt = "created_at"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        deviceID = try c.decode(UUID.self, forKey: .deviceID)
-        name = try c.decodeIfPresent(String.self, forKey: .name)
-        plan = try c.decode(Plan.self, forKey: .plan)
-        planDescription = try c.decode(String.self, forKey: .planDescription)
-        usage = try c.decode(Usage.self, forKey: .usage)
-        createdAt = try c.decode(Date.self, forKey: .createdAt)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -120,13 +120,11 @@ public struct MomentsClient: Sendable {
         put.setValue(String(size), forHTTPHeaderField: "Content-Length")
         put.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         // A PUT of the same bytes to the same key is safe to repeat.
-        _ = try await retrying { () throws(MomentsClientError) in
-            let result = try await Transfer.perform(put, body: .file(file), timeout: self.timeout, sent: { sent, _ in
+        try Self.check(try await retrying { () async throws(MomentsClientError) in
+            try await Transfer.perform(put, body: .file(file), timeout: self.timeout, sent: { sent, _ in
                 progress?(TransferProgress(bytes: min(sent, size), total: size))
             })
-            try Self.check(result)
-            return result
-        }
+        })
         return try await send("POST", "api/v1/jobs/\(reservation.jobID.uuidString.lowercased())/start", idempotent: true)
     }
 
@@ -163,7 +161,7 @@ public struct MomentsClient: Sendable {
                     }
                     while last?.status.isTerminal != true {
                         try Task.checkCancellation()
-                        let report = try await client.retrying { () throws(MomentsClientError) in try await client.status(of: job) }
+                        let report = try await client.status(of: job)  // a GET: retried on transient trouble
                         if report != last { continuation.yield(report) }
                         last = report
                         if !report.status.isTerminal { try await Task.sleep(for: pollInterval) }
@@ -224,7 +222,7 @@ public struct MomentsClient: Sendable {
         let partial = destination.deletingLastPathComponent()
             .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString.prefix(8)).part")
         defer { try? FileManager.default.removeItem(at: partial) }
-        let result = try await retrying { () throws(MomentsClientError) in
+        let result = try await retrying { () async throws(MomentsClientError) in
             try await Transfer.perform(request, sink: .file(partial), timeout: self.timeout, written: { written, total in
                 progress?(TransferProgress(bytes: written, total: total > 0 ? total : nil))
             })
@@ -261,17 +259,19 @@ public struct MomentsClient: Sendable {
         return try decode(result)
     }
 
-    /// Runs `body` up to `maxAttempts` times while it fails with a transient error (backoff 0.5 s, 1 s, 2 s, …).
-    func retrying<T>(_ body: () async throws(MomentsClientError) -> T) async throws(MomentsClientError) -> T {
+    /// Runs `exchange` up to `maxAttempts` times while it fails or answers with a transient error
+    /// (network trouble, 408/429/5xx), with backoff 0.5 s, 1 s, 2 s, …; the last answer is returned as it is.
+    func retrying(_ exchange: () async throws(MomentsClientError) -> Transfer.Result) async throws(MomentsClientError) -> Transfer.Result {
         var attempt = 1
         while true {
             do throws(MomentsClientError) {
-                let value = try await body()
-                if let result = value as? Transfer.Result, attempt < maxAttempts,
-                   [408, 429, 500, 502, 503, 504].contains(result.response.statusCode) {
-                    throw MomentsClientError.server(status: result.response.statusCode, body: result.data)
+                let result = try await exchange()
+                let status = result.response.statusCode
+                if attempt < maxAttempts, !(200..<300).contains(status) {
+                    let failure = MomentsClientError.server(status: status, body: result.data)
+                    if failure.isTransient { throw failure }
                 }
-                return value
+                return result
             } catch where error.isTransient && attempt < maxAttempts {
                 let delay = 0.5 * pow(2, Double(attempt - 1))
                 do { try await Task.sleep(for: .seconds(delay)) } catch {

@@ -33,7 +33,6 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
 
     private let lock = NSLock()
     private var received = Data()
-    private var response: HTTPURLResponse?
     private var fileError: (any Error)?
     private var continuation: CheckedContinuation<Result, any Error>?
     private let sink: Sink
@@ -94,12 +93,6 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
         sent?(totalBytesSent, totalBytesExpectedToSend)
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        lock.withLock { self.response = response as? HTTPURLResponse }
-        completionHandler(.allow)
-    }
-
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let status = (dataTask.response as? HTTPURLResponse)?.statusCode ?? 0
         if case .stream(let handler) = sink, (200..<300).contains(status) {
@@ -147,7 +140,7 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
                 return (self.continuation, .failure(MomentsClientError(kind: .file, code: "file_error",
                                                                       message: "Could not save the download: \(fileError.localizedDescription)")))
             }
-            guard let response = (task.response as? HTTPURLResponse) ?? response else {
+            guard let response = task.response as? HTTPURLResponse else {
                 return (self.continuation, .failure(MomentsClientError.invalid("The server sent no HTTP response.")))
             }
             return (self.continuation, .success(Result(response: response, data: received)))

@@ -44,19 +44,15 @@ struct DevCommand: AsyncParsableCommand {
             }
             let services = try Services.fromEnvironment(label: "moments.dev", environment: environment)
             let storage = try StorageConfiguration.store(environment: environment)
-            let (configuration, workDirectory) = try WorkerCommand.settings(environment)
-            let retention = try RetentionConfiguration(environment: environment)
+            let work = try WorkerCommand.highlightWork(environment, services: services, storage: storage)
             let metrics = WorkerMetrics()
-            let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
-                                              deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess)
-            let worker = QueueWorker(configuration: configuration, store: services.store, queue: services.queue,
-                                     handler: handler, metrics: metrics, logger: services.logger)
-            let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)
+            let worker = QueueWorker(configuration: work.configuration, store: services.store, queue: services.queue,
+                                     handler: work.handler, metrics: metrics, logger: services.logger)
             let webhooks = WebhookDispatcher(store: services.store, configuration: try WebhookConfiguration(environment: environment),
                                              logger: services.logger)
             let app = buildApplication(configuration: try APIConfiguration(environment: environment), store: services.store,
                                        queue: services.queue, storage: storage,
-                                       services: [WorkerService(worker: worker, webhooks: webhooks, sweeper: sweeper, store: services.store,
+                                       services: [WorkerService(worker: worker, webhooks: webhooks, sweeper: work.sweeper, store: services.store,
                                                                 queue: services.queue)],
                                        metrics: metrics.registry, logger: services.logger)
             services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])

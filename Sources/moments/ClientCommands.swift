@@ -260,8 +260,7 @@ final class TransferBar: Sendable {
             if isTerminal {
                 // At most ten redraws a second.
                 if !force, let last = state.lastDraw, now - last < .milliseconds(100) { return }
-                let width = 24, filled = width * min(100, max(0, percent)) / 100
-                let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
+                let bar = ProgressDisplay.bar(percent, width: 24)
                 FileHandle.standardError.write(Data("\r\u{1B}[2K\(label) [\(bar)] \(String(format: "%3d", percent))%  \(note)".utf8))
                 state.lastDraw = now
                 state.drawn = true

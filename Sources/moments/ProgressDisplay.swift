@@ -13,10 +13,7 @@ final class ProgressDisplay: Sendable {
         state.withLock { state in
             let percent = Int((update.fraction * 100).rounded(.down))
             if isTerminal {
-                let width = 30
-                let filled = width * percent / 100
-                let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
-                write("\r\u{1B}[2K[\(bar)] \(String(format: "%3d", percent))%  \(update.stage.message)")
+                write("\r\u{1B}[2K[\(Self.bar(percent, width: 30))] \(String(format: "%3d", percent))%  \(update.stage.message)")
                 state.drawn = true
             } else if update.stage != state.stage {
                 write("[\(String(format: "%3d", percent))%] \(update.stage.message)\n")
@@ -33,6 +30,12 @@ final class ProgressDisplay: Sendable {
     }
 
     private func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+
+    /// `████······`: `percent` (clamped to 0–100) of `width` cells filled.
+    static func bar(_ percent: Int, width: Int) -> String {
+        let filled = width * min(100, max(0, percent)) / 100
+        return String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
+    }
 }
 
 /// Turns SIGINT and SIGTERM into cancellation of the running engine (which removes partial output).

@@ -22,17 +22,25 @@ struct WorkerCommand: AsyncParsableCommand {
             let environment = ProcessInfo.processInfo.environment
             let services = try Services.fromEnvironment(label: "moments.worker")
             let storage = try StorageConfiguration.store(environment: environment)
-            let (configuration, workDirectory) = try Self.settings(environment)
-            let retention = try RetentionConfiguration(environment: environment)
-            let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
-                                              deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess)
-            let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)
-            try await services.runWorker(configuration, handler: handler, sweeper: sweeper)
+            let work = try Self.highlightWork(environment, services: services, storage: storage)
+            try await services.runWorker(work.configuration, handler: work.handler, sweeper: work.sweeper)
         }
     }
 }
 
 extension WorkerCommand {
+    /// What a highlight worker runs, from the environment: its settings, the highlight job and the
+    /// retention sweep (for `moments worker` and `moments dev`).
+    static func highlightWork(_ environment: [String: String], services: Services, storage: any ObjectStore) throws
+        -> (configuration: WorkerConfiguration, handler: HighlightJobHandler, sweeper: RetentionSweeper) {
+        let (configuration, workDirectory) = try settings(environment)
+        let retention = try RetentionConfiguration(environment: environment)
+        let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
+                                          deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess)
+        let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)
+        return (configuration, handler, sweeper)
+    }
+
     /// The worker's settings from the environment, each checked with the variable named.
     static func settings(_ environment: [String: String]) throws -> (WorkerConfiguration, URL) {
         var configuration = WorkerConfiguration()
