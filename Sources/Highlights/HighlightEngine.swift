@@ -7,11 +7,14 @@ public struct HighlightSettings: Sendable {
     /// Target length of the highlight in seconds.
     public var duration: Double = 30
     public var quality: Quality = .high
+    /// `auto` copies the source's video where it allows; `h264` always encodes H.264.
+    public var codec: VideoCodecChoice = .auto
     public var limits = MediaLimits()
 
-    public init(duration: Double = 30, quality: Quality = .high, limits: MediaLimits = MediaLimits()) {
+    public init(duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits()) {
         self.duration = duration
         self.quality = quality
+        self.codec = codec
         self.limits = limits
     }
 }
@@ -35,6 +38,15 @@ public struct HighlightEngine: Sendable {
         #if os(Linux)
         _ = glibcMallocTrim(0)
         #endif
+    }
+
+    /// Runs a render, turning a failure to write the file into an `io_error`.
+    static func writing<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as FFmpegError where error.code == -ENOSPC || error.code == -EIO || error.code == -EACCES {
+            throw MomentsError(.ioError, "The highlight could not be written (\(error.reason)).")
+        }
     }
 
     /// Turns any error into a `MomentsError` with a stable code.
@@ -74,17 +86,37 @@ extension HighlightEngine {
             // The analysis decoders are gone: give their memory back before the encoder takes its share.
             Self.releaseFreeMemory()
             try reporter.report(.selecting, 0)
-            let selection = SegmentSelector.select(from: analysis, target: settings.duration)
+            var selection = SegmentSelector.select(from: analysis, target: settings.duration)
+            var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
+            var moves: [EdgeMove] = []
+            var aligned: AlignedSelection?
+            if let grid {
+                let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
+                let candidate = SegmentSelector.align(selection.segments, to: grid, shots: analysis.shots,
+                                                      target: isShort ? nil : settings.duration)
+                if candidate.segments.isEmpty {
+                    decision = RenderDecision(mode: .encode, reason: "no shot is long enough to hold a whole GOP")
+                } else {
+                    aligned = candidate
+                }
+            }
             let selected = clock.now
             try reporter.report(.rendering, 0)
-            let renderer = try Renderer(path: input, analysis: analysis, quality: settings.quality, reporter: reporter)
-            let result: Renderer.Result
-            do {
-                result = try renderer.render(selection.segments, to: partial)
-            } catch let error as MomentsError {
-                throw error
-            } catch let error as FFmpegError where error.code == -ENOSPC || error.code == -EIO || error.code == -EACCES {
-                throw MomentsError(.ioError, "The highlight could not be written (\(error.reason)).")
+            var result: Renderer.Result?
+            if let aligned, let grid {
+                do {
+                    result = try Self.writing {
+                        try CopyRenderer(path: input, analysis: analysis, grid: grid, reporter: reporter).render(aligned.ranges, to: partial)
+                    }
+                    selection.segments = aligned.segments
+                    moves = aligned.moves
+                } catch let mismatch as CopyRenderer.IndexMismatch {
+                    decision = RenderDecision(mode: .encode, reason: "the stream could not be copied (\(mismatch.detail))")
+                }
+            }
+            let rendered = try result ?? Self.writing {
+                try Renderer(path: input, analysis: analysis, quality: settings.quality, reporter: reporter)
+                    .render(selection.segments, to: partial)
             }
             try reporter.report(.finishing, 0)
             let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? NSNumber)?.int64Value ?? 0
@@ -99,10 +131,12 @@ extension HighlightEngine {
             try reporter.report(.finishing, 1)
             return HighlightReport(
                 input: analysis.info,
-                settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue),
+                settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue),
                 scenes: analysis.changes, segments: selection.segments,
-                output: .init(duration: result.duration, width: result.width, height: result.height,
-                              videoCodec: "h264", audioCodec: "aac", fileSize: size, silentAudio: result.silentAudio),
+                output: .init(duration: rendered.duration, width: rendered.width, height: rendered.height,
+                              videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
+                              fileSize: size, silentAudio: rendered.silentAudio),
+                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: moves),
                 timings: .init(analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),

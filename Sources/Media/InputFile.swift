@@ -56,6 +56,13 @@ public final class InputFile {
         try check(av_seek_frame(pointer, Int32(stream.index), target, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
     }
 
+    /// Seeks so that the next packet of `stream` is the one whose decode timestamp is `dts` (MP4/MOV
+    /// index every sample, so this lands on it exactly, keyframe or not). Other streams are moved
+    /// to the same time.
+    public func seek(stream: MediaStream, toDecodeTimestamp dts: Int64) throws(FFmpegError) {
+        try check(av_seek_frame(pointer, Int32(stream.index), dts, AVSEEK_FLAG_BACKWARD | AVSEEK_FLAG_ANY), "av_seek_frame")
+    }
+
     /// Asks only for the listed streams' packets; the demuxer skips the others.
     public func discardAll(except keep: Set<Int>) {
         for stream in streams {
@@ -84,6 +91,12 @@ public struct MediaStream {
               let name = av_get_pix_fmt_name(AVPixelFormat(parameters.pointee.format)) else { return nil }
         return String(cString: name)
     }
+    /// The NAL layout of an H.264/HEVC stream stored as in MP4 (nil for any other codec or layout).
+    public var bitstream: Bitstream? { Bitstream(parameters: parameters) }
+    /// The codec profile (`FF_PROFILE_*`), or nil when unknown.
+    public var profile: Int32? { parameters.pointee.profile < 0 ? nil : parameters.pointee.profile }
+    public var colorTransfer: AVColorTransferCharacteristic { parameters.pointee.color_trc }
+    public var colorPrimaries: AVColorPrimaries { parameters.pointee.color_primaries }
     public var isAttachedPicture: Bool { pointer.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
 
     /// Sample aspect ratio (1 when unknown).

@@ -45,15 +45,30 @@ public final class OutputFile {
     }
 
     /// Adds a stream that carries `source`'s packets unchanged (stream copy) and returns its index.
+    /// The stream's side data (display matrix, Dolby Vision configuration, HDR mastering metadata)
+    /// comes along; `tag` names the sample entry (`hvc1` for HEVC that AVPlayer plays), or the
+    /// muxer's default when nil.
     @discardableResult
-    public func addStream(copying source: MediaStream) throws(FFmpegError) -> Int {
+    public func addStream(copying source: MediaStream, tag: String? = nil) throws(FFmpegError) -> Int {
         guard let stream = avformat_new_stream(pointer, nil) else { throw FFmpegError(moments_averror_enomem(), "avformat_new_stream") }
         try check(avcodec_parameters_copy(stream.pointee.codecpar, source.parameters), "avcodec_parameters_copy")
-        stream.pointee.codecpar.pointee.codec_tag = 0
+        stream.pointee.codecpar.pointee.codec_tag = tag.map(Self.fourCC) ?? 0
         stream.pointee.time_base = source.timeBase
+        stream.pointee.sample_aspect_ratio = source.pointer.pointee.sample_aspect_ratio
+        let sideData = source.pointer.pointee.side_data
+        for i in 0..<Int(source.pointer.pointee.nb_side_data) {
+            guard let entry = sideData?[i], entry.size > 0, let data = entry.data,
+                  let copy = av_stream_new_side_data(stream, entry.type, Int(entry.size)) else { continue }
+            copy.update(from: data, count: Int(entry.size))
+        }
         let index = Int(stream.pointee.index)
         sourceTimeBases[index] = source.timeBase
         return index
+    }
+
+    static func fourCC(_ tag: String) -> UInt32 {
+        let b = Array(tag.utf8.prefix(4)) + [UInt8](repeating: 32, count: max(0, 4 - tag.utf8.count))
+        return UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
     }
 
     /// Writes the header. `options` are muxer options such as `["movflags": "+faststart"]`.

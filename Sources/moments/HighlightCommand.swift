@@ -4,6 +4,7 @@ import Highlights
 import MomentsModel
 
 extension Quality: ExpressibleByArgument {}
+extension VideoCodecChoice: ExpressibleByArgument {}
 
 struct HighlightCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,6 +15,8 @@ struct HighlightCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Where to write the highlight (.mp4).") var output: String
     @Option(help: "Target length in seconds.") var duration: Double = 30
     @Option(help: "high (≤1920 px), medium (≤1280 px) or low (≤854 px).") var quality: Quality = .high
+    @Option(help: "auto (copy the source's H.264/HEVC between keyframes where it allows, else H.264) or h264 (always H.264, HDR tone-mapped).")
+    var codec: VideoCodecChoice = .auto
     @Option(help: "Write a JSON report of the run here.") var report: String?
     @Option(help: "Longest accepted video, in seconds.") var maxDuration: Double = 1800
 
@@ -24,7 +27,7 @@ struct HighlightCommand: ParsableCommand {
     }
 
     func run() throws {
-        let settings = HighlightSettings(duration: duration, quality: quality, limits: MediaLimits(maximumDuration: maxDuration))
+        let settings = HighlightSettings(duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration))
         let display = ProgressDisplay()
         let cancellation = CancellationFlag()
         let stop = SignalCancellation(flag: cancellation)
@@ -37,8 +40,8 @@ struct HighlightCommand: ParsableCommand {
         if let report {
             try ReportJSON.encoder.encode(result).write(to: URL(fileURLWithPath: report))
         }
-        print(String(format: "highlight: %@ (%.2f s, %d×%d, %d segments, %.1fx real time)", output,
-                     result.output.duration, result.output.width, result.output.height, result.segments.count,
-                     result.realTimeFactor))
+        print(String(format: "highlight: %@ (%.2f s, %d×%d %@, %@, %d segments, %.1fx real time)", output,
+                     result.output.duration, result.output.width, result.output.height, result.output.videoCodec,
+                     result.render.mode.rawValue, result.segments.count, result.realTimeFactor))
     }
 }

@@ -62,8 +62,9 @@ struct RenderTests {
         #expect(after > 4 * before, "burst expected at \(at) s: rms before \(before), after \(after)")
     }
 
-    @Test("a portrait phone clip (rotation metadata) comes out portrait and upright")
-    func rotation() throws {
+    @Test("a portrait phone clip keeps its display matrix on both paths and shows upright",
+          arguments: [(VideoCodecChoice.auto, RenderMode.copy), (.h264, .encode)])
+    func rotation(codec: VideoCodecChoice, mode: RenderMode) throws {
         var video = Fixtures.clip(codec: "libx264", audio: .aac, container: "mov", frames: 60)
         video.rotation = 90
         video.orientationMarker = true
@@ -71,16 +72,20 @@ struct RenderTests {
         let analysis = try HighlightEngine().analyze(input: source)
         #expect(analysis.info.rotation == 90)
         #expect(analysis.info.displayWidth == 180 && analysis.info.displayHeight == 320)
-        let output = Fixtures.scratch().appendingPathComponent("portrait.mp4").path
-        _ = try HighlightEngine().highlight(input: source, output: output)
-        let probe = try Probe(output)
-        let stream = try #require(probe.video)
-        #expect(stream["width"] == "180" && stream["height"] == "320")
-        let sideData = try run("ffprobe", ["-v", "error", "-show_streams", "-show_entries", "stream_side_data", output]).stdout
-        #expect(!sideData.contains("Display Matrix"), "the output should be upright without a display matrix")
-        // The marker (white, luma 235, a tenth of the stored width: 32 px) down the stored picture's
-        // left edge is now across the top 32 rows; the rest is texture around mid-grey.
+        let output = Fixtures.scratch().appendingPathComponent("portrait-\(codec).mp4").path
+        let report = try HighlightEngine().highlight(input: source, output: output, settings: HighlightSettings(codec: codec))
+        #expect(report.render.mode == mode, "\(report.render.reason)")
+        #expect(report.output.width == 180 && report.output.height == 320)
+        // Stored as recorded (landscape), with the source's display matrix: a quarter turn clockwise
+        // (ffprobe writes it as -90), which AVPlayer and ffmpeg apply.
+        let stream = try #require(try Probe(output).video)
+        #expect(stream["width"] == "320" && stream["height"] == "180")
+        let sideData = try run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream_side_data=rotation", "-of", "csv=p=0", output]).stdout
+        #expect(sideData.trimmingCharacters(in: .whitespacesAndNewlines) == "-90", "side data: \(sideData)")
+        // Shown upright: the marker (white, luma 235, a tenth of the stored width: 32 px) down the
+        // stored picture's left edge is across the top 32 rows once ffmpeg applies the matrix.
         let grey = try firstFrameGrey(output, width: 180, height: 320)
+        #expect(grey.count == 180 * 320)
         let top = grey[0..<(180 * 8)].map(Int.init).reduce(0, +) / (180 * 8)
         let bottom = grey[(180 * 312)..<(180 * 320)].map(Int.init).reduce(0, +) / (180 * 8)
         #expect(top > 200 && top > bottom + 40, "top rows \(top), bottom rows \(bottom)")

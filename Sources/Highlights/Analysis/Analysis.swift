@@ -51,6 +51,8 @@ public struct Analysis: Sendable {
     public var seconds: [SecondFeatures]
     /// Presentation times of every video frame, sorted.
     public var frameTimes: [Double]
+    /// Every video packet in decode order (timestamps, sizes, picture kinds), for copying ranges.
+    public var packets: PacketIndex
     /// Visual signature per second (from the nearest keyframe), for diversity.
     var signatures: [[Float]]
     public var decodedFrames: Int

@@ -35,6 +35,7 @@ enum Analyzer {
             } catch {
                 // A read error mid-file (truncated or damaged): keep what was read.
                 damagedTail = true
+                video.markDamaged()
                 break
             }
             guard more else { break }

@@ -82,6 +82,7 @@ enum FeatureTimeline {
         if duration > start { shots.append(Shot(start: start, end: duration)) }
 
         return Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, frameTimes: frameTimes,
+                        packets: video.packets,
                         signatures: signatures, decodedFrames: video.decodedFrames, totalFrames: frameTimes.count)
     }
 

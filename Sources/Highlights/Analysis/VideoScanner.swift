@@ -73,6 +73,8 @@ final class VideoScanner {
     /// Compressed bytes per whole second of video.
     private(set) var bytesPerSecond: [Int] = []
     private(set) var decodedFrames = 0
+    /// Every packet's timestamps, size and picture kind, for the copy path.
+    private(set) var packets: PacketIndex
 
     var sceneChanges: [SceneChange] { detector.changes }
 
@@ -85,6 +87,7 @@ final class VideoScanner {
     init(stream: MediaStream, info: MediaInfo, settings: Settings = Settings()) throws {
         self.stream = stream
         self.settings = settings
+        packets = PacketIndex(stream: stream)
         let nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
         self.nominalInterval = nominalInterval
         runners = try (0..<2).map {
@@ -110,6 +113,7 @@ final class VideoScanner {
     func feed(_ packet: Packet) throws {
         let t = time(of: packet)
         frameTimes.append(t)
+        packets.add(packet)
         let second = max(0, Int(t))
         if second < 100_000 {
             if bytesPerSecond.count <= second { bytesPerSecond.append(contentsOf: repeatElement(0, count: second - bytesPerSecond.count + 1)) }
@@ -142,6 +146,9 @@ final class VideoScanner {
             denseActiveThrough = current!.index
         }
     }
+
+    /// The file ended in damage: what was indexed cannot be trusted for copying.
+    func markDamaged() { packets.markIncomplete() }
 
     func finish() throws {
         if var last = current {

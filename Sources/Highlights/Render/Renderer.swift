@@ -45,7 +45,9 @@ final class Renderer {
 
     func render(_ segments: [Segment], to path: String) throws -> Result {
         let output = try OutputFile(path: path, format: "mp4")
-        var settings = Encoder.Video(codec: "libx264", width: geometry.width, height: geometry.height,
+        // Pictures stay in their stored orientation; the display matrix turns them upright, as the
+        // source's did (no pixel rotation).
+        var settings = Encoder.Video(codec: "libx264", width: geometry.scaledWidth, height: geometry.scaledHeight,
                                      pixelFormat: AV_PIX_FMT_YUV420P, timeBase: Self.videoTimeBase,
                                      frameRate: Self.rational(analysis.info.frameRate),
                                      options: ["preset": Self.preset(quality), "crf": Self.crf(quality), "profile": "high",
@@ -60,7 +62,7 @@ final class Renderer {
         let audioEncoder = try Encoder(audio: .init(codec: "aac", sampleRate: Self.sampleRate, channels: 2,
                                                     sampleFormat: AV_SAMPLE_FMT_FLTP, bitRate: 160_000),
                                        globalHeader: output.wantsGlobalHeader)
-        let videoIndex = try output.addStream(for: videoEncoder)
+        let videoIndex = try output.addStream(for: videoEncoder, rotation: geometry.rotation)
         let audioIndex = try output.addStream(for: audioEncoder)
         try output.writeHeader(options: ["movflags": "+faststart"])
 
@@ -214,7 +216,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     }
 }
 
-/// Scales (and rotates) decoded pictures to the output geometry in yuv420p.
+/// Scales decoded pictures to the output geometry (stored orientation) in yuv420p.
 final class PicturePipeline {
     private let geometry: OutputGeometry
     private let scaler: Scaler
@@ -226,17 +228,14 @@ final class PicturePipeline {
 
     func prepare(_ frame: Frame) throws -> Frame {
         // Already the right shape: hand the decoded picture over as it is.
-        if geometry.rotation == 0, frame.width == geometry.width, frame.height == geometry.height,
-           frame.pixelFormat == AV_PIX_FMT_YUV420P, frame.pointer.pointee.sample_aspect_ratio.num == frame.pointer.pointee.sample_aspect_ratio.den || frame.pointer.pointee.sample_aspect_ratio.num == 0 {
+        if frame.width == geometry.scaledWidth, frame.height == geometry.scaledHeight, frame.pixelFormat == AV_PIX_FMT_YUV420P,
+           frame.pointer.pointee.sample_aspect_ratio.num == frame.pointer.pointee.sample_aspect_ratio.den || frame.pointer.pointee.sample_aspect_ratio.num == 0 {
             return frame
         }
         // A fresh frame each time: the encoder may still hold a reference to the previous one.
         let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
         try scaler.scale(frame, into: target)
-        guard geometry.rotation != 0 else { return target }
-        let upright = try Frame.video(width: geometry.width, height: geometry.height, format: AV_PIX_FMT_YUV420P)
-        try PictureRotator.rotate(target, degrees: geometry.rotation, into: upright)
-        return upright
+        return target
     }
 }
 

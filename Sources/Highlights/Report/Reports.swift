@@ -68,7 +68,8 @@ public struct HighlightReport: Sendable, Codable {
     public struct Settings: Sendable, Codable {
         public var targetDuration: Double
         public var quality: String
-        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality }
+        public var codec: String
+        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality, codec }
     }
 
     public struct Output: Sendable, Codable {
@@ -85,6 +86,14 @@ public struct HighlightReport: Sendable, Codable {
         }
     }
 
+    /// How the video was made: copied or encoded, why, and how far keyframes moved each segment's edges.
+    public struct Render: Sendable, Codable {
+        public var mode: RenderMode
+        public var reason: String
+        public var edgeMoves: [EdgeMove]
+        enum CodingKeys: String, CodingKey { case mode, reason, edgeMoves = "edge_moves" }
+    }
+
     public struct Timings: Sendable, Codable {
         public var analysis: Double
         public var selection: Double
@@ -97,6 +106,7 @@ public struct HighlightReport: Sendable, Codable {
     public var scenes: [SceneChange]
     public var segments: [Segment]
     public var output: Output
+    public var render: Render
     public var timings: Timings
     /// Source seconds processed per second of wall time, end to end.
     public var realTimeFactor: Double
@@ -105,7 +115,7 @@ public struct HighlightReport: Sendable, Codable {
     public var totalFrames: Int
 
     enum CodingKeys: String, CodingKey {
-        case input, settings, scenes, segments, output, timings
+        case input, settings, scenes, segments, output, render, timings
         case realTimeFactor = "real_time_factor", analysisRealTimeFactor = "analysis_real_time_factor"
         case decodedFrames = "decoded_frames", totalFrames = "total_frames"
     }

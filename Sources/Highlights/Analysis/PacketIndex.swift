@@ -1,0 +1,51 @@
+import Media
+
+/// Every video packet of the source as the analysis pass saw it, in decode (file) order: enough to
+/// copy ranges of the stream later without decoding anything. About 40 bytes a packet.
+public struct PacketIndex: Sendable {
+    public struct Entry: Sendable, Equatable {
+        /// Timestamps in the stream's time base.
+        public var pts: Int64
+        public var dts: Int64
+        public var size: Int32
+        public var isKeyframe: Bool
+        public var kind: Bitstream.PictureKind
+        /// Byte offset in the file (-1 when the demuxer did not say).
+        public var position: Int64
+    }
+
+    public private(set) var entries: [Entry] = []
+    /// Seconds per tick of the stream's time base.
+    public let secondsPerTick: Double
+    /// The NAL layout, for H.264/HEVC stored as in MP4; nil otherwise.
+    public let bitstream: Bitstream?
+    /// False once a packet had no timestamps or the file ended in damage: such a stream is not copied.
+    public private(set) var isComplete = true
+
+    init(stream: MediaStream) {
+        secondsPerTick = Double(stream.timeBase.num) / Double(max(1, stream.timeBase.den))
+        bitstream = stream.bitstream
+    }
+
+    mutating func add(_ packet: Packet) {
+        guard let pts = packet.pts, let dts = packet.dts else {
+            isComplete = false
+            return
+        }
+        let kind = bitstream?.pictureKind(packet.bytes) ?? .unknown
+        entries.append(Entry(pts: pts, dts: dts, size: Int32(clamping: packet.size), isKeyframe: packet.isKeyframe,
+                             kind: kind, position: packet.position ?? -1))
+    }
+
+    mutating func markIncomplete() { isComplete = false }
+
+    public var count: Int { entries.count }
+
+    /// Indices of the packets a decoder can start at (IDR, CRA, BLA), in decode order.
+    public var randomAccessPoints: [Int] { entries.indices.filter { entries[$0].kind.isRandomAccessPoint } }
+
+    /// Indices of the packets the container marks as keyframes, in decode order.
+    public var keyframes: [Int] { entries.indices.filter { entries[$0].isKeyframe } }
+
+    func seconds(_ ticks: Int64) -> Double { Double(ticks) * secondsPerTick }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import MomentsModel
+
+/// How a highlight's video is made.
+public enum RenderMode: String, Sendable, Codable {
+    /// The source's compressed pictures copied between keyframes: no decode, no encode.
+    case copy
+    /// Decoded, scaled (HDR tone-mapped) and encoded as H.264.
+    case encode
+}
+
+/// The render path chosen for one video, and why (written to the report).
+public struct RenderDecision: Sendable, Codable, Equatable {
+    public var mode: RenderMode
+    public var reason: String
+
+    /// Keyframes further apart than this would move segments too far off their moments.
+    static let longestCopyableGOP = 2.5
+
+    /// Decides whether `analysis`'s video can be copied for a highlight of `quality` under `codec`.
+    /// Returns the keyframe grid when it can.
+    static func decide(_ analysis: Analysis, quality: Quality, codec: VideoCodecChoice) -> (RenderDecision, KeyframeGrid?) {
+        func encode(_ reason: String) -> (RenderDecision, KeyframeGrid?) { (RenderDecision(mode: .encode, reason: reason), nil) }
+        let info = analysis.info
+        let packets = analysis.packets
+        if codec == .h264 { return encode("codec=h264 asks for a newly encoded 8-bit SDR H.264 picture") }
+        let name = info.videoCodec == "h264" ? "H.264" : info.videoCodec == "hevc" ? "HEVC" : info.videoCodec
+        guard info.videoCodec == "h264" || info.videoCodec == "hevc" else {
+            return encode("the source is \(name); only H.264 and HEVC are copied")
+        }
+        let format = info.pixelFormat ?? "unknown"
+        let copyableFormats: Set<String> = info.videoCodec == "h264" ? ["yuv420p", "yuvj420p"] : ["yuv420p", "yuv420p10le"]
+        guard copyableFormats.contains(format) else {
+            return encode("the source's pixels are \(format); only \(info.videoCodec == "h264" ? "8-bit" : "8- or 10-bit") 4:2:0 \(name) is copied")
+        }
+        guard info.container.split(separator: ",").contains("mp4") else {
+            return encode("the container is \(info.container); only MP4 and MOV sources are copied")
+        }
+        guard packets.bitstream != nil else {
+            return encode("the stream does not store its \(name) as MP4 does (avcC/hvcC)")
+        }
+        guard packets.isComplete, packets.count > 0 else {
+            return encode("the file is damaged or has packets without timestamps")
+        }
+        guard abs(info.sampleAspectRatio - 1) < 1e-3 else {
+            return encode(String(format: "the pixels are not square (sample aspect ratio %.3f)", info.sampleAspectRatio))
+        }
+        let long = max(info.displayWidth, info.displayHeight)
+        guard long <= quality.maxLongSide else {
+            return encode("the source is \(info.displayWidth)×\(info.displayHeight) and quality \(quality.rawValue) allows \(quality.maxLongSide) px; it must be scaled down")
+        }
+        let interval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
+        guard let grid = KeyframeGrid(index: packets, origin: analysis.origin, frameInterval: interval) else {
+            return encode(info.videoCodec == "h264" ? "the stream does not start on an IDR picture" : "the stream does not start on a random access picture")
+        }
+        let longest = grid.longestGOP
+        guard longest <= longestCopyableGOP + 1e-6 else {
+            let kind = info.videoCodec == "h264" ? "IDR pictures" : "random access pictures"
+            return encode(String(format: "%@ are up to %.1f s apart; copying needs them at most %.1f s apart", kind, longest, longestCopyableGOP))
+        }
+        let gop = info.videoCodec == "hevc" && packets.entries.contains(where: { $0.kind == .cra }) ? "open" : "closed"
+        return (RenderDecision(mode: .copy, reason: String(
+            format: "%@ %d-bit 4:2:0, %@ GOPs of at most %.2f s, fits quality %@: copied without re-encoding",
+            name, info.bitDepth, gop, longest, quality.rawValue)), grid)
+    }
+}

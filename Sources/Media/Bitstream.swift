@@ -1,0 +1,108 @@
+import CFFmpeg
+
+/// How an H.264 or HEVC stream stores its pictures in an MP4/MOV: NAL units each behind a
+/// big-endian length of `lengthSize` bytes (the `avcC`/`hvcC` layout). Streams in Annex B form
+/// (start codes, as in MPEG-TS) have no `Bitstream`.
+public struct Bitstream: Sendable, Equatable {
+    public enum Codec: String, Sendable { case h264, hevc }
+
+    public let codec: Codec
+    public let lengthSize: Int
+
+    /// Reads the layout from a stream's codec parameters (its `avcC`/`hvcC` extradata).
+    public init?(parameters: UnsafePointer<AVCodecParameters>) {
+        let p = parameters.pointee
+        guard let extradata = p.extradata, p.extradata_size > 0, extradata[0] == 1 else { return nil }
+        switch p.codec_id {
+        case AV_CODEC_ID_H264 where p.extradata_size >= 7:
+            codec = .h264
+            lengthSize = Int(extradata[4] & 3) + 1
+        case AV_CODEC_ID_HEVC where p.extradata_size >= 23:
+            codec = .hevc
+            lengthSize = Int(extradata[21] & 3) + 1
+        default:
+            return nil
+        }
+        guard lengthSize != 3 else { return nil }
+    }
+
+    /// The role of an access unit for random access, from the type of its first picture NAL unit.
+    public enum PictureKind: UInt8, Sendable, Codable {
+        /// Instantaneous decoder refresh: nothing before it is referenced (H.264 IDR, HEVC IDR).
+        case idr
+        /// HEVC clean random access: may be followed (in decode order) by RASL pictures that
+        /// reference the previous GOP.
+        case cra
+        /// HEVC broken link access: a CRA whose leading RASL pictures are to be dropped.
+        case bla
+        /// HEVC random access skipped leading picture: undecodable when decoding starts at its CRA.
+        case rasl
+        /// HEVC random access decodable leading picture.
+        case radl
+        /// Any other picture (P, B, or an H.264 I picture that is not IDR).
+        case other
+        /// No picture NAL unit could be read (damaged data).
+        case unknown
+
+        /// A picture a decoder can start at (after a CRA's RASL pictures are dropped).
+        public var isRandomAccessPoint: Bool { self == .idr || self == .cra || self == .bla }
+    }
+
+    /// The kind of the access unit in `bytes` (one packet).
+    public func pictureKind(_ bytes: UnsafeBufferPointer<UInt8>) -> PictureKind {
+        var kind = PictureKind.unknown
+        forEachNAL(in: bytes) { offset, _ in
+            let header = bytes[offset]
+            switch codec {
+            case .h264:
+                let type = header & 0x1F
+                guard (1...5).contains(type) else { return true }
+                kind = type == 5 ? .idr : .other
+            case .hevc:
+                let type = (header >> 1) & 0x3F
+                guard type < 32 else { return true }
+                switch type {
+                case 16...18: kind = .bla
+                case 19, 20: kind = .idr
+                case 21: kind = .cra
+                case 6, 7: kind = .radl
+                case 8, 9: kind = .rasl
+                default: kind = .other
+                }
+            }
+            return false
+        }
+        return kind
+    }
+
+    /// Rewrites every HEVC CRA slice NAL unit in `bytes` as BLA_W_LP (type 21 → 16): the slice
+    /// headers of the two are the same, so the change is one byte per slice. A decoder then drops
+    /// the RASL pictures that would follow and starts cleanly here. Returns how many were rewritten.
+    @discardableResult
+    public func markCleanRandomAccessAsBrokenLink(_ bytes: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        guard codec == .hevc else { return 0 }
+        var rewritten = 0
+        forEachNAL(in: UnsafeBufferPointer(bytes)) { offset, _ in
+            if (bytes[offset] >> 1) & 0x3F == 21 {
+                bytes[offset] = (bytes[offset] & 0x81) | (16 << 1)
+                rewritten += 1
+            }
+            return true
+        }
+        return rewritten
+    }
+
+    /// Calls `body(offset, size)` for each NAL unit until it returns false or the data ends.
+    /// Lengths that run past the end stop the walk (damaged data is never read out of bounds).
+    private func forEachNAL(in bytes: UnsafeBufferPointer<UInt8>, _ body: (Int, Int) -> Bool) {
+        var position = 0
+        while position + lengthSize < bytes.count {
+            var length = 0
+            for i in 0..<lengthSize { length = length << 8 | Int(bytes[position + i]) }
+            position += lengthSize
+            guard length > 0, length <= bytes.count - position else { return }
+            if !body(position, length) { return }
+            position += length
+        }
+    }
+}
