@@ -93,7 +93,8 @@ extension HighlightEngine {
             if let grid {
                 let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
                 let candidate = SegmentSelector.align(selection.segments, to: grid, shots: analysis.shots,
-                                                      target: isShort ? nil : settings.duration)
+                                                      target: isShort ? nil : settings.duration,
+                                                      score: { SegmentSelector.meanScore(analysis, $0, $1) })
                 if candidate.segments.isEmpty {
                     decision = RenderDecision(mode: .encode, reason: "no shot is long enough to hold a whole GOP")
                 } else {

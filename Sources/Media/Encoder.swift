@@ -21,6 +21,11 @@ public final class Encoder {
         public var sampleAspectRatio = AVRational(num: 1, den: 1)
         /// Codec private options, e.g. `["preset": "veryfast", "crf": "21"]`.
         public var options: [String: String] = [:]
+        /// Colour description written into the stream (and the container's `colr`).
+        public var colorPrimaries = AVCOL_PRI_UNSPECIFIED
+        public var colorTransfer = AVCOL_TRC_UNSPECIFIED
+        public var colorSpace = AVCOL_SPC_UNSPECIFIED
+        public var colorRange = AVCOL_RANGE_UNSPECIFIED
 
         public init(codec: String, width: Int, height: Int, pixelFormat: AVPixelFormat,
                     timeBase: AVRational, frameRate: AVRational, options: [String: String] = [:]) {
@@ -65,6 +70,10 @@ public final class Encoder {
         if settings.bitRate > 0 { context.pointee.bit_rate = Int64(settings.bitRate) }
         if settings.gopSize > 0 { context.pointee.gop_size = Int32(settings.gopSize) }
         if settings.maxBFrames >= 0 { context.pointee.max_b_frames = Int32(settings.maxBFrames) }
+        context.pointee.color_primaries = settings.colorPrimaries
+        context.pointee.color_trc = settings.colorTransfer
+        context.pointee.colorspace = settings.colorSpace
+        context.pointee.color_range = settings.colorRange
         if globalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try Self.open(context, codec, settings.options)
     }

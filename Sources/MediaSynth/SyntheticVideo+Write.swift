@@ -17,6 +17,16 @@ extension SyntheticVideo {
         settings.bitRate = bitRate
         settings.threads = 2
         settings.sampleAspectRatio = AVRational(num: Int32(sampleAspectRatio.0), den: Int32(sampleAspectRatio.1))
+        switch colorTags {
+        case .bt709:
+            (settings.colorPrimaries, settings.colorTransfer, settings.colorSpace) = (AVCOL_PRI_BT709, AVCOL_TRC_BT709, AVCOL_SPC_BT709)
+            settings.colorRange = AVCOL_RANGE_MPEG
+        case .hlg:
+            (settings.colorPrimaries, settings.colorTransfer, settings.colorSpace) = (AVCOL_PRI_BT2020, AVCOL_TRC_ARIB_STD_B67, AVCOL_SPC_BT2020_NCL)
+            settings.colorRange = AVCOL_RANGE_MPEG
+        case nil:
+            break
+        }
         let videoEncoder = try hasVideo ? Encoder(video: settings, globalHeader: globalHeader) : nil
         let videoIndex = try videoEncoder.map { try output.addStream(for: $0, rotation: rotation) } ?? -1
 

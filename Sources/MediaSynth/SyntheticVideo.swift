@@ -80,6 +80,12 @@ public struct SyntheticVideo: Sendable {
     public var sampleAspectRatio: (Int, Int) = (1, 1)
     /// false writes only the soundtrack (an audio-only file).
     public var hasVideo = true
+    /// Colour tags written into the stream: `bt709`, or `hlg` (BT.2020 primaries and matrix, HLG
+    /// transfer: tags only, the pixels are painted as they are); nil writes none.
+    public var colorTags: ColorTags? = nil
+
+    public enum ColorTags: String, Sendable { case bt709, hlg }
+
     /// Paint a white bar down the stored picture's left edge (top edge once rotated 90° clockwise).
     public var orientationMarker: Bool = false
 

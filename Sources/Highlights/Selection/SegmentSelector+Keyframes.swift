@@ -20,14 +20,18 @@ extension SegmentSelector {
     /// tolerance off `target`, whole GOPs are added to or taken from the segments' edges (growing
     /// the best-scoring segments first, shrinking the weakest), each step the one that lands
     /// closest. Segments no GOP fits into are dropped.
-    static func align(_ segments: [Segment], to grid: KeyframeGrid, shots: [Shot], target: Double?) -> AlignedSelection {
+    ///
+    /// When the segments cannot grow enough inside their shots, a GOP of another stretch of a shot
+    /// is added (the best-scoring by `score(start, end)`) and grown from there.
+    static func align(_ segments: [Segment], to grid: KeyframeGrid, shots: [Shot], target: Double?,
+                      score: (Double, Double) -> Double) -> AlignedSelection {
         let duration = grid.streamEnd
-        func shot(of segment: Segment) -> Shot {
-            guard shots.indices.contains(segment.shot) else { return Shot(start: 0, end: duration) }
+        func shot(_ index: Int) -> Shot {
+            guard shots.indices.contains(index) else { return Shot(start: 0, end: duration) }
             // The last shot runs to the end of the last frame, which may be past the stated duration.
-            return segment.shot == shots.count - 1 ? Shot(start: shots[segment.shot].start, end: max(duration, shots[segment.shot].end))
-                : shots[segment.shot]
+            return index == shots.count - 1 ? Shot(start: shots[index].start, end: max(duration, shots[index].end)) : shots[index]
         }
+        func shot(of segment: Segment) -> Shot { shot(segment.shot) }
         let epsilon = 1e-6
         var kept: [(segment: Segment, original: Segment, range: CopyRange, shot: Shot)] = []
         for segment in segments.sorted(by: { $0.start < $1.start }) {
@@ -62,15 +66,28 @@ extension SegmentSelector {
         if let target {
             func length(_ r: CopyRange) -> Double { grid.end(before: r.end) - grid.points[r.first].start }
             var total = kept.reduce(0) { $0 + length($1.range) }
+            // One GOP inside a shot, outside every segment: where a new segment could start.
+            var openings: [(segment: Segment, range: CopyRange, shot: Shot)] = []
+            for index in (shots.isEmpty ? [0] : Array(shots.indices)) {
+                let bounds = shot(index)
+                for i in grid.points.indices where grid.points[i].start >= bounds.start - epsilon
+                    && grid.end(before: i + 1) <= bounds.end + epsilon {
+                    let start = grid.points[i].start, end = grid.end(before: i + 1)
+                    openings.append((Segment(start: start, end: end, score: score(start, end), reasons: ["fills the highlight"], shot: index),
+                                     CopyRange(first: i, end: i + 1), bounds))
+                }
+            }
             while abs(target - total) > tolerance {
                 var best: (miss: Double, preference: Double, index: Int, range: CopyRange?)?
                 func consider(_ index: Int, _ range: CopyRange?) {
-                    let old = length(kept[index].range)
+                    let old = index < kept.count ? length(kept[index].range) : 0
                     let new = range.map(length) ?? 0
                     let miss = abs(target - (total - old + new))
                     guard miss < abs(target - total) - epsilon else { return }
                     // Grow what scores well, shrink what scores badly.
-                    let preference = (new > old ? 1 : -1) * kept[index].segment.score
+                    let preference = index < kept.count ? (new > old ? 1 : -1) * kept[index].segment.score
+                        : openings[index - kept.count].segment.score - 0.1
+
                     if best == nil || miss < best!.miss - epsilon || (abs(miss - best!.miss) <= epsilon && preference > best!.preference) {
                         best = (miss, preference, index, range)
                     }
@@ -89,7 +106,20 @@ extension SegmentSelector {
                     if r.first + 1 < r.end { consider(n, CopyRange(first: r.first + 1, end: r.end)) }
                     if kept.count > 1 { consider(n, nil) }
                 }
+                if total < target {
+                    for (n, opening) in openings.enumerated()
+                    where !kept.contains(where: { opening.range.first < $0.range.end && $0.range.first < opening.range.end }) {
+                        consider(kept.count + n, opening.range)
+                    }
+                }
                 guard let move = best else { break }
+                if move.index >= kept.count {
+                    let opening = openings[move.index - kept.count]
+                    let at = kept.firstIndex { $0.range.first > opening.range.first } ?? kept.count
+                    kept.insert((opening.segment, opening.segment, opening.range, opening.shot), at: at)
+                    total += length(opening.range)
+                    continue
+                }
                 total += (move.range.map(length) ?? 0) - length(kept[move.index].range)
                 if let range = move.range {
                     kept[move.index].range = range

@@ -74,6 +74,19 @@ enum Fixtures {
         return video
     }
 
+    /// Phone-like footage for the copy path: the `scenes` shots with 1 s GOPs and sound that never
+    /// repeats (noise bursts throughout), as H.264 (closed GOPs, BT.709 tags) or 10-bit HEVC with
+    /// open GOPs (CRA pictures each led by RASL pictures, HLG tags) in a MOV.
+    static func phone(hevc: Bool) -> SyntheticVideo {
+        var video = scenes(codec: hevc ? "libx265" : "libx264", pixelFormat: hevc ? "yuv420p10le" : "yuv420p", gop: 30,
+                           options: hevc ? ["preset": "ultrafast", "x265-params": "open-gop=1:keyint=30:min-keyint=30:scenecut=0:bframes=3:log-level=none"]
+                                         : ["preset": "veryfast"])
+        video.container = "mov"
+        video.colorTags = hevc ? .hlg : .bt709
+        video.events = [.init(startFrame: 0, frames: video.frameCount)]
+        return video
+    }
+
     /// 40 s of calm shots with one planted event (fast motion and loud bursts) at 25.0–27.5 s.
     static var event: SyntheticVideo {
         var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in

@@ -89,3 +89,45 @@ func rms(_ samples: ArraySlice<Float>) -> Double {
     guard !samples.isEmpty else { return 0 }
     return (samples.reduce(0.0) { $0 + Double($1 * $1) } / Double(samples.count)).squareRoot()
 }
+
+/// Every decoded video frame's time (seconds from the first frame) and MD5, by ffmpeg's `framemd5`
+/// (an independent decoder; the display matrix is applied as players do).
+func frameHashes(_ path: String) throws -> [(time: Double, hash: String)] {
+    let result = try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-vsync", "passthrough", "-f", "framemd5", "-"])
+    var timeBase = 1.0
+    var frames: [(time: Double, hash: String)] = []
+    for line in result.stdout.split(separator: "\n") {
+        if line.hasPrefix("#tb 0:") {
+            let parts = line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: "/")
+            if parts.count == 2, let n = Double(parts[0]), let d = Double(parts[1]) { timeBase = n / d }
+            continue
+        }
+        guard !line.hasPrefix("#") else { continue }
+        let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard fields.count == 6, let pts = Double(fields[2]) else { continue }
+        frames.append((pts * timeBase, fields[5]))
+    }
+    guard let first = frames.first?.time else { return [] }
+    return frames.map { ($0.time - first, $0.hash) }
+}
+
+/// The lag (seconds, positive when `b` is late) within ±`range` that best lines `b` up with `a`,
+/// by normalised cross-correlation; and how well they then match (1 = identical).
+func bestLag(_ a: ArraySlice<Float>, _ b: ArraySlice<Float>, rate: Double, range: Double) -> (lag: Double, correlation: Double) {
+    let maxShift = Int(range * rate)
+    let a = Array(a), b = Array(b)
+    var best = (lag: 0.0, correlation: -1.0)
+    for shift in -maxShift...maxShift {
+        var dot = 0.0, na = 0.0, nb = 0.0
+        for i in 0..<a.count {
+            let j = i + shift
+            guard j >= 0, j < b.count else { continue }
+            dot += Double(a[i]) * Double(b[j])
+            na += Double(a[i] * a[i])
+            nb += Double(b[j] * b[j])
+        }
+        let c = na > 0 && nb > 0 ? dot / (na * nb).squareRoot() : 0
+        if c > best.correlation { best = (Double(shift) / rate, c) }
+    }
+    return best
+}
