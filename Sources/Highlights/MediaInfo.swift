@@ -91,6 +91,13 @@ public struct MediaLimits: Sendable {
     public var maximumShortSide = 4320
 
     public init(maximumDuration: Double = 30 * 60) { self.maximumDuration = maximumDuration }
+
+    /// The largest picture any decoder may allocate.
+    public var maximumPixels: Int { maximumLongSide * maximumShortSide }
+
+    /// Pictures above 1080p are decoded with fewer frames in flight (one thread, no frame
+    /// threading), so 4K and 8K sources stay within the engine's memory budget.
+    static let frameThreadingPixels = 1920 * 1088
 }
 
 /// Opens inputs and turns every way they can be unusable into a `MomentsError`.
@@ -184,5 +191,18 @@ enum MediaProbe {
     static func clock(_ seconds: Double) -> String {
         let s = Int(seconds.rounded())
         return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    }
+}
+
+extension Decoder.Options {
+    /// How to decode `info`'s video: `threads` with frame threading up to 1080p, one slice-threaded
+    /// thread above it (each frame in flight of an 8K picture is 50–100 MB), and never a picture
+    /// larger than the limits allow.
+    static func video(for info: MediaInfo, threads: Int, analysis: Bool, limits: MediaLimits = MediaLimits()) -> Decoder.Options {
+        let large = info.width * info.height > MediaLimits.frameThreadingPixels
+        var options = Decoder.Options(threads: large ? 1 : threads, frameThreads: !large && threads > 1,
+                                      exportMotionVectors: analysis, skipLoopFilter: analysis)
+        options.maximumPixels = limits.maximumPixels
+        return options
     }
 }

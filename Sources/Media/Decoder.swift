@@ -14,6 +14,9 @@ public final class Decoder {
         public var exportMotionVectors: Bool = false
         /// Skip the deblocking filter: faster, slightly blockier pictures (fine for analysis, not for output).
         public var skipLoopFilter: Bool = false
+        /// The largest picture (width × height) the decoder will allocate; a stream that declares or
+        /// switches to a larger one fails to decode instead of taking the memory (0: FFmpeg's limit).
+        public var maximumPixels: Int = 0
 
         public init(threads: Int = 1, frameThreads: Bool = false, exportMotionVectors: Bool = false, skipLoopFilter: Bool = false) {
             self.threads = threads
@@ -41,6 +44,7 @@ public final class Decoder {
             context.pointee.flags2 |= AV_CODEC_FLAG2_EXPORT_MVS
         }
         if options.skipLoopFilter { context.pointee.skip_loop_filter = AVDISCARD_ALL }
+        if options.maximumPixels > 0 { context.pointee.max_pixels = Int64(options.maximumPixels) }
         try check(avcodec_open2(context, codec, nil), "avcodec_open2")
     }
 

@@ -25,6 +25,7 @@ enum Analyzer {
 
         let packet = Packet()
         var damagedTail = false
+        var firstTime: Double?
         let expected = info.duration
         var done = 0.0
         video.tick = { try reporter.report(.analyzing, done) }
@@ -40,6 +41,14 @@ enum Analyzer {
             }
             guard more else { break }
             if packet.streamIndex == videoStream.index {
+                // A container that understates its duration is stopped here, not after a full scan.
+                if let t = packet.pts ?? packet.dts {
+                    let seconds = videoStream.seconds(t)
+                    firstTime = min(firstTime ?? seconds, seconds)
+                    if let firstTime, seconds - firstTime > limits.maximumDuration {
+                        try MediaProbe.checkDuration(seconds - firstTime, limits: limits)
+                    }
+                }
                 try video.feed(packet)
                 if expected > 0, let t = packet.pts ?? packet.dts {
                     done = videoStream.seconds(t) / expected

@@ -6,7 +6,7 @@ enum FeatureTimeline {
                       audio: AudioScanner?) -> Analysis {
         let duration = info.duration
         let count = max(1, Int(duration.rounded(.up)))
-        let samples = video.samples.map { sample -> VideoSample in
+        let samples = video.samples.map { sample -> SampleFeatures in
             var s = sample
             s.time -= origin
             return s
@@ -62,7 +62,7 @@ enum FeatureTimeline {
                 isStatic: isStatic, score: 0)
             feature.score = score(feature, hasAudio: sound != nil)
             seconds.append(feature)
-            signatures.append(s?.thumbnail.signature ?? [])
+            signatures.append(s?.signature ?? [])
         }
 
         let changes = video.sceneChanges.map { change -> SceneChange in

@@ -54,7 +54,7 @@ final class SampleRunner: @unchecked Sendable {
     private let queue: DispatchQueue
 
     init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, label: String) throws {
-        decoder = try Decoder(stream: stream, options: .init(threads: 1, frameThreads: false, exportMotionVectors: true, skipLoopFilter: true))
+        decoder = try Decoder(stream: stream, options: .video(for: info, threads: 1, analysis: true))
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         self.stream = stream
         self.width = info.width

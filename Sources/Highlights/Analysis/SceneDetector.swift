@@ -35,6 +35,9 @@ final class SceneDetector {
         var maximumBlendResidual = 0.3
         var darkLuma = 30.0
         var brightLuma = 40.0
+        /// Frames kept at most while a gradual change or a dark stretch is followed (10 s at 30 fps):
+        /// anything longer is no transition, and memory stays bounded on a long dark or changing clip.
+        var maximumHistory = 300
     }
 
     private struct Entry {
@@ -90,6 +93,13 @@ final class SceneDetector {
     }
 
     private func trim() {
+        if entries.count > settings.maximumHistory {
+            // Too long to be a dissolve or a fade: stop following it.
+            gradualStart = nil
+            darkStart = nil
+            darkEnd = nil
+            lastBrightBeforeDark = nil
+        }
         let keep = 90
         let removable = min(next - settings.lookaround - 1, entries.count - keep, gradualStart ?? .max, darkStart ?? .max)
         guard removable > 30 else { return }

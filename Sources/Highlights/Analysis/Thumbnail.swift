@@ -1,9 +1,11 @@
 import CFFmpeg
 import Media
 
-/// A tiny picture (64 px wide, full-resolution chroma) for comparing frames cheaply.
+/// A tiny picture (fitted into 64 × 64 as displayed, full-resolution chroma) for comparing frames cheaply.
 struct Thumbnail: Sendable {
-    static let width = 64
+    /// The box every thumbnail fits in, whatever the picture's shape.
+    static let box = 64
+    let width: Int
     let height: Int
     let y: [UInt8]
     let u: [UInt8]
@@ -44,9 +46,9 @@ struct Thumbnail: Sendable {
         var cells = [Float](repeating: 0, count: 48)
         var counts = [Float](repeating: 0, count: 16)
         for row in 0..<height {
-            for col in 0..<Self.width {
-                let cell = min(3, row * 4 / height) * 4 + min(3, col * 4 / Self.width)
-                let i = row * Self.width + col
+            for col in 0..<width {
+                let cell = min(3, row * 4 / height) * 4 + min(3, col * 4 / width)
+                let i = row * width + col
                 cells[cell * 3] += Float(y[i])
                 cells[cell * 3 + 1] += Float(u[i])
                 cells[cell * 3 + 2] += Float(v[i])
@@ -62,36 +64,46 @@ struct Thumbnail: Sendable {
 
 /// Makes thumbnails (and a sharpness measure) from decoded frames of any pixel format.
 final class Thumbnailer {
+    let width: Int
     let height: Int
     private let scaler: Scaler
     private let target: Frame
     private let detailScaler: Scaler
     private let detailTarget: Frame
 
+    /// The size that fits a picture of `width` × `height` stored pixels of shape `sampleAspectRatio`
+    /// into a `box` × `box` square as displayed, keeping its shape (each side at least 8, even).
+    static func fitted(width: Int, height: Int, sampleAspectRatio: Double, box: Int) -> (width: Int, height: Int) {
+        let shownWidth = Double(max(1, width)) * (sampleAspectRatio.isFinite && sampleAspectRatio > 0 ? sampleAspectRatio : 1)
+        let shownHeight = Double(max(1, height))
+        let scale = Double(box) / max(shownWidth, shownHeight)
+        func side(_ v: Double) -> Int { max(8, min(box, Int((v * scale).rounded())) & ~1) }
+        return (side(shownWidth), side(shownHeight))
+    }
+
     init(width: Int, height: Int, sampleAspectRatio: Double) throws {
-        let shown = Double(width) * sampleAspectRatio
-        self.height = max(8, Int((Double(Thumbnail.width) * Double(height) / max(shown, 1)).rounded()) & ~1)
-        scaler = Scaler(width: Thumbnail.width, height: self.height, format: AV_PIX_FMT_YUV444P, filter: .area)
-        target = try Frame.video(width: Thumbnail.width, height: self.height, format: AV_PIX_FMT_YUV444P)
-        let detailWidth = min(320, width)
-        let detailHeight = max(8, Int((Double(detailWidth) * Double(height) / max(shown, 1)).rounded()) & ~1)
-        detailScaler = Scaler(width: detailWidth, height: detailHeight, format: AV_PIX_FMT_GRAY8, filter: .fast)
-        detailTarget = try Frame.video(width: detailWidth, height: detailHeight, format: AV_PIX_FMT_GRAY8)
+        (self.width, self.height) = Self.fitted(width: width, height: height, sampleAspectRatio: sampleAspectRatio, box: Thumbnail.box)
+        scaler = Scaler(width: self.width, height: self.height, format: AV_PIX_FMT_YUV444P, filter: .area)
+        target = try Frame.video(width: self.width, height: self.height, format: AV_PIX_FMT_YUV444P)
+        // Sharpness on a grey picture of at most 320 × 320, never larger than the source.
+        let detail = Self.fitted(width: width, height: height, sampleAspectRatio: sampleAspectRatio, box: min(320, max(width, height)))
+        detailScaler = Scaler(width: detail.width, height: detail.height, format: AV_PIX_FMT_GRAY8, filter: .fast)
+        detailTarget = try Frame.video(width: detail.width, height: detail.height, format: AV_PIX_FMT_GRAY8)
     }
 
     func thumbnail(of frame: Frame) throws -> Thumbnail {
         try scaler.scale(frame, into: target)
         func copy(_ plane: Int) -> [UInt8] {
             let (data, stride) = target.plane(plane)
-            var out = [UInt8](repeating: 0, count: Thumbnail.width * height)
+            var out = [UInt8](repeating: 0, count: width * height)
             out.withUnsafeMutableBufferPointer { buffer in
                 for row in 0..<height {
-                    (buffer.baseAddress! + row * Thumbnail.width).update(from: data + row * stride, count: Thumbnail.width)
+                    (buffer.baseAddress! + row * width).update(from: data + row * stride, count: width)
                 }
             }
             return out
         }
-        return Thumbnail(height: height, y: copy(0), u: copy(1), v: copy(2))
+        return Thumbnail(width: width, height: height, y: copy(0), u: copy(1), v: copy(2))
     }
 
     /// Variance of the Laplacian of a 320 px wide grey picture: low for blurred frames.

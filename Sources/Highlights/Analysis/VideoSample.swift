@@ -13,6 +13,25 @@ struct VideoSample: Sendable {
     var motion: MotionEstimate?
 }
 
+/// What the analysis keeps of a sample once its GOP is decided: scalars and the colour layout,
+/// never the picture (a long or all-intra video has tens of thousands of samples).
+struct SampleFeatures: Sendable {
+    var time: Double
+    /// Coarse colour layout (`Thumbnail.signature`), for telling shots apart.
+    var signature: [Float]
+    var sharpness: Double
+    var brightness: Double
+    var activity: Double?
+    var motion: MotionEstimate?
+}
+
+extension VideoSample {
+    var features: SampleFeatures {
+        SampleFeatures(time: time, signature: thumbnail.signature, sharpness: sharpness, brightness: brightness,
+                       activity: activity, motion: motion)
+    }
+}
+
 /// Motion split into what the camera did (the dominant vector) and what moved in the scene.
 struct MotionEstimate: Sendable {
     var cameraX: Double

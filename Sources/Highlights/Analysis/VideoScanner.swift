@@ -68,7 +68,7 @@ final class VideoScanner {
     private var recentPictureDifferences = RecentValues()
     private var lastTime: Double?
 
-    private(set) var samples: [VideoSample] = []
+    private(set) var samples: [SampleFeatures] = []
     private(set) var frameTimes: [Double] = []
     /// Compressed bytes per whole second of video.
     private(set) var bytesPerSecond: [Int] = []
@@ -90,10 +90,12 @@ final class VideoScanner {
         packets = PacketIndex(stream: stream)
         let nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
         self.nominalInterval = nominalInterval
-        runners = try (0..<2).map {
+        // Above 1080p every decoded picture is large: one runner, so fewer are in flight at once.
+        let runnerCount = info.width * info.height > MediaLimits.frameThreadingPixels ? 1 : 2
+        runners = try (0..<runnerCount).map {
             try SampleRunner(stream: stream, info: info, nominalInterval: nominalInterval, label: "moments.sample-runner.\($0)")
         }
-        dense = try Decoder(stream: stream, options: .init(threads: 2, frameThreads: true, exportMotionVectors: true, skipLoopFilter: true))
+        dense = try Decoder(stream: stream, options: .video(for: info, threads: 2, analysis: true))
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         width = info.width
     }
@@ -210,7 +212,7 @@ final class VideoScanner {
     /// `next` is the sample of the keyframe that ends it (nil at the end of the video).
     private func finalize(_ gop: GOP, next: VideoSample?) throws {
         if let sample = gop.sample {
-            samples.append(sample)
+            samples.append(sample.features)
             if let activity = sample.activity { recentActivities.add(activity) }
         }
         if gop.denseDecoded { return }
@@ -297,7 +299,7 @@ final class VideoScanner {
             let activity = lastDenseThumbnail.map { thumb.difference(to: $0.thumb) / max(1, (t - $0.time) / nominalInterval) }
             let motion = frame.pictureType == AV_PICTURE_TYPE_P ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
             samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
-                                       brightness: thumb.meanLuma, activity: activity, motion: motion))
+                                       brightness: thumb.meanLuma, activity: activity, motion: motion).features)
             lastDenseSampleTime = t
         }
         lastDenseThumbnail = (t, thumb)

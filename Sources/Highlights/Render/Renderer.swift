@@ -69,7 +69,7 @@ final class Renderer {
         let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
         // Reading (demux, decode, scale, resample) runs on its own thread while this one encodes.
         let queue = RenderQueue(capacity: 4)
-        let reader = SegmentReader(input: input, video: video, audio: audio, origin: origin, geometry: geometry)
+        let reader = SegmentReader(input: input, video: video, audio: audio, info: analysis.info, origin: origin, geometry: geometry)
         let readerDone = DispatchSemaphore(value: 0)
         let thread = Thread {
             do {
@@ -138,7 +138,10 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     private let origin: Double
     private let pictures: PicturePipeline
 
-    init(input: InputFile, video: MediaStream, audio: MediaStream?, origin: Double, geometry: OutputGeometry) {
+    private let info: MediaInfo
+
+    init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry) {
+        self.info = info
         self.input = input
         self.video = video
         self.audio = audio
@@ -150,7 +153,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
     func read(_ segments: [Segment], into queue: RenderQueue) throws {
         func put(_ item: RenderItem) throws { if !queue.put(item) { throw Stopped() } }
-        let videoDecoder = try Decoder(stream: video, options: .init(threads: 2, frameThreads: true))
+        let videoDecoder = try Decoder(stream: video, options: .video(for: info, threads: 2, analysis: false))
         let audioDecoder = try audio.map { try Decoder(stream: $0) }
         let total = segments.reduce(0) { $0 + $1.duration }
         let rate = Double(Renderer.sampleRate)
