@@ -69,12 +69,12 @@ extension SyntheticVideo {
         try canvas.makeWritable()
         let parts = painter.composition(of: index)
         let (y, ys) = canvas.plane(0), (u, cs) = canvas.plane(1), (v, _) = canvas.plane(2)
-        painter.paint(scene: parts[0].scene, frame: index, gain: parts[0].gain, y: y, yStride: ys, u: u, v: v, cStride: cs)
+        painter.paint(scene: parts[0].scene, frame: index, gain: parts[0].gain * brightness, y: y, yStride: ys, u: u, v: v, cStride: cs)
         defer { if noise > 0 { addNoise(y, stride: ys, frame: index) } }
         guard parts.count == 2 else { return }
         try scratch.makeWritable()
         let (y2, _) = scratch.plane(0), (u2, _) = scratch.plane(1), (v2, _) = scratch.plane(2)
-        painter.paint(scene: parts[1].scene, frame: index, gain: parts[1].gain, y: y2, yStride: ys, u: u2, v: v2, cStride: cs)
+        painter.paint(scene: parts[1].scene, frame: index, gain: parts[1].gain * brightness, y: y2, yStride: ys, u: u2, v: v2, cStride: cs)
         let alpha = Int(parts[1].weight * 256)
         func blend(_ a: UnsafeMutablePointer<UInt8>, _ b: UnsafeMutablePointer<UInt8>, _ count: Int) {
             for i in 0..<count { a[i] = UInt8((Int(a[i]) * (256 - alpha) + Int(b[i]) * alpha) >> 8) }

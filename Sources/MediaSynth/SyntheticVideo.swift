@@ -80,6 +80,9 @@ public struct SyntheticVideo: Sendable {
     public var sampleAspectRatio: (Int, Int) = (1, 1)
     /// false writes only the soundtrack (an audio-only file).
     public var hasVideo = true
+    /// Brightness of every scene (1 as painted, 0.1 a dark night shot).
+    public var brightness: Double = 1
+
     /// Colour tags written into the stream: `bt709`, or `hlg` (BT.2020 primaries and matrix, HLG
     /// transfer: tags only, the pixels are painted as they are); nil writes none.
     public var colorTags: ColorTags? = nil
