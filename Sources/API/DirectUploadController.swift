@@ -25,12 +25,13 @@ struct DirectUploadController: Sendable {
         var filename: String?
         var targetDuration: Int?
         var quality: String?
+        var codec: String?
         var callbackURL: String?
         /// Who reserved it: only they may start it.
         var owner: String?
 
         enum CodingKeys: String, CodingKey {
-            case filename, targetDuration = "target_duration", quality, callbackURL = "callback_url", owner
+            case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", owner
         }
     }
 
@@ -58,6 +59,7 @@ struct DirectUploadController: Sendable {
         }
         _ = try UploadController.targetDuration(reservation.targetDuration.map(String.init))
         _ = try UploadController.quality(reservation.quality)
+        _ = try UploadController.codec(reservation.codec)
         reservation.callbackURL = try UploadController.callbackURL(reservation.callbackURL, enabled: configuration.webhooksEnabled)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
         reservation.owner = context.identity.owner
@@ -94,6 +96,7 @@ struct DirectUploadController: Sendable {
                                           sourceKey: Self.sourceKey(id), sourceSize: object.size,
                                           targetDuration: Double(reservation.targetDuration ?? 30),
                                           quality: try UploadController.quality(reservation.quality),
+                                          codec: try UploadController.codec(reservation.codec),
                                           callbackURL: reservation.callbackURL), identity: context.identity)
         await UploadController.enqueue(id, queue: queue, context: context)
         _ = try? await queue.client.send(["DEL", reservationKey(id)])

@@ -55,6 +55,7 @@ public struct OpenAPIDocument: Sendable {
                         file: {type: string, format: binary, description: The video; its declared type may be video/mp4 whatever it is}
                         target_duration: {type: integer, minimum: 5, maximum: 120, default: 30}
                         quality: {type: string, enum: [high, medium, low], default: high}
+                        codec: {type: string, enum: [auto, h264], default: auto, description: 'auto copies the video''s own H.264 or HEVC (hvc1, HDR kept) between keyframes where it can, else encodes H.264; h264 always encodes 8-bit SDR H.264 (HDR tone-mapped)'}
                         callback_url: {type: string, format: uri, description: Gets a signed POST when the job ends (servers with WEBHOOK_SECRET)}
               responses:
                 '200': {description: Accepted, content: {application/json: {schema: {$ref: '#/components/schemas/Accepted'}}}}
@@ -84,6 +85,7 @@ public struct OpenAPIDocument: Sendable {
                         filename: {type: string}
                         target_duration: {type: integer, minimum: 5, maximum: 120}
                         quality: {type: string, enum: [high, medium, low]}
+                        codec: {type: string, enum: [auto, h264], default: auto, description: 'auto copies the video''s own H.264 or HEVC (hvc1, HDR kept) between keyframes where it can, else encodes H.264; h264 always encodes 8-bit SDR H.264 (HDR tone-mapped)'}
                         callback_url: {type: string, format: uri}
               responses:
                 '200': {description: Reserved, content: {application/json: {schema: {$ref: '#/components/schemas/Reserved'}}}}
@@ -254,6 +256,7 @@ public struct OpenAPIDocument: Sendable {
                   properties:
                     stage: {type: [string, 'null']}
                     quality: {type: string, enum: [high, medium, low]}
+                    codec: {type: string, enum: [auto, h264]}
                     target_duration: {type: number}
                     error_code: {type: [string, 'null']}
                     error_message: {type: [string, 'null']}
@@ -276,6 +279,8 @@ public struct OpenAPIDocument: Sendable {
                 target_duration: {type: object, properties: {min: {type: integer}, max: {type: integer}, default: {type: integer}}}
                 qualities: {type: array, items: {type: string}}
                 default_quality: {type: string}
+                codecs: {type: array, items: {type: string, enum: [auto, h264]}}
+                default_codec: {type: string}
             Reserved:
               type: object
               properties:

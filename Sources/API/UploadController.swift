@@ -33,7 +33,8 @@ struct UploadController: Sendable {
         UploadFormats(extensions: extensions, containers: ["mp4", "mov", "3gp", "matroska", "webm", "avi"],
                       maxSizeBytes: maxSizeBytes, maxDurationSeconds: 1800,
                       targetDuration: .init(min: targetDurations.lowerBound, max: targetDurations.upperBound, default: 30),
-                      qualities: Quality.allCases.map(\.rawValue), defaultQuality: Quality.high.rawValue)
+                      qualities: Quality.allCases.map(\.rawValue), defaultQuality: Quality.high.rawValue,
+                      codecs: VideoCodecChoice.allCases.map(\.rawValue), defaultCodec: VideoCodecChoice.auto.rawValue)
     }
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
@@ -63,6 +64,7 @@ struct UploadController: Sendable {
         }
         let duration = try Self.targetDuration(form.fields["target_duration"])
         let quality = try Self.quality(form.fields["quality"])
+        let codec = try Self.codec(form.fields["codec"])
         let callbackURL = try Self.callbackURL(form.fields["callback_url"], enabled: configuration.webhooksEnabled)
         let info = try await Self.probe(temporary)
 
@@ -74,7 +76,7 @@ struct UploadController: Sendable {
         do {
             _ = try await quota.create(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
                                               sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
-                                              callbackURL: callbackURL), identity: context.identity)
+                                              codec: codec, callbackURL: callbackURL), identity: context.identity)
         } catch {
             try? await storage.delete(key: sourceKey)  // no job, no orphaned source
             throw error
@@ -203,6 +205,15 @@ struct UploadController: Sendable {
             throw APIError(.unprocessableContent, "invalid_quality", "quality must be high, medium or low.")
         }
         return quality
+    }
+
+    static func codec(_ text: String?) throws -> VideoCodecChoice {
+        guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return .auto }
+        guard let codec = VideoCodecChoice(rawValue: text.lowercased()) else {
+            throw APIError(.unprocessableContent, "invalid_codec",
+                           "codec must be auto (copy the video's own H.264 or HEVC where possible) or h264 (always H.264).")
+        }
+        return codec
     }
 
     /// An absolute http(s) URL of at most 2,000 characters, or nothing.

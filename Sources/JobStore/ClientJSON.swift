@@ -18,6 +18,6 @@ extension JobDetails {
         self.init(report: JobStatusReport(job, resultURL: resultURL), stage: job.stage, quality: job.quality,
                   targetDuration: job.targetDuration, errorCode: job.errorCode, errorMessage: job.errorMessage, attempt: job.attempt,
                   maxAttempts: job.maxAttempts, startedAt: job.startedAt, updatedAt: job.updatedAt, sourceSize: job.sourceSize,
-                  resultSize: job.resultSize, segments: job.segments)
+                  resultSize: job.resultSize, segments: job.segments, codec: job.codec)
     }
 }

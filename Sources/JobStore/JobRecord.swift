@@ -11,13 +11,14 @@ public struct NewJob: Sendable {
     public var sourceSize: Int64?
     public var targetDuration: Double
     public var quality: Quality
+    public var codec: VideoCodecChoice
     public var maxAttempts: Int
     /// Gets a signed POST when the job ends.
     public var callbackURL: String?
 
     public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
-                sourceSize: Int64? = nil, targetDuration: Double = 30, quality: Quality = .high, maxAttempts: Int = 3,
-                callbackURL: String? = nil) {
+                sourceSize: Int64? = nil, targetDuration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto,
+                maxAttempts: Int = 3, callbackURL: String? = nil) {
         self.id = id
         self.owner = owner
         self.originalFilename = originalFilename
@@ -25,6 +26,7 @@ public struct NewJob: Sendable {
         self.sourceSize = sourceSize
         self.targetDuration = targetDuration
         self.quality = quality
+        self.codec = codec
         self.maxAttempts = maxAttempts
         self.callbackURL = callbackURL
     }
@@ -47,6 +49,7 @@ public struct JobRecord: Sendable, Equatable {
     public var resultSize: Int64?
     public var targetDuration: Double
     public var quality: Quality
+    public var codec: VideoCodecChoice = .auto
     public var sourceDuration: Double?
     public var segmentsSelected: Int?
     public var attempt: Int

@@ -54,9 +54,9 @@ public struct JobStore: Sendable {
                 let rows = try await connection.query("""
                     WITH t AS (
                         INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
-                                          max_attempts, stage, message, callback_url)
+                                          codec, max_attempts, stage, message, callback_url)
                         VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
-                                \(job.targetDuration), \(job.quality.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
+                                \(job.targetDuration), \(job.quality.rawValue), \(job.codec.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
                                 \(job.callbackURL))
                         ON CONFLICT (id) DO NOTHING
                         RETURNING \(unescaped: Self.columns)),
@@ -443,7 +443,7 @@ public struct JobStore: Sendable {
 
     static let columns = """
         id, owner, status, progress, stage, message, error_code, error_message, original_filename, source_key, source_size,
-        result_key, result_size, target_duration, quality, source_duration, segments_selected, attempt, max_attempts,
+        result_key, result_size, target_duration, quality, codec, source_duration, segments_selected, attempt, max_attempts,
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
         callback_url, source_deleted_at, result_expired_at
         """
@@ -464,6 +464,7 @@ public struct JobStore: Sendable {
             sourceSize: try r["source_size"].decode(Int64?.self), resultKey: try r["result_key"].decode(String?.self),
             resultSize: try r["result_size"].decode(Int64?.self), targetDuration: try r["target_duration"].decode(Double.self),
             quality: Quality(rawValue: try r["quality"].decode(String.self)) ?? .high,
+            codec: VideoCodecChoice(rawValue: try r["codec"].decode(String.self)) ?? .auto,
             sourceDuration: try r["source_duration"].decode(Double?.self),
             segmentsSelected: try r["segments_selected"].decode(Int?.self), attempt: try r["attempt"].decode(Int.self),
             maxAttempts: try r["max_attempts"].decode(Int.self), runAfter: try r["run_after"].decode(Date.self),

@@ -203,6 +203,10 @@ public enum Migrations {
             FROM jobs
             """,
         ]),
+        Migration(version: 7, name: "video codec choice", statements: [
+            "ALTER TABLE jobs ADD COLUMN codec text NOT NULL DEFAULT 'auto' CHECK (codec IN ('auto', 'h264'))",
+            "COMMENT ON COLUMN jobs.codec IS 'auto: copy the source''s H.264/HEVC between keyframes where it allows, else H.264; h264: always encode H.264 (HDR tone-mapped).'",
+        ]),
     ]
 }
 

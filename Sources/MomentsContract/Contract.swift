@@ -77,6 +77,8 @@ public struct JobDetails: Codable, Equatable, Sendable {
     public var report: JobStatusReport
     public var stage: String?
     public var quality: Quality
+    /// `auto` or `h264`; older servers leave it out (read as `auto`).
+    public var codec: VideoCodecChoice
     public var targetDuration: Double
     public var errorCode: String?
     public var errorMessage: String?
@@ -90,10 +92,11 @@ public struct JobDetails: Codable, Equatable, Sendable {
 
     public init(report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
                 errorMessage: String?, attempt: Int, maxAttempts: Int, startedAt: Date?, updatedAt: Date,
-                sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?) {
+                sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?, codec: VideoCodecChoice = .auto) {
         self.report = report
         self.stage = stage
         self.quality = quality
+        self.codec = codec
         self.targetDuration = targetDuration
         self.errorCode = errorCode
         self.errorMessage = errorMessage
@@ -107,7 +110,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case stage, quality, targetDuration = "target_duration", errorCode = "error_code", errorMessage = "error_message"
+        case stage, quality, codec, targetDuration = "target_duration", errorCode = "error_code", errorMessage = "error_message"
         case attempt, maxAttempts = "max_attempts", startedAt = "started_at", updatedAt = "updated_at"
         case sourceSize = "source_size", resultSize = "result_size", segments
     }
@@ -117,6 +120,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         stage = try c.decodeIfPresent(String.self, forKey: .stage)
         quality = try c.decode(Quality.self, forKey: .quality)
+        codec = try c.decodeIfPresent(VideoCodecChoice.self, forKey: .codec) ?? .auto
         targetDuration = try c.decode(Double.self, forKey: .targetDuration)
         errorCode = try c.decodeIfPresent(String.self, forKey: .errorCode)
         errorMessage = try c.decodeIfPresent(String.self, forKey: .errorMessage)
@@ -134,6 +138,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(stage, forKey: .stage)
         try c.encode(quality, forKey: .quality)
+        try c.encode(codec, forKey: .codec)
         try c.encode(targetDuration, forKey: .targetDuration)
         try c.encode(errorCode, forKey: .errorCode)
         try c.encode(errorMessage, forKey: .errorMessage)
@@ -192,8 +197,14 @@ public struct UploadFormats: Codable, Equatable, Sendable {
     public var qualities: [String]
     public var defaultQuality: String
 
+    /// The `codec` choices (`auto`, `h264`) and the default; older servers leave them out.
+    public var codecs: [String]?
+    public var defaultCodec: String?
+
     public init(extensions: [String], containers: [String], maxSizeBytes: Int64, maxDurationSeconds: Int, targetDuration: Range,
-                qualities: [String], defaultQuality: String) {
+                qualities: [String], defaultQuality: String, codecs: [String]? = nil, defaultCodec: String? = nil) {
+        self.codecs = codecs
+        self.defaultCodec = defaultCodec
         self.extensions = extensions
         self.containers = containers
         self.maxSizeBytes = maxSizeBytes
@@ -206,6 +217,7 @@ public struct UploadFormats: Codable, Equatable, Sendable {
     enum CodingKeys: String, CodingKey {
         case extensions, containers, maxSizeBytes = "max_size_bytes", maxDurationSeconds = "max_duration_seconds"
         case targetDuration = "target_duration", qualities, defaultQuality = "default_quality"
+        case codecs, defaultCodec = "default_codec"
     }
 }
 
@@ -309,16 +321,18 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var filename: String?
     public var targetDuration: Int?
     public var quality: String?
+    public var codec: String?
     public var callbackURL: String?
 
-    public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil) {
+    public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil) {
         self.filename = filename
         self.targetDuration = targetDuration
         self.quality = quality
+        self.codec = codec
         self.callbackURL = callbackURL
     }
 
-    enum CodingKeys: String, CodingKey { case filename, targetDuration = "target_duration", quality, callbackURL = "callback_url" }
+    enum CodingKeys: String, CodingKey { case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url" }
 }
 
 public struct DirectUpload: Codable, Equatable, Sendable {

@@ -70,7 +70,10 @@ public struct MomentsClient: Sendable {
 
     /// Uploads `file` for a highlight of `targetDuration` seconds. The file is streamed from disk.
     /// `progress` is called as bytes go out (from a background thread).
-    public func upload(file: URL, targetDuration: Int = 30, quality: Quality = .high, callbackURL: String? = nil,
+    /// `codec` `.h264` asks for a newly encoded H.264 highlight; `.auto` (the default) lets the server
+    /// copy the video's own H.264 or HEVC where it can.
+    public func upload(file: URL, targetDuration: Int = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto,
+                       callbackURL: String? = nil,
                        progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
         let size: Int64
         do {
@@ -81,18 +84,19 @@ public struct MomentsClient: Sendable {
         if size >= directUploadThreshold {
             do {
                 return try await directUpload(file: file, size: size, targetDuration: targetDuration, quality: quality,
-                                              callbackURL: callbackURL, progress: progress)
+                                              codec: codec, callbackURL: callbackURL, progress: progress)
             } catch where error.code == "direct_upload_unavailable" {
                 // The server stores files itself (local storage): fall back to multipart.
             }
         }
-        return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, callbackURL: callbackURL,
+        return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
                                          progress: progress)
     }
 
-    func multipartUpload(file: URL, targetDuration: Int, quality: Quality, callbackURL: String?,
+    func multipartUpload(file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
                          progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
+        if codec != .auto { fields.append(("codec", codec.rawValue)) }
         if let callbackURL { fields.append(("callback_url", callbackURL)) }
         let form = try MultipartFile.write(file: file, fields: fields)
         defer { try? FileManager.default.removeItem(at: form.url) }
@@ -105,12 +109,13 @@ public struct MomentsClient: Sendable {
         return try decode(result)
     }
 
-    func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, callbackURL: String?,
+    func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
                       progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         let reservation: DirectUpload = try await send(
             "POST", "api/v1/uploads",
             body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
-                                                 quality: quality.rawValue, callbackURL: callbackURL)),
+                                                 quality: quality.rawValue, callbackURL: callbackURL,
+                                                 codec: codec == .auto ? nil : codec.rawValue)),
             idempotent: false)
         guard let target = URL(string: reservation.uploadURL) else {
             throw MomentsClientError.invalid("The server's upload URL is not a URL.")

@@ -85,7 +85,7 @@ public struct HighlightJobHandler: JobHandler {
 
     /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.
     private func highlight(source: URL, output: URL, job: JobRecord, context: JobContext) async throws -> HighlightReport {
-        let settings = HighlightSettings(duration: job.targetDuration, quality: job.quality)
+        let settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec)
         let cancellation = CancellationFlag()
         let (updates, sink) = AsyncStream.makeStream(of: ProgressUpdate.self, bufferingPolicy: .bufferingNewest(1))
         let forward = Task {

@@ -99,6 +99,8 @@ struct SubmitCommand: AsyncParsableCommand {
 
     @Option(help: "high, medium or low.")
     var quality: Quality = .high
+    @Option(help: "auto (copy the video's own H.264/HEVC where possible) or h264 (always H.264).")
+    var codec: VideoCodecChoice = .auto
 
     @Flag(help: "Wait for the highlight and download it.")
     var wait = false
@@ -114,7 +116,7 @@ struct SubmitCommand: AsyncParsableCommand {
             }
             let client = try await options.client()
             let bar = TransferBar(label: "Uploading")
-            let accepted = try await client.upload(file: source, targetDuration: duration, quality: quality) { bar.show($0) }
+            let accepted = try await client.upload(file: source, targetDuration: duration, quality: quality, codec: codec) { bar.show($0) }
             bar.finish()
             print("job \(accepted.jobID.uuidString.lowercased()): \(accepted.message)")
             guard wait || output != nil else {

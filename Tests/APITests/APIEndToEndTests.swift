@@ -121,6 +121,7 @@ struct APIEndToEndTests {
 
             let details = try Self.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["quality"] as? String == "low" && details["target_duration"] as? Double == 8 && details["attempt"] as? Int == 1)
+            #expect(details["codec"] as? String == "auto")
             let segments = try #require(details["segments"] as? [[String: Double]], "\(details)")
             #expect(segments.count == status["segments_selected"] as? Int)
             let shown = segments.reduce(0.0) { $0 + ($1["end"] ?? 0) - ($1["start"] ?? 0) }
@@ -144,7 +145,7 @@ struct APIEndToEndTests {
     func directUploadAndCancel() async throws {
         try await Self.withSystem { base in
             let reserve = try curl(["-X", "POST", "-H", "Content-Type: application/json",
-                                    "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low"}"#, "\(base)/api/v1/uploads"])
+                                    "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low", "codec": "h264"}"#, "\(base)/api/v1/uploads"])
             #expect(reserve.status == 200, "\(reserve.body)")
             let reserved = try Self.json(reserve.body)
             let id = try #require(reserved["job_id"] as? String)
@@ -162,11 +163,12 @@ struct APIEndToEndTests {
             #expect(done)
             let details = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["original_filename"] as? String == "big.mov" && details["target_duration"] as? Double == 6)
+            #expect(details["codec"] as? String == "h264", "the codec asked for is kept with the job")
 
             // Cancel through the API mid-run: a second upload, cancelled while a worker works on it, ends
             // cancelled and never gets a result (WorkerTests checks the engine stops and leaves no files).
             let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
-                                   "\(base)/api/v1/upload"])
+                                   "-F", "codec=h264", "\(base)/api/v1/upload"])
             let second = try #require((try Self.json(upload.body))["job_id"] as? String)
             let running = try await TestServices.eventually(timeout: .seconds(60)) {
                 let status = try Self.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body)
@@ -390,6 +392,7 @@ struct APIEndToEndTests {
                 (["-F", video, "-F", "target_duration=3", upload], 422, "invalid_target_duration"),
                 (["-F", video, "-F", "target_duration=thirty", upload], 422, "invalid_target_duration"),
                 (["-F", video, "-F", "quality=ultra", upload], 422, "invalid_quality"),
+                (["-F", video, "-F", "codec=av1", upload], 422, "invalid_codec"),
                 (["-F", video, "-F", "callback_url=https://example.com/hook", upload], 422, "webhooks_disabled"),
                 (["-F", "file=@\(text.path);type=video/mp4", upload], 415, "not_a_video"),
                 (["-F", "file=@\(big.path);type=video/mp4", upload], 413, "file_too_large"),
