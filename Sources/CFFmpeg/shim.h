@@ -14,6 +14,9 @@
 #include <libavutil/samplefmt.h>
 #include <libswscale/swscale.h>
 #include <libswresample/swresample.h>
+#include <libavfilter/avfilter.h>
+#include <libavfilter/buffersink.h>
+#include <libavfilter/buffersrc.h>
 
 // Macros Swift cannot import.
 static inline int moments_averror_eagain(void) { return AVERROR(EAGAIN); }

@@ -40,6 +40,15 @@ public final class Frame {
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
     public var pictureType: AVPictureType { pointer.pointee.pict_type }
 
+    /// Tags the picture's colour description (what filters and encoders read).
+    public func setColor(primaries: AVColorPrimaries, transfer: AVColorTransferCharacteristic, space: AVColorSpace,
+                         range: AVColorRange) {
+        pointer.pointee.color_primaries = primaries
+        pointer.pointee.color_trc = transfer
+        pointer.pointee.colorspace = space
+        pointer.pointee.color_range = range
+    }
+
     /// Allocates buffers for a video frame of the given shape.
     public static func video(width: Int, height: Int, format: AVPixelFormat) throws(FFmpegError) -> Frame {
         let frame = Frame()

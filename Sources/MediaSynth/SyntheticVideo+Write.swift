@@ -44,13 +44,19 @@ extension SyntheticVideo {
         let painter = ScenePainter(video: self)
         let canvas = try Frame.video(width: width, height: height, format: AV_PIX_FMT_YUV420P)
         let scratch = try Frame.video(width: width, height: height, format: AV_PIX_FMT_YUV420P)
-        let converter = format == AV_PIX_FMT_YUV420P ? nil : Scaler(width: width, height: height, format: format, filter: .fast)
+        let converter = format == AV_PIX_FMT_YUV420P || colorTags == .hlg ? nil : Scaler(width: width, height: height, format: format, filter: .fast)
+        // HLG footage is the painted (BT.709) picture converted to HLG BT.2020, its reference white
+        // at 203 cd/m² (ITU-R BT.2408): what an SDR shot looks like recorded in HLG.
+        let toHLG = try colorTags == .hlg ? FilterGraph(width: width, height: height, format: AV_PIX_FMT_YUV420P, description:
+            "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=arib-std-b67:p=bt2020:m=bt2020nc:r=tv:npl=203,format=\(pixelFormat)") : nil
+        canvas.setColor(primaries: AVCOL_PRI_BT709, transfer: AVCOL_TRC_BT709, space: AVCOL_SPC_BT709, range: AVCOL_RANGE_MPEG)
         var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.context.pointee.sample_rate ?? 48000))
 
         for index in 0..<frameCount {
             if let videoEncoder {
                 try paint(frame: index, painter: painter, into: canvas, scratch: scratch)
-                let picture = try converter?.scaled(canvas) ?? canvas
+                var picture = try converter?.scaled(canvas) ?? canvas
+                if let toHLG { try toHLG.filter(canvas) { picture = try $0.clone() } }
                 picture.pointer.pointee.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
                 try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
             }

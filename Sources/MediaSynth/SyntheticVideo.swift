@@ -4,7 +4,7 @@ import Media
 /// orientation, audio loudness) is known exactly, because it is made here from this description.
 public struct SyntheticVideo: Sendable {
     /// Bump whenever the writer or painter changes what a description produces (caches key on it).
-    public static let writerVersion = 3
+    public static let writerVersion = 4
 
     public enum Transition: Sendable, Equatable {
         /// The next scene starts on the boundary frame.

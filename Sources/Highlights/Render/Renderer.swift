@@ -58,6 +58,9 @@ final class Renderer {
                                                // needed 350 MB, sliced threads were 30 % slower).
                                                "rc-lookahead": "3"])
         settings.threads = 2
+        // SDR BT.709, limited range, said explicitly (HDR sources arrive here tone-mapped).
+        (settings.colorPrimaries, settings.colorTransfer, settings.colorSpace, settings.colorRange) =
+            (AVCOL_PRI_BT709, AVCOL_TRC_BT709, AVCOL_SPC_BT709, AVCOL_RANGE_MPEG)
         let videoEncoder = try Encoder(video: settings, globalHeader: output.wantsGlobalHeader)
         let audioEncoder = try Encoder(audio: .init(codec: "aac", sampleRate: Self.sampleRate, channels: 2,
                                                     sampleFormat: AV_SAMPLE_FMT_FLTP, bitRate: 160_000),
@@ -69,7 +72,7 @@ final class Renderer {
         let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
         // Reading (demux, decode, scale, resample) runs on its own thread while this one encodes.
         let queue = RenderQueue(capacity: 4)
-        let reader = SegmentReader(input: input, video: video, audio: audio, info: analysis.info, origin: origin, geometry: geometry)
+        let reader = try SegmentReader(input: input, video: video, audio: audio, info: analysis.info, origin: origin, geometry: geometry)
         let readerDone = DispatchSemaphore(value: 0)
         let thread = Thread {
             do {
@@ -140,13 +143,13 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
     private let info: MediaInfo
 
-    init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry) {
+    init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry) throws {
         self.info = info
         self.input = input
         self.video = video
         self.audio = audio
         self.origin = origin
-        pictures = PicturePipeline(geometry: geometry)
+        pictures = try PicturePipeline(geometry: geometry, info: info)
     }
 
     struct Stopped: Error {}
@@ -219,22 +222,37 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     }
 }
 
-/// Scales decoded pictures to the output geometry (stored orientation) in yuv420p.
+/// Scales decoded pictures to the output geometry (stored orientation) in yuv420p, tone-mapping
+/// HDR pictures to SDR BT.709 on the way.
 final class PicturePipeline {
     private let geometry: OutputGeometry
     private let scaler: Scaler
+    private let toneMapper: ToneMapper?
 
-    init(geometry: OutputGeometry) {
+    init(geometry: OutputGeometry, info: MediaInfo) throws {
         self.geometry = geometry
-        scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P, filter: .bicubic)
+        let transfer = AVColorTransferCharacteristic(UInt32(max(0, av_color_transfer_from_name(info.colorTransfer ?? ""))))
+        toneMapper = info.isHDR ? try ToneMapper(transfer: transfer) : nil
+        scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight,
+                        format: toneMapper == nil ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE, filter: .bicubic)
     }
 
     func prepare(_ frame: Frame) throws -> Frame {
-        // Already the right shape: hand the decoded picture over as it is.
-        if frame.width == geometry.scaledWidth, frame.height == geometry.scaledHeight, frame.pixelFormat == AV_PIX_FMT_YUV420P,
-           frame.pointer.pointee.sample_aspect_ratio.num == frame.pointer.pointee.sample_aspect_ratio.den || frame.pointer.pointee.sample_aspect_ratio.num == 0 {
-            return frame
+        let sized = frame.width == geometry.scaledWidth && frame.height == geometry.scaledHeight
+            && (frame.pointer.pointee.sample_aspect_ratio.num == frame.pointer.pointee.sample_aspect_ratio.den
+                || frame.pointer.pointee.sample_aspect_ratio.num == 0)
+        if let toneMapper {
+            var tenBit = frame
+            if !sized || frame.pixelFormat != AV_PIX_FMT_YUV420P10LE {
+                tenBit = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P10LE)
+                try scaler.scale(frame, into: tenBit)
+            }
+            let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
+            try toneMapper.map(tenBit, into: target)
+            return target
         }
+        // Already the right shape: hand the decoded picture over as it is.
+        if sized && frame.pixelFormat == AV_PIX_FMT_YUV420P { return frame }
         // A fresh frame each time: the encoder may still hold a reference to the previous one.
         let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
         try scaler.scale(frame, into: target)
