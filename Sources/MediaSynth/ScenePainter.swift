@@ -47,6 +47,10 @@ struct ScenePainter {
             var r = SplitMix64(seed: UInt64(frame) &* 0x9E3779B97F4A7C15 &+ UInt64(scene))
             ox = (Double(r.next() % 2001) / 1000 - 1) * amplitude
             oy = (Double(r.next() % 2001) / 1000 - 1) * amplitude
+        case .handheld(let drift, let sway):
+            let t = Double(local) / Double(video.frameRate)
+            ox = drift * Double(local) + sway * (0.7 * sin(t * 1.3) + 0.3 * sin(t * 3.7 + 0.5))
+            oy = sway * 0.6 * (0.7 * sin(t * 1.1 + 1) + 0.3 * sin(t * 4.3))
         }
         let w = Double(video.width), h = Double(video.height)
         let inEvent = video.events.contains { frame >= $0.startFrame && frame < $0.startFrame + $0.frames }

@@ -18,6 +18,45 @@ extension SyntheticVideo {
         return video
     }
 
+    /// Phone footage as cameras record it: takes of 15–40 s, each hand-held (a slow drift and a
+    /// smooth sway), cut together; sensor noise; a loud, fast moment every 45 s; 1 s GOPs at fixed
+    /// positions (no scene-cut keyframes, as phone encoders do), in a MOV. `hdr` records it the way
+    /// an iPhone does by default: 10-bit HEVC, HLG BT.2020, open GOPs (CRA pictures led by RASL
+    /// pictures); otherwise H.264 8-bit BT.709 at 15 Mbit/s, as Android phones and older iPhones do.
+    public static func phone(minutes: Double, hdr: Bool = false, width: Int = 1920, height: Int = 1080) -> SyntheticVideo {
+        let fps = 30
+        var scenes: [Scene] = []
+        var total = 0
+        let wanted = Int(minutes * 60 * Double(fps))
+        var random = SplitMix64(seed: 11)
+        while total < wanted {
+            let frames = min(wanted - total, (15 + Int(random.next() % 26)) * fps)
+            let index = scenes.count
+            let drift = [0.0, 1.5, -1.0, 3.0][index % 4] * Double(width) / 1920
+            scenes.append(Scene(frames: frames, camera: .handheld(drift: drift, sway: 12 * Double(width) / 1920),
+                                transitionIn: .cut, toneHz: 180 + Double(index % 12) * 40))
+            total += frames
+        }
+        var video = SyntheticVideo(width: width, height: height, frameRate: fps, scenes: scenes)
+        video.events = stride(from: 20 * fps, to: total - 4 * fps, by: 45 * fps).map { Event(startFrame: $0, frames: 3 * fps) }
+        video.gopSize = fps
+        video.noise = 3
+        video.container = "mov"
+        if hdr {
+            video.videoCodec = "libx265"
+            video.pixelFormat = "yuv420p10le"
+            video.colorTags = .hlg
+            video.bitRate = 10_000_000
+            video.encoderOptions = ["preset": "ultrafast",
+                                    "x265-params": "keyint=\(fps):min-keyint=\(fps):open-gop=1:scenecut=0:bframes=3:log-level=none"]
+        } else {
+            video.colorTags = .bt709
+            video.bitRate = 15_000_000
+            video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+        }
+        return video
+    }
+
     /// Benchmark footage: 1080p30 H.264 at 15 Mbit/s (a phone's rate) with a cut every 7–13 s,
     /// camera pans and shake, and an event every minute.
     public static func benchmark(minutes: Double) -> SyntheticVideo {

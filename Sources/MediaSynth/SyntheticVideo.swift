@@ -22,6 +22,9 @@ public struct SyntheticVideo: Sendable {
         case pan(pixelsPerFrame: Double)
         /// A hand-held camera: jitter of `amplitude` pixels every frame.
         case shaky(amplitude: Double)
+        /// A phone held in a hand: a slow drift of `drift` pixels per frame with a smooth sway of up
+        /// to `sway` pixels (breathing, steps), as recorded footage moves.
+        case handheld(drift: Double, sway: Double)
     }
 
     public struct Scene: Sendable, Equatable {

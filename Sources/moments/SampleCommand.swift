@@ -8,11 +8,13 @@ struct SampleCommand: ParsableCommand {
         commandName: "sample",
         abstract: "Writes synthetic footage (known cuts, a planted event) made with Moments' own encoder.")
 
-    enum Kind: String, ExpressibleByArgument { case demo, benchmark }
+    enum Kind: String, ExpressibleByArgument { case demo, benchmark, phone, phoneHDR = "phone-hdr" }
 
     @Argument(help: "The file to write (.mp4).") var output: String
-    @Option(help: "demo (1 min 720p30) or benchmark (1080p30 H.264 at 15 Mbit/s).") var kind: Kind = .demo
-    @Option(help: "Length in minutes of benchmark footage.") var minutes: Double = 5
+    @Option(help: "demo (1 min 720p30), benchmark (1080p30 H.264 at 15 Mbit/s, a cut every 7–13 s), phone (hand-held takes, H.264 with 1 s GOPs, MOV) or phone-hdr (the same as an iPhone records it: 10-bit HLG HEVC with open GOPs).")
+    var kind: Kind = .demo
+    @Option(help: "Length in minutes of benchmark and phone footage.") var minutes: Double = 5
+    @Option(help: "Picture size of phone footage, WIDTHxHEIGHT.") var size: String = "1920x1080"
     @Option(help: "Write the ground truth (scene changes, events) as JSON here.") var truth: String?
     @Option(help: "Instead of making footage, join this many copies of --from (stream copy).") var repeatCount: Int?
     @Option(help: "The file to repeat.") var from: String?
@@ -25,7 +27,15 @@ struct SampleCommand: ParsableCommand {
             print(output)
             return
         }
-        let video = kind == .demo ? SyntheticVideo.sample : SyntheticVideo.benchmark(minutes: minutes)
+        let parts = size.split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, (16...7680).contains(parts[0]), (16...7680).contains(parts[1]), parts[0] % 2 == 0, parts[1] % 2 == 0 else {
+            throw ValidationError("--size must be WIDTHxHEIGHT with even sides from 16 to 7680, like 1920x1080.")
+        }
+        let video = switch kind {
+        case .demo: SyntheticVideo.sample
+        case .benchmark: SyntheticVideo.benchmark(minutes: minutes)
+        case .phone, .phoneHDR: SyntheticVideo.phone(minutes: minutes, hdr: kind == .phoneHDR, width: parts[0], height: parts[1])
+        }
         try video.write(to: output)
         if let truth {
             let kinds = video.scenes.dropFirst().map { scene -> String in

@@ -146,7 +146,7 @@ final class CopyRenderer {
                     if next < planned.count && planned[next].packet == cursor {
                         let p = planned[next]
                         if cursor == firstPacket && entries[cursor].kind == .cra {
-                            try packet.withWritableBytes { bitstream.markCleanRandomAccessAsBrokenLink($0) }
+                            _ = try packet.withWritableBytes { bitstream.markCleanRandomAccessAsBrokenLink($0) }
                         }
                         packet.isKeyframe = entries[cursor].kind.isRandomAccessPoint
                         packet.pts = p.pts
