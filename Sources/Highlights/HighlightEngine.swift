@@ -86,39 +86,11 @@ extension HighlightEngine {
             // The analysis decoders are gone: give their memory back before the encoder takes its share.
             Self.releaseFreeMemory()
             try reporter.report(.selecting, 0)
-            var selection = SegmentSelector.select(from: analysis, target: settings.duration)
-            var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
-            var moves: [EdgeMove] = []
-            var aligned: AlignedSelection?
-            if let grid {
-                let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
-                let candidate = SegmentSelector.align(selection.segments, to: grid, shots: analysis.shots,
-                                                      target: isShort ? nil : settings.duration,
-                                                      score: { SegmentSelector.meanScore(analysis, $0, $1) })
-                if candidate.segments.isEmpty {
-                    decision = RenderDecision(mode: .encode, reason: "no shot is long enough to hold a whole GOP")
-                } else {
-                    aligned = candidate
-                }
-            }
+            let selection = SegmentSelector.select(from: analysis, target: settings.duration)
             let selected = clock.now
             try reporter.report(.rendering, 0)
-            var result: Renderer.Result?
-            if let aligned, let grid {
-                do {
-                    result = try Self.writing {
-                        try CopyRenderer(path: input, analysis: analysis, grid: grid, reporter: reporter).render(aligned.ranges, to: partial)
-                    }
-                    selection.segments = aligned.segments
-                    moves = aligned.moves
-                } catch let mismatch as CopyRenderer.IndexMismatch {
-                    decision = RenderDecision(mode: .encode, reason: "the stream could not be copied (\(mismatch.detail))")
-                }
-            }
-            let rendered = try result ?? Self.writing {
-                try Renderer(path: input, analysis: analysis, quality: settings.quality, reporter: reporter)
-                    .render(selection.segments, to: partial)
-            }
+            let made = try Self.render(analysis, selection.segments, input: input, to: partial, settings: settings, reporter: reporter)
+            let (rendered, decision) = (made.result, made.decision)
             try reporter.report(.finishing, 0)
             let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? NSNumber)?.int64Value ?? 0
             do {
@@ -133,17 +105,58 @@ extension HighlightEngine {
             return HighlightReport(
                 input: analysis.info,
                 settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue),
-                scenes: analysis.changes, segments: selection.segments,
+                scenes: analysis.changes, segments: made.segments,
                 output: .init(duration: rendered.duration, width: rendered.width, height: rendered.height,
                               videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
                               fileSize: size, silentAudio: rendered.silentAudio),
-                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: moves),
+                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves),
                 timings: .init(analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
                 analysisRealTimeFactor: analysis.info.duration / max((analyzed - started).inSeconds, 1e-6),
                 decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames)
         }
+    }
+}
+
+extension HighlightEngine {
+    /// Renders `segments` by the copy path where the source allows it, else by the encode path, with
+    /// the segments moved onto the keyframe grid (copy: random access points; encode: keyframes,
+    /// so no segment needs pre-roll decoding, when they are at most 2.5 s apart).
+    static func render(_ analysis: Analysis, _ segments: [Segment], input: String, to partial: String, settings: HighlightSettings,
+                       reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment], moves: [EdgeMove]) {
+        let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
+        func align(to grid: KeyframeGrid) -> AlignedSelection? {
+            let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
+                                                score: { SegmentSelector.meanScore(analysis, $0, $1) })
+            return aligned.segments.isEmpty ? nil : aligned
+        }
+        var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
+        if let grid {
+            if let aligned = align(to: grid) {
+                do {
+                    let result = try writing {
+                        try CopyRenderer(path: input, analysis: analysis, grid: grid, reporter: reporter).render(aligned.ranges, to: partial)
+                    }
+                    return (result, decision, aligned.segments, aligned.moves)
+                } catch let mismatch as CopyRenderer.IndexMismatch {
+                    decision = RenderDecision(mode: .encode, reason: "the stream could not be copied (\(mismatch.detail))")
+                }
+            } else {
+                decision = RenderDecision(mode: .encode, reason: "no shot is long enough to hold a whole GOP")
+            }
+        }
+        var chosen = (segments: segments, moves: [EdgeMove]())
+        let interval = analysis.info.frameRate > 0 ? 1 / analysis.info.frameRate : 1.0 / 30
+        if analysis.packets.isComplete,
+           let keys = KeyframeGrid(index: analysis.packets, origin: analysis.origin, frameInterval: interval, starts: .keyframes),
+           keys.longestGOP <= RenderDecision.longestCopyableGOP, let aligned = align(to: keys) {
+            chosen = (aligned.segments, aligned.moves)
+        }
+        let result = try writing {
+            try Renderer(path: input, analysis: analysis, quality: settings.quality, reporter: reporter).render(chosen.segments, to: partial)
+        }
+        return (result, decision, chosen.segments, chosen.moves)
     }
 }
 

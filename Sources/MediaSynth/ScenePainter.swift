@@ -13,7 +13,8 @@ struct ScenePainter {
         // Well-separated hues around the colour wheel.
         chroma = video.scenes.indices.map { index in
             let angle = Double(index) * 2.399963  // golden angle: neighbours never look alike
-            return (UInt8(128 + 90 * cos(angle)), UInt8(128 + 90 * sin(angle)))
+            let radius = 90 * video.saturation
+            return (UInt8(128 + radius * cos(angle)), UInt8(128 + radius * sin(angle)))
         }
     }
 

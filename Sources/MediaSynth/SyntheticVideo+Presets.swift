@@ -41,6 +41,7 @@ extension SyntheticVideo {
         video.events = stride(from: 20 * fps, to: total - 4 * fps, by: 45 * fps).map { Event(startFrame: $0, frames: 3 * fps) }
         video.gopSize = fps
         video.noise = 3
+        video.saturation = 0.5
         video.container = "mov"
         if hdr {
             video.videoCodec = "libx265"

@@ -85,6 +85,10 @@ public struct SyntheticVideo: Sendable {
     public var hasVideo = true
     /// Brightness of every scene (1 as painted, 0.1 a dark night shot).
     public var brightness: Double = 1
+    /// Colourfulness of every scene: 1 paints hues so strong that, on textured luma, many pixels
+    /// lie outside the BT.709 gamut (fine for telling scenes apart); 0.5 stays inside it, as a
+    /// camera's pictures do.
+    public var saturation: Double = 1
 
     /// Colour tags written into the stream: `bt709`, or `hlg` (BT.2020 primaries and matrix, HLG
     /// transfer: tags only, the pixels are painted as they are); nil writes none.

@@ -170,6 +170,13 @@ struct CopyPathTests {
         #expect(h264.render.mode == .encode && h264.output.videoCodec == "h264")
         let stream = try #require(try Probe(h264Output).video)
         #expect(stream["codec_name"] == "h264" && stream["pix_fmt"] == "yuv420p")
+        // Encoding, segments still start on keyframes: no picture is decoded only to be thrown away.
+        let hevcAnalysis = try HighlightEngine().analyze(input: hevc)
+        let keyTimes = hevcAnalysis.packets.keyframes.map {
+            hevcAnalysis.packets.seconds(hevcAnalysis.packets.entries[$0].pts) - hevcAnalysis.origin
+        }
+        #expect(h264.segments.allSatisfy { segment in keyTimes.contains { abs($0 - segment.start) < 1e-6 } }, "\(h264.segments)")
+        #expect(abs(h264.output.duration - 8) <= 0.5)
 
         // The rules on their own, on a copyable analysis with one fact changed at a time.
         let analysis = try HighlightEngine().analyze(input: try Source.h264.path())

@@ -26,11 +26,21 @@ struct KeyframeGrid: Sendable {
     let streamEnd: Double
     let streamEndTicks: Int64
 
-    /// The grid of `index`'s random access points; nil when the stream does not start with one.
-    /// `frameInterval` is the nominal frame duration in seconds (the last frame's length).
-    init?(index: PacketIndex, origin: Double, frameInterval: Double) {
+    /// Which packets a segment may start at.
+    enum Starts {
+        /// Random access points by their NAL units (IDR, CRA, BLA): where copied segments start.
+        /// A segment starting at a CRA shows from its first picture that is not RASL.
+        case randomAccessPoints
+        /// Whatever the container marks as a keyframe: where a decoder can start for the encode
+        /// path. A segment starting there shows from the keyframe itself.
+        case keyframes
+    }
+
+    /// The grid of `index`'s random access points (or keyframes); nil when the stream does not
+    /// start with one. `frameInterval` is the nominal frame duration in seconds (the last frame's length).
+    init?(index: PacketIndex, origin: Double, frameInterval: Double, starts kind: Starts = .randomAccessPoints) {
         let entries = index.entries
-        let starts = index.randomAccessPoints
+        let starts = kind == .randomAccessPoints ? index.randomAccessPoints : index.keyframes
         guard let first = starts.first, first == 0 else { return nil }
         var points: [Point] = []
         points.reserveCapacity(starts.count)
@@ -41,6 +51,7 @@ struct KeyframeGrid: Sendable {
                 earliest = min(earliest, entry.pts)
                 if entry.kind != .rasl { earliestKept = min(earliestKept, entry.pts) }
             }
+            if kind == .keyframes { earliestKept = entries[packet].pts }
             points.append(Point(packet: packet, gopEnd: gopEnd,
                                 start: index.seconds(earliestKept) - origin, startTicks: earliestKept,
                                 end: index.seconds(earliest) - origin, endTicks: earliest))

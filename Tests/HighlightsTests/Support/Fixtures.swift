@@ -82,6 +82,7 @@ enum Fixtures {
                            options: hevc ? ["preset": "ultrafast", "x265-params": "open-gop=1:keyint=30:min-keyint=30:scenecut=0:bframes=3:log-level=none"]
                                          : ["preset": "veryfast"])
         video.container = "mov"
+        video.saturation = 0.5  // colours a camera records (inside BT.709), as the HLG conversion expects
         video.colorTags = hevc ? .hlg : .bt709
         video.events = [.init(startFrame: 0, frames: video.frameCount)]
         return video

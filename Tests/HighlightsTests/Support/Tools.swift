@@ -132,22 +132,15 @@ func bestLag(_ a: ArraySlice<Float>, _ b: ArraySlice<Float>, rate: Double, range
     return best
 }
 
-/// Runs a program to its end and returns its exit status and peak resident memory in MB (from
-/// `wait4`'s own accounting of that one process), with its output discarded.
+/// Runs a program to its end and returns its exit status and peak resident memory in MB, as GNU
+/// time measures it (it forks the program from its own small process: a child spawned straight
+/// from this large test process would inherit its high-water mark at exec).
 func runMeasuringMemory(_ executable: String, _ arguments: [String]) throws -> (status: Int32, peakMB: Double) {
-    var pid: pid_t = 0
-    var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-    guard spawned == 0 else { throw CocoaError(.executableLoad) }
-    var status: Int32 = 0
-    var usage = rusage()
-    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-    let exit = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-    return (exit, Double(usage.ru_maxrss) / 1024)
+    let report = FileManager.default.temporaryDirectory.appendingPathComponent("rss-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: report) }
+    let result = try run("/usr/bin/time", ["-f", "%M", "-o", report.path, executable] + arguments)
+    let text = try String(contentsOf: report, encoding: .utf8)
+    // GNU time writes "Command exited with non-zero status N" before the figure when it fails.
+    let kilobytes = text.split(separator: "\n").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? .infinity
+    return (result.status, kilobytes / 1024)
 }
