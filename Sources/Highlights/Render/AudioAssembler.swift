@@ -1,0 +1,80 @@
+import CFFmpeg
+import Media
+
+/// Places decoded audio on the output timeline, sample-exact, with fades at every joint, and feeds
+/// the AAC encoder whole frames.
+final class AudioAssembler {
+    private let encoder: Encoder
+    private let write: (Packet) throws -> Void
+    private var left: [Float] = []
+    private var right: [Float] = []
+    private var encoded: Int64 = 0
+    private var segmentLength = 0
+    private var segmentWritten = 0
+
+    init(encoder: Encoder, write: @escaping (Packet) throws -> Void) {
+        self.encoder = encoder
+        self.write = write
+    }
+
+    func beginSegment(samples: Int) {
+        segmentLength = samples
+        segmentWritten = 0
+    }
+
+    /// Adds planar stereo (or mono) float samples that start `offset` samples into the segment.
+    func add(_ frame: Frame, at offset: Int) throws {
+        let count = frame.sampleCount
+        guard count > 0 else { return }
+        let l = UnsafeRawPointer(frame.plane(0).0).assumingMemoryBound(to: Float.self)
+        let r = frame.pointer.pointee.ch_layout.nb_channels > 1 ? UnsafeRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self) : l
+        if offset > segmentWritten { appendSilence(min(offset, segmentLength) - segmentWritten) }
+        let skip = max(0, segmentWritten - offset)
+        var i = skip
+        while i < count && segmentWritten < segmentLength {
+            append(l[i], r[i])
+            i += 1
+        }
+        try flush(final: false)
+    }
+
+    private func appendSilence(_ n: Int) {
+        for _ in 0..<max(0, n) { append(0, 0) }
+    }
+
+    private func append(_ l: Float, _ r: Float) {
+        let position = segmentWritten
+        let fadeIn = min(1, Float(position) / Float(Renderer.fadeSamples))
+        let fadeOut = min(1, Float(segmentLength - 1 - position) / Float(Renderer.fadeSamples))
+        let gain = max(0, min(fadeIn, fadeOut))
+        left.append(l * gain)
+        right.append(r * gain)
+        segmentWritten += 1
+    }
+
+    func endSegment() throws {
+        appendSilence(segmentLength - segmentWritten)
+        try flush(final: false)
+    }
+
+    func finish() throws {
+        try flush(final: true)
+        try encoder.encode(nil, write)
+    }
+
+    private func flush(final: Bool) throws {
+        let size = max(1, encoder.frameSize)
+        while left.count >= size || (final && !left.isEmpty) {
+            let n = min(size, left.count)
+            let frame = try Frame.audio(samples: n, sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            let l = UnsafeMutableRawPointer(frame.plane(0).0).assumingMemoryBound(to: Float.self)
+            let r = UnsafeMutableRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self)
+            for i in 0..<n { l[i] = left[i]; r[i] = right[i] }
+            left.removeFirst(n)
+            right.removeFirst(n)
+            frame.pointer.pointee.pts = encoded
+            encoded += Int64(n)
+            try encoder.encode(frame, write)
+        }
+    }
+}

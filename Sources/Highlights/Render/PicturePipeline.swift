@@ -1,0 +1,40 @@
+import CFFmpeg
+import Media
+
+/// Scales decoded pictures to the output geometry (stored orientation) in yuv420p, tone-mapping
+/// HDR pictures to SDR BT.709 on the way.
+final class PicturePipeline {
+    private let geometry: OutputGeometry
+    private let scaler: Scaler
+    private let toneMapper: ToneMapper?
+
+    init(geometry: OutputGeometry, info: MediaInfo) throws {
+        self.geometry = geometry
+        let transfer = AVColorTransferCharacteristic(UInt32(max(0, av_color_transfer_from_name(info.colorTransfer ?? ""))))
+        toneMapper = info.isHDR ? try ToneMapper(transfer: transfer) : nil
+        scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight,
+                        format: toneMapper == nil ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE, filter: .bicubic)
+    }
+
+    func prepare(_ frame: Frame) throws -> Frame {
+        let sized = frame.width == geometry.scaledWidth && frame.height == geometry.scaledHeight
+            && (frame.pointer.pointee.sample_aspect_ratio.num == frame.pointer.pointee.sample_aspect_ratio.den
+                || frame.pointer.pointee.sample_aspect_ratio.num == 0)
+        if let toneMapper {
+            var tenBit = frame
+            if !sized || frame.pixelFormat != AV_PIX_FMT_YUV420P10LE {
+                tenBit = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P10LE)
+                try scaler.scale(frame, into: tenBit)
+            }
+            let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
+            try toneMapper.map(tenBit, into: target)
+            return target
+        }
+        // Already the right shape: hand the decoded picture over as it is.
+        if sized && frame.pixelFormat == AV_PIX_FMT_YUV420P { return frame }
+        // A fresh frame each time: the encoder may still hold a reference to the previous one.
+        let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
+        try scaler.scale(frame, into: target)
+        return target
+    }
+}

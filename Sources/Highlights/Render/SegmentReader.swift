@@ -1,0 +1,93 @@
+import CFFmpeg
+import Foundation
+import Media
+
+/// The reading side of a render: seeks to each segment, decodes only its frames and audio, scales
+/// and rotates the pictures, resamples the sound, and queues them in output order.
+final class SegmentReader: @unchecked Sendable {  // Used by the reader thread only, once started.
+    private let input: InputFile
+    private let video: MediaStream
+    private let audio: MediaStream?
+    private let origin: Double
+    private let pictures: PicturePipeline
+
+    private let info: MediaInfo
+
+    init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry) throws {
+        self.info = info
+        self.input = input
+        self.video = video
+        self.audio = audio
+        self.origin = origin
+        pictures = try PicturePipeline(geometry: geometry, info: info)
+    }
+
+    struct Stopped: Error {}
+
+    func read(_ segments: [Segment], into queue: RenderQueue) throws {
+        func put(_ item: RenderItem) throws { if !queue.put(item) { throw Stopped() } }
+        let videoDecoder = try Decoder(stream: video, options: .video(for: info, threads: 2, analysis: false))
+        let audioDecoder = try audio.map { try Decoder(stream: $0) }
+        let total = segments.reduce(0) { $0 + $1.duration }
+        let rate = Double(Renderer.sampleRate)
+        var outputStart = 0.0
+        var lastPTS: Int64 = -1
+        let frame = Frame()
+        let packet = Packet()
+
+        for segment in segments {
+            let outputEnd = outputStart + segment.duration
+            let sampleCount = Int((outputEnd * rate).rounded()) - Int((outputStart * rate).rounded())
+            try put(.segment(samples: sampleCount))
+            let resampler = Resampler(sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            try input.seek(stream: video, to: segment.start + origin)
+            videoDecoder.flush()
+            audioDecoder?.flush()
+            var videoDone = false
+            var audioDone = audioDecoder == nil
+
+            func takeVideo(_ frame: Frame) throws {
+                guard !videoDone, let ticks = frame.timestamp else { return }
+                let t = video.seconds(ticks) - origin
+                if t < segment.start - 1e-6 { return }
+                if t >= segment.end - 1e-6 { videoDone = true; return }
+                var picture = try pictures.prepare(frame)
+                // The decoder reuses `frame`: a picture passed through as it is needs its own reference.
+                if picture === frame { picture = try frame.clone() }
+                var pts = Int64(((outputStart + t - segment.start) * 90_000).rounded())
+                if pts <= lastPTS { pts = lastPTS + 1 }
+                lastPTS = pts
+                picture.pointer.pointee.pts = pts
+                picture.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
+                try put(.video(picture, progress: (outputStart + t - segment.start) / max(total, 0.001)))
+            }
+            func takeAudio(_ frame: Frame) throws {
+                guard !audioDone, let stream = audio, let ticks = frame.timestamp else { return }
+                let t = stream.seconds(ticks) - origin
+                if t >= segment.end { audioDone = true; return }
+                let converted = try resampler.convert(frame)
+                let offset = Int(((t - segment.start) * rate).rounded())
+                try put(.audio(converted, offset: offset))
+                if offset + converted.sampleCount >= sampleCount { audioDone = true }
+            }
+
+            while !(videoDone && audioDone) {
+                let more: Bool
+                do { more = try input.read(into: packet) } catch { more = false }
+                guard more else {
+                    try videoDecoder.decode(nil, into: frame, takeVideo)
+                    if let audioDecoder { try audioDecoder.decode(nil, into: frame, takeAudio) }
+                    break
+                }
+                if packet.streamIndex == video.index {
+                    try videoDecoder.decode(packet, into: frame, takeVideo)
+                } else if let audioDecoder, packet.streamIndex == audio?.index {
+                    do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch is Stopped { throw Stopped() } catch { /* damaged audio: silence */ }
+                }
+            }
+            try put(.endSegment)
+            outputStart = outputEnd
+        }
+        try put(.finished)
+    }
+}
