@@ -27,14 +27,10 @@ final class CopyRenderer {
     struct IndexMismatch: Error { let detail: String }
 
     init(path: String, analysis: Analysis, grid: KeyframeGrid, reporter: ProgressReporter) throws {
-        let (input, _, video, audio) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
-        self.input = input
-        self.video = video
-        self.audio = analysis.info.hasAudio ? audio : nil
+        (input, video, audio) = try Renderer.openSource(path, analysis: analysis)
         self.analysis = analysis
         self.grid = grid
         self.reporter = reporter
-        input.discardAll(except: Set([video.index] + (self.audio.map { [$0.index] } ?? [])))
     }
 
     /// One packet of the output: which source packet, and its new presentation time.

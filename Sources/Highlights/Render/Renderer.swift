@@ -31,16 +31,21 @@ final class Renderer {
     private let reporter: ProgressReporter
 
     init(path: String, analysis: Analysis, quality: Quality, reporter: ProgressReporter) throws {
-        let (input, _, video, audio) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
-        self.input = input
-        self.video = video
-        self.audio = analysis.info.hasAudio ? audio : nil
+        (input, video, audio) = try Self.openSource(path, analysis: analysis)
         self.analysis = analysis
         self.origin = analysis.origin
         self.geometry = OutputGeometry(info: analysis.info, quality: quality)
         self.quality = quality
         self.reporter = reporter
-        input.discardAll(except: Set([video.index] + (self.audio.map { [$0.index] } ?? [])))
+    }
+
+    /// Reopens the source for a render: its video, and its audio when the analysis could use it;
+    /// the demuxer skips every other stream.
+    static func openSource(_ path: String, analysis: Analysis) throws -> (InputFile, MediaStream, MediaStream?) {
+        let (input, _, video, found) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
+        let audio = analysis.info.hasAudio ? found : nil
+        input.discardAll(except: Set([video.index] + (audio.map { [$0.index] } ?? [])))
+        return (input, video, audio)
     }
 
     func render(_ segments: [Segment], to path: String) throws -> Result {
