@@ -48,6 +48,9 @@ public struct MediaInfo: Sendable, Codable, Equatable {
 
     public var isHDR: Bool { dynamicRange == "hlg" || dynamicRange == "pq" }
 
+    /// Bytes of one decoded picture's luma plane (two a sample above 8 bits).
+    var pictureBytes: Int { width * height * (bitDepth > 8 ? 2 : 1) }
+
     init(container: String, fileSize: Int64, duration: Double, video: MediaStream, audio: MediaStream?) {
         self.container = container
         self.fileSize = fileSize
@@ -95,9 +98,12 @@ public struct MediaLimits: Sendable {
     /// The largest picture any decoder may allocate.
     public var maximumPixels: Int { maximumLongSide * maximumShortSide }
 
-    /// Pictures above 1080p are decoded with fewer frames in flight (one thread, no frame
-    /// threading), so 4K and 8K sources stay within the engine's memory budget.
-    static let frameThreadingPixels = 1920 * 1088
+    /// The largest decoded picture (bytes of luma) the engine keeps several of in flight. Above
+    /// it the analysis runs one sample runner (its decoder working a picture's slices or wavefront
+    /// rows on two threads) instead of two, which saves a decoder's pictures for 10-bit 1080p HDR;
+    /// and pictures above 1080p are decoded on one thread without frame threading, so 4K and 8K
+    /// sources keep as few as the stream needs.
+    static let frameThreadingBytes = 1920 * 1088
 }
 
 /// Opens inputs and turns every way they can be unusable into a `MomentsError`.
@@ -199,7 +205,7 @@ extension Decoder.Options {
     /// thread above it (each frame in flight of an 8K picture is 50–100 MB), and never a picture
     /// larger than the limits allow.
     static func video(for info: MediaInfo, threads: Int, analysis: Bool, limits: MediaLimits = MediaLimits()) -> Decoder.Options {
-        let large = info.width * info.height > MediaLimits.frameThreadingPixels
+        let large = info.width * info.height > MediaLimits.frameThreadingBytes
         var options = Decoder.Options(threads: large ? 1 : threads, frameThreads: !large && threads > 1,
                                       exportMotionVectors: analysis, skipLoopFilter: analysis)
         options.maximumPixels = limits.maximumPixels

@@ -53,8 +53,12 @@ final class SampleRunner: @unchecked Sendable {
     private let nominalInterval: Double
     private let queue: DispatchQueue
 
-    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, label: String) throws {
-        decoder = try Decoder(stream: stream, options: .video(for: info, threads: 1, analysis: true))
+    /// `sliceThreads` decoding threads work on each picture's slices or wavefront rows together
+    /// (no frame threading: a run is two pictures).
+    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, label: String) throws {
+        var options = Decoder.Options.video(for: info, threads: 1, analysis: true)
+        options.threads = sliceThreads
+        decoder = try Decoder(stream: stream, options: options)
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         self.stream = stream
         self.width = info.width
