@@ -55,13 +55,7 @@ final class Renderer {
         var settings = Encoder.Video(codec: "libx264", width: geometry.scaledWidth, height: geometry.scaledHeight,
                                      pixelFormat: AV_PIX_FMT_YUV420P, timeBase: Self.videoTimeBase,
                                      frameRate: Self.rational(analysis.info.frameRate),
-                                     options: ["preset": Self.preset(quality), "crf": Self.crf(quality), "profile": "high",
-                                               // x264 keeps (threads + lookahead) frames with their half-pel
-                                               // planes in flight, ~10 MB each at 1080p. Two frame threads and
-                                               // a 3-frame lookahead keep the whole process under 300 MB
-                                               // (measured 277 MB; the default lookahead and thread count
-                                               // needed 350 MB, sliced threads were 30 % slower).
-                                               "rc-lookahead": "3"])
+                                     options: ["preset": Self.preset, "crf": Self.crf(quality), "profile": "high"])
         settings.threads = 2
         // SDR BT.709, limited range, said explicitly (HDR sources arrive here tone-mapped).
         (settings.colorPrimaries, settings.colorTransfer, settings.colorSpace, settings.colorRange) =
@@ -115,18 +109,18 @@ final class Renderer {
         return Result(duration: duration, width: geometry.width, height: geometry.height, silentAudio: audio == nil)
     }
 
-    static func preset(_ quality: Quality) -> String {
-        switch quality {
-        case .high: "veryfast"
-        case .medium: "veryfast"
-        case .low: "faster"
-        }
-    }
+    /// x264's preset and quality per output quality, chosen by `scripts/bench-encode-settings` on
+    /// 1080p phone footage: superfast at CRF 23 gives SSIM 0.972 at 6.9 Mbit/s and 118 fps, where
+    /// veryfast at CRF 21 with the 3-frame lookahead used before gave 0.939 at 2.3 Mbit/s and 91 fps
+    /// (a short lookahead starves veryfast's macroblock tree), and veryfast with its own lookahead
+    /// 0.959 at 4.0 Mbit/s and 81 fps, no better than superfast at CRF 25 (0.960, 4.2 Mbit/s,
+    /// 131 fps). Superfast looks no frame ahead, so x264 keeps only its two frame threads' pictures.
+    static let preset = "superfast"
 
     static func crf(_ quality: Quality) -> String {
         switch quality {
-        case .high: "21"
-        case .medium: "23"
+        case .high: "23"
+        case .medium: "24"
         case .low: "25"
         }
     }
