@@ -11,7 +11,7 @@ final class PicturePipeline {
     init(geometry: OutputGeometry, info: MediaInfo) throws {
         self.geometry = geometry
         let transfer = AVColorTransferCharacteristic(UInt32(max(0, av_color_transfer_from_name(info.colorTransfer ?? ""))))
-        toneMapper = info.isHDR ? try ToneMapper(transfer: transfer) : nil
+        toneMapper = info.isHDR ? try ToneMapper.shared(for: transfer) : nil
         scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight,
                         format: toneMapper == nil ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE, filter: .bicubic)
     }

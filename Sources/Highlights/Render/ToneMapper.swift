@@ -1,5 +1,6 @@
 import CFFmpeg
 import Media
+import Synchronization
 
 /// Turns 10-bit HDR pictures (HLG or PQ, BT.2020) into 8-bit SDR BT.709 ones.
 ///
@@ -13,14 +14,24 @@ import Media
 /// the chain itself (`ToneMappingTests`) luma is within a code on average and chroma within two;
 /// single pixels on sharp colour edges differ more, where zscale interpolates chroma between
 /// samples and the table uses each 2 × 2 block's own (7 ms a 1080p picture instead of 30).
-final class ToneMapper {
+final class ToneMapper: Sendable {
     static let chain = "zscale=t=linear:npl=203,format=gbrpf32le,zscale=p=bt709,"
         + "tonemap=tonemap=mobius:param=0.8:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv444p"
-    static let lumaLevels = 256, chromaLevels = 64
 
-    private var lumaTable: [UInt8]
-    private var cbTable: [UInt8]
-    private var crTable: [UInt8]
+    private let lumaTable: [UInt8]
+    private let cbTable: [UInt8]
+    private let crTable: [UInt8]
+
+    /// Tables already built in this process, by transfer function: a worker builds each once.
+    private static let built = Mutex<[UInt32: ToneMapper]>([:])
+
+    /// The table for `transfer`, built on first use.
+    static func shared(for transfer: AVColorTransferCharacteristic) throws -> ToneMapper {
+        if let mapper = built.withLock({ $0[transfer.rawValue] }) { return mapper }
+        let mapper = try ToneMapper(transfer: transfer)
+        built.withLock { $0[transfer.rawValue] = mapper }
+        return mapper
+    }
 
     /// Builds the table for pictures tagged with `transfer` (HLG or PQ).
     init(transfer: AVColorTransferCharacteristic) throws {
