@@ -147,9 +147,9 @@ extension HighlightEngine {
             }
         }
         var chosen = (segments: segments, moves: [EdgeMove]())
-        let interval = analysis.info.frameRate > 0 ? 1 / analysis.info.frameRate : 1.0 / 30
         if analysis.packets.isComplete,
-           let keys = KeyframeGrid(index: analysis.packets, origin: analysis.origin, frameInterval: interval, starts: .keyframes),
+           let keys = KeyframeGrid(index: analysis.packets, origin: analysis.origin, frameInterval: analysis.info.nominalFrameInterval,
+                                   starts: .keyframes),
            keys.longestGOP <= RenderDecision.longestCopyableGOP, let aligned = align(to: keys) {
             chosen = (aligned.segments, aligned.moves)
         }

@@ -48,6 +48,9 @@ public struct MediaInfo: Sendable, Codable, Equatable {
 
     public var isHDR: Bool { dynamicRange == "hlg" || dynamicRange == "pq" }
 
+    /// Seconds between frames at the average frame rate (1/30 when the rate is unknown).
+    var nominalFrameInterval: Double { frameRate > 0 ? 1 / frameRate : 1.0 / 30 }
+
     /// Bytes of one decoded picture's luma plane (two a sample above 8 bits).
     var pictureBytes: Int { width * height * (bitDepth > 8 ? 2 : 1) }
 

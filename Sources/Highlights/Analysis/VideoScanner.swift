@@ -88,7 +88,7 @@ final class VideoScanner {
         self.stream = stream
         self.settings = settings
         packets = PacketIndex(stream: stream)
-        let nominalInterval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
+        let nominalInterval = info.nominalFrameInterval
         self.nominalInterval = nominalInterval
         // Larger pictures than 8-bit 1080p (10-bit HDR, 4K, 8K): one runner decoding on two slice
         // threads instead of two runners, one decoder's pictures fewer (measured: as fast on

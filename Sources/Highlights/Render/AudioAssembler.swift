@@ -78,3 +78,39 @@ final class AudioAssembler {
         }
     }
 }
+
+/// Cuts one segment's sound out of decoded audio frames: each frame resampled to 48 kHz stereo and
+/// placed by its own timestamp, sample-exact on the segment's span of the output. Both renderers
+/// use it, so sound stays on the pictures' clock the same way whether they are copied or encoded.
+final class SegmentSound {
+    /// Samples the segment's sound is long: its share of the output, rounded on the output's clock
+    /// so that the segments' lengths add up to the whole.
+    let samples: Int
+    private(set) var isDone: Bool
+    private let stream: MediaStream?
+    private let start: Double
+    private let origin: Double
+    private let resampler = Resampler(sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+
+    /// The segment shows source seconds `start` (from `origin`) onwards at output seconds
+    /// `outputStart..<outputEnd`; `stream` is nil for a source without sound.
+    init(stream: MediaStream?, origin: Double, start: Double, outputStart: Double, outputEnd: Double) {
+        let rate = Double(Renderer.sampleRate)
+        samples = Int((outputEnd * rate).rounded()) - Int((outputStart * rate).rounded())
+        isDone = stream == nil
+        self.stream = stream
+        self.start = start
+        self.origin = origin
+    }
+
+    /// The part of `frame` this segment plays, resampled, and where in the segment it starts
+    /// (negative: its first samples come before the segment and are dropped); nil once past the end.
+    func take(_ frame: Frame) throws -> (samples: Frame, offset: Int)? {
+        guard !isDone, let stream, let ticks = frame.timestamp else { return nil }
+        let offset = Int(((stream.seconds(ticks) - origin - start) * Double(Renderer.sampleRate)).rounded())
+        if offset >= samples { isDone = true; return nil }
+        let converted = try resampler.convert(frame)
+        if offset + converted.sampleCount >= samples { isDone = true }
+        return (converted, offset)
+    }
+}

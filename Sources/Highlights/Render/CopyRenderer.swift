@@ -33,11 +33,18 @@ final class CopyRenderer {
         self.reporter = reporter
     }
 
-    /// One packet of the output: which source packet, and its new presentation time.
+    /// One packet of the output: which source packet, and its new timestamps.
     private struct Planned {
         var packet: Int
         var pts: Int64
         var dts: Int64 = 0
+    }
+
+    /// One segment of the output: the source packets it copies and the span it shows (ticks).
+    private struct SegmentPlan {
+        var packets: [Planned]
+        var start: Int64
+        var end: Int64
     }
 
     func render(_ ranges: [CopyRange], to path: String) throws -> Renderer.Result {
@@ -45,39 +52,30 @@ final class CopyRenderer {
         guard let bitstream = analysis.packets.bitstream else { throw IndexMismatch(detail: "no bitstream layout") }
 
         // Plan every output packet and its timestamps before writing one.
-        var plans: [[Planned]] = []
+        var plans: [SegmentPlan] = []
         var offset: Int64 = 0
-        var spans: [(start: Int64, end: Int64)] = []
         for range in ranges {
             let first = grid.points[range.first]
             let start = first.startTicks, end = grid.endTicks(before: range.end)
-            var planned: [Planned] = []
-            let stop = range.end < grid.count ? grid.points[range.end].packet : entries.count
-            for k in first.packet..<stop {
-                // The RASL pictures of the segment's first CRA reference the GOP before it.
-                if k < first.gopEnd && entries[k].kind == .rasl { continue }
-                planned.append(Planned(packet: k, pts: entries[k].pts - start + offset))
-            }
-            plans.append(planned)
-            spans.append((start, end))
+            // The RASL pictures of the segment's first CRA reference the GOP before it.
+            let packets = (first.packet..<grid.packet(before: range.end, of: entries.count))
+                .filter { $0 >= first.gopEnd || entries[$0].kind != .rasl }
+                .map { Planned(packet: $0, pts: entries[$0].pts - start + offset) }
+            plans.append(SegmentPlan(packets: packets, start: start, end: end))
             offset += end - start
         }
-        let order = plans.joined().map(\.pts).sorted()
-        var composition: Int64 = 0
+        // The k-th packet decodes at the k-th presentation time, less one composition offset that
+        // keeps every decode time at or before its presentation time.
+        let presented = plans.flatMap { $0.packets.map(\.pts) }
+        let order = presented.sorted()
+        let composition = zip(order, presented).map { $0 - $1 }.max().map { max(0, $0) } ?? 0
         var k = 0
-        for planned in plans {
-            for p in planned {
-                composition = max(composition, order[k] - p.pts)
-                k += 1
-            }
-        }
-        k = 0
         var previous = Int64.min
         for s in plans.indices {
-            for j in plans[s].indices {
+            for j in plans[s].packets.indices {
                 var dts = order[k] - composition
                 if previous != .min && dts <= previous { dts = previous + 1 }  // equal timestamps in a damaged source
-                plans[s][j].dts = dts
+                plans[s].packets[j].dts = dts
                 previous = dts
                 k += 1
             }
@@ -96,36 +94,27 @@ final class CopyRenderer {
         let packet = Packet()
         let secondsPerTick = analysis.packets.secondsPerTick
         let total = Double(offset) * secondsPerTick
-        let rate = Double(Renderer.sampleRate)
         var outputStart = 0.0
 
-        for (s, range) in ranges.enumerated() {
-            let shownStart = Double(spans[s].start) * secondsPerTick - analysis.origin
-            let shownLength = Double(spans[s].end - spans[s].start) * secondsPerTick
-            let outputEnd = outputStart + shownLength
-            let sampleCount = Int((outputEnd * rate).rounded()) - Int((outputStart * rate).rounded())
-            sound.beginSegment(samples: sampleCount)
-            let resampler = Resampler(sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
-            let planned = plans[s]
+        for (plan, range) in zip(plans, ranges) {
+            let outputEnd = outputStart + Double(plan.end - plan.start) * secondsPerTick
+            let cut = SegmentSound(stream: audio, origin: analysis.origin,
+                                   start: Double(plan.start) * secondsPerTick - analysis.origin,
+                                   outputStart: outputStart, outputEnd: outputEnd)
+            sound.beginSegment(samples: cut.samples)
+            let planned = plan.packets
             let firstPacket = grid.points[range.first].packet
             try input.seek(stream: video, toDecodeTimestamp: entries[firstPacket].dts)
             audioDecoder?.flush()
             var cursor = firstPacket
             var next = 0
-            let stop = range.end < grid.count ? grid.points[range.end].packet : entries.count
-            var audioDone = audioDecoder == nil
+            let stop = grid.packet(before: range.end, of: entries.count)
 
             func takeAudio(_ frame: Frame) throws {
-                guard !audioDone, let stream = audio, let ticks = frame.timestamp else { return }
-                let t = stream.seconds(ticks) - analysis.origin
-                let at = Int(((t - shownStart) * rate).rounded())
-                if at >= sampleCount { audioDone = true; return }
-                let converted = try resampler.convert(frame)
-                try sound.add(converted, at: at)
-                if at + converted.sampleCount >= sampleCount { audioDone = true }
+                if let (samples, offset) = try cut.take(frame) { try sound.add(samples, at: offset) }
             }
 
-            while cursor < stop || !audioDone {
+            while cursor < stop || !cut.isDone {
                 let more: Bool
                 do { more = try input.read(into: packet) } catch { more = false }
                 guard more else {
@@ -152,7 +141,7 @@ final class CopyRenderer {
                         try reporter.report(.rendering, Double(p.pts) * secondsPerTick / max(total, 0.001))
                     }
                     cursor += 1
-                } else if let audioDecoder, packet.streamIndex == audio?.index, !audioDone {
+                } else if let audioDecoder, packet.streamIndex == audio?.index, !cut.isDone {
                     do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch { /* damaged audio: silence */ }
                 }
             }

@@ -69,6 +69,10 @@ struct KeyframeGrid: Sendable {
     func end(before i: Int) -> Double { i < points.count ? points[i].end : streamEnd }
     func endTicks(before i: Int) -> Int64 { i < points.count ? points[i].endTicks : streamEndTicks }
 
+    /// The first packet after a segment that ends just before point `i` (`i == count`: the index's
+    /// `packetCount`, its end).
+    func packet(before i: Int, of packetCount: Int) -> Int { i < points.count ? points[i].packet : packetCount }
+
     /// The longest stretch between two random access points (and from the last to the end), seconds.
     var longestGOP: Double {
         var longest = 0.0

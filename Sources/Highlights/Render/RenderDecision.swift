@@ -49,8 +49,7 @@ public struct RenderDecision: Sendable, Codable, Equatable {
         guard long <= quality.maxLongSide else {
             return encode("the source is \(info.displayWidth)×\(info.displayHeight) and quality \(quality.rawValue) allows \(quality.maxLongSide) px; it must be scaled down")
         }
-        let interval = info.frameRate > 0 ? 1 / info.frameRate : 1.0 / 30
-        guard let grid = KeyframeGrid(index: packets, origin: analysis.origin, frameInterval: interval) else {
+        guard let grid = KeyframeGrid(index: packets, origin: analysis.origin, frameInterval: info.nominalFrameInterval) else {
             return encode(info.videoCodec == "h264" ? "the stream does not start on an IDR picture" : "the stream does not start on a random access picture")
         }
         let longest = grid.longestGOP

@@ -29,7 +29,6 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
         let videoDecoder = try Decoder(stream: video, options: .video(for: info, threads: 2, analysis: false))
         let audioDecoder = try audio.map { try Decoder(stream: $0) }
         let total = segments.reduce(0) { $0 + $1.duration }
-        let rate = Double(Renderer.sampleRate)
         var outputStart = 0.0
         var lastPTS: Int64 = -1
         let frame = Frame()
@@ -37,14 +36,13 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
         for segment in segments {
             let outputEnd = outputStart + segment.duration
-            let sampleCount = Int((outputEnd * rate).rounded()) - Int((outputStart * rate).rounded())
-            try put(.segment(samples: sampleCount))
-            let resampler = Resampler(sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            let sound = SegmentSound(stream: audio, origin: origin, start: segment.start,
+                                     outputStart: outputStart, outputEnd: outputEnd)
+            try put(.segment(samples: sound.samples))
             try input.seek(stream: video, to: segment.start + origin)
             videoDecoder.flush()
             audioDecoder?.flush()
             var videoDone = false
-            var audioDone = audioDecoder == nil
 
             func takeVideo(_ frame: Frame) throws {
                 guard !videoDone, let ticks = frame.timestamp else { return }
@@ -62,16 +60,10 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 try put(.video(picture, progress: (outputStart + t - segment.start) / max(total, 0.001)))
             }
             func takeAudio(_ frame: Frame) throws {
-                guard !audioDone, let stream = audio, let ticks = frame.timestamp else { return }
-                let t = stream.seconds(ticks) - origin
-                if t >= segment.end { audioDone = true; return }
-                let converted = try resampler.convert(frame)
-                let offset = Int(((t - segment.start) * rate).rounded())
-                try put(.audio(converted, offset: offset))
-                if offset + converted.sampleCount >= sampleCount { audioDone = true }
+                if let (samples, offset) = try sound.take(frame) { try put(.audio(samples, offset: offset)) }
             }
 
-            while !(videoDone && audioDone) {
+            while !(videoDone && sound.isDone) {
                 let more: Bool
                 do { more = try input.read(into: packet) } catch { more = false }
                 guard more else {
