@@ -154,7 +154,8 @@ extension HighlightEngine {
             chosen = (aligned.segments, aligned.moves)
         }
         let result = try writing {
-            try Renderer(path: input, analysis: analysis, quality: settings.quality, reporter: reporter).render(chosen.segments, to: partial)
+            try Renderer(path: input, analysis: analysis, quality: settings.quality,
+                         lean: settings.limits.decodesLean(analysis.info), reporter: reporter).render(chosen.segments, to: partial)
         }
         return (result, decision, chosen.segments, chosen.moves)
     }

@@ -54,6 +54,7 @@ public struct MediaInfo: Sendable, Codable, Equatable {
     /// Bytes of one decoded picture's luma plane (two a sample above 8 bits).
     var pictureBytes: Int { width * height * (bitDepth > 8 ? 2 : 1) }
 
+
     init(container: String, fileSize: Int64, duration: Double, video: MediaStream, audio: MediaStream?) {
         self.container = container
         self.fileSize = fileSize
@@ -107,6 +108,15 @@ public struct MediaLimits: Sendable {
     /// and pictures above 1080p are decoded on one thread without frame threading, so 4K and 8K
     /// sources keep as few as the stream needs.
     static let frameThreadingBytes = 1920 * 1088
+
+    /// Above this many bytes of luma (beyond 4K: 5K, 6K, 8K) a decoded picture with its motion
+    /// tables is 30–70 MB and a decoder holds as many as the stream's references and reordering
+    /// need (five for B-pyramid H.264), so the analysis decodes one stream of pictures at a time
+    /// (sample runs on the scanning thread, not beside the dense decoding) and frees each decoder's
+    /// pictures once its GOP is done, and the render encodes on slice threads.
+    public var leanDecodingBytes = 4096 * 2304
+
+    func decodesLean(_ info: MediaInfo) -> Bool { info.pictureBytes > leanDecodingBytes }
 }
 
 /// Opens inputs and turns every way they can be unusable into a `MomentsError`.

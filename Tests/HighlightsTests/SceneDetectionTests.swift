@@ -39,6 +39,27 @@ struct SceneDetectionTests {
         }
     }
 
+    /// Beyond 4K the scanner decodes one stream of pictures at a time and frees each decoder after
+    /// its GOP (`MediaLimits.leanDecodingBytes`); forced here on small fixtures, it must find the
+    /// same changes, of the same kinds, as the normal pass.
+    @Test("the lean pass for pictures beyond 4K finds the same changes", arguments: ["h264-gop30.mp4", "hevc.mp4"])
+    func leanPassAgrees(name: String) throws {
+        let video = try #require(Self.encodings.first { $0.name == name }?.video)
+        let path = try Fixtures.path(name, video)
+        var lean = HighlightSettings()
+        lean.limits.leanDecodingBytes = 0
+        let normal = try HighlightEngine().analyze(input: path)
+        let leanAnalysis = try HighlightEngine().analyze(input: path, settings: lean)
+        let frame = 1.0 / Double(video.frameRate)
+        #expect(normal.changes.count == video.boundaryTimes.count)
+        #expect(leanAnalysis.changes.count == normal.changes.count,
+                "lean found \(leanAnalysis.changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
+        for (a, b) in zip(normal.changes, leanAnalysis.changes) {
+            #expect(abs(a.time - b.time) <= frame + 1e-6 && a.kind == b.kind, "normal \(a.time) \(a.kind), lean \(b.time) \(b.kind)")
+        }
+        #expect(leanAnalysis.totalFrames == normal.totalFrames)
+    }
+
     @Test("decodes sparsely: whole GOPs only around scene changes")
     func decodesSparsely() throws {
         let video = Fixtures.scenes()

@@ -11,7 +11,7 @@ enum Analyzer {
         var info = probed
         let video: VideoScanner
         do {
-            video = try VideoScanner(stream: videoStream, info: info)
+            video = try VideoScanner(stream: videoStream, info: info, lean: limits.decodesLean(info))
         } catch is Decoder.NoDecoder {
             throw MomentsError(.unsupportedCodec, "This video's codec (\(info.videoCodec)) cannot be decoded. Export it as H.264 or HEVC and try again.")
         } catch {

@@ -43,9 +43,13 @@ struct SampleOutcome {
 
 /// Decodes sample runs on its own serial queue, so keyframes (the costly pictures) of successive
 /// GOPs decode in parallel with each other and with the scanner's demuxing and dense decoding.
+/// A lean runner (pictures beyond 4K) decodes each run on the caller's thread instead, with a
+/// decoder opened for the run and freed after it, so its pictures never add to the dense decoder's.
 final class SampleRunner: @unchecked Sendable {
-    // Used only from `queue`.
-    private let decoder: Decoder
+    // Used only from `queue` (or, lean, from the caller's thread).
+    private var decoder: Decoder?
+    private let options: Decoder.Options
+    private let lean: Bool
     private let thumbnailer: Thumbnailer
     private let frame = Frame()
     private let stream: MediaStream
@@ -55,10 +59,12 @@ final class SampleRunner: @unchecked Sendable {
 
     /// `sliceThreads` decoding threads work on each picture's slices or wavefront rows together
     /// (no frame threading: a run is two pictures).
-    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, label: String) throws {
+    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, lean: Bool = false, label: String) throws {
         var options = Decoder.Options.video(for: info, threads: 1, analysis: true)
         options.threads = sliceThreads
-        decoder = try Decoder(stream: stream, options: options)
+        self.options = options
+        self.lean = lean
+        decoder = lean ? nil : try Decoder(stream: stream, options: options)
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         self.stream = stream
         self.width = info.width
@@ -67,7 +73,11 @@ final class SampleRunner: @unchecked Sendable {
     }
 
     func run(_ job: SampleJob) {
-        queue.async { job.finish(self.decode(job.packets)) }
+        if lean {
+            job.finish(decode(job.packets))
+        } else {
+            queue.async { job.finish(self.decode(job.packets)) }
+        }
     }
 
     /// Decodes the run and describes the keyframe: picture, sharpness, change to the next frame,
@@ -88,8 +98,9 @@ final class SampleRunner: @unchecked Sendable {
             if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame)) }
             frames.append((t, try thumbnailer.thumbnail(of: frame), motion, isKey))
         }
-        decoder.flush()
         do {
+            let decoder = try self.decoder ?? Decoder(stream: stream, options: options)
+            decoder.flush()
             for packet in packets { try decoder.decode(packet, into: frame, collect) }
             try decoder.decode(nil, into: frame, collect)
         } catch {

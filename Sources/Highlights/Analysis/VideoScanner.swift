@@ -47,7 +47,10 @@ final class VideoScanner {
     let stream: MediaStream
     private let settings: Settings
     private let runners: [SampleRunner]
-    private let dense: Decoder
+    /// Opened on demand; a lean scanner (pictures beyond 4K) frees it once each GOP is decoded.
+    private var dense: Decoder?
+    private let denseOptions: Decoder.Options
+    private let lean: Bool
     private let thumbnailer: Thumbnailer
     private let detector = SceneDetector()
     private let frame = Frame()
@@ -84,7 +87,8 @@ final class VideoScanner {
     /// `MOMENTS_DEBUG_SCAN=1` prints each GOP's decision to standard error.
     static let debug = ProcessInfo.processInfo.environment["MOMENTS_DEBUG_SCAN"] == "1"
 
-    init(stream: MediaStream, info: MediaInfo, settings: Settings = Settings()) throws {
+    /// `lean`: pictures beyond 4K (see `MediaLimits.leanDecodingBytes`).
+    init(stream: MediaStream, info: MediaInfo, lean: Bool = false, settings: Settings = Settings()) throws {
         self.stream = stream
         self.settings = settings
         packets = PacketIndex(stream: stream)
@@ -95,10 +99,12 @@ final class VideoScanner {
         // 10-bit HEVC with wavefront rows, 40 MB less).
         let runnerCount = info.pictureBytes > MediaLimits.frameThreadingBytes ? 1 : 2
         runners = try (0..<runnerCount).map {
-            try SampleRunner(stream: stream, info: info, nominalInterval: nominalInterval, sliceThreads: 3 - runnerCount,
+            try SampleRunner(stream: stream, info: info, nominalInterval: nominalInterval, sliceThreads: 3 - runnerCount, lean: lean,
                              label: "moments.sample-runner.\($0)")
         }
-        dense = try Decoder(stream: stream, options: .video(for: info, threads: 2, analysis: true))
+        denseOptions = .video(for: info, threads: 2, analysis: true)
+        dense = try Decoder(stream: stream, options: denseOptions)
+        self.lean = lean
         thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
         width = info.width
     }
@@ -180,6 +186,7 @@ final class VideoScanner {
     }
 
     private func startGOP(with packet: Packet, at t: Double) throws {
+        if denseContinuous { try releaseLeanDecoder() }
         if var previous = current {
             previous.job.submit(to: runner(for: previous.index))
             previous.interval = t - previous.keyTime
@@ -259,6 +266,7 @@ final class VideoScanner {
             try ensureDenseContinuity(for: gop.index)
             for packet in gop.packets { try decodeDense(packet) }
             denseActiveThrough = gop.index
+            try releaseLeanDecoder()
         } else if changedAtEarlyKey, let next {
             // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
             decision = "cut on the next keyframe"
@@ -281,13 +289,24 @@ final class VideoScanner {
     private func ensureDenseContinuity(for index: Int) throws {
         if let through = denseActiveThrough, through == index - 1 || through == index { return }
         try endDense(finalThumbnail: nil)
-        dense.flush()
+        dense?.flush()
         let nearby = samples.last(where: { $0.activity != nil })?.activity ?? 0
         detector.beginRun(baseline: nearby)
     }
 
     private func decodeDense(_ packet: Packet) throws {
-        try dense.decode(packet, into: frame) { try collectDenseFrame($0) }
+        let decoder = try dense ?? Decoder(stream: stream, options: denseOptions)
+        dense = decoder
+        try decoder.decode(packet, into: frame) { try collectDenseFrame($0) }
+    }
+
+    /// Lean: drains the dense decoder's last pictures into the detector (whose run goes on) and
+    /// frees the decoder with its pictures before the next sample run opens one. The next dense
+    /// GOP starts afresh on its keyframe (an open GOP's leading pictures are then skipped).
+    private func releaseLeanDecoder() throws {
+        guard lean, let decoder = dense else { return }
+        try decoder.decode(nil, into: frame) { try collectDenseFrame($0) }
+        dense = nil
     }
 
     private func collectDenseFrame(_ frame: Frame) throws {
@@ -311,10 +330,11 @@ final class VideoScanner {
     /// Drains the dense decoder and closes the detector's run, adding the next keyframe as its last frame.
     private func endDense(finalThumbnail: (Double, Thumbnail)?) throws {
         guard denseActiveThrough != nil else { return }
-        try dense.decode(nil, into: frame) { try collectDenseFrame($0) }
+        try dense?.decode(nil, into: frame) { try collectDenseFrame($0) }
         if let (t, thumb) = finalThumbnail { detector.push(time: t, thumbnail: thumb) }
         detector.endRun()
-        dense.flush()
+        dense?.flush()
+        if lean { dense = nil }
         denseActiveThrough = nil
         lastDenseThumbnail = nil
     }
