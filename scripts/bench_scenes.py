@@ -268,8 +268,7 @@ def score(truth, detections):
     recall = hits / len(truth["transitions"]) if truth["transitions"] else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     # Kind right and within ±2 frames of the transition's middle (what the engine promises).
-    exact = sum(1 for t, d in matched if d and abs(d["frame"] - t["frame"]) <= 2 + 1e-6
-                and (d["kind"] == t["kind"] or d["kind"] == "cut" == t["kind"]))
+    exact = sum(1 for t, d in matched if d and abs(d["frame"] - t["frame"]) <= 2 + 1e-6 and d["kind"] == t["kind"])
     by_label = {}
     for t, d in matched:
         found, total = by_label.get(t["label"], (0, 0))
