@@ -47,7 +47,8 @@ final class VideoScanner {
     let stream: MediaStream
     private let settings: Settings
     private let runners: [SampleRunner]
-    /// Opened on demand; a lean scanner (pictures beyond 4K) frees it once each GOP is decoded.
+    /// Opened at the start (an undecodable stream fails there); a lean scanner (pictures beyond 4K)
+    /// frees it once each GOP is decoded and opens another when the next GOP needs one.
     private var dense: Decoder?
     private let denseOptions: Decoder.Options
     private let lean: Bool
