@@ -155,8 +155,12 @@ def make_piece(p, footage, cache):
         run(["ffmpeg", "-v", "error", "-y", "-ss", f"{p['start']:.3f}", "-i", source, "-an",
              "-vf", ",".join(chain), "-frames:v", str(frames),
              "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", path + ".partial.mkv"])
+        with open(path + ".frames", "w") as f:
+            f.write(str(frame_count(path + ".partial.mkv")))
         os.rename(path + ".partial.mkv", path)
-    return path, frame_count(path), negative
+    # Counted once, when the piece is made (counting decodes the whole piece).
+    with open(path + ".frames") as f:
+        return path, int(f.read()), negative
 
 
 def build(name, spec, footage, cache):
