@@ -7,7 +7,8 @@ normalised to 1280x720 at 30 fps with exact frame counts, joined by FFmpeg (`con
 keyframes), so every transition's frames and every hard negative's span follow from the list.
 
 Clips marked tuned are the ones detector work may look at; the others are held out and reported
-apart.
+apart. The b clips were held out from the first detector; the second was built after studying
+their errors, so they count as tuned now and the c clips, added then, are held out.
 """
 
 import argparse
@@ -93,7 +94,7 @@ CLIPS = {
         piece("tree", 0.0, 5.0), cut(), piece("bikes", 7.7, 9.5), cut(), piece("carphone", 0.0, 4.0), cut(),
         piece("megamind", 6.7, 8.2),
     ]},
-    "plain-b": {"tuned": False, "items": [
+    "plain-b": {"tuned": True, "items": [
         piece("vtest", 20.0, 28.0), cut(), piece("cockatoo", 8.0, 14.0), cut(), piece("megamind", 6.7, 8.2), cut(),
         piece("megamind", 8.6, 11.2), cut(), piece("diver", 6.0, 14.0), cut(), piece("bikes", 1.4, 2.9), cut(),
         piece("bbb", 1.0, 5.2), cut(), piece("tree", 10.0, 18.0), cut(), piece("city", 0.5, 4.4), cut(),
@@ -107,11 +108,11 @@ CLIPS = {
         cut(), piece("cockatoo", 4.0, 10.0, "natural"), xfade("fadeblack", 1.0), piece("megamind", 0.3, 3.9),
         cut(), piece("megamind", 4.4, 6.3), xfade("fade", 0.5), piece("diver", 0.0, 7.0, "natural"),
         cut(), piece("vtest", 10.0, 15.0), jump(), piece("vtest", 17.0, 22.0, "light", at=40),
-        cut(), piece("tree", 0.0, 6.0, "flicker"), xfade("fade", 2.0), piece("bikes", 3.3, 5.3),
+        cut(), piece("tree", 0.0, 6.0, "flicker"), xfade("fade", 2.0), piece("carphone", 0.0, 4.0),
         cut(), piece("cockatoo", 0.0, 3.0), insert(), piece("megamind", 8.6, 10.6), insert(),
         piece("cockatoo", 3.2, 6.0), xfade("fadewhite", 1.0), piece("city", 4.9, 7.5, "zoom", at=45),
     ]},
-    "hard-b": {"tuned": False, "items": [
+    "hard-b": {"tuned": True, "items": [
         piece("diver", 6.0, 12.0, "natural"), xfade("fade", 1.5), piece("megamind", 0.3, 3.9, "flash", at=70, frames=1),
         cut(), piece("bikes", 1.4, 2.9), xfade("fadeblack", 0.7), piece("vtest", 30.0, 36.0, "zoom", at=60),
         cut(), piece("cockatoo", 8.0, 14.0, "natural"), xfade("fade", 0.7), piece("bbb", 0.5, 5.2, "flash", at=70, frames=3),
@@ -119,6 +120,23 @@ CLIPS = {
         cut(), piece("tree", 12.0, 20.0, "flicker"), xfade("fadewhite", 0.5), piece("city", 0.2, 4.4, "whip", at=40),
         cut(), piece("vtest", 40.0, 44.0), insert(), piece("carphone", 0.0, 2.0), insert(),
         piece("vtest", 44.2, 48.0, "light", at=30, frames=2), xfade("fade", 1.0), piece("bikes", 5.7, 7.3),
+    ]},
+    # Added when the b clips' errors had been studied: held out from every change since.
+    "plain-c": {"tuned": False, "items": [
+        piece("vtest", 30.0, 36.0), cut(), piece("diver", 2.0, 8.0), cut(), piece("megamind", 1.0, 4.0), cut(),
+        piece("tree", 5.0, 12.0), cut(), piece("bikes", 0.0, 1.1), cut(), piece("cockatoo", 5.0, 10.0), cut(),
+        piece("city", 1.0, 4.5), cut(), piece("vtest", 60.0, 66.0), cut(), piece("bbb", 0.5, 4.5), cut(),
+        piece("megamind", 4.5, 6.3), cut(), piece("carphone", 1.0, 4.0), cut(), piece("diver", 9.0, 14.0), cut(),
+        piece("bikes", 7.6, 9.6), cut(), piece("tree", 20.0, 27.0), cut(), piece("megamind", 8.5, 11.0),
+    ]},
+    "hard-c": {"tuned": False, "items": [
+        piece("vtest", 60.0, 66.0, "flash", at=90, frames=2), xfade("fade", 0.8), piece("cockatoo", 10.0, 14.0, "natural"),
+        cut(), piece("tree", 20.0, 26.0, "zoom", at=50, frames=12), xfade("fadeblack", 1.2), piece("diver", 1.0, 6.0, "natural"),
+        cut(), piece("megamind", 0.5, 3.5, "whip", at=30), xfade("fade", 2.0), piece("vtest", 70.0, 76.0, "light", at=80, frames=3),
+        cut(), piece("tree", 2.0, 6.0), jump(), piece("tree", 9.0, 13.0),
+        cut(), piece("bbb", 1.5, 5.0, "flash", at=40, frames=1), cut(), piece("carphone", 0.0, 2.0), insert(),
+        piece("megamind", 8.6, 10.4), insert(), piece("carphone", 2.1, 4.0), xfade("fadewhite", 0.8),
+        piece("bikes", 7.7, 9.5), cut(), piece("tree", 22.0, 28.0, "flicker"),
     ]},
 }
 
@@ -173,7 +191,7 @@ def build(name, spec, footage, cache):
     if os.path.exists(truth_path):
         truth = json.load(open(truth_path))
         if truth.get("signature") == signature and os.path.exists(clip):
-            return clip, truth
+            return clip, {**truth, "tuned": spec["tuned"]}
 
     transitions, negatives, graph, inputs = [], [], [], []
     length, current, index = 0, None, 0
@@ -283,8 +301,12 @@ def score(truth, detections):
             if n["start"] - 2 <= d["frame"] <= n["end"] + 2:
                 in_negatives[n["kind"]] = in_negatives.get(n["kind"], 0) + 1
                 break
+    missed = [f"{t['label']} at {t['frame']:g}" for t, d in matched if not d]
+    wrong = [f"{t['label']} at {t['frame']:g} found at {d['frame']:.1f} as {d['kind']}" for t, d in matched
+             if d and not (abs(d["frame"] - t["frame"]) <= 2 + 1e-6 and d["kind"] == t["kind"])]
     return {"precision": precision, "recall": recall, "f1": f1, "hits": hits, "false": len(free),
-            "exact": exact, "by_label": by_label, "in_negatives": in_negatives}
+            "exact": exact, "by_label": by_label, "in_negatives": in_negatives, "missed": missed,
+            "false_at": [f"{d['frame']:.1f} ({d['kind']})" for d in free], "wrong": wrong}
 
 
 def main():
@@ -294,6 +316,8 @@ def main():
     parser.add_argument("--footage", required=True)
     parser.add_argument("--clips", default=",".join(CLIPS))
     parser.add_argument("--json", help="also write every figure here")
+    parser.add_argument("--moments-only", action="store_true", help="skip PySceneDetect (while tuning)")
+    parser.add_argument("--detail", action="store_true", help="list moments' misses, false changes and wrong kinds")
     args = parser.parse_args()
 
     results = {}
@@ -305,7 +329,7 @@ def main():
         rows = {}
         found, wall = detect_moments(args.moments, clip)
         rows["moments analyze"] = (score(truth, found), wall)
-        for which in ("content", "adaptive"):
+        for which in () if args.moments_only else ("content", "adaptive"):
             found, wall = detect_pyscenedetect(which, clip)
             rows[f"PySceneDetect {which}"] = (score(truth, found), wall)
         results[name] = {"truth": truth, "ffmpeg_decode": ffmpeg_wall, "rows": rows}
@@ -326,6 +350,10 @@ def main():
             print(f"{label:<24} F1 {s['f1']:.2f}  P {s['precision']:.2f}  R {s['recall']:.2f}  "
                   f"false {s['false']} ({negatives} in hard negatives{': ' + detail if detail else ''})  "
                   f"{wall:6.2f} s ({ffmpeg_wall / wall:.2f}x ffmpeg's decode)  [{kinds}]{exact}")
+            if args.detail and label.startswith("moments"):
+                for what in ("missed", "false_at", "wrong"):
+                    if s[what]:
+                        print(f"    {what.replace('_at', '')}: " + "; ".join(s[what]))
     for tuned in (True, False):
         names = [n for n in results if results[n]["truth"]["tuned"] == tuned]
         if not names:

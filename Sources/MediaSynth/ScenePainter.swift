@@ -53,6 +53,7 @@ struct ScenePainter {
             ox = drift * Double(local) + sway * (0.7 * sin(t * 1.3) + 0.3 * sin(t * 3.7 + 0.5))
             oy = sway * 0.6 * (0.7 * sin(t * 1.1 + 1) + 0.3 * sin(t * 4.3))
         }
+        ox += Double(s.shift)
         let w = Double(video.width), h = Double(video.height)
         let inEvent = video.events.contains { frame >= $0.startFrame && frame < $0.startFrame + $0.frames }
         let t = Double(local) / Double(video.frameRate)
@@ -74,22 +75,44 @@ struct ScenePainter {
                y: UnsafeMutablePointer<UInt8>, yStride: Int,
                u: UnsafeMutablePointer<UInt8>, v: UnsafeMutablePointer<UInt8>, cStride: Int) {
         let start = video.scenes[..<scene].reduce(0) { $0 + $1.frames }
-        let (ox, oy, objects) = layout(scene: scene, local: frame - start, frame: frame)
-        let tile = tiles[scene]
+        let placed = layout(scene: scene, local: frame - start, frame: frame)
+        var ox = placed.ox, objects = placed.objects
+        let oy = placed.oy
+        let look = video.scenes[scene].look ?? scene
+        let tile = tiles[look]
         let n = Self.tileSize, mask = n - 1
         let w = video.width, h = video.height
         let g = Int(max(0, min(1, gain)) * 256)
-        let objectSize = max(4, h / 6)
+        // Effects that move the camera: a whip pan's swing (and its motion blur), a zoom.
+        var zoom = 1.0, blur = 0
+        for effect in video.effects {
+            switch effect.kind {
+            case .flash: break
+            case .whip(let pixels):
+                ox += Int((Double(pixels) * effect.progress(at: frame)).rounded())
+                // Blurred by this frame's own travel.
+                let travel = Double(abs(pixels)) * (effect.progress(at: frame) - effect.progress(at: frame - 1))
+                blur = max(blur, Int(travel / 2))
+            case .zoom(let factor):
+                zoom *= 1 + (factor - 1) * effect.progress(at: frame)
+            }
+        }
+        // Which texel each column and row shows: zoomed about the picture's centre.
+        let columns = (0..<w).map { (Int(((Double($0) - Double(w) / 2) / zoom + Double(w) / 2).rounded(.down)) + ox) & mask }
+        let rows = (0..<h).map { ((Int(((Double($0) - Double(h) / 2) / zoom + Double(h) / 2).rounded(.down)) + oy) & mask) * n }
+        let objectSize = Int(Double(max(4, h / 6)) * zoom)
+        objects = objects.map { (Int((Double($0.x) - Double(w) / 2) * zoom + Double(w) / 2), Int((Double($0.y) - Double(h) / 2) * zoom + Double(h) / 2)) }
         tile.withUnsafeBufferPointer { t in
             for row in 0..<h {
                 let line = y + row * yStride
-                let ty = ((row + oy) & mask) * n
+                let ty = rows[row]
                 for col in 0..<w {
-                    let value = Int(t[ty + ((col + ox) & mask)])
+                    let value = Int(t[ty + columns[col]])
                     line[col] = UInt8(16 + ((value - 16) * g) >> 8)
                 }
             }
         }
+        if blur > 0 { Self.blurRows(y, stride: yStride, width: w, height: h, radius: blur) }
         for (cx, cy) in objects {
             let x0 = max(0, cx - objectSize / 2), x1 = min(w, cx + objectSize / 2)
             let y0 = max(0, cy - objectSize / 2), y1 = min(h, cy + objectSize / 2)
@@ -102,12 +125,40 @@ struct ScenePainter {
             let white = UInt8(16 + (219 * g) >> 8)
             for row in 0..<h { (y + row * yStride).update(repeating: white, count: bar) }
         }
-        let (cu, cv) = chroma[scene]
+        let (cu, cv) = chroma[look]
         let fu = 128 + ((Int(cu) - 128) * g) >> 8, fv = 128 + ((Int(cv) - 128) * g) >> 8
         for row in 0..<((h + 1) / 2) {
             (u + row * cStride).update(repeating: UInt8(fu), count: (w + 1) / 2)
             (v + row * cStride).update(repeating: UInt8(fv), count: (w + 1) / 2)
         }
+    }
+
+    /// A horizontal box blur of `radius` pixels on each row (a fast pan's motion blur).
+    private static func blurRows(_ y: UnsafeMutablePointer<UInt8>, stride: Int, width: Int, height: Int, radius: Int) {
+        var line = [Int](repeating: 0, count: width + 1)
+        for row in 0..<height {
+            let p = y + row * stride
+            for col in 0..<width { line[col + 1] = line[col] + Int(p[col]) }
+            for col in 0..<width {
+                let a = max(0, col - radius), b = min(width, col + radius + 1)
+                p[col] = UInt8((line[b] - line[a]) / (b - a))
+            }
+        }
+    }
+
+    /// How white frame `frame` is washed (0 not at all … 1 all white): fades through white.
+    func whiteness(of frame: Int) -> Double {
+        var start = 0
+        for (index, s) in video.scenes.enumerated() {
+            let end = start + s.frames
+            if index + 1 < video.scenes.count, case .fadeThroughWhite(let n) = video.scenes[index + 1].transitionIn,
+               frame >= end - n / 2, frame < end + n / 2 {
+                let distance = frame < end ? end - frame : frame - end + 1
+                return 1 - Double(distance) / Double(n / 2 + 1)
+            }
+            start = end
+        }
+        return 0
     }
 
     /// What frame `frame` shows: one scene, or two blended, each with a gain.
@@ -131,6 +182,7 @@ struct ScenePainter {
                 }
             case .fadeThroughBlack(let n):
                 if frame < start + n / 2 { return [(scene, 1, Double(frame - start + 1) / Double(n / 2 + 1))] }
+            case .fadeThroughWhite: break
             }
         }
         // Transition out of this scene (boundary at its end).
@@ -146,6 +198,7 @@ struct ScenePainter {
                 }
             case .fadeThroughBlack(let n):
                 if frame >= end - n / 2 { return [(scene, 1, Double(end - frame) / Double(n / 2 + 1))] }
+            case .fadeThroughWhite: break
             }
         }
         return [(scene, 1, 1)]

@@ -76,7 +76,22 @@ extension SyntheticVideo {
         let parts = painter.composition(of: index)
         let (y, ys) = canvas.plane(0), (u, cs) = canvas.plane(1), (v, _) = canvas.plane(2)
         painter.paint(scene: parts[0].scene, frame: index, gain: parts[0].gain * brightness, y: y, yStride: ys, u: u, v: v, cStride: cs)
-        defer { if noise > 0 { addNoise(y, stride: ys, frame: index) } }
+        defer {
+            // Washes towards white: a fade through white, a camera flash.
+            let flash = effects.contains { $0.kind == .flash && index >= $0.startFrame && index < $0.startFrame + $0.frames }
+            let white = max(painter.whiteness(of: index), flash ? 0.6 : 0)
+            if white > 0 {
+                let keep = Int((1 - white) * 256), add = Int(white * 256)
+                for row in 0..<height { for col in 0..<width { y[row * ys + col] = UInt8((Int(y[row * ys + col]) * keep + 235 * add) >> 8) } }
+                for row in 0..<((height + 1) / 2) {
+                    for col in 0..<((width + 1) / 2) {
+                        u[row * cs + col] = UInt8((Int(u[row * cs + col]) * keep + 128 * add) >> 8)
+                        v[row * cs + col] = UInt8((Int(v[row * cs + col]) * keep + 128 * add) >> 8)
+                    }
+                }
+            }
+            if noise > 0 { addNoise(y, stride: ys, frame: index) }
+        }
         guard parts.count == 2 else { return }
         try scratch.makeWritable()
         let (y2, _) = scratch.plane(0), (u2, _) = scratch.plane(1), (v2, _) = scratch.plane(2)

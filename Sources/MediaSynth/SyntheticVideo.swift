@@ -4,7 +4,7 @@ import Media
 /// orientation, audio loudness) is known exactly, because it is made here from this description.
 public struct SyntheticVideo: Sendable {
     /// Bump whenever the writer or painter changes what a description produces (caches key on it).
-    public static let writerVersion = 4
+    public static let writerVersion = 5
 
     public enum Transition: Sendable, Equatable {
         /// The next scene starts on the boundary frame.
@@ -13,6 +13,8 @@ public struct SyntheticVideo: Sendable {
         case dissolve(frames: Int)
         /// The first scene fades to black over `frames / 2` frames, the next fades in over as many.
         case fadeThroughBlack(frames: Int)
+        /// As `fadeThroughBlack`, through white.
+        case fadeThroughWhite(frames: Int)
     }
 
     public enum Camera: Sendable, Equatable {
@@ -34,12 +36,49 @@ public struct SyntheticVideo: Sendable {
         public var transitionIn: Transition
         /// Tone frequency of this scene's soundtrack.
         public var toneHz: Double
+        /// Paint with an earlier scene's texture and colour (the same place filmed again: an insert
+        /// returning to it, or a jump cut); nil gives the scene its own.
+        public var look: Int?
+        /// Camera offset in pixels added to the scene's own motion (a jump cut reframes).
+        public var shift: Int
 
-        public init(frames: Int, camera: Camera = .still, transitionIn: Transition = .cut, toneHz: Double = 220) {
+        public init(frames: Int, camera: Camera = .still, transitionIn: Transition = .cut, toneHz: Double = 220,
+                    look: Int? = nil, shift: Int = 0) {
             self.frames = frames
             self.camera = camera
             self.transitionIn = transitionIn
             self.toneHz = toneHz
+            self.look = look
+            self.shift = shift
+        }
+    }
+
+    /// Something that happens to the picture within a shot and must not be taken for a new shot.
+    public struct Effect: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable {
+            /// A camera flash: the picture washes towards white for the effect's frames.
+            case flash
+            /// A whip pan: the camera swings `pixels` sideways over the effect's frames (speeding up,
+            /// then slowing down), blurred by its motion, and stays there.
+            case whip(pixels: Int)
+            /// A quick zoom in to `factor` times over the effect's frames, held after.
+            case zoom(factor: Double)
+        }
+        public var kind: Kind
+        public var startFrame: Int
+        public var frames: Int
+
+        public init(_ kind: Kind, startFrame: Int, frames: Int) {
+            self.kind = kind
+            self.startFrame = startFrame
+            self.frames = frames
+        }
+
+        /// How far along the effect is at `frame`: 0 before, 1 once done, easing in and out as a
+        /// hand-moved camera does.
+        func progress(at frame: Int) -> Double {
+            let t = max(0, min(1, Double(frame - startFrame + 1) / Double(max(1, frames))))
+            return t * t * (3 - 2 * t)
         }
     }
 
@@ -61,6 +100,7 @@ public struct SyntheticVideo: Sendable {
     public var frameRate: Int
     public var scenes: [Scene]
     public var events: [Event] = []
+    public var effects: [Effect] = []
     public var videoCodec: String = "libx264"
     /// Pixel format the encoder gets (`yuv420p`, `yuv420p10le`, `yuvj420p`, …).
     public var pixelFormat: String = "yuv420p"

@@ -42,7 +42,7 @@ struct SampleCommand: ParsableCommand {
                 switch scene.transitionIn {
                 case .cut: "cut"
                 case .dissolve: "dissolve"
-                case .fadeThroughBlack: "fade"
+                case .fadeThroughBlack, .fadeThroughWhite: "fade"
                 }
             }
             let document: [String: Any] = [

@@ -60,6 +60,54 @@ struct SceneDetectionTests {
         #expect(leanAnalysis.totalFrames == normal.totalFrames)
     }
 
+    /// Hard material, one rule each: what happens inside a shot must not cut it (a flash, a quick
+    /// zoom, a violent shake), and what joins two shots must be found, of its kind, on
+    /// its frame (a two-second dissolve across a keyframe, a fade through white, a jump cut that
+    /// keeps the colours, an insert that returns to the first shot). 320 × 180 at 30 fps, one
+    /// keyframe a second; every expected change follows from the description.
+    static let hardMaterial: [(name: String, video: SyntheticVideo, kinds: [TransitionKind])] = {
+        func video(_ scenes: [SyntheticVideo.Scene], effects: [SyntheticVideo.Effect] = []) -> SyntheticVideo {
+            var v = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: scenes)
+            v.gopSize = 30
+            v.audio = nil
+            v.effects = effects
+            return v
+        }
+        let still = SyntheticVideo.Scene(frames: 150, camera: .still)
+        let next = SyntheticVideo.Scene(frames: 90, camera: .handheld(drift: 0.5, sway: 4))
+        return [
+            // A two-frame flash at 2.33 s, then a cut at 5 s.
+            ("flash", video([still, next], effects: [.init(.flash, startFrame: 70, frames: 2)]), [.cut]),
+            // A zoom to 2.5× over 10 frames at 2 s, held.
+            ("zoom", video([still, next], effects: [.init(.zoom(factor: 2.5), startFrame: 60, frames: 10)]), [.cut]),
+            // A camera shaken by up to 12 px every frame.
+            ("shake", video([.init(frames: 150, camera: .shaky(amplitude: 12)), next]), [.cut]),
+            // A 60-frame dissolve centred on frame 150, a keyframe: it spans GOPs 4 and 5.
+            ("dissolve-2s", video([still, .init(frames: 150, camera: .still, transitionIn: .dissolve(frames: 60))]), [.dissolve]),
+            // A 20-frame fade through white.
+            ("fade-white", video([still, .init(frames: 120, camera: .pan(pixelsPerFrame: 1), transitionIn: .fadeThroughWhite(frames: 20))]), [.fade]),
+            // The same place filmed again, reframed by 64 px: same texture, same colours.
+            ("jump-cut", video([still, .init(frames: 120, camera: .still, look: 0, shift: 64)]), [.cut]),
+            // A → B → A: the insert's two cuts, the second back to the first shot's look.
+            ("insert", video([.init(frames: 120), .init(frames: 60, camera: .pan(pixelsPerFrame: 2)), .init(frames: 120, look: 0, shift: 8)]), [.cut, .cut]),
+        ]
+    }()
+
+    @Test("hard material: each rule on a fixture made for it", arguments: hardMaterial.map(\.name))
+    func hardMaterialRule(name: String) throws {
+        let (_, video, kinds) = try #require(Self.hardMaterial.first { $0.name == name })
+        let path = try Fixtures.path("scene-\(name).mp4", video)
+        let changes = try HighlightEngine().analyze(input: path).changes
+        let described = changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) }
+        #expect(changes.count == kinds.count, "found \(described)")
+        let frame = 1.0 / Double(video.frameRate)
+        for (index, time) in video.boundaryTimes.enumerated() where index < kinds.count {
+            let nearest = try #require(changes.min { abs($0.time - time) < abs($1.time - time) }, "no change near \(time)")
+            #expect(abs(nearest.time - time) <= 2 * frame + 1e-6, "change \(index) at \(nearest.time), expected \(time): \(described)")
+            #expect(nearest.kind == kinds[index], "change \(index) at \(time) is \(nearest.kind)")
+        }
+    }
+
     @Test("decodes sparsely: whole GOPs only around scene changes")
     func decodesSparsely() throws {
         let video = Fixtures.scenes()

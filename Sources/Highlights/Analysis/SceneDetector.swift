@@ -18,249 +18,442 @@ public struct SceneChange: Sendable, Codable, Equatable {
     }
 }
 
-/// Finds scene changes in a run of consecutive decoded frames (in display order).
+/// Finds scene changes in runs of consecutive decoded frames (in display order).
 ///
-/// Hard cuts: a frame-to-frame difference well above an absolute floor *and* several times the
-/// neighbouring differences (the adaptive threshold that keeps a shaky or fast shot in one piece),
-/// unless the frame after it returns to the picture before it (a flash).
-/// Dissolves: a sustained rise in difference whose middle frames are blends of the frames on either
-/// side. Fades: a stretch of near-black frames between two brighter shots.
+/// Frames are compared by *structure and colour*: the luma of each thumbnail normalised to zero
+/// mean and unit contrast (so flicker, a light switched on or an exposure change moves nothing),
+/// plus the chroma. On that difference:
+///
+/// * **Cuts**: a step well above an absolute floor and several times the median step around it
+///   (repeated frames left out), the window long enough that a shaky, zooming or whip-panning
+///   shot raises its own median; a smaller step counts where the shot around it is still (a jump
+///   cut). A step the picture takes back within five frames is a flash, not a cut.
+/// * **Dissolves**: a window of 8–91 frames whose ends are different shots, with no single step
+///   carrying the change, whose every frame is the blend `a + α(b − a)` of its ends (checked on
+///   4 × 4 blocks, so motion inside a shot, which moves content rather than blending it, fails)
+///   with α rising linearly. Of overlapping windows the longest wins; its ramp gives the middle.
+/// * **Fades**: a stretch of black (or white) frames under two seconds, with the ramps into and
+///   out of it, between two different pictures.
 final class SceneDetector {
     struct Settings {
-        var minimumCut = 22.0
-        var adaptiveRatio = 3.0
-        var lookaround = 2
-        var gradualRise = 2.0
-        var minimumGradualSpan = 18.0
-        var maximumBlendResidual = 0.3
+        /// A cut's step (the structure-and-colour difference) and its multiple of the median step around.
+        var minimumCut = 25.0
+        var cutRatio = 3.0
+        /// Where the shot around is still, a smaller step is a cut (a jump cut of a fixed camera).
+        var minimumStillCut = 12.0
+        var stillCutRatio = 8.0
+        /// Frames either side of a step whose steps make its median.
+        var cutWindow = 8
+        /// A step undone within this many frames is a flash.
+        var flashFrames = 5
+        /// Dissolve windows, in frames (the longest spans a three-second dissolve and the frames either side).
+        var dissolveLengths = [8, 10, 12, 15, 20, 25, 30, 40, 50, 61, 75, 91]
+        /// A dissolve's ends must differ by this much…
+        var minimumGradualSpan = 30.0
+        /// …and its frames be blends of the ends: residual per unit of change, and α's largest
+        /// departure from a straight line.
+        var maximumBlendResidual = 0.13
+        var maximumBlendBend = 0.2
         var darkLuma = 30.0
-        var brightLuma = 40.0
-        /// Frames kept at most while a gradual change or a dark stretch is followed (10 s at 30 fps):
-        /// anything longer is no transition, and memory stays bounded on a long dark or changing clip.
-        var maximumHistory = 300
+        var brightLuma = 215.0
+        /// A white frame is flat: its luma varies by less than this.
+        var flatLuma = 12.0
+        /// A fade's black or white stretch lasts less than this (seconds); its ramps at most `fadeRampFrames`.
+        var maximumFadeHold = 2.0
+        var fadeRampFrames = 45
     }
 
     private struct Entry {
         let time: Double
-        let thumb: Thumbnail
-        let score: Double
+        /// Luma normalised to zero mean and unit contrast.
+        let structure: [Float]
+        let u: [UInt8]
+        let v: [UInt8]
+        /// 4 × 4-pixel block means of Y, U and V, for the blend test.
+        let blocks: [Float]
         let luma: Double
-        /// Coarse colour layout: blends of two shots blend it linearly, motion inside a shot barely moves it.
-        let layout: [Float]
-        /// Mean change of the layout from the previous frame.
-        let layoutScore: Double
+        let lumaSpread: Double
+        /// Difference from the previous frame of the run (0 for its first).
+        var step: Double
+    }
+
+    private struct Candidate {
+        var change: SceneChange
+        /// Gradual changes outrank cuts; fades outrank dissolves.
+        var rank: Int
     }
 
     private let settings: Settings
     private var entries: [Entry] = []
-    private var next = 0
-    private(set) var changes: [SceneChange] = []
-    // Gradual transition being followed.
-    private var gradualStart: Int?
-    private var gradualFarthest = 0.0
-    private var gradualFarthestIndex = 0
-    // Dark stretch being followed.
-    private var darkStart: Int?
-    private var darkEnd: Int?
-    private var lastBrightBeforeDark: Double?
-    /// Typical frame-to-frame difference just before this run (from the sparse samples).
+    /// The next entry whose step is judged as a cut (judged once `cutWindow` frames follow it).
+    private var next = 1
+    private var candidates: [Candidate] = []
+    /// The best of the overlapping dissolve windows being followed: (first, last, change).
+    private var dissolveGroup: (first: Int, last: Int, change: SceneChange, length: Int, residual: Double)?
+    /// A black or white stretch being followed: its first and last entry, whether it is dark, and
+    /// whether it is still short enough to be part of a fade.
+    private var extreme: (first: Int, last: Int, dark: Bool, short: Bool)?
+    /// A stretch that ended, waiting for the ramp out of it to end.
+    private var pendingFade: (rampStart: Int, first: Int, last: Int, dark: Bool)?
+    /// How many candidates there were when the run began (nil once entries were trimmed: too late to discard).
+    private var runStartCandidates: Int?
+    /// Typical step just before this run (from the sparse samples), while the run is short.
     private var baselineHint = 0.0
 
-    /// Starts a run of consecutive frames; `baseline` is the usual frame-to-frame difference there.
-    func beginRun(baseline: Double) { baselineHint = baseline }
+    /// `frameInterval`: the video's nominal seconds per frame. Frame counts in `settings` are for
+    /// 24–30 fps and double at 50–60 fps, so a two-second dissolve is followed at 60 fps too. Other
+    /// nominal rates are left as they are: a variable-rate file's is a time base, not a frame rate.
+    init(frameInterval: Double = 1.0 / 30, settings: Settings = Settings()) {
+        var scaled = settings
+        let rate = frameInterval > 0 && frameInterval.isFinite ? 1 / frameInterval : 30
+        let factor = (45.0...65.0).contains(rate) ? 2.0 : 1
+        func scale(_ frames: Int) -> Int { max(1, Int((Double(frames) * factor).rounded())) }
+        scaled.cutWindow = scale(settings.cutWindow)
+        scaled.flashFrames = scale(settings.flashFrames)
+        scaled.fadeRampFrames = scale(settings.fadeRampFrames)
+        scaled.dissolveLengths = settings.dissolveLengths.map { max(4, scale($0)) }
+        self.settings = scaled
+    }
 
-    init(settings: Settings = Settings()) { self.settings = settings }
+    /// Every change found, each kept once: a gradual change absorbs the cuts inside it, and of
+    /// changes closer than 0.4 s the gradual one, else the stronger one, stays.
+    var changes: [SceneChange] {
+        var gradual = candidates.filter { $0.rank > 0 }.sorted { $0.change.time < $1.change.time }
+        // Overlapping gradual changes: the higher rank, then the stronger, stays.
+        var kept: [Candidate] = []
+        for c in gradual {
+            if let last = kept.last, c.change.transitionStart <= last.change.transitionEnd {
+                if (c.rank, c.change.strength) > (last.rank, last.change.strength) { kept[kept.count - 1] = c }
+                continue
+            }
+            kept.append(c)
+        }
+        gradual = kept
+        let slack = 0.07
+        let cuts = candidates.filter { c in
+            c.rank == 0 && !gradual.contains {
+                c.change.time >= $0.change.transitionStart - slack && c.change.time <= $0.change.transitionEnd + slack
+            }
+        }
+        var result: [Candidate] = []
+        for c in (gradual + cuts).sorted(by: { $0.change.time < $1.change.time }) {
+            if let last = result.last, c.change.time - last.change.time < 0.4 {
+                if (c.rank, c.change.strength) > (last.rank, last.change.strength) { result[result.count - 1] = c }
+                continue
+            }
+            result.append(c)
+        }
+        return result.map(\.change)
+    }
+
+    /// Whether a gradual change may still be going on at the last frame pushed: a dissolve window
+    /// ending there, a black or white stretch or its ramp, or the start of one (the last frames blend). The
+    /// scanner then decodes the next GOP too, so the change is measured whole.
+    var isFollowingChange: Bool {
+        let last = entries.count - 1
+        guard last >= 1 else { return false }
+        if let group = dissolveGroup, group.last >= last - 2 { return true }
+        if extreme?.short == true || pendingFade != nil { return true }
+        let back = max(0, last - 10)
+        let drift = Self.difference(entries[back], entries[last])
+        return drift >= 0.5 * settings.minimumGradualSpan && !entries[(back + 1)...last].contains { $0.step > 0.5 * drift }
+            && blendFit(from: back, to: last) != nil
+    }
+
+    /// Whether the run's first frames were already blending towards another picture (a dissolve
+    /// or fade that began before the run).
+    var runBeganMidChange: Bool {
+        guard runStartCandidates != nil, entries.count > 8 else { return false }
+        let drift = Self.difference(entries[0], entries[6])
+        if entries[0].luma < settings.darkLuma || isExtreme(entries[0], dark: false) { return true }
+        return drift >= 0.3 * settings.minimumGradualSpan && !entries[1...6].contains { $0.step > 0.5 * drift }
+            && blendFit(from: 0, to: 6) != nil
+    }
+
+    /// Forgets the current run and what it found, to run it again from an earlier frame.
+    func discardRun() {
+        if let count = runStartCandidates { candidates.removeSubrange(count...) }
+        entries.removeAll()
+        next = 1
+        extreme = nil
+        pendingFade = nil
+        dissolveGroup = nil
+    }
+
+    /// Starts a run of consecutive frames; `baseline` is the usual frame-to-frame difference there.
+    func beginRun(baseline: Double) {
+        baselineHint = baseline
+        runStartCandidates = candidates.count
+    }
 
     func push(time: Double, thumbnail: Thumbnail) {
-        let score = entries.last.map { thumbnail.difference(to: $0.thumb) } ?? 0
-        let layout = thumbnail.signature
-        let layoutScore = entries.last.map { Self.layoutDistance(layout, $0.layout) } ?? 0
-        entries.append(Entry(time: time, thumb: thumbnail, score: score, luma: thumbnail.meanLuma, layout: layout, layoutScore: layoutScore))
-        while next + settings.lookaround < entries.count { evaluate(next); next += 1 }
+        var entry = Self.entry(time: time, thumbnail: thumbnail)
+        if let last = entries.last { entry.step = Self.difference(last, entry) }
+        entries.append(entry)
+        let b = entries.count - 1
+        followExtremes(at: b)
+        findDissolves(endingAt: b)
+        while next + settings.cutWindow < entries.count {
+            judgeCut(next)
+            next += 1
+        }
         trim()
     }
 
     /// Ends the current run (the next frame pushed is not adjacent to the last).
     func endRun() {
-        while next < entries.count { evaluate(next); next += 1 }
-        if gradualStart != nil { closeGradual(at: gradualFarthestIndex) }
+        while next < entries.count {
+            judgeCut(next)
+            next += 1
+        }
+        closeDissolveGroup()
+        if let pending = pendingFade { closeFade(pending, rampEnd: entries.count - 1) }
         entries.removeAll()
-        next = 0
-        gradualStart = nil
-        darkStart = nil
-        darkEnd = nil
-        lastBrightBeforeDark = nil
-    }
-
-    private func trim() {
-        if entries.count > settings.maximumHistory {
-            // Too long to be a dissolve or a fade: stop following it.
-            gradualStart = nil
-            darkStart = nil
-            darkEnd = nil
-            lastBrightBeforeDark = nil
-        }
-        let keep = 90
-        let removable = min(next - settings.lookaround - 1, entries.count - keep, gradualStart ?? .max, darkStart ?? .max)
-        guard removable > 30 else { return }
-        entries.removeFirst(removable)
-        next -= removable
-        gradualStart = gradualStart.map { $0 - removable }
-        gradualFarthestIndex -= removable
-        darkStart = darkStart.map { $0 - removable }
-        darkEnd = darkEnd.map { $0 - removable }
-    }
-
-    private func neighbourMean(_ i: Int) -> Double {
-        var sum = 0.0, count = 0
-        for j in (i - settings.lookaround)...(i + settings.lookaround) where j != i && j >= 1 && j < entries.count {
-            sum += entries[j].score
-            count += 1
-        }
-        return count > 0 ? sum / Double(count) : 0
-    }
-
-    /// Typical layout change per frame just before frame `i` (motion and shake leave it small).
-    private func recentLayoutBaseline(before i: Int) -> Double {
-        let scores = entries[max(1, i - 15)..<i].map(\.layoutScore).sorted()
-        return scores.count >= 5 ? scores[scores.count / 2] : 0.3
-    }
-
-    private func recentBaseline(before i: Int) -> Double {
-        let scores = entries[max(1, i - 15)..<i].map(\.score).sorted()
-        let observed = scores.isEmpty ? 0 : scores[scores.count / 2]
-        return scores.count >= 5 ? observed : max(observed, baselineHint)
-    }
-
-    private func evaluate(_ i: Int) {
-        guard i >= 1 else { return }
-        let e = entries[i]
-        // Fades through black: a dark stretch, then the picture comes back.
-        if e.luma < settings.darkLuma {
-            if darkStart == nil {
-                darkStart = i
-                lastBrightBeforeDark = entries[..<i].last(where: { $0.luma >= settings.brightLuma })?.time
-            }
-            darkEnd = i
-        } else if let start = darkStart, let end = darkEnd {
-            if e.luma >= settings.brightLuma {
-                darkStart = nil
-                darkEnd = nil
-                if let from = lastBrightBeforeDark {
-                    let before = entries[..<start].last(where: { $0.luma >= settings.brightLuma }) ?? entries[max(0, start - 1)]
-                    addChange(SceneChange(time: entries[(start + end) / 2].time, kind: .fade, transitionStart: from,
-                                          transitionEnd: e.time, strength: before.thumb.difference(to: e.thumb)))
-                    gradualStart = nil
-                    return
-                }
-            } else if e.time - entries[end].time > 2 {
-                darkStart = nil  // it never came back: not a fade between two shots
-                darkEnd = nil
-            }
-        }
-        // Hard cuts.
-        let around = neighbourMean(i)
-        if e.score >= settings.minimumCut && e.score >= settings.adaptiveRatio * around {
-            let isFlash = i + 1 < entries.count && entries[i - 1].thumb.difference(to: entries[i + 1].thumb) < 0.5 * e.score
-            if !isFlash && darkStart == nil {
-                gradualStart = nil
-                addChange(SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time, strength: e.score))
-                return
-            }
-        }
-        // Dissolves.
-        // Followed on the colour layout: a blend moves it steadily away from the frame before the
-        // transition until the next shot is whole; shake and motion only jitter it.
-        if let start = gradualStart {
-            let distance = Self.layoutDistance(entries[i].layout, entries[start - 1].layout)
-            if distance > gradualFarthest + 0.5 {
-                gradualFarthest = distance
-                gradualFarthestIndex = i
-            }
-            if i - gradualFarthestIndex >= 3 || e.time - entries[start].time > 3 {
-                closeGradual(at: gradualFarthestIndex)
-            }
-        } else if e.layoutScore > max(0.8, 2 * recentLayoutBaseline(before: i))
-                    && e.score > max(2.5, settings.gradualRise * recentBaseline(before: i)) && darkStart == nil {
-            gradualStart = i
-            gradualFarthest = Self.layoutDistance(e.layout, entries[i - 1].layout)
-            gradualFarthestIndex = i
-        }
-    }
-
-    static func layoutDistance(_ a: [Float], _ b: [Float]) -> Double {
-        zip(a, b).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) } / Double(max(1, a.count))
-    }
-
-    /// Decides whether frames `gradualStart…end` were a dissolve, and where its middle is.
-    private func closeGradual(at end: Int) {
-        guard let start = gradualStart, end > start, start >= 1, end < entries.count else { gradualStart = nil; return }
-        gradualStart = nil
-        let a = entries[start - 1], b = entries[end]
-        let length = end - start
-        let span = a.thumb.difference(to: b.thumb)
-        if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "gradual candidate %.3f–%.3f: %d frames, span %.1f\n", a.time, b.time, length, span).utf8))
-        }
-        guard length >= 3, b.time - a.time <= 3.0, span >= settings.minimumGradualSpan else { return }
-        // Through black: a fade, placed in the middle of its darkest frames.
-        let dark = (start..<end).filter { entries[$0].luma < settings.darkLuma }
-        if let first = dark.first, let last = dark.last {
-            guard a.luma >= settings.brightLuma, b.luma >= settings.brightLuma else { return }
-            addChange(SceneChange(time: entries[(first + last) / 2].time, kind: .fade,
-                                  transitionStart: a.time, transitionEnd: b.time, strength: span))
-            return
-        }
-        // Into or out of black is half of a fade: the dark stretch places that change.
-        if a.luma < settings.brightLuma || b.luma < settings.brightLuma { return }
-        var residuals = 0.0
-        var middle: Double?
-        for k in start..<end {
-            let (alpha, residual) = Self.blend(entries[k].layout, between: a.layout, and: b.layout)
-            residuals += residual
-            if middle == nil && alpha >= 0.5 { middle = entries[k].time }
-        }
-        if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "gradual %.3f–%.3f: %d frames, span %.1f, blend residual %.2f\n",
-                                                       a.time, b.time, length, span, residuals / Double(length)).utf8))
-        }
-        guard residuals / Double(length) <= settings.maximumBlendResidual else { return }
-        addChange(SceneChange(time: middle ?? entries[(start + end) / 2].time, kind: .dissolve,
-                              transitionStart: a.time, transitionEnd: b.time, strength: span))
+        next = 1
+        extreme = nil
+        pendingFade = nil
     }
 
     /// Records a cut found without decoding the frames around it (the encoder put a keyframe on it).
     func addKeyframeCut(time: Double, strength: Double) {
-        addChange(SceneChange(time: time, kind: .cut, transitionStart: time, transitionEnd: time, strength: strength))
+        candidates.append(Candidate(change: SceneChange(time: time, kind: .cut, transitionStart: time, transitionEnd: time,
+                                                        strength: strength), rank: 0))
     }
 
-    /// How well `f` is explained as `a + α(b − a)`: the best α and the residual relative to |b − a|.
-    static func blend(_ f: [Float], between a: [Float], and b: [Float]) -> (alpha: Double, residual: Double) {
-        var dot = 0.0, norm = 0.0, span = 0.0
-        for i in f.indices {
-            let d = Double(b[i] - a[i])
-            dot += Double(f[i] - a[i]) * d
+    // MARK: Features
+
+    private static func entry(time: Double, thumbnail t: Thumbnail) -> Entry {
+        let n = max(1, t.pixelCount)
+        var sum = 0.0, squares = 0.0
+        for value in t.y {
+            let d = Double(value)
+            sum += d
+            squares += d * d
+        }
+        let mean = sum / Double(n)
+        let spread = (max(0, squares / Double(n) - mean * mean)).squareRoot()
+        let scale = Float(1 / (spread + 4))
+        let structure = t.y.map { (Float($0) - Float(mean)) * scale }
+        let bw = t.width / 4, bh = t.height / 4
+        var blocks = [Float](repeating: 0, count: 3 * bw * bh)
+        for row in 0..<(bh * 4) {
+            for col in 0..<(bw * 4) {
+                let i = row * t.width + col, cell = (row / 4) * bw + col / 4
+                blocks[cell] += Float(t.y[i])
+                blocks[bw * bh + cell] += Float(t.u[i])
+                blocks[2 * bw * bh + cell] += Float(t.v[i])
+            }
+        }
+        // Luma blocks around their mean, so a flickering or brightening shot still blends.
+        let blockMean = blocks[0..<(bw * bh)].reduce(0, +) / Float(max(1, 16 * bw * bh))
+        for k in blocks.indices { blocks[k] = blocks[k] / 16 - (k < bw * bh ? blockMean : 0) }
+        return Entry(time: time, structure: structure, u: t.u, v: t.v, blocks: blocks, luma: mean, lumaSpread: spread, step: 0)
+    }
+
+    /// Structure (normalised luma, weighted to the scale of a colour difference) plus chroma: a
+    /// cut between unrelated shots scores 40 or more, a steady shot a few units, a change of
+    /// brightness alone nearly nothing.
+    private static func difference(_ a: Entry, _ b: Entry) -> Double {
+        let n = a.structure.count
+        guard n == b.structure.count, n > 0 else { return 255 }
+        var structure: Float = 0
+        var colour = 0
+        for i in 0..<n {
+            structure += abs(a.structure[i] - b.structure[i])
+            colour += abs(Int(a.u[i]) - Int(b.u[i])) + abs(Int(a.v[i]) - Int(b.v[i]))
+        }
+        return (40 * Double(structure) + Double(colour)) / Double(n)
+    }
+
+    // MARK: Cuts
+
+    private func judgeCut(_ i: Int) {
+        guard i >= 1, i < entries.count else { return }
+        let step = entries[i].step
+        guard step >= settings.minimumStillCut else { return }
+        // Repeated frames (a slower source brought to this rate) say nothing about motion.
+        let window = (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
+            .filter { $0 != i && entries[$0].step >= 0.5 }.map { entries[$0].step }.sorted()
+        var median = window.count >= 3 ? window[window.count / 2] : baselineHint
+        if entries.count - 1 - i < settings.cutWindow / 2 {
+            // The run ends here, so the window is one-sided: a cut must also stand out from the
+            // steps just before it (the end of a whip pan or a burst of motion does not).
+            let recent = entries[max(1, i - 3)..<i].map(\.step).sorted()
+            if !recent.isEmpty { median = max(median, recent[recent.count / 2]) }
+        }
+        let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
+            || (step >= settings.stillCutRatio * median + 3)
+        guard isCut, !isFlash(at: i) else { return }
+        let e = entries[i]
+        candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
+                                                        strength: step), rank: 0))
+    }
+
+    /// The picture before the step comes back within a few frames, or the one after it was there a
+    /// few frames before: a flash (or a flash ending), not a new shot.
+    private func isFlash(at i: Int) -> Bool {
+        let step = entries[i].step
+        for k in 1...settings.flashFrames {
+            if i + k < entries.count && Self.difference(entries[i - 1], entries[i + k]) < 0.5 * step { return true }
+            if i - k - 1 >= 0 && Self.difference(entries[i - k - 1], entries[i]) < 0.5 * step { return true }
+        }
+        return false
+    }
+
+    // MARK: Dissolves
+
+    private func findDissolves(endingAt b: Int) {
+        let end = entries[b]
+        guard end.luma >= settings.darkLuma, end.luma <= settings.brightLuma else { return }
+        if let group = dissolveGroup, b - group.last > settings.dissolveLengths.max() ?? 60 { closeDissolveGroup() }
+        for length in settings.dissolveLengths {
+            let a = b - length
+            guard a >= 0 else { break }
+            let start = entries[a]
+            guard start.luma >= settings.darkLuma, start.luma <= settings.brightLuma else { continue }
+            let span = Self.difference(start, end)
+            guard span >= settings.minimumGradualSpan else { continue }
+            // A single step carrying half of the change is a cut, not a blend.
+            guard !entries[(a + 1)...b].contains(where: { $0.step > 0.5 * span }) else { continue }
+            guard let (residual, alphas) = blendFit(from: a, to: b) else { continue }
+            if let group = dissolveGroup, a > group.last { closeDissolveGroup() }
+            // The ramp: from the last frame still all `a` to the first already all `b`.
+            let rampStart = a + (alphas.lastIndex(where: { $0 <= 0.03 }).map { $0 + 1 } ?? 0)
+            let rampEnd = a + 1 + (alphas.firstIndex(where: { $0 >= 0.97 }) ?? alphas.count)
+            let change = SceneChange(time: (entries[rampStart].time + entries[rampEnd].time) / 2, kind: .dissolve,
+                                     transitionStart: entries[rampStart].time, transitionEnd: entries[rampEnd].time, strength: span)
+            if let group = dissolveGroup {
+                let better = length > group.length || (length == group.length && residual < group.residual)
+                dissolveGroup = (group.first, max(group.last, b), better ? change : group.change,
+                                 better ? length : group.length, better ? residual : group.residual)
+            } else {
+                dissolveGroup = (a, b, change, length, residual)
+            }
+            if VideoScanner.debug {
+                FileHandle.standardError.write(Data(String(format: "dissolve window %.3f–%.3f: span %.1f, residual %.3f\n",
+                                                           start.time, end.time, span, residual).utf8))
+            }
+        }
+    }
+
+    /// How well frames `a+1 … b-1` are blends of `a` and `b`: the mean residual per unit of change,
+    /// and each frame's α; nil when α does not rise in a straight line or the residual is too large.
+    private func blendFit(from a: Int, to b: Int) -> (Double, [Double])? {
+        let first = entries[a].blocks, last = entries[b].blocks
+        var norm = 0.0, span = 0.0
+        for k in first.indices {
+            let d = Double(last[k] - first[k])
             norm += d * d
             span += abs(d)
         }
-        guard norm > 0 else { return (0, 1) }
-        let alpha = max(0, min(1, dot / norm))
-        var residual = 0.0
-        for i in f.indices { residual += abs(Double(f[i]) - (Double(a[i]) + alpha * Double(b[i] - a[i]))) }
-        return (alpha, residual / max(span, 1))
+        guard norm > 0 else { return nil }
+        let length = Double(b - a)
+        var alphas: [Double] = []
+        var residuals = 0.0
+        for m in (a + 1)..<b {
+            let f = entries[m].blocks
+            var dot = 0.0
+            for k in f.indices { dot += Double(f[k] - first[k]) * Double(last[k] - first[k]) }
+            let alpha = max(0, min(1, dot / norm))
+            guard abs(alpha - Double(m - a) / length) <= settings.maximumBlendBend else { return nil }
+            var residual = 0.0
+            for k in f.indices { residual += abs(Double(f[k] - first[k]) - alpha * Double(last[k] - first[k])) }
+            residuals += residual / span
+            alphas.append(alpha)
+        }
+        let mean = residuals / max(1, Double(alphas.count))
+        return mean <= settings.maximumBlendResidual ? (mean, alphas) : nil
     }
 
-    private func addChange(_ change: SceneChange) {
-        // A gradual change can begin with a step large enough to pass for a cut: it replaces that cut.
-        if change.kind != .cut, let last = changes.last, last.kind == .cut,
-           last.time >= change.transitionStart - 0.05, last.time <= change.transitionEnd {
-            changes[changes.count - 1] = change
+    private func closeDissolveGroup() {
+        guard let group = dissolveGroup else { return }
+        dissolveGroup = nil
+        candidates.append(Candidate(change: group.change, rank: 1))
+    }
+
+    /// The structure-and-colour difference of two thumbnails (as between consecutive frames).
+    static func difference(_ a: Thumbnail, _ b: Thumbnail) -> Double {
+        difference(entry(time: 0, thumbnail: a), entry(time: 0, thumbnail: b))
+    }
+
+    /// Mean difference of two colour layouts (`Thumbnail.signature`), 0…255.
+    static func layoutDistance(_ a: [Float], _ b: [Float]) -> Double {
+        zip(a, b).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) } / Double(max(1, a.count))
+    }
+
+    // MARK: Fades
+
+    private func isExtreme(_ e: Entry, dark: Bool) -> Bool {
+        dark ? e.luma < settings.darkLuma : e.luma > settings.brightLuma && e.lumaSpread < settings.flatLuma
+    }
+
+    /// Follows black and white stretches, and the ramps out of them.
+    private func followExtremes(at i: Int) {
+        let e = entries[i]
+        if let pending = pendingFade, i > pending.last + 1 {
+            // The ramp out goes on while the picture keeps leaving black (or white).
+            let previous = entries[i - 1].luma
+            let leaving = pending.dark ? e.luma - previous > 0.5 : previous - e.luma > 0.5
+            if !leaving || i - pending.last > settings.fadeRampFrames {
+                closeFade(pending, rampEnd: i - 1)
+            }
+        }
+        if let stretch = extreme {
+            if isExtreme(e, dark: stretch.dark) {
+                extreme = (stretch.first, i, stretch.dark, stretch.short && e.time - entries[stretch.first].time <= settings.maximumFadeHold)
+                return
+            }
+            extreme = nil
+            // Too long to be a fade, or nothing before it in this run.
+            guard stretch.short, stretch.first >= 1, !isExtreme(entries[stretch.first - 1], dark: stretch.dark) else { return }
+            // The ramp in: back while the picture was heading for black (or white).
+            var rampStart = stretch.first - 1
+            while rampStart > 0 && stretch.first - rampStart < settings.fadeRampFrames {
+                let d = entries[rampStart - 1].luma - entries[rampStart].luma
+                guard stretch.dark ? d > 0.5 : d < -0.5 else { break }
+                rampStart -= 1
+            }
+            pendingFade = (rampStart, stretch.first, stretch.last, stretch.dark)
+            followExtremes(at: i)
             return
         }
-        if let last = changes.last, change.time - last.time < 0.4 {
-            if change.strength > last.strength && last.kind == .cut && change.kind == .cut { changes[changes.count - 1] = change }
-            return
+        if pendingFade == nil, isExtreme(e, dark: true) || isExtreme(e, dark: false), i >= 1 {
+            extreme = (i, i, isExtreme(e, dark: true), true)
         }
-        changes.append(change)
+    }
+
+    private func closeFade(_ fade: (rampStart: Int, first: Int, last: Int, dark: Bool), rampEnd: Int) {
+        pendingFade = nil
+        guard rampEnd > fade.last, rampEnd < entries.count else { return }
+        let a = entries[fade.rampStart], b = entries[rampEnd]
+        let span = Self.difference(a, b)
+        if VideoScanner.debug {
+            FileHandle.standardError.write(Data(String(format: "%@ stretch %.3f–%.3f, ramps %.3f–%.3f: span %.1f\n",
+                                                       fade.dark ? "black" : "white", entries[fade.first].time,
+                                                       entries[fade.last].time, a.time, b.time, span).utf8))
+        }
+        // Out of a picture and back into the same one is a flash or a blink, not a change of shot.
+        guard span >= settings.minimumGradualSpan else { return }
+        candidates.append(Candidate(change: SceneChange(time: (a.time + b.time) / 2, kind: .fade, transitionStart: a.time,
+                                                        transitionEnd: b.time, strength: span), rank: 2))
+    }
+
+    // MARK: Memory
+
+    /// Keeps the frames the judgements still need: the cut window behind `next`, the longest
+    /// dissolve window, and any black stretch and its ramps; at most a few seconds of thumbnails.
+    private func trim() {
+        let needed = [next - settings.cutWindow - settings.flashFrames - 1,
+                      entries.count - 1 - (settings.dissolveLengths.max() ?? 60) - 1,
+                      extreme.flatMap { $0.short ? $0.first - settings.fadeRampFrames - 1 : nil } ?? .max,
+                      pendingFade.map { $0.rampStart } ?? .max].min()!
+        let removable = needed
+        guard removable > 30 else { return }
+        runStartCandidates = nil
+        entries.removeFirst(removable)
+        next -= removable
+        extreme = extreme.map { ($0.first - removable, $0.last - removable, $0.dark, $0.short) }
+        pendingFade = pendingFade.map { ($0.rampStart - removable, $0.first - removable, $0.last - removable, $0.dark) }
+        dissolveGroup = dissolveGroup.map { ($0.first - removable, $0.last - removable, $0.change, $0.length, $0.residual) }
     }
 }

@@ -53,12 +53,13 @@ final class VideoScanner {
     private let denseOptions: Decoder.Options
     private let lean: Bool
     private let thumbnailer: Thumbnailer
-    private let detector = SceneDetector()
+    private let detector: SceneDetector
     private let frame = Frame()
     private let width: Int
     private let nominalInterval: Double
 
     private var current: GOP?
+    private var lastSampled: GOP?
     /// Closed GOPs waiting for the next one's sample before their fate is decided.
     private var awaiting: [GOP] = []
     private var gopCount = 0
@@ -70,6 +71,8 @@ final class VideoScanner {
     private var recentKeyIntervals = RecentValues()
     private var recentActivities = RecentValues()
     private var recentPictureDifferences = RecentValues()
+    private var recentLayoutDistances = RecentValues()
+    private var recentStructureDistances = RecentValues()
     private var lastTime: Double?
 
     private(set) var samples: [SampleFeatures] = []
@@ -95,6 +98,7 @@ final class VideoScanner {
         packets = PacketIndex(stream: stream)
         let nominalInterval = info.nominalFrameInterval
         self.nominalInterval = nominalInterval
+        detector = SceneDetector(frameInterval: nominalInterval)
         // Larger pictures than 8-bit 1080p (10-bit HDR, 4K, 8K): one runner decoding on two slice
         // threads instead of two runners, one decoder's pictures fewer (measured: as fast on
         // 10-bit HEVC with wavefront rows, 40 MB less).
@@ -256,16 +260,40 @@ final class VideoScanner {
             pictureJump = difference >= 20 && difference >= 2 * recentPictureDifferences.quantile(0.25)
             recentPictureDifferences.add(difference)
         }
+        // Two shots of similar colours can share a histogram: the colour layout (where the colours
+        // are) still moves far more across a cut than the quieter GOPs around it.
+        var layoutJump = false
+        if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
+            let layout = SceneDetector.layoutDistance(a.signature, b.signature)
+            layoutJump = layout >= 8 && layout >= 3 * recentLayoutDistances.quantile(0.25)
+            recentLayoutDistances.add(layout)
+            // A jump cut keeps the colours and their layout: the structure still jumps.
+            let structure = SceneDetector.difference(a, b)
+            // Only between still pictures: a pan or a walk changes the structure over a GOP too.
+            let still = (gop.sample?.activity ?? .infinity) <= 3 && (next?.activity ?? .infinity) <= 3
+            layoutJump = layoutJump || (still && structure >= 25 && structure >= 3 * recentStructureDistances.quantile(0.25))
+            recentStructureDistances.add(structure)
+        }
         let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * recentActivities.quantile(0.5))
         // After an early keyframe any real change of picture means a cut there; none means the
         // encoder restarted for another reason (a flash, a burst of motion).
         let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
+        // A gradual change still going on where the last dense GOP ended continues into this one.
+        let continuing = denseActiveThrough == gop.index - 1 && detector.isFollowingChange
         let decision: String
-        if spike || (colourJump && !early) || (changedAtEarlyKey && !calmAfter) {
+        if spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && !calmAfter) || continuing {
             // A cut somewhere inside, or a gradual change: find it frame by frame.
             decision = "decode in full"
+            let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
             try ensureDenseContinuity(for: gop.index)
             for packet in gop.packets { try decodeDense(packet) }
+            if startsRun, let previous = lastSampled, previous.index == gop.index - 1, detector.runBeganMidChange {
+                // A dissolve or fade was already under way at this GOP's keyframe: decode the GOP
+                // before it too, and this one again after it, so the change is measured whole.
+                detector.discardRun()
+                dense?.flush()
+                for packet in previous.packets + gop.packets { try decodeDense(packet) }
+            }
             denseActiveThrough = gop.index
             try releaseLeanDecoder()
         } else if changedAtEarlyKey, let next {
@@ -277,11 +305,14 @@ final class VideoScanner {
             decision = "sampled"
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
         }
+        // The GOP just passed over stays at hand (its packets only) in case the next one finds a
+        // change already under way at its keyframe.
+        lastSampled = decision == "sampled" ? gop : nil
         if Self.debug {
             FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@, early %@: %@\n",
+                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@, early %@, continuing %@: %@\n",
                 gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no",
-                early ? "yes" : "no", decision).utf8))
+                early ? "yes" : "no", continuing ? "yes" : "no", decision).utf8))
         }
     }
 
