@@ -118,17 +118,15 @@ final class SceneDetector {
     /// Every change found, each kept once: a gradual change absorbs the cuts inside it, and of
     /// changes closer than 0.4 s the gradual one, else the stronger one, stays.
     var changes: [SceneChange] {
-        var gradual = candidates.filter { $0.rank > 0 }.sorted { $0.change.time < $1.change.time }
         // Overlapping gradual changes: the higher rank, then the stronger, stays.
-        var kept: [Candidate] = []
-        for c in gradual {
-            if let last = kept.last, c.change.transitionStart <= last.change.transitionEnd {
-                if (c.rank, c.change.strength) > (last.rank, last.change.strength) { kept[kept.count - 1] = c }
+        var gradual: [Candidate] = []
+        for c in candidates.filter({ $0.rank > 0 }).sorted(by: { $0.change.time < $1.change.time }) {
+            if let last = gradual.last, c.change.transitionStart <= last.change.transitionEnd {
+                if (c.rank, c.change.strength) > (last.rank, last.change.strength) { gradual[gradual.count - 1] = c }
                 continue
             }
-            kept.append(c)
+            gradual.append(c)
         }
-        gradual = kept
         let slack = 0.07
         let cuts = candidates.filter { c in
             c.rank == 0 && !gradual.contains {
@@ -443,11 +441,10 @@ final class SceneDetector {
     /// Keeps the frames the judgements still need: the cut window behind `next`, the longest
     /// dissolve window, and any black stretch and its ramps; at most a few seconds of thumbnails.
     private func trim() {
-        let needed = [next - settings.cutWindow - settings.flashFrames - 1,
+        let removable = [next - settings.cutWindow - settings.flashFrames - 1,
                       entries.count - 1 - (settings.dissolveLengths.max() ?? 60) - 1,
                       extreme.flatMap { $0.short ? $0.first - settings.fadeRampFrames - 1 : nil } ?? .max,
                       pendingFade.map { $0.rampStart } ?? .max].min()!
-        let removable = needed
         guard removable > 30 else { return }
         runStartCandidates = nil
         entries.removeFirst(removable)

@@ -295,19 +295,22 @@ final class VideoScanner {
                 for packet in previous.packets + gop.packets { try decodeDense(packet) }
             }
             denseActiveThrough = gop.index
+            lastSampled = nil
             try releaseLeanDecoder()
         } else if changedAtEarlyKey, let next {
             // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
             decision = "cut on the next keyframe"
+            lastSampled = nil
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
             detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
         } else {
             decision = "sampled"
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
+            // Kept at hand (its packets only) in case the next GOP finds a change already under
+            // way at its keyframe.
+            lastSampled = gop
         }
-        // The GOP just passed over stays at hand (its packets only) in case the next one finds a
-        // change already under way at its keyframe.
-        lastSampled = decision == "sampled" ? gop : nil
+
         if Self.debug {
             FileHandle.standardError.write(Data(String(
                 format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@, early %@, continuing %@: %@\n",
