@@ -53,6 +53,27 @@ public final class Decoder {
         avcodec_free_context(&p)
     }
 
+    /// Attach motion vectors to the frames decoded from now on.
+    public var exportsMotionVectors: Bool {
+        get { context.pointee.export_side_data & Int32(AV_CODEC_EXPORT_DATA_MVS) != 0 }
+        set {
+            if newValue {
+                context.pointee.export_side_data |= Int32(AV_CODEC_EXPORT_DATA_MVS)
+                context.pointee.flags2 |= AV_CODEC_FLAG2_EXPORT_MVS
+            } else {
+                context.pointee.export_side_data &= ~Int32(AV_CODEC_EXPORT_DATA_MVS)
+                context.pointee.flags2 &= ~AV_CODEC_FLAG2_EXPORT_MVS
+            }
+        }
+    }
+
+    /// Skip pictures no other picture refers to (most B pictures), for a quick pass over the
+    /// anchors; may be switched between packets.
+    public var skipsNonReferencePictures: Bool {
+        get { context.pointee.skip_frame == AVDISCARD_NONREF }
+        set { context.pointee.skip_frame = newValue ? AVDISCARD_NONREF : AVDISCARD_DEFAULT }
+    }
+
     /// Forgets all buffered state so decoding can restart at a keyframe (after a seek or a drain).
     public func flush() { avcodec_flush_buffers(context) }
 

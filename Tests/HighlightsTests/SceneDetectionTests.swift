@@ -80,6 +80,9 @@ struct SceneDetectionTests {
             ("flash", video([still, next], effects: [.init(.flash, startFrame: 70, frames: 2)]), [.cut]),
             // A zoom to 2.5× over 10 frames at 2 s, held.
             ("zoom", video([still, next], effects: [.init(.zoom(factor: 2.5), startFrame: 60, frames: 10)]), [.cut]),
+            // A whip pan: the camera swings 320 px (a picture's width) over 8 eased frames at 2 s,
+            // motion-blurred by each frame's travel, and stops sharp.
+            ("whip", video([still, next], effects: [.init(.whip(pixels: 320), startFrame: 60, frames: 8)]), [.cut]),
             // A camera shaken by up to 12 px every frame.
             ("shake", video([.init(frames: 150, camera: .shaky(amplitude: 12)), next]), [.cut]),
             // A 60-frame dissolve centred on frame 150, a keyframe: it spans GOPs 4 and 5.

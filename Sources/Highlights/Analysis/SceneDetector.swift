@@ -42,6 +42,8 @@ final class SceneDetector {
         /// Where the shot around is still, a smaller step is a cut (a jump cut of a fixed camera).
         var minimumStillCut = 12.0
         var stillCutRatio = 8.0
+        /// A step between pictures whose sharpness differs by this ratio is checked for a change of focus.
+        var sharpeningRatio = 1.5
         /// Frames either side of a step whose steps make its median.
         var cutWindow = 8
         /// A step undone within this many frames is a flash.
@@ -54,6 +56,8 @@ final class SceneDetector {
         /// departure from a straight line.
         var maximumBlendResidual = 0.13
         var maximumBlendBend = 0.2
+        /// …and differ by this many times the change over as many frames before the window.
+        var dissolveMotionRatio = 1.5
         var darkLuma = 30.0
         var brightLuma = 215.0
         /// A white frame is flat: its luma varies by less than this.
@@ -73,6 +77,8 @@ final class SceneDetector {
         let blocks: [Float]
         let luma: Double
         let lumaSpread: Double
+        /// The thumbnail's width, to read `structure` as a picture.
+        let width: Int
         /// Difference from the previous frame of the run (0 for its first).
         var step: Double
     }
@@ -157,6 +163,20 @@ final class SceneDetector {
         return drift >= 0.5 * settings.minimumGradualSpan && !entries[(back + 1)...last].contains { $0.step > 0.5 * drift }
             && blendFit(from: back, to: last) != nil
     }
+
+    /// Whether the run could end at the last frame pushed and lose nothing: every step large enough
+    /// to be a cut has been judged with its frames on both sides, and no gradual change is under way.
+    var isSettled: Bool {
+        guard entries.count > settings.cutWindow, extreme == nil, pendingFade == nil else { return false }
+        if entries[next...].contains(where: { $0.step >= settings.minimumStillCut }) { return false }
+        return !isFollowingChange
+    }
+
+    /// Frames pushed since the run began (or since the oldest kept one).
+    var runLength: Int { entries.count }
+
+    /// Changes found so far, a dissolve still being followed included.
+    var changeCount: Int { candidates.count + (dissolveGroup == nil ? 0 : 1) }
 
     /// Whether the run's first frames were already blending towards another picture (a dissolve
     /// or fade that began before the run).
@@ -245,7 +265,8 @@ final class SceneDetector {
         // Luma blocks around their mean, so a flickering or brightening shot still blends.
         let blockMean = blocks[0..<(bw * bh)].reduce(0, +) / Float(max(1, 16 * bw * bh))
         for k in blocks.indices { blocks[k] = blocks[k] / 16 - (k < bw * bh ? blockMean : 0) }
-        return Entry(time: time, structure: structure, u: t.u, v: t.v, blocks: blocks, luma: mean, lumaSpread: spread, step: 0)
+        return Entry(time: time, structure: structure, u: t.u, v: t.v, blocks: blocks, luma: mean, lumaSpread: spread,
+                     width: t.width, step: 0)
     }
 
     /// Structure (normalised luma, weighted to the scale of a colour difference) plus chroma: a
@@ -281,7 +302,7 @@ final class SceneDetector {
         }
         let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
             || (step >= settings.stillCutRatio * median + 3)
-        guard isCut, !isFlash(at: i) else { return }
+        guard isCut, !isFlash(at: i), !isSharpening(at: i) else { return }
         let e = entries[i]
         candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
                                                         strength: step), rank: 0))
@@ -296,6 +317,58 @@ final class SceneDetector {
             if i - k - 1 >= 0 && Self.difference(entries[i - k - 1], entries[i]) < 0.5 * step { return true }
         }
         return false
+    }
+
+    /// The step is one picture coming into (or going out of) focus: a whip pan or a zoom ending
+    /// sharp, a focus pull. The sharper picture, blurred as much as the other, is close to it; a
+    /// cut to a blurred shot still differs in its coarse structure and colours.
+    private func isSharpening(at i: Int) -> Bool {
+        var a = entries[i - 1], b = entries[i]
+        let (sharpA, sharpB) = (Self.sharpness(a), Self.sharpness(b))
+        guard max(sharpA, sharpB) >= settings.sharpeningRatio * min(sharpA, sharpB) else { return false }
+        if sharpA < sharpB { swap(&a, &b) }
+        // Blur the sharper one until it is no sharper than the other (at most a few passes).
+        var blurred = a
+        for _ in 0..<4 where Self.sharpness(blurred) > 1.1 * Self.sharpness(b) { blurred = Self.boxBlurred(blurred) }
+        return Self.difference(blurred, b) < 0.5 * entries[i].step
+    }
+
+    /// Mean absolute horizontal and vertical gradient of the normalised luma.
+    private static func sharpness(_ e: Entry) -> Double {
+        let w = e.width, h = e.structure.count / max(1, w)
+        guard w > 1, h > 1 else { return 0 }
+        var sum: Float = 0
+        for row in 0..<(h - 1) {
+            for col in 0..<(w - 1) {
+                let k = row * w + col
+                sum += abs(e.structure[k + 1] - e.structure[k]) + abs(e.structure[k + w] - e.structure[k])
+            }
+        }
+        return Double(sum) / Double((w - 1) * (h - 1))
+    }
+
+    /// The entry with its normalised luma and chroma smoothed by a 3 × 3 box.
+    private static func boxBlurred(_ e: Entry) -> Entry {
+        let w = e.width, h = e.structure.count / max(1, w)
+        func blur<T>(_ values: [T], _ value: (T) -> Float, _ make: (Float) -> T) -> [T] {
+            var out = values
+            for row in 0..<h {
+                for col in 0..<w {
+                    var sum: Float = 0, count: Float = 0
+                    for dy in -1...1 where row + dy >= 0 && row + dy < h {
+                        for dx in -1...1 where col + dx >= 0 && col + dx < w {
+                            sum += value(values[(row + dy) * w + col + dx])
+                            count += 1
+                        }
+                    }
+                    out[row * w + col] = make(sum / count)
+                }
+            }
+            return out
+        }
+        return Entry(time: e.time, structure: blur(e.structure, { $0 }, { $0 }),
+                     u: blur(e.u, { Float($0) }, { UInt8($0.rounded()) }), v: blur(e.v, { Float($0) }, { UInt8($0.rounded()) }),
+                     blocks: e.blocks, luma: e.luma, lumaSpread: e.lumaSpread, width: e.width, step: e.step)
     }
 
     // MARK: Dissolves
@@ -314,6 +387,9 @@ final class SceneDetector {
             // A single step carrying half of the change is a cut, not a blend.
             guard !entries[(a + 1)...b].contains(where: { $0.step > 0.5 * span }) else { continue }
             guard let (residual, alphas) = blendFit(from: a, to: b) else { continue }
+            // Motion inside one shot can pass for a blend over a short window: a dissolve's ends
+            // differ by clearly more than the shot moved over as many frames just before it.
+            if a - length >= 0 && Self.difference(entries[a - length], start) * settings.dissolveMotionRatio > span { continue }
             if let group = dissolveGroup, a > group.last { closeDissolveGroup() }
             // The ramp: from the last frame still all `a` to the first already all `b`.
             let rampStart = a + (alphas.lastIndex(where: { $0 <= 0.03 }).map { $0 + 1 } ?? 0)

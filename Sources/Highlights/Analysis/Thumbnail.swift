@@ -27,16 +27,20 @@ struct Thumbnail: Sendable {
 
     /// Colour histogram distance (0 same colours … 1 disjoint), blind to where things are, so a
     /// pan or shake within one scene scores low while a change of scene scores high.
-    func histogramDistance(to other: Thumbnail) -> Double {
-        func distance(_ a: [UInt8], _ b: [UInt8], bins: Int) -> Double {
+    /// `aligningBrightness`: the luma histograms are compared as they are and with their means
+    /// aligned, and the nearer comparison counts, so flicker or a light switched on moves nothing.
+    func histogramDistance(to other: Thumbnail, aligningBrightness: Bool = false) -> Double {
+        func distance(_ a: [UInt8], _ b: [UInt8], bins: Int, shift: Int = 0) -> Double {
             var ha = [Int](repeating: 0, count: bins), hb = [Int](repeating: 0, count: bins)
             for value in a { ha[Int(value) * bins / 256] += 1 }
-            for value in b { hb[Int(value) * bins / 256] += 1 }
+            for value in b { hb[min(255, max(0, Int(value) + shift)) * bins / 256] += 1 }
             let total = Double(max(1, a.count))
             return zip(ha, hb).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) } / (2 * total)
         }
         guard other.pixelCount == pixelCount else { return 1 }
-        return (distance(y, other.y, bins: 32) + distance(u, other.u, bins: 16) + distance(v, other.v, bins: 16)) / 3
+        var luma = distance(y, other.y, bins: 32)
+        if aligningBrightness { luma = min(luma, distance(y, other.y, bins: 32, shift: Int((meanLuma - other.meanLuma).rounded()))) }
+        return (luma + distance(u, other.u, bins: 16) + distance(v, other.v, bins: 16)) / 3
     }
 
     var meanLuma: Double { Double(y.reduce(0) { $0 + Int($1) }) / Double(max(1, pixelCount)) }

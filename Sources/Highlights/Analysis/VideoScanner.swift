@@ -27,8 +27,10 @@ final class VideoScanner {
         var keyframeDistanceFloor = 0.12
         var keyframeDistanceRatio = 2.5
         var packetSpikeRatio = 2.5
+        /// …and this times the median spike ratio of recent GOPs.
+        var spikeRecurrenceRatio = 1.5
         /// GOPs sampled ahead of the one being decided, and the compressed bytes they may hold.
-        var pipelineDepth = 4
+        var pipelineDepth = 8
         var pipelineBytes = 64 << 20
     }
 
@@ -65,14 +67,21 @@ final class VideoScanner {
     private var gopCount = 0
     private var denseActiveThrough: Int?
     private var denseContinuous = false
+    /// The dense decoder exports motion vectors only while it stands in for the sample runs (long GOPs).
+    private var denseMotion = false
     private var lastDenseSampleTime = -Double.infinity
     private var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
+    /// Frames shown before this time are anchors of a quick pass, not part of the detector's run.
+    private var densePushFrom = -Double.infinity
+    /// Packets the detector needs before a change to judge it: its cut window and a few for reordering.
+    private let detectorLookBack = 14
     private var recentKeyDistances = RecentValues()
     private var recentKeyIntervals = RecentValues()
     private var recentActivities = RecentValues()
     private var recentPictureDifferences = RecentValues()
     private var recentLayoutDistances = RecentValues()
     private var recentStructureDistances = RecentValues()
+    private var recentSpikeRatios = RecentValues()
     private var lastTime: Double?
 
     private(set) var samples: [SampleFeatures] = []
@@ -155,6 +164,7 @@ final class VideoScanner {
             current!.sample = take(current!.job)
             try settleAwaiting(before: current!.sample)
             try ensureDenseContinuity(for: current!.index)
+            denseMotion = true
             for buffered in current!.packets { try decodeDense(buffered) }
             current!.packets.removeAll()
             current!.denseDecoded = true
@@ -199,6 +209,7 @@ final class VideoScanner {
             awaiting.append(previous)
         }
         denseContinuous = false
+        denseMotion = false
         current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet), bytes: packet.size)
         gopCount += 1
         if settings.sampleRunPackets == 0 { current!.job.submit(to: runner(for: current!.index)) }
@@ -233,7 +244,7 @@ final class VideoScanner {
         if gop.denseDecoded { return }
         var distance = 0.0, typicalDistance = 0.0
         if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
-            distance = a.histogramDistance(to: b)
+            distance = a.histogramDistance(to: b, aligningBrightness: true)
             // The quieter end of recent distances: in fast-cut footage most GOPs hold a cut, so the
             // median would be a cut's distance, not a steady shot's.
             typicalDistance = recentKeyDistances.quantile(0.25)
@@ -243,13 +254,35 @@ final class VideoScanner {
             || (distance >= settings.keyframeDistanceFloor && distance >= settings.keyframeDistanceRatio * typicalDistance)
         // A cut inside a GOP is coded as a (nearly) intra picture: a packet several times the GOP's
         // other large packets (its P pictures: the 90th percentile, above every B picture).
+        // Some sources spike in every GOP (a camera's own intra refresh, a transcoded file's old
+        // keyframes): a spike counts only where it stands out from the recent GOPs' spikes too.
         var spike = false
+        var spikeIndex = 0
+        var spikeRatio = 0.0
         if gop.packets.count > 4 {
-            let sizes = gop.packets.dropFirst().map(\.size).sorted()
-            let largest = sizes.last!
-            let others = sizes.dropLast()
+            spikeIndex = gop.packets.indices.dropFirst().max { gop.packets[$0].size < gop.packets[$1].size }!
+            let largest = gop.packets[spikeIndex].size
+            let others = gop.packets.indices.dropFirst().filter { $0 != spikeIndex }.map { gop.packets[$0].size }.sorted()
             let upper = others[min(others.count - 1, others.count * 9 / 10)]
-            spike = largest >= Int(settings.packetSpikeRatio * Double(max(upper, 1))) && largest * 6 >= gop.packets[0].size
+            spikeRatio = Double(largest) / Double(max(upper, 1))
+            spike = spikeRatio >= settings.packetSpikeRatio && largest * 6 >= gop.packets[0].size
+                && spikeRatio >= settings.spikeRecurrenceRatio * recentSpikeRatios.quantile(0.5)
+            recentSpikeRatios.add(spikeRatio)
+        }
+        // Where a cut inside the GOP most likely is: the packet largest for its class (reference or
+        // not) against the class's median: a cut's first picture is coded mostly intra.
+        var hintIndex = 0, hintRatio = 0.0
+        if gop.packets.count > 6, let bitstream = stream.bitstream {
+            let classes = gop.packets.map { bitstream.isReferencePicture($0.bytes) ?? true }
+            for reference in [true, false] {
+                let sizes = gop.packets.indices.dropFirst().filter { classes[$0] == reference }.map { gop.packets[$0].size }.sorted()
+                guard sizes.count >= 3 else { continue }
+                let median = Double(max(1, sizes[sizes.count / 2]))
+                for k in gop.packets.indices.dropFirst() where classes[k] == reference && Double(gop.packets[k].size) / median > hintRatio {
+                    hintRatio = Double(gop.packets[k].size) / median
+                    hintIndex = k
+                }
+            }
         }
         // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
         let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
@@ -281,23 +314,38 @@ final class VideoScanner {
         // A gradual change still going on where the last dense GOP ended continues into this one.
         let continuing = denseActiveThrough == gop.index - 1 && detector.isFollowingChange
         let decision: String
-        if spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && !calmAfter) || continuing {
+        // Only new colours make the encoder's keyframe a cut to trust without looking: a changed
+        // structure alone may be the end of a whip pan or a zoom.
+        let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceFloor
+        if spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing {
             // A cut somewhere inside, or a gradual change: find it frame by frame.
-            decision = "decode in full"
             let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
             try ensureDenseContinuity(for: gop.index)
-            for packet in gop.packets { try decodeDense(packet) }
-            if startsRun, let previous = lastSampled, previous.index == gop.index - 1, detector.runBeganMidChange {
-                // A dissolve or fade was already under way at this GOP's keyframe: decode the GOP
-                // before it too, and this one again after it, so the change is measured whole.
+            // The GOP before, kept in case a dissolve or fade was already under way at this keyframe.
+            let before = startsRun ? lastSampled.flatMap { $0.index == gop.index - 1 ? $0 : nil } : nil
+            // The change a spike points at is placed once its frame has been shown and judged.
+            let spikeTime = spike ? gop.packets[spikeIndex].pts.map(stream.seconds) ?? .infinity : -Double.infinity
+            // Keyframes alike at both ends: the spike is the only thing to look at (a short insert,
+            // a flash, or nothing). The anchors before it are decoded, the run starts a cut window
+            // before it, and it ends as soon as the spike has been judged.
+            let endsAlike = gop.sample.flatMap { a in next.map { looksAlike(a.thumbnail, $0.thumbnail) } } ?? false
+            let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - detectorLookBack) : 0
+            var ending = try decodeDense(gop.packets[...], towards: next, after: spikeTime, anchorsUntil: anchorsUntil,
+                                         settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0)
+            if ending == .beganMidChange, let before {
+                // Decode the GOP before it too, and this one again after it, so the change is measured whole.
                 detector.discardRun()
                 dense?.flush()
-                for packet in previous.packets + gop.packets { try decodeDense(packet) }
+                ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: spikeTime, anchorsUntil: 0,
+                                         settledAtStart: false, checkingStart: false)
             }
-            denseActiveThrough = gop.index
+            decision = ending == .stopped ? "decoded until the change was placed" : "decode in full"
             lastSampled = nil
-            try releaseLeanDecoder()
-        } else if changedAtEarlyKey, let next {
+            if ending != .stopped {
+                denseActiveThrough = gop.index
+                try releaseLeanDecoder()
+            }
+        } else if trustedEarlyKey, let next {
             // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
             decision = "cut on the next keyframe"
             lastSampled = nil
@@ -313,13 +361,70 @@ final class VideoScanner {
 
         if Self.debug {
             FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@, early %@, continuing %@: %@\n",
-                gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no",
+                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d), hint %.1f at %.3f, early %@, continuing %@: %@\n",
+                gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex,
+                hintRatio, gop.packets[hintIndex].pts.map(stream.seconds) ?? -1,
                 early ? "yes" : "no", continuing ? "yes" : "no", decision).utf8))
         }
     }
 
     // MARK: Dense decoding
+
+    private enum DenseEnding { case whole, stopped, beganMidChange }
+
+    /// Decodes a GOP's packets frame by frame into the detector. Once a change has been found (or
+    /// `settledAtStart`: there was nothing to find between the GOP's keyframes but the spike),
+    /// every large step has been judged, no gradual change is under way, the spike's frame (at
+    /// `spikeTime`) is behind, and the picture already looks like the next keyframe (no trigger
+    /// would fire between the two), the rest of the GOP holds no change: the run ends there
+    /// (`.stopped`). Otherwise the GOP is decoded to its end: the keyframes' difference may be a
+    /// slow dissolve that no stretch of it shows.
+    ///
+    /// Packets before `anchorsUntil` are decoded without their non-reference pictures, and the run
+    /// starts at the first frame after which none is missing.
+    /// `checkingStart`: stop with `.beganMidChange` when the run's first frames were already in a
+    /// dissolve or fade.
+    private func decodeDense(_ packets: ArraySlice<Packet>, towards next: VideoSample?, after spikeTime: Double,
+                             anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool) throws -> DenseEnding {
+        var checkingStart = checkingStart
+        let changesBefore = detector.changeCount
+        if anchorsUntil > 0 {
+            // Every frame shown after the last skippable one is decoded: pictures are shown in
+            // order, and each packet from `anchorsUntil` on is decoded whole.
+            densePushFrom = packets.prefix(anchorsUntil).compactMap { $0.pts.map(stream.seconds) }.max().map { $0 + 0.5 * nominalInterval }
+                ?? -.infinity
+        }
+        defer {
+            densePushFrom = -.infinity
+            dense?.skipsNonReferencePictures = false
+        }
+        for (k, packet) in packets.enumerated() {
+            if let dense { dense.skipsNonReferencePictures = k > 0 && k < anchorsUntil }
+            try decodeDense(packet)
+            if checkingStart && detector.runLength > 8 {
+                checkingStart = false
+                if detector.runBeganMidChange { return .beganMidChange }
+            }
+            guard !checkingStart, k < packets.count - 1, settledAtStart || detector.changeCount > changesBefore, let next,
+                  let last = lastDenseThumbnail, last.time > spikeTime, detector.isSettled,
+                  looksAlike(last.thumb, next.thumbnail) else { continue }
+            detector.endRun()
+            dense?.flush()
+            if lean { dense = nil }
+            denseActiveThrough = nil
+            lastDenseThumbnail = nil
+            return .stopped
+        }
+        return .whole
+    }
+
+    /// Two pictures between which none of the GOP triggers would fire: colours, their layout and
+    /// the structure all close.
+    private func looksAlike(_ a: Thumbnail, _ b: Thumbnail) -> Bool {
+        a.histogramDistance(to: b, aligningBrightness: true) < settings.keyframeDistanceFloor
+            && SceneDetector.layoutDistance(a.signature, b.signature) < 8
+            && SceneDetector.difference(a, b) < 25
+    }
 
     private func ensureDenseContinuity(for index: Int) throws {
         if let through = denseActiveThrough, through == index - 1 || through == index { return }
@@ -332,6 +437,7 @@ final class VideoScanner {
     private func decodeDense(_ packet: Packet) throws {
         let decoder = try dense ?? Decoder(stream: stream, options: denseOptions)
         dense = decoder
+        decoder.exportsMotionVectors = denseMotion
         try decoder.decode(packet, into: frame) { try collectDenseFrame($0) }
     }
 
@@ -349,6 +455,7 @@ final class VideoScanner {
         decodedFrames += 1
         guard let ticks = frame.timestamp else { return }
         let t = stream.seconds(ticks)
+        guard t >= densePushFrom else { return }
         let thumb = try thumbnailer.thumbnail(of: frame)
         detector.push(time: t, thumbnail: thumb)
         if denseContinuous && t - lastDenseSampleTime >= 0.5 {
