@@ -75,26 +75,6 @@ public struct Bitstream: Sendable, Equatable {
         return kind
     }
 
-    /// Whether other pictures may refer to the access unit's picture (H.264 `nal_ref_idc` ≠ 0; HEVC
-    /// not a sub-layer non-reference type); nil when no picture NAL unit could be read.
-    public func isReferencePicture(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool? {
-        var reference: Bool?
-        forEachNAL(in: bytes) { offset, _ in
-            let header = bytes[offset]
-            switch codec {
-            case .h264:
-                guard (1...5).contains(header & 0x1F) else { return true }
-                reference = header >> 5 & 3 != 0
-            case .hevc:
-                let type = (header >> 1) & 0x3F
-                guard type < 32 else { return true }
-                reference = !(type <= 14 && type % 2 == 0)
-            }
-            return false
-        }
-        return reference
-    }
-
     /// Rewrites every HEVC CRA slice NAL unit in `bytes` as BLA_W_LP (type 21 → 16): the slice
     /// headers of the two are the same, so the change is one byte per slice. A decoder then drops
     /// the RASL pictures that would follow and starts cleanly here. Returns how many were rewritten.

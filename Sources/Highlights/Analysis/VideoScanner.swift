@@ -217,26 +217,33 @@ final class VideoScanner {
         // runners always have a keyframe to decode while this thread demuxes and decodes densely.
         while awaiting.count > settings.pipelineDepth
                 || (awaiting.count >= 2 && awaiting.reduce(0, { $0 + $1.bytes }) > settings.pipelineBytes) {
-            var gop = awaiting.removeFirst()
-            if gop.sample == nil { gop.sample = take(gop.job) }
-            if awaiting[0].sample == nil { awaiting[0].sample = take(awaiting[0].job) }
-            try finalize(gop, next: awaiting[0].sample)
+            let gop = awaiting.removeFirst()
+            try finalize(gop, next: sampledAwaiting(0), afterNext: sampledAwaiting(1))
         }
     }
 
     /// Decides every waiting GOP; the last of them is followed by a GOP sampled as `next`.
     private func settleAwaiting(before next: VideoSample?) throws {
         while !awaiting.isEmpty {
-            var gop = awaiting.removeFirst()
-            if gop.sample == nil { gop.sample = take(gop.job) }
-            if !awaiting.isEmpty && awaiting[0].sample == nil { awaiting[0].sample = take(awaiting[0].job) }
-            try finalize(gop, next: awaiting.first?.sample ?? next)
+            let gop = awaiting.removeFirst()
+            try finalize(gop, next: awaiting.isEmpty ? next : sampledAwaiting(0),
+                         afterNext: awaiting.count > 1 ? sampledAwaiting(1) : awaiting.isEmpty ? nil : next)
         }
     }
 
+    /// The sample of the `index`th waiting GOP (all of them are closed, so their runs are submitted).
+    private func sampledAwaiting(_ index: Int) -> VideoSample? {
+        guard index < awaiting.count else { return nil }
+        if awaiting[index].sample == nil { awaiting[index].sample = take(awaiting[index].job) }
+        return awaiting[index].sample
+    }
+
     /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
-    /// `next` is the sample of the keyframe that ends it (nil at the end of the video).
-    private func finalize(_ gop: GOP, next: VideoSample?) throws {
+    /// `next` is the sample of the keyframe that ends it (nil at the end of the video), `afterNext`
+    /// the one after that when it has been sampled.
+    private func finalize(_ gop: GOP, next: VideoSample?, afterNext: VideoSample? = nil) throws {
+        var gop = gop
+        if gop.sample == nil { gop.sample = take(gop.job) }
         if let sample = gop.sample {
             samples.append(sample.features)
             if let activity = sample.activity { recentActivities.add(activity) }
@@ -269,21 +276,6 @@ final class VideoScanner {
                 && spikeRatio >= settings.spikeRecurrenceRatio * recentSpikeRatios.quantile(0.5)
             recentSpikeRatios.add(spikeRatio)
         }
-        // Where a cut inside the GOP most likely is: the packet largest for its class (reference or
-        // not) against the class's median: a cut's first picture is coded mostly intra.
-        var hintIndex = 0, hintRatio = 0.0
-        if gop.packets.count > 6, let bitstream = stream.bitstream {
-            let classes = gop.packets.map { bitstream.isReferencePicture($0.bytes) ?? true }
-            for reference in [true, false] {
-                let sizes = gop.packets.indices.dropFirst().filter { classes[$0] == reference }.map { gop.packets[$0].size }.sorted()
-                guard sizes.count >= 3 else { continue }
-                let median = Double(max(1, sizes[sizes.count / 2]))
-                for k in gop.packets.indices.dropFirst() where classes[k] == reference && Double(gop.packets[k].size) / median > hintRatio {
-                    hintRatio = Double(gop.packets[k].size) / median
-                    hintIndex = k
-                }
-            }
-        }
         // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
         let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
         let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
@@ -298,13 +290,19 @@ final class VideoScanner {
         var layoutJump = false
         if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
             let layout = SceneDetector.layoutDistance(a.signature, b.signature)
-            layoutJump = layout >= 8 && layout >= 3 * recentLayoutDistances.quantile(0.25)
+            // A pan, a walk or things moving through the picture change it GOP after GOP: a cut's
+            // jump also stands out from the GOP before it or the one after it.
+            let c = afterNext?.thumbnail
+            let layoutAround = min(recentLayoutDistances.values.last ?? 0, c.map { SceneDetector.layoutDistance(b.signature, $0.signature) } ?? 0)
+            layoutJump = layout >= 8 && layout >= 3 * max(recentLayoutDistances.quantile(0.25), layoutAround)
             recentLayoutDistances.add(layout)
             // A jump cut keeps the colours and their layout: the structure still jumps.
             let structure = SceneDetector.difference(a, b)
+            let structureAround = min(recentStructureDistances.values.last ?? 0, c.map { SceneDetector.difference(b, $0) } ?? 0)
             // Only between still pictures: a pan or a walk changes the structure over a GOP too.
             let still = (gop.sample?.activity ?? .infinity) <= 3 && (next?.activity ?? .infinity) <= 3
-            layoutJump = layoutJump || (still && structure >= 25 && structure >= 3 * recentStructureDistances.quantile(0.25))
+            layoutJump = layoutJump || (still && structure >= 25
+                                        && structure >= 3 * max(recentStructureDistances.quantile(0.25), structureAround))
             recentStructureDistances.add(structure)
         }
         let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * recentActivities.quantile(0.5))
@@ -313,10 +311,10 @@ final class VideoScanner {
         let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
         // A gradual change still going on where the last dense GOP ended continues into this one.
         let continuing = denseActiveThrough == gop.index - 1 && detector.isFollowingChange
-        let decision: String
         // Only new colours make the encoder's keyframe a cut to trust without looking: a changed
         // structure alone may be the end of a whip pan or a zoom.
         let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceFloor
+        let decision: String
         if spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing {
             // A cut somewhere inside, or a gradual change: find it frame by frame.
             let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
@@ -361,10 +359,9 @@ final class VideoScanner {
 
         if Self.debug {
             FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d), hint %.1f at %.3f, early %@, continuing %@: %@\n",
+                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d), layout %@, early %@, continuing %@: %@\n",
                 gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex,
-                hintRatio, gop.packets[hintIndex].pts.map(stream.seconds) ?? -1,
-                early ? "yes" : "no", continuing ? "yes" : "no", decision).utf8))
+                layoutJump ? "yes" : "no", early ? "yes" : "no", continuing ? "yes" : "no", decision).utf8))
         }
     }
 
@@ -408,11 +405,8 @@ final class VideoScanner {
             guard !checkingStart, k < packets.count - 1, settledAtStart || detector.changeCount > changesBefore, let next,
                   let last = lastDenseThumbnail, last.time > spikeTime, detector.isSettled,
                   looksAlike(last.thumb, next.thumbnail) else { continue }
-            detector.endRun()
-            dense?.flush()
-            if lean { dense = nil }
-            denseActiveThrough = nil
-            lastDenseThumbnail = nil
+            // What the decoder still holds is not followed by the frames skipped: dropped.
+            closeRun()
             return .stopped
         }
         return .whole
@@ -474,6 +468,11 @@ final class VideoScanner {
         guard denseActiveThrough != nil else { return }
         try dense?.decode(nil, into: frame) { try collectDenseFrame($0) }
         if let (t, thumb) = finalThumbnail { detector.push(time: t, thumbnail: thumb) }
+        closeRun()
+    }
+
+    /// Ends the detector's run and forgets the dense decoder's state.
+    private func closeRun() {
         detector.endRun()
         dense?.flush()
         if lean { dense = nil }
