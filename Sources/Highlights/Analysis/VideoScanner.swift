@@ -29,6 +29,9 @@ final class VideoScanner {
         var packetSpikeRatio = 2.5
         /// …and this times the median spike ratio of recent GOPs.
         var spikeRecurrenceRatio = 1.5
+        /// Packets decoded whole before a spike reached over the anchors: the detector's cut window
+        /// and a few for reordering.
+        var spikeLookBackPackets = 14
         /// GOPs sampled ahead of the one being decided, and the compressed bytes they may hold.
         var pipelineDepth = 8
         var pipelineBytes = 64 << 20
@@ -73,8 +76,6 @@ final class VideoScanner {
     private var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
     /// Frames shown before this time are anchors of a quick pass, not part of the detector's run.
     private var densePushFrom = -Double.infinity
-    /// Packets the detector needs before a change to judge it: its cut window and a few for reordering.
-    private let detectorLookBack = 14
     private var recentKeyDistances = RecentValues()
     private var recentKeyIntervals = RecentValues()
     private var recentActivities = RecentValues()
@@ -226,8 +227,9 @@ final class VideoScanner {
     private func settleAwaiting(before next: VideoSample?) throws {
         while !awaiting.isEmpty {
             let gop = awaiting.removeFirst()
-            try finalize(gop, next: awaiting.isEmpty ? next : sampledAwaiting(0),
-                         afterNext: awaiting.count > 1 ? sampledAwaiting(1) : awaiting.isEmpty ? nil : next)
+            // The keyframes that follow it: the waiting GOPs' first, then `next`.
+            let following = (0..<min(2, awaiting.count)).map(sampledAwaiting) + [next]
+            try finalize(gop, next: following[0], afterNext: following.count > 1 ? following[1] : nil)
         }
     }
 
@@ -327,7 +329,7 @@ final class VideoScanner {
             // a flash, or nothing). The anchors before it are decoded, the run starts a cut window
             // before it, and it ends as soon as the spike has been judged.
             let endsAlike = gop.sample.flatMap { a in next.map { looksAlike(a.thumbnail, $0.thumbnail) } } ?? false
-            let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - detectorLookBack) : 0
+            let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - settings.spikeLookBackPackets) : 0
             var ending = try decodeDense(gop.packets[...], towards: next, after: spikeTime, anchorsUntil: anchorsUntil,
                                          settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0)
             if ending == .beganMidChange, let before {
