@@ -317,6 +317,7 @@ final class VideoScanner {
         // structure alone may be the end of a whip pan or a zoom.
         let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceFloor
         let decision: String
+        let decodedBefore = decodedFrames
         if spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing {
             // A cut somewhere inside, or a gradual change: find it frame by frame.
             let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
@@ -361,9 +362,9 @@ final class VideoScanner {
 
         if Self.debug {
             FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d), layout %@, early %@, continuing %@: %@\n",
+                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
                 gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex,
-                layoutJump ? "yes" : "no", early ? "yes" : "no", continuing ? "yes" : "no", decision).utf8))
+                layoutJump ? "yes" : "no", early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
         }
     }
 
