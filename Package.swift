@@ -49,17 +49,21 @@ let package = Package(
         .target(name: "JobStore", dependencies: [
             "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
         ]),
-        // Redis: connection, the leased job queue.
-        .target(name: "JobQueue", dependencies: ["CHiredis", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
+        // Every job operation (submit, cancel, retry, record an outcome, reconcile, pause) over the job
+        // store and a queue driver; the driver seams (queue, reservations, rate limits) and their
+        // in-memory implementations for tests.
+        .target(name: "Jobs", dependencies: ["JobStore", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
+        // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).
+        .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
         .target(name: "Worker", dependencies: [
-            "JobStore", "JobQueue", "Highlights", "Storage", "MomentsModel", .product(name: "Logging", package: "swift-log"),
+            "JobStore", "Jobs", "Highlights", "Storage", "MomentsModel", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
-            "JobStore", "JobQueue", "Storage", "Highlights", "MomentsModel",
+            "JobStore", "Jobs", "Storage", "Highlights", "MomentsModel",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -67,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "JobQueue", "Worker", "API", "MomentsKit",
+                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "Jobs", "JobQueue", "Worker", "API", "MomentsKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -75,18 +79,19 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
-        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
+        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [
-            "JobQueue", "MomentsKit",
+            "JobQueue", "Jobs", "MomentsKit",
             "ServiceTestSupport", "JobStore", "API", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "JobStoreTests", dependencies: [
             "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
-        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "Jobs", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: [
-            "Worker", "JobQueue", "JobStore", "Storage", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
+            "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "MomentsKitTests", dependencies: ["MomentsKit"]),

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobQueue
 import JobStore
 import MomentsModel
 import Storage
@@ -62,8 +61,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         switch error {
         case let error as StorageError where error.code == .notFound:
             return APIError(.notFound, "not_found", "The file is no longer stored.")
-        case is StorageError, is JobStoreError, is RedisError:
+        case is StorageError, is JobStoreError:
             return APIError.serviceUnavailable
+        case let error where error.codeName == "unavailable":
+            return APIError.serviceUnavailable  // the queue or another shared store is away
         default:
             return APIError(.internalServerError, "internal_error", "Something went wrong on our side. Please try again.")
         }

@@ -1,49 +1,68 @@
 import Foundation
 import Hummingbird
-import JobQueue
 import JobStore
+import Jobs
 import Logging
 import Prometheus
 import ServiceLifecycle
 import Storage
 
+/// What the API stands on: the job service (PostgreSQL and the queue), object storage, and the
+/// stores shared by every API node (upload reservations, rate-limit counters). Production wires
+/// Redis and S3 (`moments api`); tests may wire the in-memory drivers of `Jobs`.
+public struct APIServices: Sendable {
+    public var jobs: Jobs
+    public var storage: any ObjectStore
+    public var reservations: any PersistStore
+    public var rateLimits: any RateLimitStore
+
+    public init(jobs: Jobs, storage: any ObjectStore, reservations: any PersistStore, rateLimits: any RateLimitStore) {
+        self.jobs = jobs
+        self.storage = storage
+        self.reservations = reservations
+        self.rateLimits = rateLimits
+    }
+
+    var store: JobStore { jobs.store }
+}
+
 /// Builds the API: the routes of CLIENT-CONTRACT.md, health checks, one error shape. The job
 /// store's connection pool runs as one of the application's services, and the migrations are
-/// applied before the server takes requests. `services` run beside it (workers in `moments dev`).
-public func buildApplication(configuration: APIConfiguration, store: JobStore, queue: RedisQueue, storage: any ObjectStore,
-                             services: [any Service] = [], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+/// applied before the server takes requests. `background` runs beside it (workers in `moments dev`).
+public func buildApplication(configuration: APIConfiguration, services: APIServices, background: [any Service] = [],
+                             metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                              logger: Logger) -> some ApplicationProtocol {
     let hub = JobEventsHub()
-    let router = buildRouter(configuration: configuration, store: store, queue: queue, storage: storage, hub: hub, metrics: metrics)
+    let router = buildRouter(configuration: configuration, services: services, hub: hub, metrics: metrics)
+    let store = services.store
     var app = Application(router: router,
                           configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "moments"),
-                          services: [store.client, JobEventsListener(store: store, hub: hub, logger: logger)] + services,
+                          services: [store.client, JobEventsListener(store: store, hub: hub, logger: logger)] + background,
                           logger: logger)
     app.beforeServerStarts {
         try await store.migrate()
-        try await queue.prepare()
+        try await services.jobs.prepare()
     }
     return app
 }
 
-/// Every route of the API. Public so that a test can hold it against `/openapi.yaml`.
-public func buildRouter(configuration: APIConfiguration, store: JobStore, queue: RedisQueue, storage: any ObjectStore,
-                        hub: JobEventsHub = JobEventsHub(), metrics: PrometheusCollectorRegistry) -> Router<MomentsRequestContext> {
+/// Every route of the API. Public so that a test can hold it against `/openapi.yaml`, or call it in process.
+public func buildRouter(configuration: APIConfiguration, services: APIServices, hub: JobEventsHub = JobEventsHub(),
+                        metrics: PrometheusCollectorRegistry) -> Router<MomentsRequestContext> {
+    let store = services.store
     let router = Router(context: MomentsRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: ErrorMiddleware())
-    MetricsController(registry: metrics, store: store, queue: queue).addRoutes(to: router)
+    MetricsController(registry: metrics, jobs: services.jobs).addRoutes(to: router)
     OpenAPIDocument().addRoutes(to: router)
-    HealthController(store: store, queue: queue, storage: storage).addRoutes(to: router)
-    let quota = Quota(store: store, freeMonthlyHighlights: configuration.freeMonthlyHighlights)
-    let limiter = RateLimiter(redis: queue.client, prefix: queue.keys.stream, limits: configuration.rateLimit,
-                              trustedProxyHops: configuration.trustedProxyHops)
+    HealthController(jobs: services.jobs, storage: services.storage).addRoutes(to: router)
+    let quota = Quota(jobs: services.jobs, freeMonthlyHighlights: configuration.freeMonthlyHighlights)
+    let limiter = RateLimiter(store: services.rateLimits, limits: configuration.rateLimit, trustedProxyHops: configuration.trustedProxyHops)
     let api = router.group("api/v1").add(middleware: AuthenticationMiddleware(store: store, required: configuration.authRequired))
     DevicesController(store: store, quota: quota, limiter: limiter).addRoutes(to: api)
-    UploadController(store: store, queue: queue, storage: storage, configuration: configuration, quota: quota, limiter: limiter)
-        .addRoutes(to: api)
-    JobsController(store: store, queue: queue, storage: storage, configuration: configuration, hub: hub).addRoutes(to: api.group("jobs"))
-    DirectUploadController(store: store, queue: queue, storage: storage, configuration: configuration, quota: quota, limiter: limiter)
-        .addRoutes(to: api)
+    UploadController(storage: services.storage, configuration: configuration, quota: quota, limiter: limiter).addRoutes(to: api)
+    JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub).addRoutes(to: api.group("jobs"))
+    DirectUploadController(store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
+                           quota: quota, limiter: limiter).addRoutes(to: api)
     return router
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobStore
+import Jobs
 import NIOCore
 
 /// `POST /api/v1/devices` (a new device token, shown once) and `GET /api/v1/me` (plan and usage).
@@ -54,8 +55,9 @@ struct DevicesController: Sendable {
 
 /// The monthly highlight quota of the free plan.
 struct Quota: Sendable {
-    let store: JobStore
+    let jobs: Jobs
     let freeMonthlyHighlights: Int
+    var store: JobStore { jobs.store }
 
     /// Highlights per month for a plan; nil is unlimited.
     func limit(for plan: Plan) -> Int? {
@@ -74,9 +76,9 @@ struct Quota: Sendable {
         if usage.used >= limit { throw Self.exceeded(used: usage.used, limit: limit, resetsAt: usage.periodEnd) }
     }
 
-    /// Creates the job within the owner's quota (atomically), or answers 402.
-    func create(_ job: NewJob, identity: Identity) async throws -> JobRecord {
-        switch try await store.create(job, monthlyLimit: limit(for: identity)) {
+    /// Submits the job (row, then queue) within the owner's quota (atomically), or answers 402.
+    func submit(_ job: NewJob, identity: Identity) async throws -> JobRecord {
+        switch try await jobs.submit(job, monthlyLimit: limit(for: identity)) {
         case .created(let record):
             return record
         case .quotaExceeded(let used, let limit):

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobQueue
 import JobStore
+import Jobs
 import MomentsModel
 import Storage
 
@@ -10,12 +10,12 @@ import Storage
 /// URL, then asks the API to start the job.
 ///
 /// `POST /api/v1/uploads` reserves a job id and returns the URL; the reservation (file name and
-/// settings) lives in Redis until the URL expires. `POST /api/v1/jobs/{id}/start` checks the object
+/// settings) lives in the reservation store (Redis) until the URL expires. `POST /api/v1/jobs/{id}/start` checks the object
 /// is there, writes the job row and queues it. No row exists before the start, so nothing waits
 /// for a file that never comes.
 struct DirectUploadController: Sendable {
     let store: JobStore
-    let queue: RedisQueue
+    let reservations: any PersistStore
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let quota: Quota
@@ -41,7 +41,7 @@ struct DirectUploadController: Sendable {
     }
 
     private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> DirectUpload {
-        guard let s3 = storage as? S3ObjectStore else {
+        guard let presigner = storage.presigning else {
             throw APIError(.conflict, "direct_upload_unavailable",
                            "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
         }
@@ -65,9 +65,8 @@ struct DirectUploadController: Sendable {
         reservation.owner = context.identity.owner
         let id = UUID()
         let lifetime = configuration.downloadLinkLifetime * 4  // an hour by default: long enough for 2 GiB on a slow line
-        let url = try s3.presignedURL(key: Self.sourceKey(id), method: "PUT", expires: lifetime)
-        let json = String(decoding: try JSONEncoder().encode(reservation), as: UTF8.self)
-        try await queue.client.send(["SET", reservationKey(id), json, "EX", String(lifetime.components.seconds)])
+        let url = try presigner.signedURL(for: Self.sourceKey(id), method: "PUT", expires: lifetime)
+        try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime)
         return DirectUpload(jobID: id, uploadURL: url.absoluteString,
                         expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
                         maxSizeBytes: configuration.maxUploadBytes)
@@ -81,8 +80,7 @@ struct DirectUploadController: Sendable {
             guard existing.owner == context.identity.owner else { throw APIError.jobNotFound() }
             return UploadAccepted(jobID: existing.id, estimatedTime: nil)
         }
-        let stored = try await queue.client.send(["GET", reservationKey(id)])
-        guard let json = stored.string, let reservation = try? JSONDecoder().decode(Reservation.self, from: Data(json.utf8)),
+        guard let reservation = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self),
               reservation.owner == context.identity.owner else {
             throw APIError(.notFound, "job_not_found", "There is no upload with this id, or its upload URL has expired.")
         }
@@ -92,14 +90,13 @@ struct DirectUploadController: Sendable {
             try? await storage.delete(key: Self.sourceKey(id))
             throw UploadController.tooLarge(configuration.maxUploadBytes)
         }
-        _ = try await quota.create(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
+        _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
                                           sourceKey: Self.sourceKey(id), sourceSize: object.size,
                                           targetDuration: Double(reservation.targetDuration ?? 30),
                                           quality: try UploadController.quality(reservation.quality),
                                           codec: try UploadController.codec(reservation.codec),
                                           callbackURL: reservation.callbackURL), identity: context.identity)
-        await UploadController.enqueue(id, queue: queue, context: context)
-        _ = try? await queue.client.send(["DEL", reservationKey(id)])
+        try? await reservations.remove(key: Self.reservationKey(id))
         return UploadAccepted(jobID: id, estimatedTime: nil)
     }
 
@@ -113,5 +110,5 @@ struct DirectUploadController: Sendable {
 
     static func sourceKey(_ id: UUID) -> String { "sources/\(id.uuidString.lowercased())-direct" }
 
-    private func reservationKey(_ id: UUID) -> String { "\(queue.keys.stream):upload:\(id.uuidString.lowercased())" }
+    static func reservationKey(_ id: UUID) -> String { "upload:\(id.uuidString.lowercased())" }
 }

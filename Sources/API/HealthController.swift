@@ -1,14 +1,13 @@
 import Foundation
 import Hummingbird
-import JobQueue
 import JobStore
+import Jobs
 import Storage
 
 /// `GET /health`: the process answers. `GET /ready`: PostgreSQL, Redis and storage answer too
 /// (503 naming what does not).
 struct HealthController: Sendable {
-    let store: JobStore
-    let queue: RedisQueue
+    let jobs: Jobs
     let storage: any ObjectStore
 
     struct Health: ResponseEncodable {
@@ -19,8 +18,8 @@ struct HealthController: Sendable {
     func addRoutes(to router: Router<MomentsRequestContext>) {
         router.get("health") { _, _ in Health(status: "ok", checks: nil) }
         router.get("ready") { _, _ in
-            async let database = store.isReachable()
-            async let redis = queue.client.ping()
+            async let database = jobs.store.isReachable()
+            async let redis = jobs.isQueueReachable()
             async let objects = storageReachable()
             let checks = ["postgresql": await database, "redis": await redis, "storage": await objects]
             let ready = checks.values.allSatisfy { $0 }

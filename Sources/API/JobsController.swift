@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobQueue
 import JobStore
+import Jobs
 import Storage
 
 extension JobStatusReport: ResponseEncodable {}
@@ -15,8 +15,8 @@ extension DirectUpload: ResponseEncodable {}
 
 /// Status, details, download and cancel of one job.
 struct JobsController: Sendable {
-    let store: JobStore
-    let queue: RedisQueue
+    let jobs: Jobs
+    var store: JobStore { jobs.store }
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let hub: JobEventsHub
@@ -68,9 +68,9 @@ struct JobsController: Sendable {
         guard job.resultExpiredAt == nil else {
             throw APIError(.gone, "result_expired", "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
         }
-        if let s3 = storage as? S3ObjectStore {
+        if let presigner = storage.presigning {
             // A short-lived signed storage URL: URLSession follows the redirect.
-            let url = try s3.presignedURL(key: key, expires: configuration.downloadLinkLifetime)
+            let url = try presigner.signedURL(for: key, method: "GET", expires: configuration.downloadLinkLifetime)
             return Response.redirect(to: url.absoluteString, type: .found)
         }
         guard let local = storage as? LocalObjectStore else {
@@ -148,10 +148,9 @@ struct JobsController: Sendable {
     }
 
     private func cancel(_ job: JobRecord, request: Request) async throws -> JobStatusReport {
-        switch try await store.cancel(job.id) {
+        switch try await jobs.cancel(job.id) {
         case .cancelled:
             // A waiting job leaves the queue now; a running one is stopped by its worker within a second or two.
-            try? await queue.remove(job.id)
             guard let cancelled = try await store.job(job.id) else { throw APIError.jobNotFound() }
             return JobStatusReport(cancelled, resultURL: nil)
         case .alreadyFinished(let status):

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
-import JobQueue
 import JobStore
+import Jobs
 import Prometheus
 
 /// `GET /metrics` in Prometheus's text format: requests by route and status with their latency
@@ -10,8 +10,8 @@ import Prometheus
 /// real-time factor (the same figures on every node: take one node's, do not sum them).
 struct MetricsController: Sendable {
     let registry: PrometheusCollectorRegistry
-    let store: JobStore
-    let queue: RedisQueue
+    let jobs: Jobs
+    var store: JobStore { jobs.store }
 
     func addRoutes(to router: Router<MomentsRequestContext>) {
         router.get("metrics") { _, _ in
@@ -22,13 +22,15 @@ struct MetricsController: Sendable {
     }
 
     private func refresh() async {
-        if let stats = try? await queue.stats() {
+        if let stats = try? await jobs.stats() {
             registry.makeGauge(name: "moments_queue_ready", help: "Jobs ready to start, not yet taken").set(to: Double(stats.ready))
             registry.makeGauge(name: "moments_queue_delayed", help: "Jobs waiting out a retry delay").set(to: Double(stats.delayed))
             registry.makeGauge(name: "moments_queue_in_flight", help: "Jobs taken by a worker, not yet acknowledged").set(to: Double(stats.inFlight))
             registry.makeGauge(name: "moments_queue_dead_lettered", help: "Jobs given up after their last attempt").set(to: Double(stats.deadLettered))
             registry.makeGauge(name: "moments_queue_oldest_ready_seconds", help: "How long the oldest ready job has waited")
                 .set(to: stats.oldestReadySeconds)
+            registry.makeGauge(name: "moments_queue_paused", help: "1 while the queue is paused (workers take no new jobs)")
+                .set(to: stats.paused ? 1 : 0)
         }
         if let counts = try? await store.countsByStatus() {
             for (status, count) in counts {

@@ -2,7 +2,6 @@ import Foundation
 import HTTPTypes
 import Highlights
 import Hummingbird
-import JobQueue
 import JobStore
 import Logging
 import MomentsModel
@@ -17,8 +16,6 @@ import Storage
 /// job row written, and only then the job queued: a client never gets the id of a job that does
 /// not exist.
 struct UploadController: Sendable {
-    let store: JobStore
-    let queue: RedisQueue
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let quota: Quota
@@ -74,27 +71,16 @@ struct UploadController: Sendable {
         let sourceKey = "sources/\(id.uuidString.lowercased())\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
         try await storage.put(key: sourceKey, from: temporary, contentType: "video/mp4")
         do {
-            _ = try await quota.create(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
+            _ = try await quota.submit(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
                                               sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
                                               codec: codec, callbackURL: callbackURL), identity: context.identity)
         } catch {
             try? await storage.delete(key: sourceKey)  // no job, no orphaned source
             throw error
         }
-        await Self.enqueue(id, queue: queue, context: context)
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
         // Measured: about 8x real time at 1080p on two cores, plus queueing and transfers.
         return UploadAccepted(jobID: id, estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
-    }
-
-    /// Queues a job whose row is written. If Redis refuses, the reconciler queues it within seconds,
-    /// so the upload is still accepted.
-    static func enqueue(_ id: UUID, queue: RedisQueue, context: MomentsRequestContext) async {
-        do {
-            try await queue.enqueue(id)
-        } catch {
-            context.logger.warning("enqueue failed; the reconciler will queue the job", metadata: ["job_id": "\(id.uuidString.lowercased())", "error": "\(error)"])
-        }
     }
 
     /// The parts of a form: the file written to disk, small text fields kept.

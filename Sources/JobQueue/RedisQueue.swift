@@ -1,4 +1,5 @@
 import Foundation
+import Jobs
 import Logging
 import MomentsModel
 
@@ -14,6 +15,8 @@ public struct QueueKeys: Sendable {
     public var delayed: String
     /// Sorted set of dead-lettered job ids, scored by when (ms) they were given up.
     public var dead: String
+    /// Present while the queue is paused (workers take no new jobs).
+    public var paused: String
 
     public init(prefix: String = "moments") {
         stream = "\(prefix):jobs"
@@ -21,46 +24,11 @@ public struct QueueKeys: Sendable {
         queued = "\(prefix):queued"
         delayed = "\(prefix):delayed"
         dead = "\(prefix):dead"
-    }
-}
-
-/// A job handed to a consumer: the job and the stream entry that carried it.
-public struct Delivery: Sendable, Equatable, CustomStringConvertible {
-    public var jobID: UUID
-    public var entryID: String
-
-    public var description: String { "\(jobID) (entry \(entryID))" }
-}
-
-/// What the queue holds now, for metrics and autoscaling.
-public struct QueueStats: Sendable, Equatable, Codable {
-    /// Jobs ready to start and not yet handed to a worker (the consumer group's lag).
-    public var ready: Int
-    /// Jobs waiting out a retry delay.
-    public var delayed: Int
-    /// Jobs handed to a worker and not yet acknowledged.
-    public var inFlight: Int
-    /// Jobs given up after their last attempt.
-    public var deadLettered: Int
-    /// How long the oldest ready job has waited, in seconds (0 when none waits).
-    public var oldestReadySeconds: Double
-    public var consumers: Int
-
-    public init(ready: Int, delayed: Int, inFlight: Int, deadLettered: Int, oldestReadySeconds: Double, consumers: Int) {
-        self.ready = ready
-        self.delayed = delayed
-        self.inFlight = inFlight
-        self.deadLettered = deadLettered
-        self.oldestReadySeconds = oldestReadySeconds
-        self.consumers = consumers
+        paused = "\(prefix):paused"
     }
 
-    enum CodingKeys: String, CodingKey {
-        case ready, delayed, consumers
-        case inFlight = "in_flight"
-        case deadLettered = "dead_lettered"
-        case oldestReadySeconds = "oldest_ready_seconds"
-    }
+    /// Every key of the queue (not the consumer group, which lives in the stream).
+    public var all: [String] { [stream, queued, delayed, dead, paused] }
 }
 
 /// A job queue on Redis Streams with one consumer group.
@@ -74,8 +42,8 @@ public struct QueueStats: Sendable, Equatable, Codable {
 ///
 /// Every multi-key change is one Lua script, so it is atomic on the server. PostgreSQL stays the
 /// truth: the reconciler puts back what Redis loses.
-public final class RedisQueue: Sendable {
-    public let client: RedisClient
+public final class RedisQueue: JobQueueDriver {
+    let client: RedisClient
     public let keys: QueueKeys
     let logger: Logger
 
@@ -162,8 +130,24 @@ public final class RedisQueue: Sendable {
         let v = (reply.array ?? []).map { $0.int ?? 0 }
         guard v.count == 6 else { throw RedisError(.command, "Unexpected reply to the queue statistics script.") }
         return QueueStats(ready: v[0], delayed: v[2], inFlight: v[1], deadLettered: v[3],
-                          oldestReadySeconds: v[4] > 0 ? Double(v[5] - v[4]) / 1000 : 0, consumers: 0)
-            .with(consumers: try await consumerNames().count)
+                          oldestReadySeconds: v[4] > 0 ? Double(v[5] - v[4]) / 1000 : 0, consumers: try await consumerNames().count,
+                          paused: try await isPaused())
+    }
+
+    public func setPaused(_ paused: Bool) async throws(RedisError) {
+        try await client.send(paused ? ["SET", keys.paused, "1"] : ["DEL", keys.paused])
+    }
+
+    public func isPaused() async throws(RedisError) -> Bool {
+        try await client.send(["EXISTS", keys.paused]).int == 1
+    }
+
+    /// Whether Redis answers PING now (one try, no retries).
+    public func isReachable() async -> Bool { await client.ping() }
+
+    /// Deletes every key of the queue (benchmarks and tests clean up with it).
+    public func destroy() async throws(RedisError) {
+        try await client.send(["DEL"] + keys.all)
     }
 
     /// Removes consumers (worker slots that are gone) that hold nothing and have been idle for
@@ -187,16 +171,8 @@ public final class RedisQueue: Sendable {
     }
 }
 
-private extension QueueStats {
-    func with(consumers: Int) -> QueueStats {
-        var copy = self
-        copy.consumers = consumers
-        return copy
-    }
-}
-
 /// One worker slot's view of the queue: blocking reads and claims of lapsed leases.
-public final class QueueConsumer: Sendable {
+public final class QueueConsumer: JobQueueConsumer {
     public let name: String
     let queue: RedisQueue
     private let connection: RedisConnection

@@ -14,6 +14,18 @@ public protocol ObjectStore: Sendable {
     func head(key: String) async throws(StorageError) -> ObjectInfo
     /// Removes the object; removing one that is not there succeeds.
     func delete(key: String) async throws(StorageError)
+    /// The store's URL signer, when it can hand out URLs for direct transfers (S3 can; a folder cannot).
+    var presigning: (any PresigningObjectStore)? { get }
+}
+
+extension ObjectStore {
+    public var presigning: (any PresigningObjectStore)? { nil }
+}
+
+/// An object store that signs short-lived URLs a client uses to GET or PUT an object directly.
+public protocol PresigningObjectStore: ObjectStore {
+    /// A URL for `method` (GET or PUT) on `key`, valid for `expires`.
+    func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL
 }
 
 public struct ObjectInfo: Sendable, Equatable {

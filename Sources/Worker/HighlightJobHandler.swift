@@ -1,6 +1,7 @@
 import Foundation
 import Highlights
 import JobStore
+import Jobs
 import MomentsModel
 import Storage
 

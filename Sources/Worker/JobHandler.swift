@@ -1,5 +1,6 @@
 import Foundation
 import JobStore
+import Jobs
 import Logging
 import MomentsModel
 
@@ -25,24 +26,6 @@ extension JobHandler {
     public func completed(_ job: JobRecord) async -> Bool { false }
 }
 
-/// How a handler says an attempt failed. `retryable` failures are tried again with backoff until
-/// the job's attempts run out; the others fail the job at once with `code` and `message`.
-public struct JobFailure: Error, Sendable, Equatable {
-    public var code: String
-    public var message: String
-    public var retryable: Bool
-
-    public init(code: String, message: String, retryable: Bool) {
-        self.code = code
-        self.message = message
-        self.retryable = retryable
-    }
-
-    /// The engine's errors: bad media is permanent, the rest may pass.
-    public init(_ error: MomentsError) {
-        self.init(code: error.code.rawValue, message: error.message, retryable: !error.code.isPermanent)
-    }
-}
 
 /// What a running job may tell the world: its progress, written to PostgreSQL at most every
 /// `progressInterval` and at once when the stage changes.

@@ -21,6 +21,8 @@ public struct WorkerConfiguration: Sendable {
     public var retryCap: Duration
     /// How long a blocking read waits before the loop looks around (shutdown, lapsed leases).
     public var pollBlock: Duration
+    /// While the queue is paused, how often each slot looks whether it was resumed.
+    public var pausedCheck: Duration
     /// How often this process tries to be the reconciler.
     public var reconcileInterval: Duration
     /// A pending job untouched this long and absent from Redis is put back by the reconciler.
@@ -33,7 +35,7 @@ public struct WorkerConfiguration: Sendable {
     public init(name: String = WorkerConfiguration.defaultName(), concurrency: Int = 1, lease: Duration = .seconds(60),
                 heartbeat: Duration = .seconds(10), cancelCheck: Duration = .seconds(1), takeoverGrace: Duration = .seconds(5),
                 retryBase: Duration = .seconds(5), retryCap: Duration = .seconds(600), pollBlock: Duration = .seconds(2),
-                reconcileInterval: Duration = .seconds(15), reconcileQuiet: Duration = .seconds(10),
+                pausedCheck: Duration = .seconds(1), reconcileInterval: Duration = .seconds(15), reconcileQuiet: Duration = .seconds(10),
                 progressInterval: Duration = .milliseconds(500), shutdownGrace: Duration = .seconds(25)) {
         self.name = name
         self.concurrency = concurrency
@@ -44,6 +46,7 @@ public struct WorkerConfiguration: Sendable {
         self.retryBase = retryBase
         self.retryCap = retryCap
         self.pollBlock = pollBlock
+        self.pausedCheck = pausedCheck
         self.reconcileInterval = reconcileInterval
         self.reconcileQuiet = reconcileQuiet
         self.progressInterval = progressInterval

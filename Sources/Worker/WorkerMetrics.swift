@@ -1,4 +1,5 @@
 import Foundation
+import Jobs
 import Prometheus
 
 /// What a worker process measures about the jobs it runs, for `/metrics`: the time each attempt
@@ -21,11 +22,7 @@ public final class WorkerMetrics: Sendable {
     }
 
     /// How an attempt ended.
-    public enum Outcome: String, CaseIterable, Sendable {
-        case completed, failed, retrying, cancelled
-        /// Given back at shutdown, or lost to a takeover.
-        case interrupted
-    }
+    public typealias Outcome = AttemptEnd
 
     func record(_ outcome: Outcome, seconds: Double, sourceDuration: Double?) {
         counter(outcome).increment()

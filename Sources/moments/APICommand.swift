@@ -19,8 +19,8 @@ struct APICommand: AsyncParsableCommand {
         try await reportingErrors {
             let environment = ProcessInfo.processInfo.environment
             let services = try Services.fromEnvironment(label: "moments.api")
-            let app = buildApplication(configuration: try APIConfiguration(environment: environment), store: services.store,
-                                       queue: services.queue, storage: try StorageConfiguration.store(environment: environment),
+            let app = buildApplication(configuration: try APIConfiguration(environment: environment),
+                                       services: services.api(storage: try StorageConfiguration.store(environment: environment)),
                                        logger: services.logger)
             try await app.runService()
         }
@@ -45,16 +45,10 @@ struct DevCommand: AsyncParsableCommand {
             let services = try Services.fromEnvironment(label: "moments.dev", environment: environment)
             let storage = try StorageConfiguration.store(environment: environment)
             let work = try WorkerCommand.highlightWork(environment, services: services, storage: storage)
-            let metrics = WorkerMetrics()
-            let worker = QueueWorker(configuration: work.configuration, store: services.store, queue: services.queue,
-                                     handler: work.handler, metrics: metrics, logger: services.logger)
-            let webhooks = WebhookDispatcher(store: services.store, configuration: try WebhookConfiguration(environment: environment),
-                                             logger: services.logger)
-            let app = buildApplication(configuration: try APIConfiguration(environment: environment), store: services.store,
-                                       queue: services.queue, storage: storage,
-                                       services: [WorkerService(worker: worker, webhooks: webhooks, sweeper: work.sweeper, store: services.store,
-                                                                queue: services.queue)],
-                                       metrics: metrics.registry, logger: services.logger)
+            let (worker, metrics) = try services.workerService(work.configuration, handler: work.handler, sweeper: work.sweeper,
+                                                               environment: environment)
+            let app = buildApplication(configuration: try APIConfiguration(environment: environment), services: services.api(storage: storage),
+                                       background: [worker], metrics: metrics.registry, logger: services.logger)
             services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])
             try await app.runService()
         }

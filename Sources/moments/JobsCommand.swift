@@ -99,12 +99,7 @@ struct JobsCommand: AsyncParsableCommand {
                 let id = try target.jobID()
                 let services = try Services.fromEnvironment(label: "moments.jobs")
                 let outcome = try await services.run { services -> RequeueOutcome in
-                    let outcome = try await services.store.requeue(id, attempts: max(1, attempts))
-                    if case .requeued = outcome {
-                        try await services.queue.unmarkDead(id)
-                        try await services.queue.enqueue(id)
-                    }
-                    return outcome
+                    try await services.jobs.retry(id, attempts: attempts)
                 }
                 switch outcome {
                 case .requeued(let job):
@@ -130,8 +125,7 @@ struct JobsCommand: AsyncParsableCommand {
                 let id = try target.jobID()
                 let services = try Services.fromEnvironment(label: "moments.jobs")
                 let (outcome, job) = try await services.run { services in
-                    let outcome = try await services.store.cancel(id, detail: "cancelled by an operator")
-                    if case .cancelled = outcome { try? await services.queue.remove(id) }
+                    let outcome = try await services.jobs.cancel(id, detail: "cancelled by an operator")
                     return (outcome, try await services.store.job(id))
                 }
                 switch outcome {

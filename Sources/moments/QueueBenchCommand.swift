@@ -26,23 +26,23 @@ extension QueueCommand {
                 let owner = prefix
                 try await services.run { services in
                     try await services.store.migrate()
-                    try await services.queue.prepare()
+                    let jobs = services.jobs
+                    try await jobs.prepare()
                     let started = StartTimes()
                     let worker = QueueWorker(
                         configuration: WorkerConfiguration(name: prefix, concurrency: consumers, pollBlock: .seconds(1),
                                                            reconcileInterval: .seconds(3600)),
-                        store: services.store, queue: services.queue, handler: StartRecordingHandler(started: started),
+                        jobs: jobs, handler: StartRecordingHandler(started: started),
                         logger: services.logger)
                     let workerTask = Task { await worker.run() }
                     defer { workerTask.cancel() }
 
-                    // Latency: one job at a time, from the start of the enqueue to the handler starting.
+                    // Latency: one job at a time, from the start of the submit (row, then queue) to the handler starting.
                     var latencies: [Double] = []
                     for _ in 0..<latencyJobs {
                         let id = UUID()
-                        try await services.store.create(NewJob(id: id, owner: owner, sourceKey: "bench/\(id)"))
                         let sent = ContinuousClock.now
-                        try await services.queue.enqueue(id)
+                        _ = try await jobs.submit(NewJob(id: id, owner: owner, sourceKey: "bench/\(id)"))
                         let start = await started.wait(for: id)
                         latencies.append((start - sent).inSeconds * 1000)
                         try await waitForCompletion(services.store, owner: owner, count: latencies.count)
@@ -57,8 +57,7 @@ extension QueueCommand {
                             group.addTask {
                                 for _ in 0..<perSubmitter {
                                     let id = UUID()
-                                    try await services.store.create(NewJob(id: id, owner: owner, sourceKey: "bench/\(id)"))
-                                    try await services.queue.enqueue(id)
+                                    _ = try await jobs.submit(NewJob(id: id, owner: owner, sourceKey: "bench/\(id)"))
                                 }
                             }
                         }
@@ -69,13 +68,12 @@ extension QueueCommand {
                     let elapsed = (ContinuousClock.now - clock).inSeconds
                     let total = perSubmitter * submitters
 
-                    print("enqueue_to_start_ms p50=\(format(percentile(latencies, 0.50))) p99=\(format(percentile(latencies, 0.99))) "
+                    print("submit_to_start_ms p50=\(format(percentile(latencies, 0.50))) p99=\(format(percentile(latencies, 0.99))) "
                         + "max=\(format(latencies.last ?? 0)) (\(latencyJobs) jobs one at a time)")
                     print("full_path_jobs_per_second=\(format(Double(total) / elapsed)) (\(total) no-op jobs, \(submitters) submitters, "
                         + "\(consumers) worker slots, \(format(elapsed)) s; submitting alone \(format(Double(total) / submitted)) jobs/s)")
                     try await services.store.client.query("DELETE FROM jobs WHERE owner = \(owner)")
-                    try await services.queue.client.send(["DEL", services.queue.keys.stream, services.queue.keys.queued,
-                                                          services.queue.keys.delayed, services.queue.keys.dead])
+                    try await services.queue.destroy()
                 }
             }
         }

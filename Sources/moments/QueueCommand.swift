@@ -3,13 +3,14 @@ import Dispatch
 import Foundation
 import JobQueue
 import JobStore
+import Jobs
 import Worker
 
 struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
         abstract: "Looks at and repairs the job queue.",
-        subcommands: [Stats.self, Reconcile.self, DrillWorker.self, DrillSubmit.self, Bench.self])
+        subcommands: [Stats.self, Pause.self, Resume.self, Reconcile.self, DrillWorker.self, DrillSubmit.self, Bench.self])
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Prints queue depth, oldest waiting age, in-flight and dead-letter counts.")
@@ -20,7 +21,7 @@ struct QueueCommand: AsyncParsableCommand {
             try await reportingErrors {
                 let services = try Services.fromEnvironment(label: "moments.queue")
                 let (stats, counts) = try await services.run { services in
-                    (try await services.queue.stats(), try await services.store.countsByStatus())
+                    (try await services.jobs.stats(), try await services.store.countsByStatus())
                 }
                 if json {
                     let encoder = JSONEncoder()
@@ -28,7 +29,8 @@ struct QueueCommand: AsyncParsableCommand {
                     print(String(decoding: try encoder.encode(stats), as: UTF8.self))
                 } else {
                     print("ready \(stats.ready), delayed \(stats.delayed), in flight \(stats.inFlight), dead-lettered \(stats.deadLettered), "
-                        + "oldest ready \(String(format: "%.1f", stats.oldestReadySeconds)) s, consumers \(stats.consumers)")
+                        + "oldest ready \(String(format: "%.1f", stats.oldestReadySeconds)) s, consumers \(stats.consumers)"
+                        + (stats.paused ? ", PAUSED" : ""))
                     print("jobs: " + counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))
                 }
             }
@@ -43,9 +45,34 @@ struct QueueCommand: AsyncParsableCommand {
             try await reportingErrors {
                 let services = try Services.fromEnvironment(label: "moments.reconcile")
                 let report = try await services.run { services in
-                    try await Reconciler(store: services.store, queue: services.queue, quiet: .zero, logger: services.logger).runOnce()
+                    try await services.jobs.reconcile(quiet: .zero)
                 }
                 print(report.map(\.description) ?? "another process is reconciling right now")
+            }
+        }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pauses the queue: workers finish what they run and take nothing new; uploads still queue up.")
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try Services.fromEnvironment(label: "moments.queue")
+                try await services.run { services in try await services.jobs.pause() }
+                print("queue paused: workers take no new jobs until `moments queue resume`")
+            }
+        }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resumes a paused queue: workers take jobs again.")
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try Services.fromEnvironment(label: "moments.queue")
+                try await services.run { services in try await services.jobs.resume() }
+                print("queue resumed")
             }
         }
     }
@@ -98,14 +125,16 @@ struct QueueCommand: AsyncParsableCommand {
                 let services = try Services.fromEnvironment(label: "moments.submit")
                 let ids = try await services.run { services in
                     try await services.store.migrate()
-                    try await services.queue.prepare()
+                    try await services.jobs.prepare()
                     var ids: [UUID] = []
                     for index in 0..<count {
                         let id = UUID()
-                        try await services.store.create(NewJob(id: id, owner: owner, originalFilename: "drill-\(index).mp4",
-                                                               sourceKey: "drill/\(id.uuidString.lowercased()).mp4", maxAttempts: maxAttempts))
-                        if dropEnqueueEvery == 0 || (index + 1) % dropEnqueueEvery != 0 {
-                            try await services.queue.enqueue(id)
+                        let job = NewJob(id: id, owner: owner, originalFilename: "drill-\(index).mp4",
+                                         sourceKey: "drill/\(id.uuidString.lowercased()).mp4", maxAttempts: maxAttempts)
+                        if dropEnqueueEvery > 0 && (index + 1) % dropEnqueueEvery == 0 {
+                            try await services.store.create(job)  // the row only: the push after it "lost"
+                        } else {
+                            _ = try await services.jobs.submit(job)
                         }
                         ids.append(id)
                     }

@@ -1,10 +1,12 @@
+import API
 import Foundation
 import Hummingbird
-import MomentsModel
-import ServiceLifecycle
 import JobQueue
 import JobStore
+import Jobs
 import Logging
+import MomentsModel
+import ServiceLifecycle
 import Storage
 import Worker
 
@@ -13,7 +15,11 @@ import Worker
 struct Services {
     let store: JobStore
     let queue: RedisQueue
+    let redis: RedisClient
     let logger: Logger
+
+    /// Every job operation, over the store and the queue.
+    var jobs: Jobs { Jobs(store: store, queue: queue, logger: logger) }
 
     static func fromEnvironment(label: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Services {
         let logger = try makeLogger(label: label, environment: environment)
@@ -26,7 +32,15 @@ struct Services {
         let store = JobStore(configuration: try DatabaseConfiguration(url: databaseURL), logger: logger)
         let redis = RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let prefix = environment["MOMENTS_QUEUE_PREFIX"].flatMap { $0.isEmpty ? nil : $0 } ?? "moments"
-        return Services(store: store, queue: RedisQueue(client: redis, keys: QueueKeys(prefix: prefix), logger: logger), logger: logger)
+        return Services(store: store, queue: RedisQueue(client: redis, keys: QueueKeys(prefix: prefix), logger: logger), redis: redis,
+                        logger: logger)
+    }
+
+    /// What the API stands on: the job service, `storage`, and upload reservations and rate-limit
+    /// counters in Redis (under the queue's prefix, where earlier versions kept them).
+    func api(storage: any ObjectStore) -> APIServices {
+        APIServices(jobs: jobs, storage: storage, reservations: RedisPersistStore(client: redis, prefix: queue.keys.stream),
+                    rateLimits: RedisRateLimitStore(client: redis, prefix: queue.keys.stream))
     }
 
     /// Runs `body` while the database pool runs; stops the pool afterwards.
@@ -42,10 +56,7 @@ struct Services {
     /// unless `METRICS_PORT` is 0, `/metrics` and `/health` on that port (9090 by default).
     func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper? = nil,
                    environment: [String: String] = ProcessInfo.processInfo.environment) async throws {
-        let metrics = WorkerMetrics()
-        let worker = QueueWorker(configuration: configuration, store: store, queue: queue, handler: handler, metrics: metrics, logger: logger)
-        let webhooks = WebhookDispatcher(store: store, configuration: try WebhookConfiguration(environment: environment), logger: logger)
-        let service = WorkerService(worker: worker, webhooks: webhooks, sweeper: sweeper, store: store, queue: queue)
+        let (service, metrics) = try workerService(configuration, handler: handler, sweeper: sweeper, environment: environment)
         let port = try Setting.integer("METRICS_PORT", in: environment, default: 9090, range: 0...65535)
         guard port > 0 else {
             let group = ServiceGroup(configuration: .init(services: [store.client, service], gracefulShutdownSignals: [.sigterm, .sigint],
@@ -62,6 +73,16 @@ struct Services {
         let app = Application(router: router, configuration: .init(address: .hostname("0.0.0.0", port: port), serverName: "moments-worker"),
                               services: [store.client, service], logger: logger)
         try await app.runService()
+    }
+
+    /// A worker with the webhook sender and the retention sweep beside it, and its metrics
+    /// (`moments worker` serves them alone, `moments dev` beside the API).
+    func workerService(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper?,
+                       environment: [String: String]) throws -> (WorkerService, WorkerMetrics) {
+        let metrics = WorkerMetrics()
+        let worker = QueueWorker(configuration: configuration, jobs: jobs, handler: handler, metrics: metrics, logger: logger)
+        let webhooks = WebhookDispatcher(store: store, configuration: try WebhookConfiguration(environment: environment), logger: logger)
+        return (WorkerService(worker: worker, webhooks: webhooks, sweeper: sweeper, jobs: jobs), metrics)
     }
 
     static func makeLogger(label: String, environment: [String: String]) throws -> Logger {
@@ -87,12 +108,11 @@ struct WorkerService: Service {
     let worker: QueueWorker
     let webhooks: WebhookDispatcher
     let sweeper: RetentionSweeper?
-    let store: JobStore
-    let queue: RedisQueue
+    let jobs: Jobs
 
     func run() async throws {
-        try await store.migrate()
-        try await queue.prepare()
+        try await jobs.store.migrate()
+        try await jobs.prepare()
         await cancelWhenGracefulShutdown {
             // Both until shutdown cancels them (the sender returns at once when webhooks are off).
             await withTaskGroup(of: Void.self) { group in

@@ -94,7 +94,7 @@ struct AccessTests {
                 #expect(try curl(auth + ["-F", video, upload]).status == 200)
                 #expect(try System.error(try curl(auth + ["-F", video, upload])).code == "quota_exceeded")
 
-                // Pro, set with SQL as the README says: unlimited.
+                // Pro, set with SQL as docs/operations.md says: unlimited.
                 let device = try #require(me["device_id"] as? String)
                 try await store.client.query("UPDATE devices SET plan = 'pro' WHERE id = \(UUID(uuidString: device)!)")
                 me = try System.json(try curl(auth + ["\(base)/api/v1/me"]).body)

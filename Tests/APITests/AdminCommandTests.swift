@@ -65,7 +65,7 @@ struct AdminCommandTests {
             #expect(unknown.status == 1 && unknown.err.contains("error: not_found:"))
             let notAnID = try TestServices.moments(["jobs", "cancel", "nope"], environment: environment)
             #expect(notAnID.status == 1 && notAnID.err.contains("is not a job id"))
-            _ = try? await queue.client.send(["DEL", queue.keys.stream, queue.keys.queued, queue.keys.delayed, queue.keys.dead])
+            try? await queue.destroy()
         }
     }
 

@@ -1,8 +1,8 @@
 import API
 import Foundation
 import Hummingbird
-import JobQueue
 import JobStore
+import Jobs
 import Logging
 import Prometheus
 import Storage
@@ -16,10 +16,10 @@ struct RouteDocumentTests {
         let logger = Logger(label: "test")
         // Nothing here connects: the router is only built and read.
         let store = JobStore(configuration: try DatabaseConfiguration(url: "postgres://u:p@127.0.0.1:1/none"), logger: logger)
-        let queue = RedisQueue(client: RedisClient(configuration: RedisConfiguration(port: 1), logger: logger), logger: logger)
         let storage = try LocalObjectStore(root: FileManager.default.temporaryDirectory)
-        let router = buildRouter(configuration: APIConfiguration(), store: store, queue: queue, storage: storage,
-                                 metrics: PrometheusCollectorRegistry())
+        let services = APIServices(jobs: Jobs(store: store, queue: MemoryQueue(), logger: logger), storage: storage,
+                                   reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore())
+        let router = buildRouter(configuration: APIConfiguration(), services: services, metrics: PrometheusCollectorRegistry())
         let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" })
         let documented = Set(Self.operations(in: OpenAPIDocument.yaml))
         #expect(routed.count >= 15)

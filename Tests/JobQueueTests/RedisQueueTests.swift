@@ -1,5 +1,6 @@
 import Foundation
 import JobQueue
+import Jobs
 import MomentsModel
 import ServiceTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import JobQueue
 import JobStore
+import Jobs
 import MomentsModel
 import ServiceTestSupport
 import Testing
@@ -21,7 +22,7 @@ struct WorkerTests {
     static func withWorkers(_ store: JobStore, _ queue: RedisQueue, count: Int = 1, handler: any JobHandler,
                             _ body: @Sendable () async throws -> Void) async throws {
         let workers = (0..<count).map {
-            QueueWorker(configuration: configuration("w\($0)"), store: store, queue: queue, handler: handler, logger: TestServices.logger)
+            QueueWorker(configuration: configuration("w\($0)"), jobs: jobs(store, queue), handler: handler, logger: TestServices.logger)
         }
         let tasks = workers.map { worker in Task { await worker.run() } }
         defer { tasks.forEach { $0.cancel() } }
@@ -30,11 +31,15 @@ struct WorkerTests {
         for task in tasks { await task.value }
     }
 
+    static func jobs(_ store: JobStore, _ queue: RedisQueue) -> Jobs {
+        Jobs(store: store, queue: queue, logger: TestServices.logger)
+    }
+
     static func submit(_ store: JobStore, _ queue: RedisQueue, count: Int, maxAttempts: Int = 3) async throws -> [UUID] {
         var ids: [UUID] = []
         for _ in 0..<count {
-            let job = try await store.create(NewJob(sourceKey: "sources/\(UUID()).mp4", maxAttempts: maxAttempts))
-            try await queue.enqueue(job.id)
+            let job = NewJob(sourceKey: "sources/\(UUID()).mp4", maxAttempts: maxAttempts)
+            _ = try await jobs(store, queue).submit(job)
             ids.append(job.id)
         }
         return ids
@@ -161,11 +166,10 @@ struct WorkerTests {
             try await TestServices.withQueue(database: 7) { queue in
                 let ids = try await Self.submit(store, queue, count: 20)
                 let unqueued = try await store.create(NewJob(sourceKey: "sources/lost-push.mp4")).id  // INSERT done, push lost
-                try await queue.client.send(["FLUSHDB"])
+                try await TestServices.flushRedis(database: 7)
                 #expect(try await queue.stats().ready == 0)
                 try await Task.sleep(for: .milliseconds(250))  // past the reconciler's quiet time
-                let report = try #require(try await Reconciler(store: store, queue: queue, quiet: .milliseconds(200),
-                                                              logger: TestServices.logger).runOnce())
+                let report = try #require(try await Self.jobs(store, queue).reconcile(quiet: .milliseconds(200)))
                 #expect(report.restoredPending == 21)
                 #expect(try await queue.stats().ready == 21)
                 try await Self.withWorkers(store, queue, count: 2, handler: CountingHandler()) {
@@ -185,7 +189,7 @@ struct WorkerTests {
                 let gate = AsyncGate()
                 let first = Task { try await store.exclusively("moments.reconciler") { await gate.wait(); return 1 } }
                 try await Task.sleep(for: .milliseconds(300))
-                let second = try await Reconciler(store: store, queue: queue, logger: TestServices.logger).runOnce()
+                let second = try await Self.jobs(store, queue).reconcile()
                 #expect(second == nil, "the second reconciler stood aside")
                 await gate.open()
                 #expect(try await first.value == 1)
@@ -200,7 +204,7 @@ struct WorkerTests {
                 let handler = CountingHandler(workFor: .seconds(30))
                 var leaving = Self.configuration("leaving", concurrency: 1)
                 leaving.shutdownGrace = .milliseconds(300)
-                let first = QueueWorker(configuration: leaving, store: store, queue: queue, handler: handler, logger: TestServices.logger)
+                let first = QueueWorker(configuration: leaving, jobs: Self.jobs(store, queue), handler: handler, logger: TestServices.logger)
                 let firstTask = Task { await first.run() }
                 let id = try await Self.submit(store, queue, count: 1)[0]
                 let started = try await TestServices.eventually { try await store.job(id)?.status == .processing }

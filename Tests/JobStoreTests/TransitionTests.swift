@@ -183,7 +183,7 @@ struct TransitionTests {
         }
     }
 
-    @Test("The admin views answer the README's questions")
+    @Test("The admin views answer the questions of docs/operations.md")
     func adminViews() async throws {
         try await TestServices.withDatabase { store, _ in
             for index in 0..<3 {

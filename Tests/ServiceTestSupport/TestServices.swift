@@ -108,9 +108,14 @@ public enum TestServices {
         try await queue.prepare()
         let result: Result<T, any Error>
         do { result = .success(try await body(queue)) } catch { result = .failure(error) }
-        let keys = queue.keys
-        _ = try? await client.send(["DEL", keys.stream, keys.queued, keys.delayed, keys.dead])
+        try? await queue.destroy()
         return try result.get()
+    }
+
+    /// Empties one of Redis's databases (tests that flush use a database of their own).
+    public static func flushRedis(database: Int) async throws {
+        let client = RedisClient(configuration: try RedisConfiguration(url: try redisURL(database: database)), logger: logger)
+        try await client.send(["FLUSHDB"])
     }
 
     public static func uniquePrefix() -> String {

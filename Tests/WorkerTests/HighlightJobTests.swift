@@ -1,5 +1,6 @@
 import Foundation
 import JobQueue
+import Jobs
 import JobStore
 import MomentsModel
 import ServiceTestSupport
@@ -34,12 +35,12 @@ struct HighlightJobTests {
                 let id = UUID()
                 let sourceKey = "sources/\(id.uuidString.lowercased()).mov"
                 try await storage.put(key: sourceKey, from: URL(fileURLWithPath: file), contentType: "video/mp4")
-                try await store.create(NewJob(id: id, originalFilename: filename, sourceKey: sourceKey, targetDuration: target, quality: quality))
-                try await queue.enqueue(id)
+                let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
+                _ = try await jobs.submit(NewJob(id: id, originalFilename: filename, sourceKey: sourceKey, targetDuration: target, quality: quality))
                 let work = FileManager.default.temporaryDirectory.appendingPathComponent("moments-work-\(UUID().uuidString)")
                 try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: work) }
-                let worker = QueueWorker(configuration: configuration(), store: store, queue: queue,
+                let worker = QueueWorker(configuration: configuration(), jobs: jobs,
                                          handler: HighlightJobHandler(storage: storage, workDirectory: work), logger: TestServices.logger)
                 let task = Task { await worker.run() }
                 do {
@@ -120,9 +121,10 @@ struct HighlightJobTests {
         let storage = try Self.s3()
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
-                let id = try await store.create(NewJob(sourceKey: "sources/never-uploaded.mp4")).id
-                try await queue.enqueue(id)
-                let worker = QueueWorker(configuration: Self.configuration(), store: store, queue: queue,
+                let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
+                let id = UUID()
+                _ = try await jobs.submit(NewJob(id: id, sourceKey: "sources/never-uploaded.mp4"))
+                let worker = QueueWorker(configuration: Self.configuration(), jobs: jobs,
                                          handler: HighlightJobHandler(storage: storage), logger: TestServices.logger)
                 let task = Task { await worker.run() }
                 defer { task.cancel() }

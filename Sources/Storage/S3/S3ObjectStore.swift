@@ -7,7 +7,7 @@ import Foundation
 /// Bodies stream between files and the network. Objects at or above `multipartThreshold` go up in
 /// equal-size parts and the upload is aborted if any part fails. Timeouts, dropped connections, 429
 /// and 5xx are retried with exponential backoff and jitter; 403 and 404 become clear errors.
-public struct S3ObjectStore: ObjectStore {
+public struct S3ObjectStore: PresigningObjectStore {
     public let configuration: S3Configuration
     let signer: SigV4Signer
 
@@ -64,6 +64,12 @@ public struct S3ObjectStore: ObjectStore {
     }
 
     // MARK: Presigned URLs
+
+    public var presigning: (any PresigningObjectStore)? { self }
+
+    public func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL {
+        try presignedURL(key: key, method: method, expires: expires)
+    }
 
     /// A URL anyone can use with plain HTTP to GET (download) or PUT (upload) the object until it
     /// expires. S3 allows at most 7 days.

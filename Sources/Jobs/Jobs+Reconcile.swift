@@ -1,0 +1,58 @@
+import Foundation
+import JobStore
+import Logging
+
+/// What one reconciliation pass repaired.
+public struct ReconcileReport: Sendable, Equatable, CustomStringConvertible {
+    /// Pending jobs that were missing from the queue and were queued again.
+    public var restoredPending = 0
+    /// Jobs whose lease lapsed that were missing from the queue and were queued again.
+    public var restoredLapsed = 0
+    /// Jobs whose lease lapsed on their last attempt, failed with `exhausted_retries`.
+    public var exhausted = 0
+    public var prunedConsumers = 0
+
+    public init() {}
+
+    public var description: String {
+        "restored_pending=\(restoredPending) restored_lapsed=\(restoredLapsed) exhausted=\(exhausted) pruned_consumers=\(prunedConsumers)"
+    }
+}
+
+extension Jobs {
+    /// Makes the queue follow PostgreSQL again: queues pending jobs it does not know (it restarted
+    /// empty, or an enqueue was lost between the insert and the push), returns jobs whose lease
+    /// lapsed, dead-letters those with no attempts left, and prunes departed consumers. Jobs
+    /// pending for less than `quiet` are left alone (their enqueue may be on its way). One process
+    /// at a time runs a pass (a PostgreSQL advisory lock): nil when another holds it.
+    public func reconcile(quiet: Duration = .seconds(10)) async throws -> ReconcileReport? {
+        try await store.exclusively("moments.reconciler") { try await reconcilePass(quiet: quiet) }
+    }
+
+    private func reconcilePass(quiet: Duration) async throws -> ReconcileReport {
+        var report = ReconcileReport()
+        try await queue.prepare()
+        let pending = try await store.pendingJobs(quietFor: quiet)
+        let known = try await queue.contains(pending.map(\.id))
+        for (job, isKnown) in zip(pending, known) where !isKnown {
+            let wait = max(0, job.runAfter.timeIntervalSinceNow)
+            if try await queue.enqueue(job.id, delay: .milliseconds(Int(wait * 1000))) { report.restoredPending += 1 }
+        }
+        let lapsed = try await store.lapsedLeases()
+        let lapsedKnown = try await queue.contains(lapsed.map(\.id))
+        for (job, isKnown) in zip(lapsed, lapsedKnown) {
+            if job.attempt >= job.maxAttempts {
+                if try await store.exhaustLapsed(job.id, attempt: job.attempt) {
+                    try await queue.remove(job.id)
+                    try await queue.markDead(job.id)
+                    report.exhausted += 1
+                }
+            } else if !isKnown, try await queue.enqueue(job.id) {
+                report.restoredLapsed += 1
+            }
+        }
+        report.prunedConsumers = try await queue.pruneConsumers(idleFor: .seconds(3600))
+        if report != ReconcileReport() { logger.notice("reconciled", metadata: ["report": "\(report)"]) }
+        return report
+    }
+}

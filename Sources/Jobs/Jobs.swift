@@ -1,0 +1,93 @@
+import Foundation
+import JobStore
+import Logging
+import MomentsModel
+
+/// Every job operation, over the job store (PostgreSQL: the truth) and a queue driver (Redis in
+/// production): the API, the command line and the worker all go through it, and nothing else
+/// touches both. PostgreSQL is always written first; the queue follows, and where a queue call
+/// fails the reconciler repairs it from PostgreSQL, so such a failure is logged, never thrown.
+public struct Jobs: Sendable {
+    public let store: JobStore
+    public let queue: any JobQueueDriver
+    let logger: Logger
+
+    public init(store: JobStore, queue: any JobQueueDriver, logger: Logger) {
+        self.store = store
+        self.queue = queue
+        self.logger = logger
+    }
+
+    /// Creates what the queue needs (at start-up; idempotent).
+    public func prepare() async throws { try await queue.prepare() }
+
+    // MARK: Submitting and changing jobs
+
+    /// Writes the job's row, then queues it, so nobody ever holds the id of a job that does not
+    /// exist. Submitting the same job again (same id and source) writes nothing and queues it only
+    /// if it is still pending and the queue lost it: a retried request is one job. `monthlyLimit`:
+    /// the owner's plan, checked under a lock with the insert.
+    public func submit(_ job: NewJob, monthlyLimit: Int? = nil) async throws(JobStoreError) -> CreateOutcome {
+        let outcome = try await store.create(job, monthlyLimit: monthlyLimit)
+        if case .created(let record) = outcome, record.status == .pending {
+            await afterTruth("queue the job", job: record.id) { try await queue.enqueue(record.id) }
+        }
+        return outcome
+    }
+
+    /// Cancels a pending or processing job (of `owner`, when given). A pending job leaves the
+    /// queue; a running one hears it from its lease.
+    public func cancel(_ id: UUID, owner: String? = nil, detail: String = "cancelled on request") async throws(JobStoreError) -> CancelOutcome {
+        let outcome = try await store.cancel(id, owner: owner, detail: detail)
+        if case .cancelled = outcome {
+            await afterTruth("take the cancelled job off the queue", job: id) { try await queue.remove(id) }
+        }
+        return outcome
+    }
+
+    /// Gives a failed job `attempts` more attempts and queues it again (off the dead-letter list).
+    public func retry(_ id: UUID, attempts: Int = 3, detail: String = "retried by an operator") async throws(JobStoreError) -> RequeueOutcome {
+        let outcome = try await store.requeue(id, attempts: max(1, attempts), detail: detail)
+        if case .requeued = outcome {
+            await afterTruth("queue the retried job", job: id) {
+                try await queue.unmarkDead(id)
+                try await queue.enqueue(id)
+            }
+        }
+        return outcome
+    }
+
+    // MARK: The queue as a whole
+
+    /// Workers stop taking new jobs (running ones finish); uploads are still accepted and wait.
+    public func pause() async throws {
+        try await queue.setPaused(true)
+        logger.notice("queue paused")
+    }
+
+    /// Workers take jobs again.
+    public func resume() async throws {
+        try await queue.setPaused(false)
+        logger.notice("queue resumed")
+    }
+
+    public func isPaused() async throws -> Bool { try await queue.isPaused() }
+
+    public func stats() async throws -> QueueStats { try await queue.stats() }
+
+    public func isQueueReachable() async -> Bool { await queue.isReachable() }
+
+    // MARK: Queue bookkeeping
+
+    /// A queue call made after PostgreSQL recorded the truth: its failure is logged, and the
+    /// reconciler (or a lapsed lease) repairs it later.
+    func afterTruth(_ what: String, job: UUID? = nil, logger: Logger? = nil, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+        } catch {
+            var metadata: Logger.Metadata = ["error": "\(error)", "step": "\(what)"]
+            if let job { metadata["job_id"] = "\(job.uuidString.lowercased())" }
+            (logger ?? self.logger).warning("queue bookkeeping failed; the reconciler will repair it", metadata: metadata)
+        }
+    }
+}
