@@ -10,8 +10,8 @@ import Storage
 /// URL, then asks the API to start the job.
 ///
 /// `POST /api/v1/uploads` reserves a job id and returns the URL; the reservation (file name and
-/// settings) lives in the reservation store (Redis) until the URL expires. `POST /api/v1/jobs/{id}/start` checks the object
-/// is there, writes the job row and queues it. No row exists before the start, so nothing waits
+/// settings) lives in the reservation store (Redis) until the URL expires.
+/// `POST /api/v1/jobs/{id}/start` checks the object is there, writes the job row and queues it. No row exists before the start, so nothing waits
 /// for a file that never comes.
 struct DirectUploadController: Sendable {
     let store: JobStore

@@ -18,23 +18,28 @@ struct RateLimiter: Sendable {
 
     /// Counts an upload (or reservation) against its owner and its address; 429 with `Retry-After` when over.
     func admitUpload(_ request: Request, context: MomentsRequestContext) async throws {
-        var keys: [(String, Int)] = []
-        if let owner = context.identity.owner, limits.uploadsPerOwner > 0 { keys.append(("owner:\(owner)", limits.uploadsPerOwner)) }
-        if limits.uploadsPerIP > 0, let ip = clientAddress(request, context: context) { keys.append(("ip:\(ip)", limits.uploadsPerIP)) }
+        var keys: [RateLimitKey] = []
+        if let owner = context.identity.owner, limits.uploadsPerOwner > 0 {
+            keys.append(RateLimitKey("ratelimit:owner:\(owner)", limit: limits.uploadsPerOwner))
+        }
+        if limits.uploadsPerIP > 0, let ip = clientAddress(request, context: context) {
+            keys.append(RateLimitKey("ratelimit:ip:\(ip)", limit: limits.uploadsPerIP))
+        }
         try await admit(keys, what: "uploads", logger: context.logger)
     }
 
     /// Counts a device registration against its address (apart from its uploads).
     func admitRegistration(_ request: Request, context: MomentsRequestContext) async throws {
         guard limits.uploadsPerIP > 0, let ip = clientAddress(request, context: context) else { return }
-        try await admit([("devices-ip:\(ip)", limits.uploadsPerIP)], what: "device registrations", logger: context.logger)
+        try await admit([RateLimitKey("ratelimit:devices-ip:\(ip)", limit: limits.uploadsPerIP)], what: "device registrations",
+                        logger: context.logger)
     }
 
-    private func admit(_ keys: [(String, Int)], what: String, logger: Logger) async throws {
+    private func admit(_ keys: [RateLimitKey], what: String, logger: Logger) async throws {
         guard !keys.isEmpty else { return }
         let wait: Duration?
         do {
-            wait = try await store.admit(keys.map { RateLimitKey("ratelimit:\($0.0)", limit: $0.1) }, window: limits.window)
+            wait = try await store.admit(keys, window: limits.window)
         } catch {
             logger.warning("rate limit not checked: the store did not answer", metadata: ["error": "\(error)"])
             return

@@ -1,8 +1,7 @@
 import Foundation
 import Jobs
-import Logging
 
-/// A `PersistStore` on Redis: each value a JSON string under `<prefix>:<key>`, expiring with `EX`.
+/// A `PersistStore` on Redis: each value a JSON string under `<prefix>:<key>`, expiring with `PX`.
 public struct RedisPersistStore: PersistStore {
     let client: RedisClient
     let prefix: String

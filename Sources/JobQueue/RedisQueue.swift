@@ -126,12 +126,12 @@ public final class RedisQueue: JobQueueDriver {
     }
 
     public func stats() async throws(RedisError) -> QueueStats {
-        let reply = try await client.eval(Scripts.stats, keys: [keys.stream, keys.delayed, keys.dead], arguments: [keys.group])
+        let reply = try await client.eval(Scripts.stats, keys: [keys.stream, keys.delayed, keys.dead, keys.paused], arguments: [keys.group])
         let v = (reply.array ?? []).map { $0.int ?? 0 }
-        guard v.count == 6 else { throw RedisError(.command, "Unexpected reply to the queue statistics script.") }
+        guard v.count == 7 else { throw RedisError(.command, "Unexpected reply to the queue statistics script.") }
         return QueueStats(ready: v[0], delayed: v[2], inFlight: v[1], deadLettered: v[3],
                           oldestReadySeconds: v[4] > 0 ? Double(v[5] - v[4]) / 1000 : 0, consumers: try await consumerNames().count,
-                          paused: try await isPaused())
+                          paused: v[6] == 1)
     }
 
     public func setPaused(_ paused: Bool) async throws(RedisError) {

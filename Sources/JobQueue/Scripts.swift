@@ -83,8 +83,8 @@ enum Scripts {
         return claimed[1]
         """
 
-    /// KEYS: stream, delayed, dead. ARGV: group.
-    /// Returns {ready, in flight, delayed, dead, ms of the oldest ready entry (0 if none), now in ms}.
+    /// KEYS: stream, delayed, dead, paused. ARGV: group.
+    /// Returns {ready, in flight, delayed, dead, ms of the oldest ready entry (0 if none), now in ms, paused (1 or 0)}.
     static let stats = """
         \(now)
         local ready, pending, oldest, last = 0, 0, 0, nil
@@ -110,7 +110,7 @@ enum Scripts {
           else first = redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 1) end
           if #first > 0 then oldest = tonumber(string.match(first[1][1], '^(%d+)')) end
         end
-        return {ready, pending, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]), oldest, now}
+        return {ready, pending, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]), oldest, now, redis.call('EXISTS', KEYS[4])}
         """
 
     /// KEYS: stream. ARGV: group, idle ms. Deletes consumers holding nothing that have been idle that long.

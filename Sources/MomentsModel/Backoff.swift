@@ -1,10 +1,11 @@
 /// Exponential backoff: waits of `first`, then twice as long each time, never more than `cap`.
-/// The one retry policy of the house (stores, queue, transfers, webhooks, the client SDK).
-public struct Backoff: Sendable, Equatable {
+/// Used by the worker's slots and the job service's PostgreSQL retries; the Redis client, S3,
+/// webhooks and the client SDK still run loops of their own (issue 13 moves them here).
+public struct Backoff: Sendable {
     public let first: Duration
     public let cap: Duration
     /// The wait the next `advance()` answers.
-    public private(set) var current: Duration
+    private var current: Duration
 
     public init(first: Duration, cap: Duration) {
         self.first = first
@@ -36,10 +37,9 @@ public struct Backoff: Sendable, Equatable {
             do {
                 return try await body()
             } catch {
-                let wait = backoff.current
+                let wait = backoff.advance()
                 guard retryable(error), !Task.isCancelled, ContinuousClock.now + wait < deadline else { throw error }
                 onRetry(error, wait)
-                _ = backoff.advance()
                 let failure = error
                 // Cancelled while waiting: the caller hears the last error, not the cancellation.
                 do { try await Task.sleep(for: wait) } catch { throw failure }

@@ -26,7 +26,6 @@ extension JobHandler {
     public func completed(_ job: JobRecord) async -> Bool { false }
 }
 
-
 /// What a running job may tell the world: its progress, written to PostgreSQL at most every
 /// `progressInterval` and at once when the stage changes.
 public final class JobContext: Sendable {

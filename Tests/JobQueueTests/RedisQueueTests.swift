@@ -7,19 +7,6 @@ import Testing
 
 @Suite("Redis queue (real Redis)")
 struct RedisQueueTests {
-    @Test("Enqueue is idempotent: the same job twice is one job")
-    func idempotentEnqueue() async throws {
-        try await TestServices.withQueue { queue in
-            let id = UUID()
-            #expect(try await queue.enqueue(id))
-            #expect(try await !queue.enqueue(id))
-            #expect(try await !queue.enqueue(id, delay: .seconds(5)))
-            let stats = try await queue.stats()
-            #expect(stats.ready == 1 && stats.delayed == 0 && stats.inFlight == 0)
-            #expect(try await queue.contains([id, UUID()]) == [true, false])
-        }
-    }
-
     @Test("Many consumers blocking at once: every job is delivered to exactly one of them")
     func spreadOverConsumers() async throws {
         try await TestServices.withQueue { queue in
