@@ -174,6 +174,11 @@ enum MediaProbe {
         }
         let usableAudio = audio.flatMap { avcodec_find_decoder($0.codecID) != nil ? $0 : nil }
         let duration = input.duration ?? video.duration ?? 0
+        // Random bytes now and then pass for a raw H.263 or DV stream, guessed at FFmpeg's weakest
+        // score and with no length; a real video names its container or states its length.
+        if input.probeScore <= InputFile.weakProbeScore && duration <= 0 {
+            throw MomentsError(.notAVideo, notAVideoSentence)
+        }
         var info = MediaInfo(container: input.formatName, fileSize: size, duration: duration, video: video, audio: usableAudio)
         if info.frameRate <= 0 || !info.frameRate.isFinite { info.frameRate = 0 }
         try checkDuration(info.duration, limits: limits, known: duration > 0)

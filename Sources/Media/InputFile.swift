@@ -23,6 +23,14 @@ public final class InputFile {
 
     public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }
 
+    /// How sure FFmpeg's format probe was (0–100). At or below `InputFile.weakProbeScore` the
+    /// format was guessed from a few bytes that happened to look right (FFmpeg's CLI warns
+    /// "misdetection possible" there).
+    public var probeScore: Int { Int(pointer.pointee.probe_score) }
+
+    /// `AVPROBE_SCORE_RETRY` (`AVPROBE_SCORE_MAX / 4`), which Swift does not import.
+    public static let weakProbeScore = 25
+
     /// Container duration in seconds, if the container states one.
     public var duration: Double? {
         let d = pointer.pointee.duration

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import MediaSynth
 import Testing
 @testable import Highlights
@@ -21,8 +22,7 @@ struct BadInputTests {
             try Data().write(to: input)
             return (input.path, output, [], "not_a_video")
         case .randomBytes:
-            var generator = SystemRandomNumberGenerator()
-            try Data((0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: input)
+            try Self.randomBytes(seed: 1).write(to: input)
             return (input.path, output, [], "not_a_video")
         case .textFile:
             try Data(String(repeating: "This is not a video, just some notes.\n", count: 200).utf8).write(to: input)
@@ -85,6 +85,31 @@ struct BadInputTests {
         #expect(!FileManager.default.fileExists(atPath: output))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains("partial") }
         #expect(leftovers.isEmpty, "left behind \(leftovers)")
+    }
+
+    static func randomBytes(seed: UInt64, count: Int = 200_000) -> Data {
+        var generator = SplitMix64(seed: seed)
+        return Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
+    /// About one in twenty random files passes FFmpeg's probe as a raw H.263 or DV stream (at its
+    /// weakest score, with no length); none of them may be taken for a video.
+    @Test("random bytes are never taken for a video (300 seeded files)")
+    func randomFiles() throws {
+        let folder = Fixtures.scratch()
+        var weak = 0
+        for seed in UInt64(1)...300 {
+            let path = folder.appendingPathComponent("random-\(seed).mp4").path
+            try Self.randomBytes(seed: seed, count: 64_000).write(to: URL(fileURLWithPath: path))
+            if let input = try? InputFile(path: path), input.probeScore <= InputFile.weakProbeScore { weak += 1 }
+            do {
+                _ = try MediaProbe.open(path, limits: MediaLimits())
+                Issue.record("seed \(seed) was taken for a video")
+            } catch {
+                #expect(error.code == .notAVideo, "seed \(seed): \(error.code): \(error.message)")
+            }
+        }
+        #expect(weak >= 3, "the seeds should include files FFmpeg guesses a format for; \(weak) did")
     }
 
     @Test("a file cut off half-way renders what is decodable (streamable containers)")
