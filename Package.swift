@@ -76,26 +76,30 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [
-            "JobQueue", "Jobs", "MomentsKit",
-            "ServiceTestSupport", "JobStore", "API", .product(name: "Hummingbird", package: "hummingbird"),
+            "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "JobStoreTests", dependencies: [
             "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
-        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "Jobs", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "Jobs", "JobStore", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: [
             "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
-        .testTarget(name: "MomentsKitTests", dependencies: ["MomentsKit"]),
-        .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel"]),
+        .testTarget(name: "MomentsKitTests", dependencies: [
+            "MomentsKit", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+        // The `moments` command: the client commands and the operator's commands, as separate processes.
+        .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport"]),
+        .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,87 +6,18 @@ import Testing
 /// The running system as the iOS app sees it: `moments api` and two `moments worker` processes
 /// against real PostgreSQL, Redis and SeaweedFS, driven over HTTP with multipart uploads that
 /// always declare `video/mp4`.
-@Suite("API end to end (real processes and servers)", .serialized)
+@Suite("API end to end (real processes and servers)", .serialized, .heavy)
 struct APIEndToEndTests {
-    /// Starts the API and `workers` workers on a fresh database (or `databaseURL`) and Redis database 9;
-    /// stops them after. `settings` are added to the environment (anonymous use unless they say
-    /// `AUTH_REQUIRED`).
-    static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
-                           settings: [String: String] = [:], databaseURL: String? = nil,
-                           _ body: @Sendable (String) async throws -> Void) async throws {
-        @Sendable func start(_ databaseURL: String) async throws {
-            var extra = settings
-            extra["MAX_UPLOAD_BYTES"] = extra["MAX_UPLOAD_BYTES"] ?? "\(maxUploadBytes)"
-            if let storageURL { extra["STORAGE_URL"] = storageURL }
-            let environment = try Self.environment(databaseURL: databaseURL, extra)
-            let (api, base) = try await Self.startAPI(environment)
-            let processes = try [api] + (0..<workers).map { _ in try MomentsProcess(["worker"], environment: environment) }
-            defer { processes.forEach { $0.stop() } }
-            try await body(base)
-        }
-        if let databaseURL {
-            try await start(databaseURL)
-        } else {
-            try await TestServices.withDatabase { _, databaseURL in try await start(databaseURL) }
-        }
-    }
-
-    /// What every process of one test system shares: the stores, a queue prefix of its own, a free
-    /// port, anonymous use and no worker metrics port, then `settings`.
-    static func environment(databaseURL: String, _ settings: [String: String] = [:]) throws -> [String: String] {
-        [
-            "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
-            "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(Int.random(in: 20_000..<30_000))", "HOST": "127.0.0.1",
-            "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
-        ].merging(settings) { $1 }
-    }
-
-    /// Starts `moments api` and waits until it is ready; returns it and its base URL.
-    static func startAPI(_ environment: [String: String]) async throws -> (MomentsProcess, String) {
-        let api = try MomentsProcess(["api"], environment: environment)
-        let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
-        let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
-        try #require(ready, "the API became ready")
-        return (api, base)
-    }
-
-    /// Uploads the 20 s footage for a 15 s highlight and waits until a worker is mid-job.
-    static func uploadAndWaitUntilMidJob(_ base: String, store: JobStore) async throws -> UUID {
-        let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
-                               "-F", "quality=high", "\(base)/api/v1/upload"])
-        let id = try #require(UUID(uuidString: try json(upload.body)["job_id"] as? String ?? ""))
-        let working = try await TestServices.eventually(timeout: .seconds(60)) {
-            try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
-        }
-        try #require(working, "a worker is mid-job")
-        return id
-    }
-
-    /// Registers a device and returns the header arguments that send its token.
-    static func device(_ base: String, name: String = "Test iPhone") throws -> [String] {
-        let reply = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"name": "\#(name)"}"#, "\(base)/api/v1/devices"])
-        let token = try #require(try json(reply.body)["token"] as? String, "\(reply.status) \(reply.body)")
-        return ["-H", "Authorization: Bearer \(token)"]
-    }
-
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "JSON object: \(text)")
-    }
-
-    static func error(_ reply: (status: Int, body: String)) throws -> (status: Int, code: String, message: String) {
-        let object = try json(reply.body)
-        let error = try #require(object["error"] as? [String: Any], "the one error shape: \(reply.body)")
-        return (reply.status, error["code"] as? String ?? "", error["message"] as? String ?? "")
-    }
+    typealias System = LiveSystem
 
     @Test("Upload → poll status → download: the contract's fields and formats, a playable highlight of the asked length")
     func happyPath() async throws {
-        try await Self.withSystem(settings: ["AUTH_REQUIRED": "true"]) { base in
-            let auth = try Self.device(base)
+        try await System.withSystem(settings: ["AUTH_REQUIRED": "true"]) { base in
+            let auth = try System.device(base)
             let upload = try curl(auth + ["-F", "file=@\(TestFootage.twentySeconds);filename=IMG_0042.MOV;type=video/mp4",
                                    "-F", "target_duration=8", "-F", "quality=low", "\(base)/api/v1/upload"])
             #expect(upload.status == 200, "\(upload.body)")
-            let accepted = try Self.json(upload.body)
+            let accepted = try System.json(upload.body)
             let id = try #require(accepted["job_id"] as? String)
             #expect(accepted["message"] as? String == "Video uploaded, processing started")
             #expect(accepted["estimated_time"] is Int)
@@ -94,7 +25,7 @@ struct APIEndToEndTests {
             var progress: [Int] = []
             var status: [String: Any] = [:]
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
-                status = try Self.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
+                status = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
                 if let value = status["progress"] as? Int { progress.append(value) }
                 return ["completed", "failed", "cancelled"].contains(status["status"] as? String ?? "")
             }
@@ -119,7 +50,7 @@ struct APIEndToEndTests {
             #expect(try curl(auth + ["-L", "-o", file.path, resultURL]).status == 200)
             #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
 
-            let details = try Self.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
+            let details = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["quality"] as? String == "low" && details["target_duration"] as? Double == 8 && details["attempt"] as? Int == 1)
             #expect(details["codec"] as? String == "auto")
             let segments = try #require(details["segments"] as? [[String: Double]], "\(details)")
@@ -127,7 +58,7 @@ struct APIEndToEndTests {
             let shown = segments.reduce(0.0) { $0 + ($1["end"] ?? 0) - ($1["start"] ?? 0) }
             #expect(abs(shown - 8) <= 0.5, "the segments add up to the highlight: \(segments)")
             #expect(segments.allSatisfy { ($0["start"] ?? -1) >= 0 && ($0["end"] ?? 99) <= 20.1 })
-            let cancel = try Self.error(try curl(auth + ["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
+            let cancel = try System.error(try curl(auth + ["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
             #expect(cancel.status == 409 && cancel.code == "already_finished")
 
             let metrics = try curl(["\(base)/metrics"])
@@ -143,25 +74,25 @@ struct APIEndToEndTests {
 
     @Test("Direct upload: a presigned PUT straight to storage, then start; cancel through the API")
     func directUploadAndCancel() async throws {
-        try await Self.withSystem { base in
+        try await System.withSystem { base in
             let reserve = try curl(["-X", "POST", "-H", "Content-Type: application/json",
                                     "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low", "codec": "h264"}"#, "\(base)/api/v1/uploads"])
             #expect(reserve.status == 200, "\(reserve.body)")
-            let reserved = try Self.json(reserve.body)
+            let reserved = try System.json(reserve.body)
             let id = try #require(reserved["job_id"] as? String)
             let url = try #require(reserved["upload_url"] as? String)
-            let early = try Self.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
+            let early = try System.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
             #expect(early.status == 409 && early.code == "upload_missing")
             #expect(try curl(["-X", "PUT", "--upload-file", TestFootage.twentySeconds, url]).status == 200)
             let started = try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"])
-            let startedID = try Self.json(started.body)["job_id"] as? String
+            let startedID = try System.json(started.body)["job_id"] as? String
             #expect(started.status == 200 && startedID == id, "\(started.body)")
             #expect(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]).status == 200, "starting twice is harmless")
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
-                (try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
+                (try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
             }
             #expect(done)
-            let details = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
+            let details = try System.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["original_filename"] as? String == "big.mov" && details["target_duration"] as? Double == 6)
             #expect(details["codec"] as? String == "h264", "the codec asked for is kept with the job")
 
@@ -169,19 +100,19 @@ struct APIEndToEndTests {
             // cancelled and never gets a result (WorkerTests checks the engine stops and leaves no files).
             let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
                                    "-F", "codec=h264", "\(base)/api/v1/upload"])
-            let second = try #require((try Self.json(upload.body))["job_id"] as? String)
+            let second = try #require((try System.json(upload.body))["job_id"] as? String)
             let running = try await TestServices.eventually(timeout: .seconds(60)) {
-                let status = try Self.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body)
+                let status = try System.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body)
                 return status["status"] as? String == "processing" && (status["progress"] as? Int ?? 0) >= 5
             }
             try #require(running, "the second job is mid-run")
             let cancel = try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(second)"])
-            let cancelledStatus = try Self.json(cancel.body)["status"] as? String
+            let cancelledStatus = try System.json(cancel.body)["status"] as? String
             #expect(cancel.status == 200 && cancelledStatus == "cancelled", "\(cancel.body)")
             try await Task.sleep(for: .seconds(3))
-            let after = try Self.json(try curl(["\(base)/api/v1/jobs/\(second)"]).body)
+            let after = try System.json(try curl(["\(base)/api/v1/jobs/\(second)"]).body)
             #expect(after["status"] as? String == "cancelled" && after["result_size"] is NSNull, "\(after)")
-            let notReady = try Self.error(try curl(["\(base)/api/v1/jobs/\(second)/download"]))
+            let notReady = try System.error(try curl(["\(base)/api/v1/jobs/\(second)/download"]))
             #expect(notReady.status == 409 && notReady.code == "not_ready")
         }
     }
@@ -189,10 +120,10 @@ struct APIEndToEndTests {
     @Test("Retention: the source goes once the highlight is stored; past RESULT_RETENTION_DAYS a worker's sweep deletes the highlight and the download answers 410 result_expired")
     func retention() async throws {
         try await TestServices.withDatabase { store, databaseURL in
-            try await Self.withSystem(workers: 1, settings: ["RETENTION_SWEEP_SECONDS": "10"], databaseURL: databaseURL) { base in
+            try await System.withSystem(workers: 1, settings: ["RETENTION_SWEEP_SECONDS": "10"], databaseURL: databaseURL) { base in
                 let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
                                        "-F", "quality=low", "\(base)/api/v1/upload"])
-                let jobID = try Self.json(upload.body)["job_id"] as? String
+                let jobID = try System.json(upload.body)["job_id"] as? String
                 let id = try #require(jobID.flatMap(UUID.init(uuidString:)), "\(upload.body)")
                 #expect(try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.sourceDeletedAt != nil })
                 let job = try #require(try await store.job(id))
@@ -202,9 +133,9 @@ struct APIEndToEndTests {
                 try await store.client.query("UPDATE jobs SET completed_at = now() - interval '31 days' WHERE id = \(id)")
                 #expect(try await TestServices.eventually(timeout: .seconds(30)) { try await store.job(id)?.resultExpiredAt != nil },
                         "the worker's next sweep (every 10 s here) expired it")
-                let expired = try Self.error(try curl(["\(base)/api/v1/jobs/\(id)/download"]))
+                let expired = try System.error(try curl(["\(base)/api/v1/jobs/\(id)/download"]))
                 #expect(expired.status == 410 && expired.code == "result_expired" && !expired.message.isEmpty)
-                let status = try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
+                let status = try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
                 #expect(status["status"] as? String == "completed", "the job's record stays until JOB_RETENTION_DAYS")
             }
         }
@@ -212,15 +143,15 @@ struct APIEndToEndTests {
 
     @Test("Progress push: Server-Sent Events carry the status as it changes and close when the job ends")
     func serverSentEvents() async throws {
-        try await Self.withSystem { base in
+        try await System.withSystem { base in
             let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
                                    "-F", "quality=low", "\(base)/api/v1/upload"])
-            let id = try #require(try Self.json(upload.body)["job_id"] as? String)
+            let id = try #require(try System.json(upload.body)["job_id"] as? String)
             // curl returns when the server closes the stream: at the terminal state.
             let stream = try curl(["-N", "--max-time", "90", "\(base)/api/v1/jobs/\(id)/events"])
             #expect(stream.status == 200)
             let events = try stream.body.components(separatedBy: "\n\n").filter { $0.hasPrefix("event: status") }.map { block in
-                try Self.json(String(block.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6) ?? ""))
+                try System.json(String(block.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6) ?? ""))
             }
             let progress = events.compactMap { $0["progress"] as? Int }
             #expect(!events.isEmpty && events.last?["status"] as? String == "completed", "\(stream.body)")
@@ -233,19 +164,19 @@ struct APIEndToEndTests {
     func localStorageDownloadWithRanges() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-objects-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await Self.withSystem(storageURL: "file://\(folder.path)") { base in
+        try await System.withSystem(storageURL: "file://\(folder.path)") { base in
             let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
                                    "-F", "quality=low", "\(base)/api/v1/upload"])
-            let id = try #require(try Self.json(upload.body)["job_id"] as? String, "\(upload.body)")
+            let id = try #require(try System.json(upload.body)["job_id"] as? String, "\(upload.body)")
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
-                (try Self.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
+                (try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
             }
             #expect(done)
             let url = "\(base)/api/v1/jobs/\(id)/download"
             let whole = folder.appendingPathComponent("whole.mp4")
             #expect(try curl(["-o", whole.path, url]).status == 200)
             let size = try #require(try FileManager.default.attributesOfItem(atPath: whole.path)[.size] as? Int)
-            #expect(size == (try Self.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body))["result_size"] as? Int)
+            #expect(size == (try System.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body))["result_size"] as? Int)
             #expect(abs(try TestFootage.duration(whole.path) - 6) <= 0.5)
             let part = folder.appendingPathComponent("part.bin")
             let ranged = try curl(["-D", "-", "-o", part.path, "-H", "Range: bytes=100-1099", url])
@@ -263,12 +194,12 @@ struct APIEndToEndTests {
     @Test("SIGTERM: a worker gives its running job back at once and another worker finishes it")
     func sigtermGivesTheJobBack() async throws {
         try await TestServices.withDatabase { store, databaseURL in
-            let environment = try Self.environment(databaseURL: databaseURL, ["WORKER_SHUTDOWN_GRACE_SECONDS": "0"])
-            let (api, base) = try await Self.startAPI(environment)
+            let environment = try System.environment(databaseURL: databaseURL, ["WORKER_SHUTDOWN_GRACE_SECONDS": "0"])
+            let (api, base) = try await System.startAPI(environment)
             defer { api.stop() }
             let leaving = try MomentsProcess(["worker"], environment: environment)
             defer { leaving.stop() }
-            let id = try await Self.uploadAndWaitUntilMidJob(base, store: store)
+            let id = try await System.uploadAndWaitUntilMidJob(base, store: store)
             leaving.terminate()
             let exited = try await TestServices.eventually(timeout: .seconds(10)) { !leaving.isRunning }
             #expect(exited, "the worker exits promptly after SIGTERM")
@@ -287,12 +218,12 @@ struct APIEndToEndTests {
     func sigkillMidJob() async throws {
         try await TestServices.withDatabase { store, databaseURL in
             let metricsPort = Int.random(in: 30_000..<32_000)
-            var environment = try Self.environment(databaseURL: databaseURL, ["WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1"])
-            let (api, base) = try await Self.startAPI(environment)
+            var environment = try System.environment(databaseURL: databaseURL, ["WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1"])
+            let (api, base) = try await System.startAPI(environment)
             defer { api.stop() }
             let doomed = try MomentsProcess(["worker"], environment: environment)
             defer { doomed.stop() }
-            let id = try await Self.uploadAndWaitUntilMidJob(base, store: store)
+            let id = try await System.uploadAndWaitUntilMidJob(base, store: store)
             doomed.stop()  // SIGKILL: no goodbye, the lease just stops being renewed
             environment["METRICS_PORT"] = "\(metricsPort)"
             let survivor = try MomentsProcess(["worker"], environment: environment)
@@ -320,7 +251,7 @@ struct APIEndToEndTests {
     func readinessFollowsPostgreSQL() async throws {
         let postgres = try PrivatePostgres()
         defer { postgres.destroy() }
-        try await Self.withSystem(workers: 0, databaseURL: postgres.url) { base in
+        try await System.withSystem(workers: 0, databaseURL: postgres.url) { base in
             let formats = try curl(["\(base)/api/v1/upload/formats"])
             #expect(formats.status == 200)
             try postgres.stop()
@@ -330,110 +261,15 @@ struct APIEndToEndTests {
                 return readiness.status == 503
             }
             #expect(down, "\(readiness)")
-            let checks = try Self.json(readiness.body)["checks"] as? [String: String]
+            let checks = try System.json(readiness.body)["checks"] as? [String: String]
             #expect(checks?["postgresql"] == "unreachable" && checks?["redis"] == "ok", "\(readiness.body)")
-            let status = try Self.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
+            let status = try System.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
             #expect(status.status == 503 && status.code == "service_unavailable", "\(status)")
             #expect(!status.message.lowercased().contains("postgres") && !status.message.contains("SELECT"), "no internals: \(status)")
             try postgres.start()
             let back = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
             #expect(back, "ready again once PostgreSQL is back")
-            #expect(try Self.error(try curl(["\(base)/api/v1/jobs/\(UUID().uuidString)/status"])).code == "job_not_found")
+            #expect(try System.error(try curl(["\(base)/api/v1/jobs/\(UUID().uuidString)/status"])).code == "job_not_found")
         }
     }
-
-    @Test("Every operation in /openapi.yaml answers on the running server (none is an unknown route)")
-    func openAPIAgreesWithTheServer() async throws {
-        try await Self.withSystem { base in
-            let document = try curl(["\(base)/openapi.yaml"])
-            #expect(document.status == 200 && document.body.hasPrefix("openapi: 3.1.0"))
-            var operations: [(method: String, path: String)] = []
-            var path: String?
-            var inPaths = false
-            for line in document.body.split(separator: "\n", omittingEmptySubsequences: false) {
-                if line == "paths:" { inPaths = true; continue }
-                if inPaths, !line.hasPrefix(" "), !line.isEmpty { break }
-                if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") { path = String(line.dropFirst(2).dropLast()) }
-                for method in ["get", "post", "put", "delete"] where line == "    \(method):" {
-                    if let path { operations.append((method.uppercased(), path)) }
-                }
-            }
-            #expect(operations.count == 15, "\(operations)")
-            for (method, path) in operations {
-                let url = base + path.replacingOccurrences(of: "{id}", with: UUID().uuidString)
-                let reply = try curl(["-X", method, "--max-time", "10", "-o", "/dev/null", url])
-                #expect(reply.status != 0 && reply.status != 405, "\(method) \(path) answered \(reply.status)")
-                if reply.status == 404 {
-                    // A 404 must be about the (random) job, never an unknown route.
-                    #expect(path.contains("{id}"), "\(method) \(path) is not routed")
-                    let error = try Self.error(try curl(["-X", method, "--max-time", "10", url]))
-                    #expect(error.code == "job_not_found", "\(method) \(path): \(error)")
-                }
-            }
-        }
-    }
-
-    @Test("Bad requests end in a status, a stable code and a sentence")
-    func badRequests() async throws {
-        let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-list-\(UUID().uuidString).mp4")
-        try Data("milk, eggs, bread\n".utf8).write(to: text)
-        let big = FileManager.default.temporaryDirectory.appendingPathComponent("moments-big-\(UUID().uuidString).mp4")
-        try Data(count: 3 << 20).write(to: big)
-        defer {
-            try? FileManager.default.removeItem(at: text)
-            try? FileManager.default.removeItem(at: big)
-        }
-        try await Self.withSystem(maxUploadBytes: 2 << 20) { base in
-            let upload = "\(base)/api/v1/upload"
-            let video = "file=@\(TestFootage.twentySeconds);type=video/mp4"
-            let cases: [([String], Int, String)] = [
-                (["-X", "POST", "-H", "Content-Type: application/json", "-d", "{}", upload], 400, "invalid_request"),
-                (["-F", "target_duration=30", upload], 400, "missing_file"),
-                (["-F", video, "-F", "target_duration=3", upload], 422, "invalid_target_duration"),
-                (["-F", video, "-F", "target_duration=thirty", upload], 422, "invalid_target_duration"),
-                (["-F", video, "-F", "quality=ultra", upload], 422, "invalid_quality"),
-                (["-F", video, "-F", "codec=av1", upload], 422, "invalid_codec"),
-                (["-F", video, "-F", "callback_url=https://example.com/hook", upload], 422, "webhooks_disabled"),
-                (["-F", "file=@\(text.path);type=video/mp4", upload], 415, "not_a_video"),
-                (["-F", "file=@\(big.path);type=video/mp4", upload], 413, "file_too_large"),
-                (["\(base)/api/v1/jobs/\(UUID().uuidString)/status"], 404, "job_not_found"),
-                (["\(base)/api/v1/jobs/not-a-uuid/status"], 404, "job_not_found"),
-                (["-X", "DELETE", "\(base)/api/v1/jobs/\(UUID().uuidString)"], 404, "job_not_found"),
-                (["\(base)/api/v1/nowhere"], 404, "not_found"),
-            ]
-            for (arguments, status, code) in cases {
-                let error = try Self.error(try curl(arguments))
-                #expect(error.status == status && error.code == code, "\(arguments.last ?? ""): \(error)")
-                #expect(!error.message.isEmpty)
-            }
-            let formats = try Self.json(try curl(["\(base)/api/v1/upload/formats"]).body)
-            #expect(formats["max_size_bytes"] as? Int == 2 << 20)
-            #expect(formats["qualities"] as? [String] == ["high", "medium", "low"])
-        }
-    }
-}
-
-/// A `moments` subcommand as a separate process.
-final class MomentsProcess: @unchecked Sendable {
-    private let process = Process()
-
-    init(_ arguments: [String], environment: [String: String]) throws {
-        process.executableURL = TestServices.momentsBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-    }
-
-    var isRunning: Bool { process.isRunning }
-
-    /// SIGTERM: what an orchestrator sends first.
-    func terminate() { process.terminate() }
-
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-    }
-
-    deinit { stop() }
 }

@@ -1,5 +1,6 @@
 import API
 import Foundation
+import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
@@ -25,6 +26,29 @@ struct RouteDocumentTests {
         #expect(routed.count >= 15)
         #expect(routed.subtracting(documented).isEmpty, "routes missing from the document: \(routed.subtracting(documented).sorted())")
         #expect(documented.subtracting(routed).isEmpty, "documented without a route: \(documented.subtracting(routed).sorted())")
+    }
+
+    @Test("Every operation in the served /openapi.yaml answers (none is an unknown route or method)")
+    func everyOperationAnswers() async throws {
+        try await InProcessAPI.run { api in
+            let document = try await api.get("/openapi.yaml")
+            #expect(document.status == 200 && document.text.hasPrefix("openapi: 3.1.0"))
+            let operations = Self.operations(in: document.text)
+            #expect(operations.count == 15, "\(operations)")
+            for operation in operations {
+                let parts = operation.split(separator: " ")
+                let method = try #require(HTTPRequest.Method(String(parts[0])))
+                let path = parts[1].replacingOccurrences(of: "{id}", with: UUID().uuidString)
+                // Server-Sent Events stream until the job ends; for a job that is not there they answer 404 at once.
+                let reply = try await api.send(method, path)
+                #expect(reply.status != 405, "\(operation) answered 405")
+                if reply.status == 404 {
+                    // A 404 must be about the (random) job, never an unknown route.
+                    #expect(operation.contains("{id}"), "\(operation) is not routed")
+                    #expect(try reply.error().code == "job_not_found", "\(operation): \(reply.text)")
+                }
+            }
+        }
     }
 
     /// `METHOD /path` for each operation under `paths:`.

@@ -1,12 +1,13 @@
 import Foundation
 import Media
 import MediaSynth
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
 /// Every way an input can be unusable ends in `error: <code>: <sentence>`, a non-zero exit status,
 /// and no output file, through the real `moments` command.
-@Suite("Bad input")
+@Suite("Bad input", .heavy)
 struct BadInputTests {
     enum Case: String, CaseIterable, CustomTestStringConvertible {
         case empty, randomBytes, textFile, audioOnly, unknownCodec, truncatedIndex, tooShort, tooLong, tooLarge, missingFile, folder, missingOutputFolder

@@ -3,10 +3,11 @@ import Foundation
 import Media
 import MediaSynth
 import MomentsModel
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
-@Suite("Copy path")
+@Suite("Copy path", .heavy)
 struct CopyPathTests {
     enum Source: String, CaseIterable, CustomTestStringConvertible {
         case h264, hevc, portrait

@@ -1,10 +1,11 @@
 import Foundation
 import MomentsModel
+import ServiceTestSupport
 import Synchronization
 import Testing
 @testable import Highlights
 
-@Suite("Progress and cancellation")
+@Suite("Progress and cancellation", .quiet)
 struct EngineTests {
     @Test("progress only moves forward, through every stage, to 100 %")
     func progress() throws {

@@ -1,9 +1,10 @@
 import Foundation
 import MediaSynth
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
-@Suite("Input formats")
+@Suite("Input formats", .heavy)
 struct InputFormatTests {
     /// Containers and codecs phones and cameras produce, each made by our encoder with a cut at 1.5 s.
     static let clips: [(name: String, video: SyntheticVideo, codec: String, audio: String?)] = [

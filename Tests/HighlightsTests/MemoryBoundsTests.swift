@@ -1,11 +1,12 @@
 import Foundation
 import MediaSynth
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
 /// Crafted inputs that used to make memory grow with the video: the engine must stay within a
 /// budget that does not depend on the picture's shape or on how long a stretch lasts.
-@Suite("Memory bounds")
+@Suite("Memory bounds", .heavy)
 struct MemoryBoundsTests {
     /// Peak RSS allowed for `moments highlight` (debug build) on these small pictures. A normal
     /// 320 × 180 clip peaks near 100 MB. What the old engine kept grew with the video: on the thin

@@ -1,10 +1,11 @@
 import Foundation
 import MediaSynth
 import MomentsModel
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
-@Suite("Render")
+@Suite("Render", .heavy)
 struct RenderTests {
     @Test("a highlight is an AVPlayer-ready MP4 of the target length, in sync")
     func highlightFile() throws {

@@ -1,9 +1,10 @@
 import Foundation
 import MediaSynth
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
-@Suite("Scene detection")
+@Suite("Scene detection", .heavy)
 struct SceneDetectionTests {
     /// The same shots encoded several ways: each scene change must be found within ±2 frames,
     /// of the right kind, and nothing else (the shaky and panning shots stay whole).

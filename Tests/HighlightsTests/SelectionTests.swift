@@ -1,9 +1,10 @@
 import Foundation
 import MediaSynth
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
-@Suite("Segment selection")
+@Suite("Segment selection", .heavy)
 struct SelectionTests {
     static let target = 10.0
 

@@ -3,10 +3,11 @@ import Foundation
 import Media
 import MediaSynth
 import MomentsModel
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
-@Suite("HDR tone mapping")
+@Suite("HDR tone mapping", .heavy)
 struct ToneMappingTests {
     /// The same painted shots as SDR H.264 (BT.709) and as HLG HEVC (the SDR picture converted to
     /// HLG BT.2020 by our encoder's pipeline, reference white at 203 cd/m²).

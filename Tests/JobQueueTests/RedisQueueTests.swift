@@ -5,7 +5,7 @@ import MomentsModel
 import ServiceTestSupport
 import Testing
 
-@Suite("Redis queue (real Redis)")
+@Suite("Redis queue (real Redis)", .quiet)
 struct RedisQueueTests {
     @Test("Many consumers blocking at once: every job is delivered to exactly one of them")
     func spreadOverConsumers() async throws {

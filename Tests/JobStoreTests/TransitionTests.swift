@@ -5,7 +5,7 @@ import PostgresNIO
 import ServiceTestSupport
 import Testing
 
-@Suite("Job transitions and their fences (real PostgreSQL)")
+@Suite("Job transitions and their fences (real PostgreSQL)", .quiet)
 struct TransitionTests {
     static let result = JobResult(resultKey: "results/x.mp4", resultSize: 1234, sourceDuration: 61.5, segmentsSelected: 7)
 

@@ -7,7 +7,7 @@ import Testing
 import Worker
 
 /// The job service over real PostgreSQL and the in-memory queue: PostgreSQL first, the queue after.
-@Suite("Jobs service (real PostgreSQL, in-memory queue)")
+@Suite("Jobs service (real PostgreSQL, in-memory queue)", .quiet)
 struct JobsServiceTests {
     static func withJobs(_ body: @Sendable (Jobs, MemoryQueue) async throws -> Void) async throws {
         try await TestServices.withDatabase { store, _ in

@@ -6,7 +6,7 @@ import Testing
 
 /// The rules every queue driver keeps, held against the in-memory driver and the Redis one alike,
 /// so tests that use the in-memory driver stand for production.
-@Suite("Queue drivers: in memory and Redis keep the same rules")
+@Suite("Queue drivers: in memory and Redis keep the same rules", .quiet)
 struct QueueDriverTests {
     enum Driver: String, CaseIterable, CustomTestStringConvertible {
         case memory, redis

@@ -5,7 +5,7 @@ import ServiceTestSupport
 import Testing
 
 /// Reservations and rate-limit counters: the in-memory stores and the Redis ones alike.
-@Suite("Shared stores: in memory and Redis keep the same rules")
+@Suite("Shared stores: in memory and Redis keep the same rules", .quiet)
 struct SharedStoreTests {
     enum Store: String, CaseIterable, CustomTestStringConvertible {
         case memory, redis

@@ -2,10 +2,11 @@ import CFFmpeg
 import Foundation
 import Media
 import MediaSynth
+import ServiceTestSupport
 import Testing
 
 /// The fixture writer is the ground truth of every media test: check it says what it wrote.
-@Suite("Synthetic footage")
+@Suite("Synthetic footage", .heavy)
 struct SyntheticVideoTests {
     func write(_ video: SyntheticVideo, _ name: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("synth-\(getpid())-\(name)").path

@@ -1,5 +1,6 @@
 import Foundation
 import MomentsKit
+import ServiceTestSupport
 import Testing
 
 /// A service the test drives step by step: what the app's previews and tests inject.
@@ -57,7 +58,7 @@ final class ScriptedService: HighlightService, @unchecked Sendable {
 }
 
 @MainActor
-@Suite("HighlightViewModel with an injected service")
+@Suite("HighlightViewModel with an injected service", .quiet)
 struct ViewModelTests {
     /// Waits (on the main actor, letting the model's tasks run) until `condition` holds.
     func until(_ condition: () -> Bool, timeout: Duration = .seconds(5)) async -> Bool {

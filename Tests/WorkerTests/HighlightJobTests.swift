@@ -10,7 +10,7 @@ import Worker
 
 /// Real jobs end to end below the HTTP layer: the source in SeaweedFS, the row in PostgreSQL, the
 /// queue in Redis, the engine on a fixture made by our own encoder.
-@Suite("Highlight jobs through the worker (real PostgreSQL, Redis and SeaweedFS)")
+@Suite("Highlight jobs through the worker (real PostgreSQL, Redis and SeaweedFS)", .quiet)
 struct HighlightJobTests {
     static var footage: String { TestFootage.twentySeconds }
 

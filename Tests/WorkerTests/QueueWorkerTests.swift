@@ -8,8 +8,8 @@ import Testing
 import Worker
 
 /// The worker loop against real PostgreSQL and Redis: the queue and the fence together.
-@Suite("Worker, queue and fence together (real PostgreSQL and Redis)")
-struct WorkerTests {
+@Suite("Worker, queue and fence together (real PostgreSQL and Redis)", .quiet)
+struct QueueWorkerTests {
     /// Short times so that lapses and retries happen within a test.
     static func configuration(_ name: String, concurrency: Int = 2) -> WorkerConfiguration {
         WorkerConfiguration(name: name, concurrency: concurrency, lease: .milliseconds(1500), heartbeat: .milliseconds(400),

@@ -5,7 +5,7 @@ import ServiceTestSupport
 import Testing
 
 /// `moments jobs list|show|retry|cancel` as an operator runs them, against the real stores.
-@Suite("Admin commands (real PostgreSQL and Redis)", .serialized)
+@Suite("Admin commands (real PostgreSQL and Redis)", .serialized, .heavy)
 struct AdminCommandTests {
     @Test("list, show, retry and cancel: tables and JSON, and clear refusals")
     func adminCommands() async throws {

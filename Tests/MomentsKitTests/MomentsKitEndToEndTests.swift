@@ -1,12 +1,11 @@
 import Foundation
-import JobStore
 import MomentsKit
 import ServiceTestSupport
 import Testing
 
 /// MomentsKit against real `moments api` and `moments worker` processes, PostgreSQL, Redis and
 /// SeaweedFS: what the iOS app will do, on Linux's URLSession.
-@Suite("MomentsKit against the real server")
+@Suite("MomentsKit against the real server", .heavy)
 struct MomentsKitEndToEndTests {
     /// Collects progress calls from URLSession's delegate threads.
     final class Progress: @unchecked Sendable {
@@ -18,7 +17,7 @@ struct MomentsKitEndToEndTests {
 
     @Test("Register, plan, formats, multipart upload with progress, status by events, details, download with progress")
     func wholeJourney() async throws {
-        try await APIEndToEndTests.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
+        try await LiveSystem.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
             var client = MomentsClient(baseURL: URL(string: base)!)
             let anonymous = await #expect(throws: MomentsClientError.self) { try await client.account() }
             #expect(anonymous?.status == 401 && anonymous?.code == "auth_required" && anonymous?.kind == .server)
@@ -63,7 +62,7 @@ struct MomentsKitEndToEndTests {
 
     @Test("Direct upload above the threshold (presigned PUT to storage, then start); cancel; typed errors")
     func directUploadCancelAndErrors() async throws {
-        try await APIEndToEndTests.withSystem(workers: 0) { base in
+        try await LiveSystem.withSystem(workers: 0) { base in
             let client = MomentsClient(baseURL: URL(string: base)!, directUploadThreshold: 0)
             let sent = Progress()
             let accepted = try await client.upload(file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 10,
@@ -106,7 +105,7 @@ struct MomentsKitEndToEndTests {
     @Test("HighlightViewModel on the real server: uploading, processing with the server's sentences, the downloaded highlight")
     @MainActor
     func viewModel() async throws {
-        try await APIEndToEndTests.withSystem(workers: 1) { base in
+        try await LiveSystem.withSystem(workers: 1) { base in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-vm-\(UUID())")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -128,82 +127,5 @@ struct MomentsKitEndToEndTests {
             #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
             #expect(!messages.isEmpty, "the server's sentences were shown while processing")
         }
-    }
-
-    /// Runs `moments` in `folder` with a configuration folder of its own (so it registers and saves a token).
-    static func cli(_ arguments: [String], config: URL, in folder: URL) throws -> (status: Int32, out: String, err: String) {
-        try TestServices.moments(arguments, environment: ["XDG_CONFIG_HOME": config.path], in: folder)
-    }
-
-    @Test("moments submit --wait -o, status and download: progress as it goes, the highlight saved, failures with the server's message")
-    func commandLine() async throws {
-        try await APIEndToEndTests.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID())")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            let config = folder.appendingPathComponent("config")
-            let submit = try Self.cli(["submit", TestFootage.twentySeconds, "--server", base, "--wait", "-o", "out.mp4",
-                                       "--duration", "8", "--quality", "low"], config: config, in: folder)
-            #expect(submit.status == 0, "\(submit.err)")
-            #expect(abs(try TestFootage.duration(folder.appendingPathComponent("out.mp4").path) - 8) <= 0.5)
-            for line in ["Uploading 100%", "Processing", "Downloading 100%"] { #expect(submit.err.contains(line), "\(submit.err)") }
-            #expect(submit.err.contains("MB/s"), "the upload shows its rate")
-            #expect(submit.out.contains("highlight saved to"))
-            let id = try #require(submit.out.firstMatch(of: /job ([0-9a-f-]{36})/)?.output.1).description
-            let saved = try String(contentsOf: config.appendingPathComponent("moments/credentials.json"), encoding: .utf8)
-            #expect(saved.contains("mdt_"), "the registered token is kept for the next command")
-
-            let status = try Self.cli(["status", id, "--server", base], config: config, in: folder)
-            #expect(status.status == 0 && status.out.hasPrefix("completed 100%"), "\(status.out) \(status.err)")
-            let download = try Self.cli(["download", id, "--server", base, "-o", "again.mp4"], config: config, in: folder)
-            #expect(download.status == 0, "\(download.err)")
-            #expect(FileManager.default.contentsEqual(atPath: folder.appendingPathComponent("out.mp4").path,
-                                                      andPath: folder.appendingPathComponent("again.mp4").path))
-
-            let text = folder.appendingPathComponent("list.mov")
-            try Data("milk, eggs, bread".utf8).write(to: text)
-            let refused = try Self.cli(["submit", text.path, "--server", base, "--wait"], config: config, in: folder)
-            #expect(refused.status == 1 && refused.err.contains("error: not_a_video: "), "\(refused.err)")
-            let stranger = try Self.cli(["status", id, "--server", base, "--token", "mdt_notarealtoken"], config: config, in: folder)
-            #expect(stranger.status == 1 && stranger.err.contains("error: invalid_token: "), "\(stranger.err)")
-        }
-    }
-
-    @Test("Ctrl-C while waiting, without a terminal: the job is left running and the command says how to follow it")
-    func interruptWhileWaiting() async throws {
-        try await APIEndToEndTests.withSystem(workers: 0) { base in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID())")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            let process = Process()
-            process.executableURL = TestServices.momentsBinary
-            process.arguments = ["submit", TestFootage.twentySeconds, "--server", base, "--wait"]
-            process.currentDirectoryURL = folder
-            process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": folder.path]) { $1 }
-            let err = Pipe()
-            process.standardError = err
-            process.standardOutput = FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let collected = Collected()
-            err.fileHandleForReading.readabilityHandler = { collected.append($0.availableData) }
-            let waiting = try await TestServices.eventually(timeout: .seconds(30)) { collected.text.contains("Processing") }
-            #expect(waiting, "\(collected.text)")
-            kill(process.processIdentifier, SIGINT)
-            let ended = try await TestServices.eventually(timeout: .seconds(10)) { !process.isRunning }
-            #expect(ended)
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            err.fileHandleForReading.readabilityHandler = nil
-            #expect(process.terminationStatus == 130)
-            #expect(collected.text.contains("keeps running; follow it with: moments status"), "\(collected.text)")
-        }
-    }
-
-    final class Collected: @unchecked Sendable {
-        private let lock = NSLock()
-        private var data = Data()
-        func append(_ more: Data) { lock.withLock { data.append(more) } }
-        var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
     }
 }

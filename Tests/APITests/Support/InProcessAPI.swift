@@ -1,0 +1,146 @@
+import API
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JobStore
+import Jobs
+import Prometheus
+import ServiceTestSupport
+import Storage
+import Testing
+
+/// The API in this process: the real router over a fresh PostgreSQL database, with the in-memory
+/// queue, reservations and rate limits and local storage in a scratch folder. Requests go straight
+/// to the router (HummingbirdTesting's `.router`), so a contract, error or access test takes
+/// milliseconds and starts no process. The end-to-end tests use `LiveSystem` instead.
+struct InProcessAPI: Sendable {
+    let client: any TestClientProtocol
+    let store: JobStore
+    let queue: MemoryQueue
+    let storage: LocalObjectStore
+    /// Where the API spools uploads while it checks them.
+    let uploads: URL
+
+    /// Runs `body` against an API configured from `settings` (the variables `moments api` reads;
+    /// anonymous use unless they say `AUTH_REQUIRED`).
+    /// With `presigning`, storage hands out signed URLs as S3 does (direct uploads, download redirects).
+    static func run(_ settings: [String: String] = [:], presigning: Bool = false,
+                    _ body: @Sendable (InProcessAPI) async throws -> Void) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-inprocess-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServices.withDatabase { store, _ in
+            let uploads = folder.appendingPathComponent("uploads")
+            try FileManager.default.createDirectory(at: uploads, withIntermediateDirectories: true)
+            let environment = ["AUTH_REQUIRED": "false", "UPLOAD_DIR": uploads.path]
+                .merging(settings) { $1 }
+            let configuration = try APIConfiguration(environment: environment)
+            let queue = MemoryQueue()
+            let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
+            try await jobs.prepare()
+            let storage = try LocalObjectStore(root: folder.appendingPathComponent("objects"))
+            let services = APIServices(jobs: jobs, storage: presigning ? SigningLocalStore(local: storage) : storage, reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore())
+            let router = buildRouter(configuration: configuration, services: services, metrics: PrometheusCollectorRegistry())
+            let app = Application(router: router, logger: TestServices.logger)
+            try await app.test(.router) { client in
+                try await body(InProcessAPI(client: client, store: store, queue: queue, storage: storage, uploads: uploads))
+            }
+        }
+    }
+
+    /// One answer: status, headers and body, with the JSON views the tests need.
+    struct Reply: Sendable {
+        var status: Int
+        var headers: HTTPFields
+        var body: Data
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+
+        func json() throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any], "a JSON object: \(status) \(text)")
+        }
+
+        /// The one error shape: the status, `error.code` and `error.message`.
+        func error() throws -> (status: Int, code: String, message: String) {
+            let error = try #require(try json()["error"] as? [String: Any], "the one error shape: \(status) \(text)")
+            return (status, error["code"] as? String ?? "", error["message"] as? String ?? "")
+        }
+
+        func header(_ name: String) -> String? { HTTPField.Name(name).flatMap { headers[$0] } }
+    }
+
+    func send(_ method: HTTPRequest.Method, _ path: String, headers: HTTPFields = [:], body: Data? = nil) async throws -> Reply {
+        try await client.execute(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(bytes: $0) }) { response in
+            Reply(status: Int(response.status.code), headers: response.headers, body: Data(buffer: response.body))
+        }
+    }
+
+    func get(_ path: String, headers: HTTPFields = [:]) async throws -> Reply {
+        try await send(.get, path, headers: headers)
+    }
+
+    /// POSTs `object` as JSON.
+    func post(_ path: String, json object: [String: Any], headers: HTTPFields = [:]) async throws -> Reply {
+        var headers = headers
+        headers[.contentType] = "application/json"
+        return try await send(.post, path, headers: headers, body: try JSONSerialization.data(withJSONObject: object))
+    }
+
+    /// A multipart upload to `/api/v1/upload`, as the app sends it: `fields`, then the file (if any)
+    /// declared `video/mp4` whatever it holds.
+    func upload(_ file: Data?, filename: String = "IMG_0001.MOV", fields: [String: String] = [:],
+                headers: HTTPFields = [:]) async throws -> Reply {
+        let boundary = "moments-\(UUID().uuidString)"
+        var body = Data()
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8))
+        }
+        if let file {
+            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(filename)\"\r\n".utf8))
+            body.append(Data("Content-Type: video/mp4\r\n\r\n".utf8))
+            body.append(file)
+            body.append(Data("\r\n".utf8))
+        }
+        body.append(Data("--\(boundary)--\r\n".utf8))
+        var headers = headers
+        headers[.contentType] = "multipart/form-data; boundary=\(boundary)"
+        return try await send(.post, "/api/v1/upload", headers: headers, body: body)
+    }
+
+    /// Registers a device; returns the headers that send its token.
+    func device(name: String = "Test iPhone", headers: HTTPFields = [:]) async throws -> HTTPFields {
+        let reply = try await post("/api/v1/devices", json: ["name": name], headers: headers)
+        let token = try #require(try reply.json()["token"] as? String, "\(reply.status) \(reply.text)")
+        var auth = headers
+        auth[.authorization] = "Bearer \(token)"
+        return auth
+    }
+
+    /// The 20 s test footage, read once.
+    static let footage: Data = {
+        (try? Data(contentsOf: URL(fileURLWithPath: TestFootage.twentySeconds))) ?? Data()
+    }()
+}
+
+/// Local storage that signs URLs as S3 would (`https://storage.test/<key>?X-Method=…&X-Expires=…`),
+/// so the direct-upload and redirect routes run in process. Nothing answers at that address: a
+/// test that "uploads" puts the file into the local store itself.
+struct SigningLocalStore: PresigningObjectStore {
+    let local: LocalObjectStore
+
+    func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo {
+        try await local.put(key: key, from: file, contentType: contentType)
+    }
+
+    func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo { try await local.get(key: key, to: file) }
+
+    func head(key: String) async throws(StorageError) -> ObjectInfo { try await local.head(key: key) }
+
+    func delete(key: String) async throws(StorageError) { try await local.delete(key: key) }
+
+    var presigning: (any PresigningObjectStore)? { self }
+
+    func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL {
+        URL(string: "https://storage.test/\(key)?X-Method=\(method)&X-Expires=\(expires.components.seconds)")!
+    }
+}

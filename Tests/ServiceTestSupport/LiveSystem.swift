@@ -1,0 +1,113 @@
+import Foundation
+import JobStore
+
+/// The running system as a client sees it: `moments api` and `moments worker` processes against
+/// the real PostgreSQL, Redis and SeaweedFS, driven over HTTP with plain curl. For the few
+/// end-to-end tests; the API's contract, error and access tests run in process (`InProcessAPI`).
+public enum LiveSystem {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    /// Starts the API and `workers` workers on a fresh database (or `databaseURL`) and Redis
+    /// database 9; stops them after. `settings` are added to the environment (anonymous use
+    /// unless they say `AUTH_REQUIRED`).
+    public static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
+                                  settings: [String: String] = [:], databaseURL: String? = nil,
+                                  _ body: @Sendable (String) async throws -> Void) async throws {
+        @Sendable func start(_ databaseURL: String) async throws {
+            var extra = settings
+            extra["MAX_UPLOAD_BYTES"] = extra["MAX_UPLOAD_BYTES"] ?? "\(maxUploadBytes)"
+            if let storageURL { extra["STORAGE_URL"] = storageURL }
+            let environment = try Self.environment(databaseURL: databaseURL, extra)
+            let (api, base) = try await Self.startAPI(environment)
+            let processes = try [api] + (0..<workers).map { _ in try MomentsProcess(["worker"], environment: environment) }
+            defer { processes.forEach { $0.stop() } }
+            try await body(base)
+        }
+        if let databaseURL {
+            try await start(databaseURL)
+        } else {
+            try await TestServices.withDatabase { _, databaseURL in try await start(databaseURL) }
+        }
+    }
+
+    /// What every process of one test system shares: the stores, a queue prefix of its own, a free
+    /// port, anonymous use and no worker metrics port, then `settings`.
+    public static func environment(databaseURL: String, _ settings: [String: String] = [:]) throws -> [String: String] {
+        [
+            "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+            "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(Int.random(in: 20_000..<30_000))", "HOST": "127.0.0.1",
+            "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
+        ].merging(settings) { $1 }
+    }
+
+    /// Starts `moments api` and waits until it is ready; returns it and its base URL.
+    public static func startAPI(_ environment: [String: String]) async throws -> (MomentsProcess, String) {
+        let api = try MomentsProcess(["api"], environment: environment)
+        let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
+        let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
+        guard ready else { throw Failure("the API did not become ready within 30 s") }
+        return (api, base)
+    }
+
+    /// Uploads the 20 s footage for a 15 s highlight and waits until a worker is mid-job.
+    public static func uploadAndWaitUntilMidJob(_ base: String, store: JobStore) async throws -> UUID {
+        let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
+                               "-F", "quality=high", "\(base)/api/v1/upload"])
+        guard let id = UUID(uuidString: try json(upload.body)["job_id"] as? String ?? "") else {
+            throw Failure("the upload was refused: \(upload.status) \(upload.body)")
+        }
+        let working = try await TestServices.eventually(timeout: .seconds(60)) {
+            try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
+        }
+        guard working else { throw Failure("no worker got to 5 % of job \(id) within 60 s") }
+        return id
+    }
+
+    /// Registers a device and returns the header arguments that send its token.
+    public static func device(_ base: String, name: String = "Test iPhone") throws -> [String] {
+        let reply = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"name": "\#(name)"}"#, "\(base)/api/v1/devices"])
+        guard let token = try json(reply.body)["token"] as? String else { throw Failure("no token: \(reply.status) \(reply.body)") }
+        return ["-H", "Authorization: Bearer \(token)"]
+    }
+
+    public static func json(_ text: String) throws -> [String: Any] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw Failure("not a JSON object: \(text)")
+        }
+        return object
+    }
+
+    /// The one error shape: the status, `error.code` and `error.message`.
+    public static func error(_ reply: (status: Int, body: String)) throws -> (status: Int, code: String, message: String) {
+        guard let error = try json(reply.body)["error"] as? [String: Any] else { throw Failure("not the error shape: \(reply.body)") }
+        return (reply.status, error["code"] as? String ?? "", error["message"] as? String ?? "")
+    }
+}
+
+/// A `moments` subcommand as a separate process.
+public final class MomentsProcess: @unchecked Sendable {
+    private let process = Process()
+
+    public init(_ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = TestServices.momentsBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    public var isRunning: Bool { process.isRunning }
+
+    /// SIGTERM: what an orchestrator sends first.
+    public func terminate() { process.terminate() }
+
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+    }
+
+    deinit { stop() }
+}
