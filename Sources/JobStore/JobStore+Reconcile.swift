@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+import MomentsModel
+import PostgresNIO
+
+/// What the reconciler, the health checks and the metrics read.
+extension JobStore {
+    // MARK: Reconciler and metrics
+
+    /// Pending jobs not touched for `quietFor` (so a job being enqueued right now is left alone), with
+    /// the time each may start.
+    public func pendingJobs(quietFor: Duration, limit: Int = 1000) async throws(JobStoreError) -> [(id: UUID, runAfter: Date)] {
+        try await database("list pending jobs") { client, logger in
+            let rows = try await client.query("""
+                SELECT id, run_after FROM jobs
+                WHERE status = 'pending' AND updated_at <= now() - make_interval(secs => \(quietFor.inSeconds))
+                ORDER BY run_after LIMIT \(limit)
+                """, logger: logger)
+            var jobs: [(id: UUID, runAfter: Date)] = []
+            for try await (id, runAfter) in rows.decode((UUID, Date).self) { jobs.append((id, runAfter)) }
+            return jobs
+        }
+    }
+
+    /// Processing jobs whose lease has lapsed: their worker died or lost touch.
+    public func lapsedLeases(limit: Int = 1000) async throws(JobStoreError) -> [(id: UUID, attempt: Int, maxAttempts: Int)] {
+        try await database("list lapsed leases") { client, logger in
+            let rows = try await client.query("""
+                SELECT id, attempt, max_attempts FROM jobs
+                WHERE status = 'processing' AND lease_expires_at <= now()
+                ORDER BY lease_expires_at LIMIT \(limit)
+                """, logger: logger)
+            var jobs: [(id: UUID, attempt: Int, maxAttempts: Int)] = []
+            for try await (id, attempt, maxAttempts) in rows.decode((UUID, Int, Int).self) { jobs.append((id, attempt, maxAttempts)) }
+            return jobs
+        }
+    }
+
+    /// Fails a lapsed job on its last attempt (the reconciler's half of `claim`'s rule).
+    public func exhaustLapsed(_ id: UUID, attempt: Int) async throws(JobStoreError) -> Bool {
+        try await exhaust(id, attempt: attempt, expectedStatus: .processing) == .exhausted
+    }
+
+    /// Runs `body` only if no other process is inside it (a transaction-scoped advisory lock, so a
+    /// process that dies releases it). Returns nil when another process holds it.
+    public func exclusively<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T? {
+        let key = Int64(bitPattern: UInt64(Self.fnv1a(name)))
+        return try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("SELECT pg_try_advisory_xact_lock(\(key))", logger: logger)
+            guard try await rows.decode(Bool.self).first(where: { _ in true }) == true else { return nil }
+            return try await body()
+        }
+    }
+
+    /// How many jobs are in each status.
+    public func countsByStatus() async throws(JobStoreError) -> [JobStatus: Int] {
+        try await database("count jobs") { client, logger in
+            var counts = Dictionary(uniqueKeysWithValues: JobStatus.allCases.map { ($0, 0) })
+            let rows = try await client.query("SELECT status, count(*) FROM jobs GROUP BY status", logger: logger)
+            for try await (status, count) in rows.decode((String, Int).self) {
+                if let status = JobStatus(rawValue: status) { counts[status] = count }
+            }
+            return counts
+        }
+    }
+
+    /// Calls `changed` with the id of every job whose status, progress or message changes (NOTIFY on
+    /// the `moments_jobs` channel, sent by a trigger), until the task is cancelled or the connection drops.
+    public func listenForChanges(_ changed: @Sendable (UUID) async -> Void) async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: "moments_jobs") { notifications in
+                for try await notification in notifications {
+                    if let id = UUID(uuidString: notification.payload) { await changed(id) }
+                }
+            }
+        }
+    }
+
+    /// Processing figures of the jobs completed within `window`: count, median and 95th percentile
+    /// processing time (start of the first attempt to the end), median real-time factor.
+    public func recentProcessing(within window: Duration) async throws(JobStoreError)
+        -> (completed: Int, p50Seconds: Double, p95Seconds: Double, medianRealTimeFactor: Double) {
+        try await database("summarize recent jobs") { client, logger in
+            let rows = try await client.query("""
+                SELECT count(*)::int,
+                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),
+                       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),
+                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY source_duration
+                           / greatest(extract(epoch FROM completed_at - started_at), 0.001)), 0)
+                FROM jobs
+                WHERE status = 'completed' AND completed_at > now() - make_interval(secs => \(window.inSeconds))
+                """, logger: logger)
+            for try await row in rows.decode((Int, Double, Double, Double).self) {
+                return (completed: row.0, p50Seconds: row.1, p95Seconds: row.2, medianRealTimeFactor: row.3)
+            }
+            return (completed: 0, p50Seconds: 0, p95Seconds: 0, medianRealTimeFactor: 0)
+        }
+    }
+
+    /// Whether PostgreSQL answers within `timeout` (for readiness checks: while the server is down
+    /// the pool keeps a query waiting for a connection, so the check must not wait with it).
+    public func isReachable(timeout: Duration = .seconds(3)) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                (try? await database("answer") { client, logger in try await client.query("SELECT 1", logger: logger).hasRows() }) == true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import API
+import ArgumentParser
+import Foundation
+import Hummingbird
+import ServiceLifecycle
+import Storage
+import Worker
+
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev",
+        abstract: "Runs the API and workers in one process: the whole system on one machine.",
+        discussion: """
+            The API's and the workers' settings as for `moments api` and `moments worker`; STORAGE_URL defaults to \
+            file://<current folder>/.data/objects.
+            """)
+
+    func run() async throws {
+        try await reportingErrors {
+            var environment = ProcessInfo.processInfo.environment
+            if (environment["STORAGE_URL"] ?? "").isEmpty {
+                environment["STORAGE_URL"] = "file://" + FileManager.default.currentDirectoryPath + "/.data/objects"
+            }
+            let services = try Services.fromEnvironment(label: "moments.dev", environment: environment)
+            let storage = try StorageConfiguration.store(environment: environment)
+            let work = try WorkerCommand.highlightWork(environment, services: services, storage: storage)
+            let (worker, metrics) = try services.workerService(work.configuration, handler: work.handler, sweeper: work.sweeper,
+                                                               environment: environment)
+            let app = buildApplication(configuration: try APIConfiguration(environment: environment), services: services.api(storage: storage),
+                                       background: [worker], metrics: metrics.registry, logger: services.logger)
+            services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])
+            try await app.runService()
+        }
+    }
+}
