@@ -44,7 +44,7 @@ let package = Package(
         // The API's JSON (CLIENT-CONTRACT.md): encoded by the server, decoded by MomentsKit. Foundation only.
         .target(name: "MomentsContract", dependencies: ["MomentsModel"]),
         // The client SDK: MomentsClient (URLSession) and @Observable view models. Foundation and Observation only.
-        .target(name: "MomentsKit", dependencies: ["MomentsContract"]),
+        .target(name: "MomentsKit", dependencies: ["MomentsContract", "MomentsModel"]),
         // PostgreSQL: migrations, the job repository with fenced transitions, admin views.
         .target(name: "JobStore", dependencies: [
             "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
@@ -57,13 +57,13 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
         .target(name: "Worker", dependencies: [
-            "JobStore", "Jobs", "Highlights", "Storage", "MomentsModel", .product(name: "Logging", package: "swift-log"),
+            "JobStore", "Jobs", "Highlights", "Storage", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
-            "JobStore", "Jobs", "Storage", "Highlights", "MomentsModel",
+            "JobStore", "Jobs", "Storage", "Highlights", "MomentsContract", "MomentsModel",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -71,7 +71,8 @@ let package = Package(
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "Media", "MediaSynth", "MomentsModel", "Storage", "JobStore", "Jobs", "JobQueue", "Worker", "API", "MomentsKit",
+                "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "JobStore", "Jobs", "JobQueue", "Worker", "API",
+                "MomentsKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -95,7 +96,7 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "MomentsKitTests", dependencies: [
-            "MomentsKit", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+            "MomentsKit", "MomentsContract", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),
         ]),
         // The `moments` command: the client commands and the operator's commands, as separate processes.
         .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport"]),

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobStore
+import MomentsContract
 import MomentsModel
 import Storage
 

@@ -1,4 +1,5 @@
 import Foundation
+import MomentsContract
 import HTTPTypes
 import Hummingbird
 import JobStore

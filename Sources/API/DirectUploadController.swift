@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
+import MomentsContract
 import MomentsModel
 import Storage
 

@@ -1,4 +1,5 @@
 import Foundation
+import MomentsContract
 import Hummingbird
 import JobStore
 import NIOCore

@@ -1,6 +1,8 @@
 import Foundation
-import JobStore
 import Jobs
+import JobStore
+import MomentsContract
+import MomentsModel
 
 /// The monthly highlight quota of the free plan.
 struct Quota: Sendable {

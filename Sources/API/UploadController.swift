@@ -4,6 +4,7 @@ import Highlights
 import Hummingbird
 import JobStore
 import Logging
+import MomentsContract
 import MomentsModel
 import MultipartKit
 import NIOCore

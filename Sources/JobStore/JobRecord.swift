@@ -1,5 +1,5 @@
 import Foundation
-@_exported import MomentsContract
+import MomentsContract
 import MomentsModel
 
 /// What the API knows when it creates a job.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MomentsContract
 import MomentsModel
 import PostgresNIO
 

@@ -1,5 +1,5 @@
 import Foundation
-@_exported import MomentsModel
+import MomentsModel
 
 // The JSON of Moments' HTTP API (../shared/CLIENT-CONTRACT.md): the server encodes these types and
 // MomentsKit decodes them, so the two cannot drift. Keys are snake_case; every key the contract

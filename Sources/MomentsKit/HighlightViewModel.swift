@@ -1,4 +1,6 @@
 import Foundation
+import MomentsContract
+import MomentsModel
 import Observation
 
 /// What a highlight screen needs from Moments. `MomentsClient` is the real one; previews and tests

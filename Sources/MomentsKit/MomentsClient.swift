@@ -1,4 +1,6 @@
 import Foundation
+import MomentsContract
+import MomentsModel
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

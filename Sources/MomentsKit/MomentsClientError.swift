@@ -1,4 +1,6 @@
 import Foundation
+import MomentsContract
+import MomentsModel
 
 /// Why a call to Moments failed: the server's answer (its status, stable code and sentence), or
 /// the network, or an answer that is not what the contract says.

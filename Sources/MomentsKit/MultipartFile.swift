@@ -1,4 +1,6 @@
 import Foundation
+import MomentsContract
+import MomentsModel
 
 /// A multipart/form-data body written to a temporary file, the video copied into it in chunks, so
 /// an upload of any size is sent from disk and never held in memory.

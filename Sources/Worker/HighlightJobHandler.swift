@@ -2,6 +2,7 @@ import Foundation
 import Highlights
 import JobStore
 import Jobs
+import MomentsContract
 import MomentsModel
 import Storage
 

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import JobStore
 import Logging
+import MomentsContract
 import MomentsModel
 import Storage
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MomentsContract
 import MomentsKit
 import Synchronization
 

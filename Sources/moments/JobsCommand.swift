@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JobQueue
 import JobStore
+import MomentsContract
 import MomentsModel
 
 /// `moments jobs list|show|retry|cancel`: what an operator needs without writing SQL. Every

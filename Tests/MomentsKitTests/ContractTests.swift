@@ -1,4 +1,5 @@
 import Foundation
+import MomentsContract
 @testable import MomentsKit
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MomentsContract
 import MomentsKit
 import ServiceTestSupport
 import Synchronization
