@@ -67,7 +67,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
-        ]),
+        ], resources: [.embedInCode("Resources/openapi.yaml")]),
         .executableTarget(
             name: "moments",
             dependencies: [

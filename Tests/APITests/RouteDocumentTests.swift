@@ -6,6 +6,7 @@ import JobStore
 import Jobs
 import Logging
 import Prometheus
+import ServiceTestSupport
 import Storage
 import Testing
 
@@ -33,6 +34,8 @@ struct RouteDocumentTests {
         try await InProcessAPI.run { api in
             let document = try await api.get("/openapi.yaml")
             #expect(document.status == 200 && document.text.hasPrefix("openapi: 3.1.0"))
+            let file = TestServices.repository.appendingPathComponent("Sources/API/Resources/openapi.yaml")
+            #expect(document.body == (try Data(contentsOf: file)), "served byte for byte as the file is written")
             let operations = Self.operations(in: document.text)
             #expect(operations.count == 15, "\(operations)")
             for operation in operations {
