@@ -67,7 +67,7 @@ final class SceneDetector {
         var fadeRampFrames = 45
     }
 
-    private struct Entry {
+    struct Entry {
         let time: Double
         /// Luma normalised to zero mean and unit contrast.
         let structure: [Float]
@@ -83,28 +83,28 @@ final class SceneDetector {
         var step: Double
     }
 
-    private struct Candidate {
+    struct Candidate {
         var change: SceneChange
         /// Gradual changes outrank cuts; fades outrank dissolves.
         var rank: Int
     }
 
-    private let settings: Settings
-    private var entries: [Entry] = []
+    let settings: Settings
+    var entries: [Entry] = []
     /// The next entry whose step is judged as a cut (judged once `cutWindow` frames follow it).
-    private var next = 1
-    private var candidates: [Candidate] = []
+    var next = 1
+    var candidates: [Candidate] = []
     /// The best of the overlapping dissolve windows being followed: (first, last, change).
-    private var dissolveGroup: (first: Int, last: Int, change: SceneChange, length: Int, residual: Double)?
+    var dissolveGroup: (first: Int, last: Int, change: SceneChange, length: Int, residual: Double)?
     /// A black or white stretch being followed: its first and last entry, whether it is dark, and
     /// whether it is still short enough to be part of a fade.
-    private var extreme: (first: Int, last: Int, dark: Bool, short: Bool)?
+    var extreme: (first: Int, last: Int, dark: Bool, short: Bool)?
     /// A stretch that ended, waiting for the ramp out of it to end.
-    private var pendingFade: (rampStart: Int, first: Int, last: Int, dark: Bool)?
+    var pendingFade: (rampStart: Int, first: Int, last: Int, dark: Bool)?
     /// How many candidates there were when the run began (nil once entries were trimmed: too late to discard).
-    private var runStartCandidates: Int?
+    var runStartCandidates: Int?
     /// Typical step just before this run (from the sparse samples), while the run is short.
-    private var baselineHint = 0.0
+    var baselineHint = 0.0
 
     /// `frameInterval`: the video's nominal seconds per frame. Frame counts in `settings` are for
     /// 24–30 fps and double at 50–60 fps, so a two-second dissolve is followed at 60 fps too. Other
@@ -240,7 +240,7 @@ final class SceneDetector {
 
     // MARK: Features
 
-    private static func entry(time: Double, thumbnail t: Thumbnail) -> Entry {
+    static func entry(time: Double, thumbnail t: Thumbnail) -> Entry {
         let n = max(1, t.pixelCount)
         var sum = 0.0, squares = 0.0
         for value in t.y {
@@ -272,7 +272,7 @@ final class SceneDetector {
     /// Structure (normalised luma, weighted to the scale of a colour difference) plus chroma: a
     /// cut between unrelated shots scores 40 or more, a steady shot a few units, a change of
     /// brightness alone nearly nothing.
-    private static func difference(_ a: Entry, _ b: Entry) -> Double {
+    static func difference(_ a: Entry, _ b: Entry) -> Double {
         let n = a.structure.count
         guard n == b.structure.count, n > 0 else { return 255 }
         var structure: Float = 0
@@ -284,167 +284,6 @@ final class SceneDetector {
         return (40 * Double(structure) + Double(colour)) / Double(n)
     }
 
-    // MARK: Cuts
-
-    private func judgeCut(_ i: Int) {
-        guard i >= 1, i < entries.count else { return }
-        let step = entries[i].step
-        guard step >= settings.minimumStillCut else { return }
-        // Repeated frames (a slower source brought to this rate) say nothing about motion.
-        let window = (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
-            .filter { $0 != i && entries[$0].step >= 0.5 }.map { entries[$0].step }.sorted()
-        var median = window.count >= 3 ? window[window.count / 2] : baselineHint
-        if entries.count - 1 - i < settings.cutWindow / 2 {
-            // The run ends here, so the window is one-sided: a cut must also stand out from the
-            // steps just before it (the end of a whip pan or a burst of motion does not).
-            let recent = entries[max(1, i - 3)..<i].map(\.step).sorted()
-            if !recent.isEmpty { median = max(median, recent[recent.count / 2]) }
-        }
-        let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
-            || (step >= settings.stillCutRatio * median + 3)
-        guard isCut, !isFlash(at: i), !isSharpening(at: i) else { return }
-        let e = entries[i]
-        candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
-                                                        strength: step), rank: 0))
-    }
-
-    /// The picture before the step comes back within a few frames, or the one after it was there a
-    /// few frames before: a flash (or a flash ending), not a new shot.
-    private func isFlash(at i: Int) -> Bool {
-        let step = entries[i].step
-        for k in 1...settings.flashFrames {
-            if i + k < entries.count && Self.difference(entries[i - 1], entries[i + k]) < 0.5 * step { return true }
-            if i - k - 1 >= 0 && Self.difference(entries[i - k - 1], entries[i]) < 0.5 * step { return true }
-        }
-        return false
-    }
-
-    /// The step is one picture coming into (or going out of) focus: a whip pan or a zoom ending
-    /// sharp, a focus pull. The sharper picture, blurred as much as the other, is close to it; a
-    /// cut to a blurred shot still differs in its coarse structure and colours.
-    private func isSharpening(at i: Int) -> Bool {
-        var a = entries[i - 1], b = entries[i]
-        let (sharpA, sharpB) = (Self.sharpness(a), Self.sharpness(b))
-        guard max(sharpA, sharpB) >= settings.sharpeningRatio * min(sharpA, sharpB) else { return false }
-        if sharpA < sharpB { swap(&a, &b) }
-        // Blur the sharper one until it is no sharper than the other (at most a few passes).
-        var blurred = a
-        for _ in 0..<4 where Self.sharpness(blurred) > 1.1 * Self.sharpness(b) { blurred = Self.boxBlurred(blurred) }
-        return Self.difference(blurred, b) < 0.5 * entries[i].step
-    }
-
-    /// Mean absolute horizontal and vertical gradient of the normalised luma.
-    private static func sharpness(_ e: Entry) -> Double {
-        let w = e.width, h = e.structure.count / max(1, w)
-        guard w > 1, h > 1 else { return 0 }
-        var sum: Float = 0
-        for row in 0..<(h - 1) {
-            for col in 0..<(w - 1) {
-                let k = row * w + col
-                sum += abs(e.structure[k + 1] - e.structure[k]) + abs(e.structure[k + w] - e.structure[k])
-            }
-        }
-        return Double(sum) / Double((w - 1) * (h - 1))
-    }
-
-    /// The entry with its normalised luma and chroma smoothed by a 3 × 3 box.
-    private static func boxBlurred(_ e: Entry) -> Entry {
-        let w = e.width, h = e.structure.count / max(1, w)
-        func blur<T>(_ values: [T], _ value: (T) -> Float, _ make: (Float) -> T) -> [T] {
-            var out = values
-            for row in 0..<h {
-                for col in 0..<w {
-                    var sum: Float = 0, count: Float = 0
-                    for dy in -1...1 where row + dy >= 0 && row + dy < h {
-                        for dx in -1...1 where col + dx >= 0 && col + dx < w {
-                            sum += value(values[(row + dy) * w + col + dx])
-                            count += 1
-                        }
-                    }
-                    out[row * w + col] = make(sum / count)
-                }
-            }
-            return out
-        }
-        return Entry(time: e.time, structure: blur(e.structure, { $0 }, { $0 }),
-                     u: blur(e.u, { Float($0) }, { UInt8($0.rounded()) }), v: blur(e.v, { Float($0) }, { UInt8($0.rounded()) }),
-                     blocks: e.blocks, luma: e.luma, lumaSpread: e.lumaSpread, width: e.width, step: e.step)
-    }
-
-    // MARK: Dissolves
-
-    private func findDissolves(endingAt b: Int) {
-        let end = entries[b]
-        guard end.luma >= settings.darkLuma, end.luma <= settings.brightLuma else { return }
-        if let group = dissolveGroup, b - group.last > settings.dissolveLengths.max() ?? 60 { closeDissolveGroup() }
-        for length in settings.dissolveLengths {
-            let a = b - length
-            guard a >= 0 else { break }
-            let start = entries[a]
-            guard start.luma >= settings.darkLuma, start.luma <= settings.brightLuma else { continue }
-            let span = Self.difference(start, end)
-            guard span >= settings.minimumGradualSpan else { continue }
-            // A single step carrying half of the change is a cut, not a blend.
-            guard !entries[(a + 1)...b].contains(where: { $0.step > 0.5 * span }) else { continue }
-            guard let (residual, alphas) = blendFit(from: a, to: b) else { continue }
-            // Motion inside one shot can pass for a blend over a short window: a dissolve's ends
-            // differ by clearly more than the shot moved over as many frames just before it.
-            if a - length >= 0 && Self.difference(entries[a - length], start) * settings.dissolveMotionRatio > span { continue }
-            if let group = dissolveGroup, a > group.last { closeDissolveGroup() }
-            // The ramp: from the last frame still all `a` to the first already all `b`.
-            let rampStart = a + (alphas.lastIndex(where: { $0 <= 0.03 }).map { $0 + 1 } ?? 0)
-            let rampEnd = a + 1 + (alphas.firstIndex(where: { $0 >= 0.97 }) ?? alphas.count)
-            let change = SceneChange(time: (entries[rampStart].time + entries[rampEnd].time) / 2, kind: .dissolve,
-                                     transitionStart: entries[rampStart].time, transitionEnd: entries[rampEnd].time, strength: span)
-            if let group = dissolveGroup {
-                let better = length > group.length || (length == group.length && residual < group.residual)
-                dissolveGroup = (group.first, max(group.last, b), better ? change : group.change,
-                                 better ? length : group.length, better ? residual : group.residual)
-            } else {
-                dissolveGroup = (a, b, change, length, residual)
-            }
-            if VideoScanner.debug {
-                FileHandle.standardError.write(Data(String(format: "dissolve window %.3f–%.3f: span %.1f, residual %.3f\n",
-                                                           start.time, end.time, span, residual).utf8))
-            }
-        }
-    }
-
-    /// How well frames `a+1 … b-1` are blends of `a` and `b`: the mean residual per unit of change,
-    /// and each frame's α; nil when α does not rise in a straight line or the residual is too large.
-    private func blendFit(from a: Int, to b: Int) -> (Double, [Double])? {
-        let first = entries[a].blocks, last = entries[b].blocks
-        var norm = 0.0, span = 0.0
-        for k in first.indices {
-            let d = Double(last[k] - first[k])
-            norm += d * d
-            span += abs(d)
-        }
-        guard norm > 0 else { return nil }
-        let length = Double(b - a)
-        var alphas: [Double] = []
-        var residuals = 0.0
-        for m in (a + 1)..<b {
-            let f = entries[m].blocks
-            var dot = 0.0
-            for k in f.indices { dot += Double(f[k] - first[k]) * Double(last[k] - first[k]) }
-            let alpha = max(0, min(1, dot / norm))
-            guard abs(alpha - Double(m - a) / length) <= settings.maximumBlendBend else { return nil }
-            var residual = 0.0
-            for k in f.indices { residual += abs(Double(f[k] - first[k]) - alpha * Double(last[k] - first[k])) }
-            residuals += residual / span
-            alphas.append(alpha)
-        }
-        let mean = residuals / max(1, Double(alphas.count))
-        return mean <= settings.maximumBlendResidual ? (mean, alphas) : nil
-    }
-
-    private func closeDissolveGroup() {
-        guard let group = dissolveGroup else { return }
-        dissolveGroup = nil
-        candidates.append(Candidate(change: group.change, rank: 1))
-    }
-
     /// The structure-and-colour difference of two thumbnails (as between consecutive frames).
     static func difference(_ a: Thumbnail, _ b: Thumbnail) -> Double {
         difference(entry(time: 0, thumbnail: a), entry(time: 0, thumbnail: b))
@@ -453,63 +292,6 @@ final class SceneDetector {
     /// Mean difference of two colour layouts (`Thumbnail.signature`), 0…255.
     static func layoutDistance(_ a: [Float], _ b: [Float]) -> Double {
         zip(a, b).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) } / Double(max(1, a.count))
-    }
-
-    // MARK: Fades
-
-    private func isExtreme(_ e: Entry, dark: Bool) -> Bool {
-        dark ? e.luma < settings.darkLuma : e.luma > settings.brightLuma && e.lumaSpread < settings.flatLuma
-    }
-
-    /// Follows black and white stretches, and the ramps out of them.
-    private func followExtremes(at i: Int) {
-        let e = entries[i]
-        if let pending = pendingFade, i > pending.last + 1 {
-            // The ramp out goes on while the picture keeps leaving black (or white).
-            let previous = entries[i - 1].luma
-            let leaving = pending.dark ? e.luma - previous > 0.5 : previous - e.luma > 0.5
-            if !leaving || i - pending.last > settings.fadeRampFrames {
-                closeFade(pending, rampEnd: i - 1)
-            }
-        }
-        if let stretch = extreme {
-            if isExtreme(e, dark: stretch.dark) {
-                extreme = (stretch.first, i, stretch.dark, stretch.short && e.time - entries[stretch.first].time <= settings.maximumFadeHold)
-                return
-            }
-            extreme = nil
-            // Too long to be a fade, or nothing before it in this run.
-            guard stretch.short, stretch.first >= 1, !isExtreme(entries[stretch.first - 1], dark: stretch.dark) else { return }
-            // The ramp in: back while the picture was heading for black (or white).
-            var rampStart = stretch.first - 1
-            while rampStart > 0 && stretch.first - rampStart < settings.fadeRampFrames {
-                let d = entries[rampStart - 1].luma - entries[rampStart].luma
-                guard stretch.dark ? d > 0.5 : d < -0.5 else { break }
-                rampStart -= 1
-            }
-            pendingFade = (rampStart, stretch.first, stretch.last, stretch.dark)
-            followExtremes(at: i)
-            return
-        }
-        if pendingFade == nil, isExtreme(e, dark: true) || isExtreme(e, dark: false), i >= 1 {
-            extreme = (i, i, isExtreme(e, dark: true), true)
-        }
-    }
-
-    private func closeFade(_ fade: (rampStart: Int, first: Int, last: Int, dark: Bool), rampEnd: Int) {
-        pendingFade = nil
-        guard rampEnd > fade.last, rampEnd < entries.count else { return }
-        let a = entries[fade.rampStart], b = entries[rampEnd]
-        let span = Self.difference(a, b)
-        if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "%@ stretch %.3f–%.3f, ramps %.3f–%.3f: span %.1f\n",
-                                                       fade.dark ? "black" : "white", entries[fade.first].time,
-                                                       entries[fade.last].time, a.time, b.time, span).utf8))
-        }
-        // Out of a picture and back into the same one is a flash or a blink, not a change of shot.
-        guard span >= settings.minimumGradualSpan else { return }
-        candidates.append(Candidate(change: SceneChange(time: (a.time + b.time) / 2, kind: .fade, transitionStart: a.time,
-                                                        transitionEnd: b.time, strength: span), rank: 2))
     }
 
     // MARK: Memory

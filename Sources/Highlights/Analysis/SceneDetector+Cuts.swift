@@ -1,0 +1,91 @@
+import Foundation
+
+/// Cuts: a step well above the median step around it; flashes and changes of focus are not cuts.
+extension SceneDetector {
+    // MARK: Cuts
+
+    func judgeCut(_ i: Int) {
+        guard i >= 1, i < entries.count else { return }
+        let step = entries[i].step
+        guard step >= settings.minimumStillCut else { return }
+        // Repeated frames (a slower source brought to this rate) say nothing about motion.
+        let window = (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
+            .filter { $0 != i && entries[$0].step >= 0.5 }.map { entries[$0].step }.sorted()
+        var median = window.count >= 3 ? window[window.count / 2] : baselineHint
+        if entries.count - 1 - i < settings.cutWindow / 2 {
+            // The run ends here, so the window is one-sided: a cut must also stand out from the
+            // steps just before it (the end of a whip pan or a burst of motion does not).
+            let recent = entries[max(1, i - 3)..<i].map(\.step).sorted()
+            if !recent.isEmpty { median = max(median, recent[recent.count / 2]) }
+        }
+        let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
+            || (step >= settings.stillCutRatio * median + 3)
+        guard isCut, !isFlash(at: i), !isSharpening(at: i) else { return }
+        let e = entries[i]
+        candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
+                                                        strength: step), rank: 0))
+    }
+
+    /// The picture before the step comes back within a few frames, or the one after it was there a
+    /// few frames before: a flash (or a flash ending), not a new shot.
+    func isFlash(at i: Int) -> Bool {
+        let step = entries[i].step
+        for k in 1...settings.flashFrames {
+            if i + k < entries.count && Self.difference(entries[i - 1], entries[i + k]) < 0.5 * step { return true }
+            if i - k - 1 >= 0 && Self.difference(entries[i - k - 1], entries[i]) < 0.5 * step { return true }
+        }
+        return false
+    }
+
+    /// The step is one picture coming into (or going out of) focus: a whip pan or a zoom ending
+    /// sharp, a focus pull. The sharper picture, blurred as much as the other, is close to it; a
+    /// cut to a blurred shot still differs in its coarse structure and colours.
+    func isSharpening(at i: Int) -> Bool {
+        var a = entries[i - 1], b = entries[i]
+        let (sharpA, sharpB) = (Self.sharpness(a), Self.sharpness(b))
+        guard max(sharpA, sharpB) >= settings.sharpeningRatio * min(sharpA, sharpB) else { return false }
+        if sharpA < sharpB { swap(&a, &b) }
+        // Blur the sharper one until it is no sharper than the other (at most a few passes).
+        var blurred = a
+        for _ in 0..<4 where Self.sharpness(blurred) > 1.1 * Self.sharpness(b) { blurred = Self.boxBlurred(blurred) }
+        return Self.difference(blurred, b) < 0.5 * entries[i].step
+    }
+
+    /// Mean absolute horizontal and vertical gradient of the normalised luma.
+    static func sharpness(_ e: Entry) -> Double {
+        let w = e.width, h = e.structure.count / max(1, w)
+        guard w > 1, h > 1 else { return 0 }
+        var sum: Float = 0
+        for row in 0..<(h - 1) {
+            for col in 0..<(w - 1) {
+                let k = row * w + col
+                sum += abs(e.structure[k + 1] - e.structure[k]) + abs(e.structure[k + w] - e.structure[k])
+            }
+        }
+        return Double(sum) / Double((w - 1) * (h - 1))
+    }
+
+    /// The entry with its normalised luma and chroma smoothed by a 3 × 3 box.
+    static func boxBlurred(_ e: Entry) -> Entry {
+        let w = e.width, h = e.structure.count / max(1, w)
+        func blur<T>(_ values: [T], _ value: (T) -> Float, _ make: (Float) -> T) -> [T] {
+            var out = values
+            for row in 0..<h {
+                for col in 0..<w {
+                    var sum: Float = 0, count: Float = 0
+                    for dy in -1...1 where row + dy >= 0 && row + dy < h {
+                        for dx in -1...1 where col + dx >= 0 && col + dx < w {
+                            sum += value(values[(row + dy) * w + col + dx])
+                            count += 1
+                        }
+                    }
+                    out[row * w + col] = make(sum / count)
+                }
+            }
+            return out
+        }
+        return Entry(time: e.time, structure: blur(e.structure, { $0 }, { $0 }),
+                     u: blur(e.u, { Float($0) }, { UInt8($0.rounded()) }), v: blur(e.v, { Float($0) }, { UInt8($0.rounded()) }),
+                     blocks: e.blocks, luma: e.luma, lumaSpread: e.lumaSpread, width: e.width, step: e.step)
+    }
+}

@@ -1,0 +1,184 @@
+import CFFmpeg
+import Foundation
+import Media
+
+/// Each GOP's sample and its verdict: skip it, or decode it in full where a change may be.
+extension VideoScanner {
+    // MARK: GOPs
+
+    func runner(for index: Int) -> SampleRunner { runners[index % runners.count] }
+
+    /// Waits for a sample run and counts its work.
+    func take(_ job: SampleJob) -> VideoSample? {
+        let outcome = job.wait()
+        decodedFrames += outcome.decodedFrames
+        return outcome.sample
+    }
+
+    func startGOP(with packet: Packet, at t: Double) throws {
+        if denseContinuous { try releaseLeanDecoder() }
+        if var previous = current {
+            previous.job.submit(to: runner(for: previous.index))
+            previous.interval = t - previous.keyTime
+            recentKeyIntervals.add(t - previous.keyTime)
+            awaiting.append(previous)
+        }
+        denseContinuous = false
+        denseMotion = false
+        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet), bytes: packet.size)
+        gopCount += 1
+        if settings.sampleRunPackets == 0 { current!.job.submit(to: runner(for: current!.index)) }
+        // Decide a GOP once the one after it has been sampled, keeping a few GOPs in flight so both
+        // runners always have a keyframe to decode while this thread demuxes and decodes densely.
+        while awaiting.count > settings.pipelineDepth
+                || (awaiting.count >= 2 && awaiting.reduce(0, { $0 + $1.bytes }) > settings.pipelineBytes) {
+            let gop = awaiting.removeFirst()
+            try finalize(gop, next: sampledAwaiting(0), afterNext: sampledAwaiting(1))
+        }
+    }
+
+    /// Decides every waiting GOP; the last of them is followed by a GOP sampled as `next`.
+    func settleAwaiting(before next: VideoSample?) throws {
+        while !awaiting.isEmpty {
+            let gop = awaiting.removeFirst()
+            // The keyframes that follow it: the waiting GOPs' first, then `next`.
+            let following = (0..<min(2, awaiting.count)).map(sampledAwaiting) + [next]
+            try finalize(gop, next: following[0], afterNext: following.count > 1 ? following[1] : nil)
+        }
+    }
+
+    /// The sample of the `index`th waiting GOP (all of them are closed, so their runs are submitted).
+    func sampledAwaiting(_ index: Int) -> VideoSample? {
+        guard index < awaiting.count else { return nil }
+        if awaiting[index].sample == nil { awaiting[index].sample = take(awaiting[index].job) }
+        return awaiting[index].sample
+    }
+
+    /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
+    /// `next` is the sample of the keyframe that ends it (nil at the end of the video), `afterNext`
+    /// the one after that when it has been sampled.
+    func finalize(_ gop: GOP, next: VideoSample?, afterNext: VideoSample? = nil) throws {
+        var gop = gop
+        if gop.sample == nil { gop.sample = take(gop.job) }
+        if let sample = gop.sample {
+            samples.append(sample.features)
+            if let activity = sample.activity { recentActivities.add(activity) }
+        }
+        if gop.denseDecoded { return }
+        var distance = 0.0, typicalDistance = 0.0
+        if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
+            distance = a.histogramDistance(to: b, aligningBrightness: true)
+            // The quieter end of recent distances: in fast-cut footage most GOPs hold a cut, so the
+            // median would be a cut's distance, not a steady shot's.
+            typicalDistance = recentKeyDistances.quantile(0.25)
+            recentKeyDistances.add(distance)
+        }
+        let colourJump = distance >= settings.keyframeDistanceAlways
+            || (distance >= settings.keyframeDistanceFloor && distance >= settings.keyframeDistanceRatio * typicalDistance)
+        // A cut inside a GOP is coded as a (nearly) intra picture: a packet several times the GOP's
+        // other large packets (its P pictures: the 90th percentile, above every B picture).
+        // Some sources spike in every GOP (a camera's own intra refresh, a transcoded file's old
+        // keyframes): a spike counts only where it stands out from the recent GOPs' spikes too.
+        var spike = false
+        var spikeIndex = 0
+        var spikeRatio = 0.0
+        if gop.packets.count > 4 {
+            spikeIndex = gop.packets.indices.dropFirst().max { gop.packets[$0].size < gop.packets[$1].size }!
+            let largest = gop.packets[spikeIndex].size
+            let others = gop.packets.indices.dropFirst().filter { $0 != spikeIndex }.map { gop.packets[$0].size }.sorted()
+            let upper = others[min(others.count - 1, others.count * 9 / 10)]
+            spikeRatio = Double(largest) / Double(max(upper, 1))
+            spike = spikeRatio >= settings.packetSpikeRatio && largest * 6 >= gop.packets[0].size
+                && spikeRatio >= settings.spikeRecurrenceRatio * recentSpikeRatios.quantile(0.5)
+            recentSpikeRatios.add(spikeRatio)
+        }
+        // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
+        let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
+        let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
+        var pictureJump = false
+        if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
+            let difference = a.difference(to: b)
+            pictureJump = difference >= 20 && difference >= 2 * recentPictureDifferences.quantile(0.25)
+            recentPictureDifferences.add(difference)
+        }
+        // Two shots of similar colours can share a histogram: the colour layout (where the colours
+        // are) still moves far more across a cut than the quieter GOPs around it.
+        var layoutJump = false
+        if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
+            let layout = SceneDetector.layoutDistance(a.signature, b.signature)
+            // A pan, a walk or things moving through the picture change it GOP after GOP: a cut's
+            // jump also stands out from the GOP before it or the one after it.
+            let c = afterNext?.thumbnail
+            let layoutAround = min(recentLayoutDistances.values.last ?? 0, c.map { SceneDetector.layoutDistance(b.signature, $0.signature) } ?? 0)
+            layoutJump = layout >= 8 && layout >= 3 * max(recentLayoutDistances.quantile(0.25), layoutAround)
+            recentLayoutDistances.add(layout)
+            // A jump cut keeps the colours and their layout: the structure still jumps.
+            let structure = SceneDetector.difference(a, b)
+            let structureAround = min(recentStructureDistances.values.last ?? 0, c.map { SceneDetector.difference(b, $0) } ?? 0)
+            // Only between still pictures: a pan or a walk changes the structure over a GOP too.
+            let still = (gop.sample?.activity ?? .infinity) <= 3 && (next?.activity ?? .infinity) <= 3
+            layoutJump = layoutJump || (still && structure >= 25
+                                        && structure >= 3 * max(recentStructureDistances.quantile(0.25), structureAround))
+            recentStructureDistances.add(structure)
+        }
+        let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * recentActivities.quantile(0.5))
+        // After an early keyframe any real change of picture means a cut there; none means the
+        // encoder restarted for another reason (a flash, a burst of motion).
+        let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
+        // A gradual change still going on where the last dense GOP ended continues into this one.
+        let continuing = denseActiveThrough == gop.index - 1 && detector.isFollowingChange
+        // Only new colours make the encoder's keyframe a cut to trust without looking: a changed
+        // structure alone may be the end of a whip pan or a zoom.
+        let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceFloor
+        let decision: String
+        let decodedBefore = decodedFrames
+        if spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing {
+            // A cut somewhere inside, or a gradual change: find it frame by frame.
+            let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
+            try ensureDenseContinuity(for: gop.index)
+            // The GOP before, kept in case a dissolve or fade was already under way at this keyframe.
+            let before = startsRun ? lastSampled.flatMap { $0.index == gop.index - 1 ? $0 : nil } : nil
+            // The change a spike points at is placed once its frame has been shown and judged.
+            let spikeTime = spike ? gop.packets[spikeIndex].pts.map(stream.seconds) ?? .infinity : -Double.infinity
+            // Keyframes alike at both ends: the spike is the only thing to look at (a short insert,
+            // a flash, or nothing). The anchors before it are decoded, the run starts a cut window
+            // before it, and it ends as soon as the spike has been judged.
+            let endsAlike = gop.sample.flatMap { a in next.map { looksAlike(a.thumbnail, $0.thumbnail) } } ?? false
+            let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - settings.spikeLookBackPackets) : 0
+            var ending = try decodeDense(gop.packets[...], towards: next, after: spikeTime, anchorsUntil: anchorsUntil,
+                                         settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0)
+            if ending == .beganMidChange, let before {
+                // Decode the GOP before it too, and this one again after it, so the change is measured whole.
+                detector.discardRun()
+                dense?.flush()
+                ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: spikeTime, anchorsUntil: 0,
+                                         settledAtStart: false, checkingStart: false)
+            }
+            decision = ending == .stopped ? "decoded until the change was placed" : "decode in full"
+            lastSampled = nil
+            if ending != .stopped {
+                denseActiveThrough = gop.index
+                try releaseLeanDecoder()
+            }
+        } else if trustedEarlyKey, let next {
+            // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
+            decision = "cut on the next keyframe"
+            lastSampled = nil
+            if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
+            detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
+        } else {
+            decision = "sampled"
+            if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
+            // Kept at hand (its packets only) in case the next GOP finds a change already under
+            // way at its keyframe.
+            lastSampled = gop
+        }
+
+        if Self.debug {
+            FileHandle.standardError.write(Data(String(
+                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
+                gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex,
+                layoutJump ? "yes" : "no", early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
+        }
+    }
+}

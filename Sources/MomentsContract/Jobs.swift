@@ -1,0 +1,147 @@
+import Foundation
+import MomentsModel
+
+/// `GET /api/v1/jobs/{id}/status`; also the job in webhook bodies and Server-Sent Events.
+public struct JobStatusReport: Codable, Equatable, Sendable {
+    public var jobID: UUID
+    public var status: JobStatus
+    /// 0–100, never backwards within an attempt.
+    public var progress: Int
+    /// A sentence to show as it is.
+    public var message: String?
+    /// Set once completed: where to download the highlight.
+    public var resultURL: String?
+    public var createdAt: Date
+    public var completedAt: Date?
+    public var originalFilename: String?
+    /// The source's length in seconds, once known.
+    public var duration: Double?
+    public var segmentsSelected: Int?
+
+    public init(jobID: UUID, status: JobStatus, progress: Int, message: String?, resultURL: String?, createdAt: Date,
+                completedAt: Date?, originalFilename: String?, duration: Double?, segmentsSelected: Int?) {
+        self.jobID = jobID
+        self.status = status
+        self.progress = progress
+        self.message = message
+        self.resultURL = resultURL
+        self.createdAt = createdAt
+        self.completedAt = completedAt
+        self.originalFilename = originalFilename
+        self.duration = duration
+        self.segmentsSelected = segmentsSelected
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case jobID = "job_id", status, progress, message, resultURL = "result_url", createdAt = "created_at"
+        case completedAt = "completed_at", originalFilename = "original_filename", duration, segmentsSelected = "segments_selected"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(jobID.uuidString.lowercased(), forKey: .jobID)
+        try c.encode(status, forKey: .status)
+        try c.encode(progress, forKey: .progress)
+        try c.encode(message, forKey: .message)
+        try c.encode(resultURL, forKey: .resultURL)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(completedAt, forKey: .completedAt)
+        try c.encode(originalFilename, forKey: .originalFilename)
+        try c.encode(duration, forKey: .duration)
+        try c.encode(segmentsSelected, forKey: .segmentsSelected)
+    }
+}
+
+/// A part of the source that the highlight shows, in source seconds.
+public struct SelectedSegment: Codable, Equatable, Sendable {
+    public var start: Double
+    public var end: Double
+    /// 0–1: how good the part scored.
+    public var score: Double
+
+    public init(start: Double, end: Double, score: Double) {
+        self.start = start
+        self.end = end
+        self.score = score
+    }
+}
+
+/// `GET /api/v1/jobs/{id}`: the status fields and more.
+public struct JobDetails: Codable, Equatable, Sendable {
+    public var report: JobStatusReport
+    public var stage: String?
+    public var quality: Quality
+    /// `auto` or `h264`; older servers leave it out (read as `auto`).
+    public var codec: VideoCodecChoice
+    public var targetDuration: Double
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var attempt: Int
+    public var maxAttempts: Int
+    public var startedAt: Date?
+    public var updatedAt: Date
+    public var sourceSize: Int64?
+    public var resultSize: Int64?
+    public var segments: [SelectedSegment]?
+
+    public init(report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
+                errorMessage: String?, attempt: Int, maxAttempts: Int, startedAt: Date?, updatedAt: Date,
+                sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?, codec: VideoCodecChoice = .auto) {
+        self.report = report
+        self.stage = stage
+        self.quality = quality
+        self.codec = codec
+        self.targetDuration = targetDuration
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.startedAt = startedAt
+        self.updatedAt = updatedAt
+        self.sourceSize = sourceSize
+        self.resultSize = resultSize
+        self.segments = segments
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case stage, quality, codec, targetDuration = "target_duration", errorCode = "error_code", errorMessage = "error_message"
+        case attempt, maxAttempts = "max_attempts", startedAt = "started_at", updatedAt = "updated_at"
+        case sourceSize = "source_size", resultSize = "result_size", segments
+    }
+
+    public init(from decoder: any Decoder) throws {
+        report = try JobStatusReport(from: decoder)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        stage = try c.decodeIfPresent(String.self, forKey: .stage)
+        quality = try c.decode(Quality.self, forKey: .quality)
+        codec = try c.decodeIfPresent(VideoCodecChoice.self, forKey: .codec) ?? .auto
+        targetDuration = try c.decode(Double.self, forKey: .targetDuration)
+        errorCode = try c.decodeIfPresent(String.self, forKey: .errorCode)
+        errorMessage = try c.decodeIfPresent(String.self, forKey: .errorMessage)
+        attempt = try c.decode(Int.self, forKey: .attempt)
+        maxAttempts = try c.decode(Int.self, forKey: .maxAttempts)
+        startedAt = try c.decodeIfPresent(Date.self, forKey: .startedAt)
+        updatedAt = try c.decode(Date.self, forKey: .updatedAt)
+        sourceSize = try c.decodeIfPresent(Int64.self, forKey: .sourceSize)
+        resultSize = try c.decodeIfPresent(Int64.self, forKey: .resultSize)
+        segments = try c.decodeIfPresent([SelectedSegment].self, forKey: .segments)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try report.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(stage, forKey: .stage)
+        try c.encode(quality, forKey: .quality)
+        try c.encode(codec, forKey: .codec)
+        try c.encode(targetDuration, forKey: .targetDuration)
+        try c.encode(errorCode, forKey: .errorCode)
+        try c.encode(errorMessage, forKey: .errorMessage)
+        try c.encode(attempt, forKey: .attempt)
+        try c.encode(maxAttempts, forKey: .maxAttempts)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode(updatedAt, forKey: .updatedAt)
+        try c.encode(sourceSize, forKey: .sourceSize)
+        try c.encode(resultSize, forKey: .resultSize)
+        try c.encode(segments, forKey: .segments)
+    }
+}

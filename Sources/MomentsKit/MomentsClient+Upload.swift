@@ -1,0 +1,76 @@
+import Foundation
+import MomentsContract
+import MomentsModel
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Uploads: multipart through the API, or straight to storage above the server's threshold.
+extension MomentsClient {
+    // MARK: Upload
+
+    /// Uploads `file` for a highlight of `targetDuration` seconds. The file is streamed from disk.
+    /// `progress` is called as bytes go out (from a background thread).
+    /// `codec` `.h264` asks for a newly encoded H.264 highlight; `.auto` (the default) lets the server
+    /// copy the video's own H.264 or HEVC where it can.
+    public func upload(file: URL, targetDuration: Int = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto,
+                       callbackURL: String? = nil,
+                       progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
+        let size: Int64
+        do {
+            size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
+        } catch {
+            throw MomentsClientError(kind: .file, code: "file_unreadable", message: "Cannot read \(file.lastPathComponent): \(error.localizedDescription)")
+        }
+        if size >= directUploadThreshold {
+            do {
+                return try await directUpload(file: file, size: size, targetDuration: targetDuration, quality: quality,
+                                              codec: codec, callbackURL: callbackURL, progress: progress)
+            } catch where error.code == "direct_upload_unavailable" {
+                // The server stores files itself (local storage): fall back to multipart.
+            }
+        }
+        return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
+                                         progress: progress)
+    }
+
+    func multipartUpload(file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
+                         progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+        var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
+        if codec != .auto { fields.append(("codec", codec.rawValue)) }
+        if let callbackURL { fields.append(("callback_url", callbackURL)) }
+        let form = try MultipartFile.write(file: file, fields: fields)
+        defer { try? FileManager.default.removeItem(at: form.url) }
+        var request = request("POST", "api/v1/upload")
+        request.setValue("multipart/form-data; boundary=\(form.boundary)", forHTTPHeaderField: "Content-Type")
+        request.setValue(String(form.size), forHTTPHeaderField: "Content-Length")
+        let result = try await Transfer.perform(request, body: .file(form.url), timeout: timeout, sent: { sent, _ in
+            progress?(TransferProgress(bytes: min(sent, form.size), total: form.size))
+        })
+        return try decode(result)
+    }
+
+    func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
+                      progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+        let reservation: DirectUpload = try await send(
+            "POST", "api/v1/uploads",
+            body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
+                                                 quality: quality.rawValue, callbackURL: callbackURL,
+                                                 codec: codec == .auto ? nil : codec.rawValue)),
+            idempotent: false)
+        guard let target = URL(string: reservation.uploadURL) else {
+            throw MomentsClientError.invalid("The server's upload URL is not a URL.")
+        }
+        var put = URLRequest(url: target)
+        put.httpMethod = reservation.method
+        put.setValue(String(size), forHTTPHeaderField: "Content-Length")
+        put.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        // A PUT of the same bytes to the same key is safe to repeat.
+        try Self.check(try await retrying { () async throws(MomentsClientError) in
+            try await Transfer.perform(put, body: .file(file), timeout: self.timeout, sent: { sent, _ in
+                progress?(TransferProgress(bytes: min(sent, size), total: size))
+            })
+        })
+        return try await send("POST", "api/v1/jobs/\(reservation.jobID.uuidString.lowercased())/start", idempotent: true)
+    }
+}
