@@ -3,7 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "Moments",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    // macOS 15 for the server's targets (Synchronization's Mutex); the SDK (MomentsKit and what it
+    // depends on: MomentsContract, MomentsModel) needs only iOS 17 (Observation), and nothing of the
+    // server is built for iOS.
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .executable(name: "moments", targets: ["moments"]),
         // The Swift SDK for the iOS app (and any Swift client): models, client, view models.
@@ -63,7 +66,7 @@ let package = Package(
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
-            "JobStore", "Jobs", "Storage", "Highlights", "MomentsContract", "MomentsModel",
+            "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),

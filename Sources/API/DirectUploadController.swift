@@ -93,7 +93,7 @@ struct DirectUploadController: Sendable {
         }
         _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
                                           sourceKey: Self.sourceKey(id), sourceSize: object.size,
-                                          targetDuration: Double(reservation.targetDuration ?? 30),
+                                          targetDuration: Double(reservation.targetDuration ?? HighlightLimits.defaultTargetDuration),
                                           quality: try UploadController.quality(reservation.quality),
                                           codec: try UploadController.codec(reservation.codec),
                                           callbackURL: reservation.callbackURL), identity: context.identity)

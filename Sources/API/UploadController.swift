@@ -1,9 +1,9 @@
 import Foundation
 import HTTPTypes
-import Highlights
 import Hummingbird
 import JobStore
 import Logging
+import Media
 import MomentsContract
 import MomentsModel
 import MultipartKit
@@ -21,7 +21,7 @@ struct UploadController: Sendable {
     let configuration: APIConfiguration
     let quota: Quota
     let limiter: RateLimiter
-    static let targetDurations = 5...120
+    static let targetDurations = HighlightLimits.targetDurations
     static let accepted = "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from 1 second to 30 minutes long."
 
     static let extensions = ["mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi"]
@@ -29,8 +29,9 @@ struct UploadController: Sendable {
     /// What can be uploaded (`GET /api/v1/upload/formats`).
     static func formats(maxSizeBytes: Int64) -> UploadFormats {
         UploadFormats(extensions: extensions, containers: ["mp4", "mov", "3gp", "matroska", "webm", "avi"],
-                      maxSizeBytes: maxSizeBytes, maxDurationSeconds: 1800,
-                      targetDuration: .init(min: targetDurations.lowerBound, max: targetDurations.upperBound, default: 30),
+                      maxSizeBytes: maxSizeBytes, maxDurationSeconds: HighlightLimits.maximumSourceDuration,
+                      targetDuration: .init(min: targetDurations.lowerBound, max: targetDurations.upperBound,
+                                            default: HighlightLimits.defaultTargetDuration),
                       qualities: Quality.allCases.map(\.rawValue), defaultQuality: Quality.high.rawValue,
                       codecs: VideoCodecChoice.allCases.map(\.rawValue), defaultCodec: VideoCodecChoice.auto.rawValue)
     }
@@ -178,7 +179,7 @@ struct UploadController: Sendable {
     }
 
     static func targetDuration(_ text: String?) throws -> Int {
-        guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return 30 }
+        guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return HighlightLimits.defaultTargetDuration }
         guard let value = Int(text), targetDurations.contains(value) else {
             throw APIError(.unprocessableContent, "invalid_target_duration",
                            "target_duration must be a whole number of seconds from \(targetDurations.lowerBound) to \(targetDurations.upperBound).")
@@ -223,7 +224,7 @@ struct UploadController: Sendable {
         let result: Result<MediaInfo, MomentsError> = await withCheckedContinuation { continuation in
             Thread {
                 do throws(MomentsError) {
-                    continuation.resume(returning: .success(try HighlightEngine().probe(input: file.path)))
+                    continuation.resume(returning: .success(try MediaProbe.probe(file.path)))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

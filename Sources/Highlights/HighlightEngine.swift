@@ -5,7 +5,7 @@ import MomentsModel
 /// What to make.
 public struct HighlightSettings: Sendable {
     /// Target length of the highlight in seconds.
-    public var duration: Double = 30
+    public var duration = Double(HighlightLimits.defaultTargetDuration)
     public var quality: Quality = .high
     /// `auto` copies the source's video where it allows; `h264` always encodes H.264.
     public var codec: VideoCodecChoice = .auto
@@ -166,11 +166,3 @@ extension HighlightEngine {
 @_silgen_name("malloc_trim")
 private func glibcMallocTrim(_ pad: Int) -> Int32
 #endif
-
-extension HighlightEngine {
-    /// Reads the file's container and streams and checks them against `limits` without decoding
-    /// anything: what the API does to an upload before it accepts it.
-    public func probe(input: String, limits: MediaLimits = MediaLimits()) throws(MomentsError) -> MediaInfo {
-        try MediaProbe.open(input, limits: limits).1
-    }
-}

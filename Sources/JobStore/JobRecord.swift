@@ -17,7 +17,7 @@ public struct NewJob: Sendable {
     public var callbackURL: String?
 
     public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
-                sourceSize: Int64? = nil, targetDuration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto,
+                sourceSize: Int64? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration), quality: Quality = .high, codec: VideoCodecChoice = .auto,
                 maxAttempts: Int = 3, callbackURL: String? = nil) {
         self.id = id
         self.owner = owner

@@ -13,7 +13,7 @@ extension MomentsClient {
     /// `progress` is called as bytes go out (from a background thread).
     /// `codec` `.h264` asks for a newly encoded H.264 highlight; `.auto` (the default) lets the server
     /// copy the video's own H.264 or HEVC where it can.
-    public func upload(file: URL, targetDuration: Int = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto,
+    public func upload(file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high, codec: VideoCodecChoice = .auto,
                        callbackURL: String? = nil,
                        progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
         let size: Int64

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Highlights
+import Media
 import MomentsModel
 
 struct AnalyzeCommand: ParsableCommand {
@@ -10,8 +11,8 @@ struct AnalyzeCommand: ParsableCommand {
 
     @Argument(help: "The video to analyse.") var input: String
     @Flag(help: "Print the analysis as JSON.") var json = false
-    @Option(help: "Target highlight length in seconds, for the candidate segments.") var duration: Double = 30
-    @Option(help: "Longest accepted video, in seconds.") var maxDuration: Double = 1800
+    @Option(help: "Target highlight length in seconds, for the candidate segments.") var duration = Double(HighlightLimits.defaultTargetDuration)
+    @Option(help: "Longest accepted video, in seconds.") var maxDuration = Double(HighlightLimits.maximumSourceDuration)
 
     func run() throws {
         let settings = HighlightSettings(duration: duration, limits: MediaLimits(maximumDuration: maxDuration))

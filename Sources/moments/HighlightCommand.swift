@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Highlights
+import Media
 import MomentsModel
 
 extension Quality: ExpressibleByArgument {}
@@ -13,12 +14,12 @@ struct HighlightCommand: ParsableCommand {
 
     @Argument(help: "The video to make a highlight of.") var input: String
     @Option(name: .shortAndLong, help: "Where to write the highlight (.mp4).") var output: String
-    @Option(help: "Target length in seconds.") var duration: Double = 30
+    @Option(help: "Target length in seconds.") var duration = Double(HighlightLimits.defaultTargetDuration)
     @Option(help: "high (≤1920 px), medium (≤1280 px) or low (≤854 px).") var quality: Quality = .high
     @Option(help: "auto (copy the source's H.264/HEVC between keyframes where it allows, else H.264) or h264 (always H.264, HDR tone-mapped).")
     var codec: VideoCodecChoice = .auto
     @Option(help: "Write a JSON report of the run here.") var report: String?
-    @Option(help: "Longest accepted video, in seconds.") var maxDuration: Double = 1800
+    @Option(help: "Longest accepted video, in seconds.") var maxDuration = Double(HighlightLimits.maximumSourceDuration)
 
     func validate() throws {
         guard duration >= 1, duration <= 3600 else {

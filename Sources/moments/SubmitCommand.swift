@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MomentsKit
+import MomentsModel
 
 struct SubmitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,7 +19,7 @@ struct SubmitCommand: AsyncParsableCommand {
     @OptionGroup var options: ServerOptions
 
     @Option(help: "Length of the highlight in seconds.")
-    var duration: Int = 30
+    var duration = HighlightLimits.defaultTargetDuration
 
     @Option(help: "high, medium or low.")
     var quality: Quality = .high

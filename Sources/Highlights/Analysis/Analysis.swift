@@ -1,3 +1,5 @@
+import Media
+
 /// Features of one second of video, each on a scale that means something on its own.
 public struct SecondFeatures: Sendable, Codable, Equatable {
     public var time: Double

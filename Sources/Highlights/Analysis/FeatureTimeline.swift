@@ -1,4 +1,5 @@
 import Foundation
+import Media
 
 /// Turns the scanners' raw observations into per-second features, shots and scores.
 enum FeatureTimeline {

@@ -1,3 +1,4 @@
+import Media
 import MomentsModel
 
 /// The rendered picture size: the source as displayed (square pixels, upright), fitted to the

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 
 /// How reports are written: pretty, keys sorted, so two runs diff cleanly.
 public enum ReportJSON {

@@ -1,0 +1,89 @@
+import CFFmpeg
+import Foundation
+import MomentsModel
+
+/// What the engine learned about an input before analysing it.
+public struct MediaInfo: Sendable, Codable, Equatable {
+    public var container: String
+    public var fileSize: Int64
+    /// Seconds, from the container or the streams (refined by analysis when both are missing).
+    public var duration: Double
+    public var videoCodec: String
+    public var pixelFormat: String?
+    public var bitDepth: Int
+    /// Coded (stored) picture size.
+    public var width: Int
+    public var height: Int
+    /// Size as displayed: sample aspect ratio and rotation applied.
+    public var displayWidth: Int
+    public var displayHeight: Int
+    public var sampleAspectRatio: Double
+    /// Clockwise degrees applied to show the picture upright.
+    public var rotation: Int
+    /// Average frame rate (frames per second); frame timing is always taken from timestamps.
+    public var frameRate: Double
+    /// The codec profile's name (`High`, `Main 10`, …), when the container says.
+    public var videoProfile: String?
+    /// Colour description of the picture as the stream tags it (`bt709`, `bt2020`, `arib-std-b67`, …).
+    public var colorPrimaries: String?
+    public var colorTransfer: String?
+    public var colorSpace: String?
+    public var colorRange: String?
+    /// `hlg` or `pq` for high dynamic range pictures (from the transfer function), `sdr` otherwise.
+    public var dynamicRange: String?
+    public var audioCodec: String?
+    public var audioSampleRate: Int?
+    public var audioChannels: Int?
+    public var hasAudio: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case container, fileSize = "file_size", duration, videoCodec = "video_codec", pixelFormat = "pixel_format"
+        case bitDepth = "bit_depth", width, height, displayWidth = "display_width", displayHeight = "display_height"
+        case sampleAspectRatio = "sample_aspect_ratio", rotation, frameRate = "fps", audioCodec = "audio_codec"
+        case audioSampleRate = "audio_sample_rate", audioChannels = "audio_channels", hasAudio = "has_audio"
+        case videoProfile = "video_profile", colorPrimaries = "color_primaries", colorTransfer = "color_transfer"
+        case colorSpace = "color_space", colorRange = "color_range", dynamicRange = "dynamic_range"
+    }
+
+    public var isHDR: Bool { dynamicRange == "hlg" || dynamicRange == "pq" }
+
+    /// Seconds between frames at the average frame rate (1/30 when the rate is unknown).
+    public var nominalFrameInterval: Double { frameRate > 0 ? 1 / frameRate : 1.0 / 30 }
+
+    /// Bytes of one decoded picture's luma plane (two a sample above 8 bits).
+    public var pictureBytes: Int { width * height * (bitDepth > 8 ? 2 : 1) }
+
+
+    public init(container: String, fileSize: Int64, duration: Double, video: MediaStream, audio: MediaStream?) {
+        self.container = container
+        self.fileSize = fileSize
+        self.duration = duration
+        videoCodec = video.codecName
+        pixelFormat = video.pixelFormatName
+        let descriptorDepth = video.pixelFormatName.flatMap { av_pix_fmt_desc_get(av_get_pix_fmt($0)) }.map { Int($0.pointee.comp.0.depth) }
+        bitDepth = video.bitsPerRawSample > 0 ? video.bitsPerRawSample : (descriptorDepth ?? 8)
+        width = video.width
+        height = video.height
+        sampleAspectRatio = video.sampleAspectRatio
+        rotation = video.rotation
+        let shownWidth = max(1, Int((Double(video.width) * video.sampleAspectRatio).rounded()))
+        displayWidth = rotation % 180 == 0 ? shownWidth : video.height
+        displayHeight = rotation % 180 == 0 ? video.height : shownWidth
+        frameRate = video.averageFrameRate
+        let p = video.parameters.pointee
+        videoProfile = avcodec_profile_name(video.codecID, p.profile).map { String(cString: $0) }
+        colorPrimaries = p.color_primaries == AVCOL_PRI_UNSPECIFIED ? nil : av_color_primaries_name(p.color_primaries).map { String(cString: $0) }
+        colorTransfer = p.color_trc == AVCOL_TRC_UNSPECIFIED ? nil : av_color_transfer_name(p.color_trc).map { String(cString: $0) }
+        colorSpace = p.color_space == AVCOL_SPC_UNSPECIFIED ? nil : av_color_space_name(p.color_space).map { String(cString: $0) }
+        colorRange = p.color_range == AVCOL_RANGE_UNSPECIFIED ? nil : av_color_range_name(p.color_range).map { String(cString: $0) }
+        dynamicRange = switch colorTransfer {
+        case "arib-std-b67": "hlg"
+        case "smpte2084": "pq"
+        default: "sdr"
+        }
+        audioCodec = audio?.codecName
+        audioSampleRate = audio?.sampleRate
+        audioChannels = audio?.channels
+        hasAudio = audio != nil
+    }
+}

@@ -1,0 +1,108 @@
+import CFFmpeg
+import Foundation
+import MomentsModel
+
+/// Opens inputs and turns every way they can be unusable into a `MomentsError`.
+public enum MediaProbe {
+    /// Reads the file's container and streams and checks them against `limits` without decoding
+    /// anything: what the API does to an upload before it accepts it.
+    public static func probe(_ path: String, limits: MediaLimits = MediaLimits()) throws(MomentsError) -> MediaInfo {
+        try open(path, limits: limits).1
+    }
+
+    /// Opens `path`, picks the streams and checks them against `limits`.
+    public static func open(_ path: String, limits: MediaLimits) throws(MomentsError) -> (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?) {
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            throw MomentsError(.ioError, "The file \(URL(fileURLWithPath: path).lastPathComponent) could not be read: it does not exist or is not accessible.")
+        }
+        if (attributes[.type] as? FileAttributeType) == .typeDirectory {
+            throw MomentsError(.ioError, "\(URL(fileURLWithPath: path).lastPathComponent) is a folder, not a video file.")
+        }
+        let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        if size == 0 { throw MomentsError(.notAVideo, "The file is empty (0 bytes). Upload the video again.") }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw MomentsError(.ioError, "The file \(URL(fileURLWithPath: path).lastPathComponent) is not readable.")
+        }
+
+        let input: InputFile
+        do {
+            input = try InputFile(path: path)
+        } catch {
+            if error.code == -ENOENT || error.code == -EACCES || error.code == -EIO {
+                throw MomentsError(.ioError, "The file could not be read (\(error.reason)).")
+            }
+            if looksLikeVideoContainer(path) {
+                throw MomentsError(.corruptMedia, "This video file is damaged or incomplete (it may have been cut off while uploading or copying). Export it again and retry.")
+            }
+            throw MomentsError(.notAVideo, notAVideoSentence)
+        }
+        // Demuxers that claim any bytes (raw text, images) are not videos for us.
+        let rejectedFormats: Set<String> = ["tty", "image2", "image2pipe", "txt", "srt", "ass", "webvtt", "lrc", "microdvd", "subviewer", "mpl2", "jacosub", "sami", "vplayer", "pjs", "realtext", "stl", "aqtitle"]
+        if rejectedFormats.contains(input.formatName) { throw MomentsError(.notAVideo, notAVideoSentence) }
+
+        let videoStreams = input.streams.filter { $0.mediaType == AVMEDIA_TYPE_VIDEO && !$0.isAttachedPicture }
+        let audio = input.bestStream(AVMEDIA_TYPE_AUDIO)
+        guard let video = input.bestStream(AVMEDIA_TYPE_VIDEO).flatMap({ best in videoStreams.contains { $0.index == best.index } ? best : nil }) ?? videoStreams.first else {
+            if audio != nil {
+                throw MomentsError(.noVideoStream, "This file has sound but no picture. Choose a video, not an audio recording.")
+            }
+            throw MomentsError(.noVideoStream, "This file has no video in it. Choose a video from your library.")
+        }
+        if avcodec_find_decoder(video.codecID) == nil || video.codecID == AV_CODEC_ID_NONE {
+            throw MomentsError(.unsupportedCodec, "This video is encoded as \(video.codecName), which Moments cannot decode. Export it as H.264 or HEVC (MP4 or MOV) and try again.")
+        }
+        if video.width <= 0 || video.height <= 0 {
+            throw MomentsError(.corruptMedia, "The video's picture size could not be read; the file looks damaged. Export it again and retry.")
+        }
+        let long = max(video.width, video.height), short = min(video.width, video.height)
+        if long > limits.maximumLongSide || short > limits.maximumShortSide {
+            throw MomentsError(.resolutionTooLarge, "The video is \(video.width)×\(video.height); Moments accepts up to 8K (7680×4320). Export it at a lower resolution.")
+        }
+        let usableAudio = audio.flatMap { avcodec_find_decoder($0.codecID) != nil ? $0 : nil }
+        let duration = input.duration ?? video.duration ?? 0
+        // Random bytes now and then pass for a raw H.263 or DV stream, guessed at FFmpeg's weakest
+        // score and with no length; a real video names its container or states its length.
+        if input.probeScore <= InputFile.weakProbeScore && duration <= 0 {
+            throw MomentsError(.notAVideo, notAVideoSentence)
+        }
+        var info = MediaInfo(container: input.formatName, fileSize: size, duration: duration, video: video, audio: usableAudio)
+        if info.frameRate <= 0 || !info.frameRate.isFinite { info.frameRate = 0 }
+        try checkDuration(info.duration, limits: limits, known: duration > 0)
+        return (input, info, video, usableAudio)
+    }
+
+    /// Checks a duration against the limits (`known` false skips it: analysis measures it then).
+    public static func checkDuration(_ duration: Double, limits: MediaLimits, known: Bool = true) throws(MomentsError) {
+        guard known else { return }
+        if duration < limits.minimumDuration {
+            throw MomentsError(.tooShort, String(format: "The video is %.1f s long; a highlight needs at least %.0f s of footage.", duration, limits.minimumDuration))
+        }
+        if duration > limits.maximumDuration {
+            throw MomentsError(.tooLong, String(format: "The video is %@ long; Moments accepts videos up to %@. Trim it and try again.", clock(duration), clock(limits.maximumDuration)))
+        }
+    }
+
+    /// Whether the file starts like a video container (so a failure to open it means damage, not a wrong file).
+    static func looksLikeVideoContainer(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = [UInt8](handle.readData(ofLength: 380))
+        guard head.count >= 12 else { return false }
+        let box = String(decoding: head[4..<8], as: UTF8.self)
+        if ["ftyp", "moov", "mdat", "wide", "free", "skip"].contains(box) { return true }  // MP4, MOV, 3GP
+        if head[0..<4].elementsEqual([0x1A, 0x45, 0xDF, 0xA3]) { return true }  // Matroska, WebM
+        if head[0..<4].elementsEqual("RIFF".utf8) && head[8..<12].elementsEqual("AVI ".utf8) { return true }
+        if head.count >= 377 && head[0] == 0x47 && head[188] == 0x47 && head[376] == 0x47 { return true }  // MPEG-TS
+        return false
+    }
+
+    static let notAVideoSentence = "This file is not a video we can read. Try exporting it as MP4 or MOV."
+
+    static func clock(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    }
+}

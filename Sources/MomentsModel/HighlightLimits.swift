@@ -1,0 +1,12 @@
+/// The limits every part of Moments shares: the API checks them, the engine works to them, and the
+/// SDK, the command line and the job store default to them. Written here once.
+public enum HighlightLimits {
+    /// Highlight lengths a client may ask for, in whole seconds.
+    public static let targetDurations = 5...120
+    /// The length of a highlight when none is asked for, in seconds.
+    public static let defaultTargetDuration = 30
+    /// The shortest source accepted, in seconds.
+    public static let minimumSourceDuration = 1
+    /// The longest source accepted, in seconds (30 minutes).
+    public static let maximumSourceDuration = 30 * 60
+}
