@@ -40,9 +40,11 @@ let package = Package(
         .target(name: "MediaSynth", dependencies: ["Media"]),
         // The highlight engine: analysis, selection, render. Knows nothing of HTTP, SQL or Redis.
         .target(name: "Highlights", dependencies: ["Media", "MomentsModel"]),
+        // HTTP over libcurl: one exchange streaming from and to files, for S3, webhooks and health checks.
+        .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
         .target(name: "Storage", dependencies: [
-            "CCurl", "MomentsModel", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
         ]),
         // The API's JSON (CLIENT-CONTRACT.md): encoded by the server, decoded by MomentsKit. Foundation only.
         .target(name: "MomentsContract", dependencies: ["MomentsModel"]),
@@ -60,7 +62,7 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
         .target(name: "Worker", dependencies: [
-            "JobStore", "Jobs", "Highlights", "Storage", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log"),
+            "JobStore", "Jobs", "Highlights", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
@@ -74,7 +76,7 @@ let package = Package(
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "JobStore", "Jobs", "JobQueue", "Worker", "API",
+                "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "CurlHTTP", "JobStore", "Jobs", "JobQueue", "Worker", "API",
                 "MomentsKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

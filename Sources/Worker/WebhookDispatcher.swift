@@ -1,4 +1,5 @@
 import Crypto
+import CurlHTTP
 import Foundation
 import JobStore
 import Logging

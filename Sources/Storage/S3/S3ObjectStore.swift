@@ -1,4 +1,5 @@
 import Crypto
+import CurlHTTP
 import Foundation
 
 /// Objects in an S3-compatible bucket (AWS S3, Cloudflare R2, SeaweedFS, MinIO), over libcurl with

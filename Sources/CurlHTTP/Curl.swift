@@ -1,0 +1,80 @@
+import CCurl
+import Dispatch
+import Foundation
+
+/// HTTP over libcurl, for S3, webhooks and the health check: each exchange on a thread of its own.
+public enum Curl {
+    private static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
+    private static let queue = DispatchQueue(label: "moments.curl", attributes: .concurrent)
+
+    /// Performs the request on a thread of its own (curl blocks) and returns the reply.
+    public static func perform(_ request: CurlRequest) async -> Result<CurlResponse, CurlFailure> {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: performBlocking(request)) }
+        }
+    }
+
+    private static func performBlocking(_ request: CurlRequest) -> Result<CurlResponse, CurlFailure> {
+        guard initialized, let handle = curl_easy_init() else {
+            return .failure(CurlFailure(code: -1, message: "libcurl could not be initialised"))
+        }
+        defer { curl_easy_cleanup(handle) }
+        let state = TransferState()
+        defer { state.close() }
+        do {
+            try state.open(request)
+        } catch {
+            return .failure(error)
+        }
+        let context = Unmanaged.passUnretained(state).toOpaque()
+
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        for (name, value) in request.headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
+        // No "Expect: 100-continue" round trip before uploads.
+        headerList = curl_slist_append(headerList, "Expect:")
+        defer { curl_slist_free_all(headerList) }
+
+        moments_curl_set_string(handle, CURLOPT_URL, request.url)
+        moments_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+        moments_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT, request.connectTimeout)
+        moments_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        moments_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, request.stallTimeout)
+        if let total = request.totalTimeout { moments_curl_set_long(handle, CURLOPT_TIMEOUT, total) }
+        moments_curl_set_slist(handle, CURLOPT_HTTPHEADER, headerList)
+        moments_curl_set_header_function(handle) { buffer, size, count, context in
+            let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
+            state.header(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            return size * count
+        }
+        moments_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
+        moments_curl_set_write_function(handle) { buffer, size, count, context in
+            let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
+            return state.write(UnsafeRawBufferPointer(start: buffer, count: size * count)) ? size * count : 0
+        }
+        moments_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
+
+        switch request.method {
+        case "GET": moments_curl_set_long(handle, CURLOPT_HTTPGET, 1)
+        case "HEAD": moments_curl_set_long(handle, CURLOPT_NOBODY, 1)
+        case "PUT", "POST":
+            moments_curl_set_long(handle, CURLOPT_UPLOAD, 1)
+            moments_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, request.method)
+            moments_curl_set_off(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(state.uploadLength))
+            moments_curl_set_read_function(handle) { buffer, size, count, context in
+                let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
+                return state.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+            }
+            moments_curl_set_pointer(handle, CURLOPT_READDATA, context)
+        default: moments_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, request.method)
+        }
+
+        let code = curl_easy_perform(handle)
+        if let failure = state.failure { return .failure(CurlFailure(code: -2, message: failure)) }
+        guard code == CURLE_OK else {
+            return .failure(CurlFailure(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
+        }
+        var status = 0
+        moments_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return .success(CurlResponse(status: status, headers: state.headers, body: state.memory))
+    }
+}
