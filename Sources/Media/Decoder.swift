@@ -2,7 +2,7 @@ import CFFmpeg
 
 /// Owns a decoding `AVCodecContext` for one stream.
 public final class Decoder {
-    public let context: UnsafeMutablePointer<AVCodecContext>
+    package let context: UnsafeMutablePointer<AVCodecContext>
     public let timeBase: AVRational
 
     public struct Options: Sendable {

@@ -2,7 +2,7 @@ import CFFmpeg
 
 /// Owns an encoding `AVCodecContext`.
 public final class Encoder {
-    public let context: UnsafeMutablePointer<AVCodecContext>
+    package let context: UnsafeMutablePointer<AVCodecContext>
 
     public struct NoEncoder: Error, Sendable { public let name: String }
 
@@ -106,6 +106,8 @@ public final class Encoder {
     public var timeBase: AVRational { context.pointee.time_base }
     /// Samples per audio frame the encoder expects (0 for video or variable).
     public var frameSize: Int { Int(context.pointee.frame_size) }
+    public var sampleRate: Int { Int(context.pointee.sample_rate) }
+    public var sampleFormat: AVSampleFormat { context.pointee.sample_fmt }
 
     /// Encodes `frame` (nil drains) and hands each finished packet to `body`.
     public func encode(_ frame: Frame?, _ body: (Packet) throws -> Void) throws {

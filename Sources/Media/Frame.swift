@@ -2,7 +2,7 @@ import CFFmpeg
 
 /// Owns one `AVFrame`.
 public final class Frame {
-    public let pointer: UnsafeMutablePointer<AVFrame>
+    package let pointer: UnsafeMutablePointer<AVFrame>
 
     public init() {
         guard let frame = av_frame_alloc() else { fatalError("av_frame_alloc: out of memory") }
@@ -28,6 +28,19 @@ public final class Frame {
     public var pixelFormat: AVPixelFormat { AVPixelFormat(pointer.pointee.format) }
     public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
     public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
+    public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
+
+    /// The picture's own sample aspect ratio: nil when unknown (0/x), else num/den.
+    public var sampleAspectRatio: Double? {
+        let sar = pointer.pointee.sample_aspect_ratio
+        return sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : nil
+    }
+
+    /// The presentation timestamp as set (what an encoder reads), in the time base it is given in.
+    public var pts: Int64? {
+        get { pointer.pointee.pts == moments_nopts() ? nil : pointer.pointee.pts }
+        set { pointer.pointee.pts = newValue ?? moments_nopts() }
+    }
 
     /// The best presentation timestamp FFmpeg could work out, in the stream's time base.
     public var timestamp: Int64? {
@@ -38,7 +51,12 @@ public final class Frame {
     }
 
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
-    public var pictureType: AVPictureType { pointer.pointee.pict_type }
+    /// The decoder's picture type; set it to `AV_PICTURE_TYPE_NONE` before encoding a decoded
+    /// picture, so the encoder chooses for itself.
+    public var pictureType: AVPictureType {
+        get { pointer.pointee.pict_type }
+        set { pointer.pointee.pict_type = newValue }
+    }
 
     /// Tags the picture's colour description (what filters and encoders read).
     public func setColor(primaries: AVColorPrimaries, transfer: AVColorTransferCharacteristic, space: AVColorSpace,

@@ -2,7 +2,7 @@ import CFFmpeg
 
 /// Owns an opened input (`AVFormatContext`): probes the container and hands out its packets in file order.
 public final class InputFile {
-    public let pointer: UnsafeMutablePointer<AVFormatContext>
+    package let pointer: UnsafeMutablePointer<AVFormatContext>
     public let path: String
 
     /// Opens and probes `path`. Throws the FFmpeg error of whichever step failed.
@@ -39,7 +39,7 @@ public final class InputFile {
 
     public var streamCount: Int { Int(pointer.pointee.nb_streams) }
 
-    public func stream(_ index: Int) -> MediaStream { MediaStream(pointer: pointer.pointee.streams[index]!) }
+    public func stream(_ index: Int) -> MediaStream { MediaStream(file: self, pointer: pointer.pointee.streams[index]!) }
 
     public var streams: [MediaStream] { (0..<streamCount).map(stream) }
 
@@ -81,10 +81,12 @@ public final class InputFile {
 
 /// A view of one `AVStream` of an `InputFile` (valid as long as the file is open).
 public struct MediaStream {
-    public let pointer: UnsafeMutablePointer<AVStream>
+    /// The stream lives inside its file's format context: holding the file keeps it alive.
+    let file: InputFile
+    package let pointer: UnsafeMutablePointer<AVStream>
 
     public var index: Int { Int(pointer.pointee.index) }
-    public var parameters: UnsafeMutablePointer<AVCodecParameters> { pointer.pointee.codecpar }
+    package var parameters: UnsafeMutablePointer<AVCodecParameters> { pointer.pointee.codecpar }
     public var mediaType: AVMediaType { parameters.pointee.codec_type }
     public var codecID: AVCodecID { parameters.pointee.codec_id }
     public var codecName: String { String(cString: avcodec_get_name(codecID)) }

@@ -2,7 +2,7 @@ import CFFmpeg
 
 /// Owns an output `AVFormatContext` and its file: add streams, write header, packets, trailer.
 public final class OutputFile {
-    public let pointer: UnsafeMutablePointer<AVFormatContext>
+    package let pointer: UnsafeMutablePointer<AVFormatContext>
     public let path: String
     private var sourceTimeBases: [Int: AVRational] = [:]
     private var headerWritten = false

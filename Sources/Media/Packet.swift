@@ -2,7 +2,7 @@ import CFFmpeg
 
 /// Owns one `AVPacket`.
 public final class Packet {
-    public let pointer: UnsafeMutablePointer<AVPacket>
+    package let pointer: UnsafeMutablePointer<AVPacket>
 
     public init() {
         guard let packet = av_packet_alloc() else { fatalError("av_packet_alloc: out of memory") }

@@ -22,8 +22,8 @@ public enum Concatenation {
                 guard let target = map[packet.streamIndex] else { continue }
                 let stream = input.stream(packet.streamIndex)
                 let shift = stream.ticks(offset)
-                if let pts = packet.pts { packet.pointer.pointee.pts = pts + shift }
-                if let dts = packet.dts { packet.pointer.pointee.dts = dts + shift }
+                if let pts = packet.pts { packet.pts = pts + shift }
+                if let dts = packet.dts { packet.dts = dts + shift }
                 end = max(end, stream.seconds((packet.pts ?? packet.dts ?? 0) + packet.duration))
                 try out.write(packet, stream: target)
             }

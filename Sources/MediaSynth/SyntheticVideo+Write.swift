@@ -50,14 +50,14 @@ extension SyntheticVideo {
         let toHLG = try colorTags == .hlg ? FilterGraph(width: width, height: height, format: AV_PIX_FMT_YUV420P, description:
             "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=arib-std-b67:p=bt2020:m=bt2020nc:r=tv:npl=203,format=\(pixelFormat)") : nil
         canvas.setColor(primaries: AVCOL_PRI_BT709, transfer: AVCOL_TRC_BT709, space: AVCOL_SPC_BT709, range: AVCOL_RANGE_MPEG)
-        var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.context.pointee.sample_rate ?? 48000))
+        var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.sampleRate ?? 48000))
 
         for index in 0..<frameCount {
             if let videoEncoder {
                 try paint(frame: index, painter: painter, into: canvas, scratch: scratch)
                 var picture = try converter?.scaled(canvas) ?? canvas
                 if let toHLG { try toHLG.filter(canvas) { picture = try $0.clone() } }
-                picture.pointer.pointee.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
+                picture.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
                 try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
             }
             if let audioEncoder {
@@ -177,7 +177,7 @@ struct SoundTrack {
                 left[i] = s
                 right[i] = s
             }
-            let target = encoder.context.pointee.sample_fmt
+            let target = encoder.sampleFormat
             let frame: Frame
             if target == AV_SAMPLE_FMT_FLTP {
                 frame = planar
@@ -185,7 +185,7 @@ struct SoundTrack {
                 if resampler == nil { resampler = Resampler(sampleRate: sampleRate, channels: 2, format: target) }
                 frame = try resampler!.convert(planar)
             }
-            frame.pointer.pointee.pts = Int64(position)
+            frame.pts = Int64(position)
             position += count
             try encoder.encode(frame, write)
         }

@@ -27,7 +27,7 @@ final class AudioAssembler {
         let count = frame.sampleCount
         guard count > 0 else { return }
         let l = UnsafeRawPointer(frame.plane(0).0).assumingMemoryBound(to: Float.self)
-        let r = frame.pointer.pointee.ch_layout.nb_channels > 1 ? UnsafeRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self) : l
+        let r = frame.channelCount > 1 ? UnsafeRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self) : l
         if offset > segmentWritten { appendSilence(min(offset, segmentLength) - segmentWritten) }
         let skip = max(0, segmentWritten - offset)
         var i = skip
@@ -72,7 +72,7 @@ final class AudioAssembler {
             for i in 0..<n { l[i] = left[i]; r[i] = right[i] }
             left.removeFirst(n)
             right.removeFirst(n)
-            frame.pointer.pointee.pts = encoded
+            frame.pts = encoded
             encoded += Int64(n)
             try encoder.encode(frame, write)
         }

@@ -18,8 +18,7 @@ final class PicturePipeline {
 
     func prepare(_ frame: Frame) throws -> Frame {
         let sized = frame.width == geometry.scaledWidth && frame.height == geometry.scaledHeight
-            && (frame.pointer.pointee.sample_aspect_ratio.num == frame.pointer.pointee.sample_aspect_ratio.den
-                || frame.pointer.pointee.sample_aspect_ratio.num == 0)
+            && (frame.sampleAspectRatio ?? 1) == 1
         if let toneMapper {
             var tenBit = frame
             if !sized || frame.pixelFormat != AV_PIX_FMT_YUV420P10LE {

@@ -55,8 +55,8 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 var pts = Int64(((outputStart + t - segment.start) * 90_000).rounded())
                 if pts <= lastPTS { pts = lastPTS + 1 }
                 lastPTS = pts
-                picture.pointer.pointee.pts = pts
-                picture.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
+                picture.pts = pts
+                picture.pictureType = AV_PICTURE_TYPE_NONE
                 try put(.video(picture, progress: (outputStart + t - segment.start) / max(total, 0.001)))
             }
             func takeAudio(_ frame: Frame) throws {
