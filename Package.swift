@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // C only: FFmpeg's headers and a shim for its macros.
@@ -80,14 +82,16 @@ let package = Package(
                 "MomentsKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [
-            "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", .product(name: "Hummingbird", package: "hummingbird"),
+            "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),

@@ -62,7 +62,7 @@ public struct APIConfiguration: Sendable {
         self.webhooksEnabled = webhooksEnabled
     }
 
-    public init(environment: [String: String]) throws(SettingError) {
+    public init(environment: Settings) throws(SettingError) {
         let port = try Setting.integer("PORT", in: environment, default: 8000, range: 1...65535)
         let maxUpload = try Setting.integer("MAX_UPLOAD_BYTES", in: environment, default: 2 << 30, range: 1024...(1 << 40))
         var publicURL = environment["PUBLIC_URL"].flatMap { $0.isEmpty ? nil : $0 }

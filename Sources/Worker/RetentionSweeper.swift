@@ -27,7 +27,7 @@ public struct RetentionConfiguration: Sendable, Equatable {
 
     /// `DELETE_SOURCE_AFTER_SUCCESS` (true), `RESULT_RETENTION_DAYS` (30), `JOB_RETENTION_DAYS` (90)
     /// and `RETENTION_SWEEP_SECONDS` (3600); 0 days keeps things for ever.
-    public init(environment: [String: String]) throws(SettingError) {
+    public init(environment: Settings) throws(SettingError) {
         let resultDays = try Setting.integer("RESULT_RETENTION_DAYS", in: environment, default: 30, range: 0...36_500)
         let jobDays = try Setting.integer("JOB_RETENTION_DAYS", in: environment, default: 90, range: 0...36_500)
         if jobDays != 0 && jobDays < Self.minimumJobDays {

@@ -31,7 +31,7 @@ public struct WebhookConfiguration: Sendable {
         self.publicURL = publicURL
     }
 
-    public init(environment: [String: String]) throws(SettingError) {
+    public init(environment: Settings) throws(SettingError) {
         let secret = environment["WEBHOOK_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
         if let secret, secret.utf8.count < 16 {
             throw SettingError("WEBHOOK_SECRET must be at least 16 characters long (32 random bytes, hex, is a good choice).")

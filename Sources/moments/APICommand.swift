@@ -17,8 +17,8 @@ struct APICommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let environment = ProcessInfo.processInfo.environment
-            let services = try Services.fromEnvironment(label: "moments.api")
+            let environment = try await SettingsSources.load()
+            let services = try await Services.fromEnvironment(label: "moments.api", environment: environment)
             let app = buildApplication(configuration: try APIConfiguration(environment: environment),
                                        services: services.api(storage: try StorageConfiguration.store(environment: environment)),
                                        logger: services.logger)

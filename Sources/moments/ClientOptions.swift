@@ -43,8 +43,7 @@ struct ServerOptions: ParsableArguments {
 /// Device tokens this machine registered, per server, readable by this user only.
 enum Credentials {
     static var file: URL {
-        let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+        let base = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config")
         return base.appendingPathComponent("moments/credentials.json")
     }

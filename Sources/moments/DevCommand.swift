@@ -17,11 +17,11 @@ struct DevCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            var environment = ProcessInfo.processInfo.environment
+            var environment = try await SettingsSources.load()
             if (environment["STORAGE_URL"] ?? "").isEmpty {
                 environment["STORAGE_URL"] = "file://" + FileManager.default.currentDirectoryPath + "/.data/objects"
             }
-            let services = try Services.fromEnvironment(label: "moments.dev", environment: environment)
+            let services = try await Services.fromEnvironment(label: "moments.dev", environment: environment)
             let storage = try StorageConfiguration.store(environment: environment)
             let work = try WorkerCommand.highlightWork(environment, services: services, storage: storage)
             let (worker, metrics) = try services.workerService(work.configuration, handler: work.handler, sweeper: work.sweeper,

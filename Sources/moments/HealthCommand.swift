@@ -19,7 +19,7 @@ struct HealthCommand: AsyncParsableCommand {
     var url: String?
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = try await SettingsSources.load()
         let urls = url.map { [$0] } ?? [environment["PORT"] ?? "8000", environment["METRICS_PORT"] ?? "9090"]
             .filter { !$0.isEmpty && $0 != "0" }
             .map { "http://127.0.0.1:\($0)/health" }

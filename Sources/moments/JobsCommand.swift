@@ -24,7 +24,7 @@ struct JobsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let services = try await Services.fromEnvironment(label: "moments.jobs")
                 let jobs = try await services.run { services in
                     try await services.store.listJobs(status: status, since: since.map { Date().addingTimeInterval(-$0.seconds) },
                                                       owner: owner?.lowercased(), limit: max(1, limit))
@@ -51,7 +51,7 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let id = try target.jobID()
-                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let services = try await Services.fromEnvironment(label: "moments.jobs")
                 let (job, events, webhooks) = try await services.run { services in
                     (try await services.store.job(id), try await services.store.events(id), try await services.store.webhookDeliveries(job: id))
                 }
@@ -98,7 +98,7 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let id = try target.jobID()
-                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let services = try await Services.fromEnvironment(label: "moments.jobs")
                 let outcome = try await services.run { services -> RequeueOutcome in
                     try await services.jobs.retry(id, attempts: attempts)
                 }
@@ -124,7 +124,7 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let id = try target.jobID()
-                let services = try Services.fromEnvironment(label: "moments.jobs")
+                let services = try await Services.fromEnvironment(label: "moments.jobs")
                 let (outcome, job) = try await services.run { services in
                     let outcome = try await services.jobs.cancel(id, detail: "cancelled by an operator")
                     return (outcome, try await services.store.job(id))

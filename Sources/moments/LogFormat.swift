@@ -9,7 +9,7 @@ import Synchronization
 enum LogFormat: String {
     case json, text
 
-    static func bootstrap(environment: [String: String]) throws(SettingError) {
+    static func bootstrap(environment: Settings) throws(SettingError) {
         let requested = environment["LOG_FORMAT"].flatMap { $0.isEmpty ? nil : $0.lowercased() }
         let format: LogFormat
         switch requested {

@@ -8,7 +8,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let services = try Services.fromEnvironment(label: "moments.migrate")
+            let services = try await Services.fromEnvironment(label: "moments.migrate")
             let applied = try await services.run { services in
                 let now = try await services.store.migrate()
                 return (now, try await services.store.appliedMigrations())

@@ -19,10 +19,10 @@ extension QueueCommand {
 
         func run() async throws {
             try await reportingErrors {
-                var environment = ProcessInfo.processInfo.environment
+                var environment = try await SettingsSources.load()
                 let prefix = "moments-bench-\(UUID().uuidString.prefix(8).lowercased())"
                 environment["MOMENTS_QUEUE_PREFIX"] = prefix
-                let services = try Services.fromEnvironment(label: "moments.bench", environment: environment)
+                let services = try await Services.fromEnvironment(label: "moments.bench", environment: environment)
                 let owner = prefix
                 try await services.run { services in
                     try await services.store.migrate()

@@ -19,7 +19,7 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try Services.fromEnvironment(label: "moments.queue")
+                let services = try await Services.fromEnvironment(label: "moments.queue")
                 let (stats, counts) = try await services.run { services in
                     (try await services.jobs.stats(), try await services.store.countsByStatus())
                 }
@@ -43,7 +43,7 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try Services.fromEnvironment(label: "moments.reconcile")
+                let services = try await Services.fromEnvironment(label: "moments.reconcile")
                 let report = try await services.run { services in
                     try await services.jobs.reconcile(quiet: .zero)
                 }
@@ -58,7 +58,7 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try Services.fromEnvironment(label: "moments.queue")
+                let services = try await Services.fromEnvironment(label: "moments.queue")
                 try await services.run { services in try await services.jobs.pause() }
                 print("queue paused: workers take no new jobs until `moments queue resume`")
             }
@@ -70,7 +70,7 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try Services.fromEnvironment(label: "moments.queue")
+                let services = try await Services.fromEnvironment(label: "moments.queue")
                 try await services.run { services in try await services.jobs.resume() }
                 print("queue resumed")
             }
@@ -95,7 +95,7 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try Services.fromEnvironment(label: "moments.worker")
+                let services = try await Services.fromEnvironment(label: "moments.worker")
                 let configuration = WorkerConfiguration(
                     name: name ?? WorkerConfiguration.defaultName(), concurrency: concurrency, lease: .milliseconds(leaseMs),
                     heartbeat: .milliseconds(heartbeatMs), cancelCheck: .milliseconds(min(1000, heartbeatMs)),
@@ -104,7 +104,7 @@ struct QueueCommand: AsyncParsableCommand {
                     reconcileQuiet: .milliseconds(reconcileQuietMs))
                 let handler = SleepingJobHandler(duration: .milliseconds(jobMs), failRate: failRate)
                 // Drills run several workers on one machine: no metrics port unless one is asked for.
-                var environment = ProcessInfo.processInfo.environment
+                var environment = try await SettingsSources.load()
                 if environment["METRICS_PORT"] == nil { environment["METRICS_PORT"] = "0" }
                 try await services.runWorker(configuration, handler: handler, environment: environment)
             }
@@ -122,7 +122,7 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try Services.fromEnvironment(label: "moments.submit")
+                let services = try await Services.fromEnvironment(label: "moments.submit")
                 let ids = try await services.run { services in
                     try await services.store.migrate()
                     try await services.jobs.prepare()

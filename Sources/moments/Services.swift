@@ -21,7 +21,9 @@ struct Services {
     /// Every job operation, over the store and the queue.
     var jobs: Jobs { Jobs(store: store, queue: queue, logger: logger) }
 
-    static func fromEnvironment(label: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Services {
+    /// The stores from `environment`, or from the settings `SettingsSources` reads when nil.
+    static func fromEnvironment(label: String, environment: Settings? = nil) async throws -> Services {
+        let environment = if let environment { environment } else { try await SettingsSources.load() }
         let logger = try makeLogger(label: label, environment: environment)
         guard let databaseURL = environment["DATABASE_URL"], !databaseURL.isEmpty else {
             throw JobStoreError(.invalidConfiguration, "DATABASE_URL is not set (postgres://user:password@host:5432/database).")
@@ -55,7 +57,7 @@ struct Services {
     /// Runs a worker with `handler` until SIGINT or SIGTERM, with the webhook sender beside it and,
     /// unless `METRICS_PORT` is 0, `/metrics` and `/health` on that port (9090 by default).
     func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper? = nil,
-                   environment: [String: String] = ProcessInfo.processInfo.environment) async throws {
+                   environment: Settings) async throws {
         let (service, metrics) = try workerService(configuration, handler: handler, sweeper: sweeper, environment: environment)
         let port = try Setting.integer("METRICS_PORT", in: environment, default: 9090, range: 0...65535)
         guard port > 0 else {
@@ -78,14 +80,14 @@ struct Services {
     /// A worker with the webhook sender and the retention sweep beside it, and its metrics
     /// (`moments worker` serves them alone, `moments dev` beside the API).
     func workerService(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper?,
-                       environment: [String: String]) throws -> (WorkerService, WorkerMetrics) {
+                       environment: Settings) throws -> (WorkerService, WorkerMetrics) {
         let metrics = WorkerMetrics()
         let worker = QueueWorker(configuration: configuration, jobs: jobs, handler: handler, metrics: metrics, logger: logger)
         let webhooks = WebhookDispatcher(store: store, configuration: try WebhookConfiguration(environment: environment), logger: logger)
         return (WorkerService(worker: worker, webhooks: webhooks, sweeper: sweeper, jobs: jobs), metrics)
     }
 
-    static func makeLogger(label: String, environment: [String: String]) throws -> Logger {
+    static func makeLogger(label: String, environment: Settings) throws -> Logger {
         try LogFormat.bootstrap(environment: environment)
         var logger = Logger(label: label)
         if let text = environment["LOG_LEVEL"], !text.isEmpty {

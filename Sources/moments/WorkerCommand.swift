@@ -19,11 +19,11 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let environment = ProcessInfo.processInfo.environment
-            let services = try Services.fromEnvironment(label: "moments.worker")
+            let environment = try await SettingsSources.load()
+            let services = try await Services.fromEnvironment(label: "moments.worker", environment: environment)
             let storage = try StorageConfiguration.store(environment: environment)
             let work = try Self.highlightWork(environment, services: services, storage: storage)
-            try await services.runWorker(work.configuration, handler: work.handler, sweeper: work.sweeper)
+            try await services.runWorker(work.configuration, handler: work.handler, sweeper: work.sweeper, environment: environment)
         }
     }
 }
@@ -31,7 +31,7 @@ struct WorkerCommand: AsyncParsableCommand {
 extension WorkerCommand {
     /// What a highlight worker runs, from the environment: its settings, the highlight job and the
     /// retention sweep (for `moments worker` and `moments dev`).
-    static func highlightWork(_ environment: [String: String], services: Services, storage: any ObjectStore) throws
+    static func highlightWork(_ environment: Settings, services: Services, storage: any ObjectStore) throws
         -> (configuration: WorkerConfiguration, handler: HighlightJobHandler, sweeper: RetentionSweeper) {
         let (configuration, workDirectory) = try settings(environment)
         let retention = try RetentionConfiguration(environment: environment)
@@ -42,7 +42,7 @@ extension WorkerCommand {
     }
 
     /// The worker's settings from the environment, each checked with the variable named.
-    static func settings(_ environment: [String: String]) throws -> (WorkerConfiguration, URL) {
+    static func settings(_ environment: Settings) throws -> (WorkerConfiguration, URL) {
         var configuration = WorkerConfiguration()
         configuration.concurrency = try Setting.integer("WORKER_CONCURRENCY", in: environment, default: 1, range: 1...64)
         configuration.lease = .seconds(try Setting.integer("WORKER_LEASE_SECONDS", in: environment, default: 60, range: 5...3600))

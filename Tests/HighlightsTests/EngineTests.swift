@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 @testable import Highlights
 
-@Suite("Progress and cancellation", .quiet)
+@Suite("Progress and cancellation", .alone)
 struct EngineTests {
     @Test("progress only moves forward, through every stage, to 100 %")
     func progress() throws {

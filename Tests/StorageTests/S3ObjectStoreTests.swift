@@ -1,4 +1,5 @@
 import Foundation
+import MomentsModel
 import ServiceTestSupport
 @testable import Storage
 import Testing
@@ -8,7 +9,7 @@ import Testing
 struct S3ObjectStoreTests {
     static func configuration(secret: String? = nil, addressing: S3Configuration.Addressing = .path,
                               endpoint: String? = nil) throws -> S3Configuration {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = Settings(ProcessInfo.processInfo.environment)
         if let secret { environment["S3_SECRET_ACCESS_KEY"] = secret }
         if let endpoint { environment["S3_ENDPOINT"] = endpoint }
         environment["S3_ADDRESSING"] = addressing.rawValue
@@ -166,7 +167,7 @@ struct S3ObjectStoreTests {
     func publicEndpoint() async throws {
         let direct = try Self.configuration()
         let port = try #require(direct.endpoint.port)
-        var environment = ProcessInfo.processInfo.environment
+        var environment = Settings(ProcessInfo.processInfo.environment)
         environment["S3_PUBLIC_ENDPOINT"] = "http://localhost:\(port)"
         let bucket = URL(string: try TestServices.environment("STORAGE_URL"))?.host ?? ""
         let store = S3ObjectStore(configuration: try StorageConfiguration.s3(bucket: bucket, environment: environment))
@@ -241,7 +242,7 @@ struct S3ObjectStoreTests {
             ([:], "STORAGE_URL"),
           ])
     func settings(environment: [String: String], named: String) {
-        let error = #expect(throws: StorageError.self) { try StorageConfiguration.store(environment: environment) }
+        let error = #expect(throws: StorageError.self) { try StorageConfiguration.store(environment: Settings(environment)) }
         #expect(error?.code == .invalidConfiguration && error?.message.contains(named) == true, "\(error?.message ?? "")")
     }
 }

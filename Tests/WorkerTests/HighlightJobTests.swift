@@ -10,14 +10,14 @@ import Worker
 
 /// Real jobs end to end below the HTTP layer: the source in SeaweedFS, the row in PostgreSQL, the
 /// queue in Redis, the engine on a fixture made by our own encoder.
-@Suite("Highlight jobs through the worker (real PostgreSQL, Redis and SeaweedFS)", .quiet)
+@Suite("Highlight jobs through the worker (real PostgreSQL, Redis and SeaweedFS)", .alone)
 struct HighlightJobTests {
     static var footage: String { TestFootage.twentySeconds }
 
     static func s3() throws -> S3ObjectStore {
         let url = try TestServices.environment("STORAGE_URL")
         return S3ObjectStore(configuration: try StorageConfiguration.s3(bucket: URL(string: url)?.host ?? "",
-                                                                       environment: ProcessInfo.processInfo.environment))
+                                                                       environment: Settings(ProcessInfo.processInfo.environment)))
     }
 
     static func configuration() -> WorkerConfiguration {

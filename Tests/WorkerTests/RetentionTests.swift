@@ -116,7 +116,7 @@ struct RetentionTests {
     @Test("When storage refuses, the rows stay as they are (even past JOB_RETENTION_DAYS) and the next sweep finishes the job")
     func storageFailure() async throws {
         let storage = try HighlightJobTests.s3()
-        var environment = ProcessInfo.processInfo.environment
+        var environment = Settings(ProcessInfo.processInfo.environment)
         environment["S3_SECRET_ACCESS_KEY"] = "not-the-secret-\(UUID().uuidString)"
         let url = try TestServices.environment("STORAGE_URL")
         let refusing = S3ObjectStore(configuration: try StorageConfiguration.s3(bucket: URL(string: url)?.host ?? "", environment: environment))
@@ -165,7 +165,7 @@ struct RetentionTests {
         #expect(forever.resultDays == nil && forever.jobDays == nil && !forever.deleteSourceAfterSuccess)
         #expect(try RetentionConfiguration(environment: ["RESULT_RETENTION_DAYS": "400", "JOB_RETENTION_DAYS": "0"]).resultDays == 400)
         do {
-            _ = try RetentionConfiguration(environment: environment)
+            _ = try RetentionConfiguration(environment: Settings(environment))
             Issue.record("\(environment) was accepted")
         } catch {
             #expect(error.message.hasPrefix(refusal), "\(error.message)")

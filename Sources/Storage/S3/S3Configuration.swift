@@ -1,4 +1,5 @@
 import Foundation
+import MomentsModel
 
 /// Where an S3-compatible bucket is and how to sign for it. `description` never shows the secret.
 public struct S3Configuration: Sendable, CustomStringConvertible {
@@ -52,7 +53,7 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
 ///   (`path` or `virtual`; default `virtual` for amazonaws.com endpoints, `path` otherwise), and
 ///   optional `S3_PUBLIC_ENDPOINT` for the address presigned URLs name.
 public enum StorageConfiguration {
-    public static func store(environment: [String: String] = ProcessInfo.processInfo.environment) throws(StorageError) -> any ObjectStore {
+    public static func store(environment: Settings) throws(StorageError) -> any ObjectStore {
         guard let raw = environment["STORAGE_URL"], !raw.isEmpty else {
             throw StorageError(.invalidConfiguration, "STORAGE_URL is not set: use file:///path/to/folder or s3://bucket.")
         }
@@ -69,7 +70,7 @@ public enum StorageConfiguration {
         }
     }
 
-    public static func s3(bucket: String, environment: [String: String]) throws(StorageError) -> S3Configuration {
+    public static func s3(bucket: String, environment: Settings) throws(StorageError) -> S3Configuration {
         func required(_ name: String) throws(StorageError) -> String {
             guard let value = environment[name], !value.isEmpty else {
                 throw StorageError(.invalidConfiguration, "\(name) is not set; S3 storage needs it.")

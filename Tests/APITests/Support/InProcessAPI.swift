@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobStore
+import MomentsModel
 import Jobs
 import Prometheus
 import ServiceTestSupport
@@ -34,7 +35,7 @@ struct InProcessAPI: Sendable {
             try FileManager.default.createDirectory(at: uploads, withIntermediateDirectories: true)
             let environment = ["AUTH_REQUIRED": "false", "UPLOAD_DIR": uploads.path]
                 .merging(settings) { $1 }
-            let configuration = try APIConfiguration(environment: environment)
+            let configuration = try APIConfiguration(environment: Settings(environment))
             let queue = MemoryQueue()
             let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
             try await jobs.prepare()

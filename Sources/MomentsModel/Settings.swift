@@ -1,0 +1,36 @@
+/// Settings looked up by the names operators set (`DATABASE_URL`, `PORT`, …), whatever supplies
+/// them. `moments` reads them through swift-configuration: the process environment first, then a
+/// `.env` file, then a secrets directory (`SettingsSources` in the command); a test writes them out
+/// as a dictionary literal. Each subsystem reads its own into one plain configuration struct, and
+/// every value it refuses names the variable (`Setting`).
+public struct Settings: Sendable, ExpressibleByDictionaryLiteral {
+    private let source: @Sendable (String) -> String?
+    private var overrides: [String: String] = [:]
+
+    /// Settings answered by `source`, which returns nil for a name it does not have.
+    public init(_ source: @escaping @Sendable (String) -> String?) {
+        self.source = source
+    }
+
+    public init(_ values: [String: String]) {
+        self.init { values[$0] }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(Dictionary(elements) { $1 })
+    }
+
+    /// The value set for `name`, if any. Setting a value overrides the source for this copy only
+    /// (`moments dev` gives storage a local default); setting nil unsets it.
+    public subscript(name: String) -> String? {
+        get { overrides[name].map { $0.isEmpty ? nil : $0 } ?? source(name) }
+        set { overrides[name] = newValue ?? "" }
+    }
+
+    /// These settings with `values` in place of the source's.
+    public func merging(_ values: [String: String]) -> Settings {
+        var copy = self
+        for (name, value) in values { copy[name] = value }
+        return copy
+    }
+}
