@@ -86,6 +86,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.

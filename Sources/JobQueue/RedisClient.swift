@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MomentsModel
 
 /// A small pool of Redis connections for ordinary commands, retrying with backoff while Redis is
 /// away. Blocking reads get a connection of their own (`dedicatedConnection`).
@@ -46,24 +47,19 @@ public final class RedisClient: Sendable {
 
     static func withReconnect(retryFor: Duration, logger: Logger,
                               _ body: () async throws(RedisError) -> RedisValue) async throws(RedisError) -> RedisValue {
-        let deadline = ContinuousClock.now + retryFor
-        var delay = Duration.milliseconds(50)
         var logged = false
-        while true {
-            do throws(RedisError) {
-                let value = try await body()
-                if case .error(let message) = value { throw RedisError(.command, message) }
-                if logged { logger.info("redis reachable again") }
-                return value
-            } catch where error.code == .unavailable && ContinuousClock.now + delay < deadline {
-                if !logged {
-                    logger.warning("redis unavailable; retrying", metadata: ["error": "\(error.message)"])
-                    logged = true
-                }
-                do { try await Task.sleep(for: delay) } catch { throw RedisError(.unavailable, "Cancelled while waiting for Redis.") }
-                delay = min(delay * 2, .seconds(2))
-            }
+        let value = try await Backoff.retrying(for: retryFor, first: .milliseconds(50), cap: .seconds(2),
+                                               when: { (error: RedisError) in error.code == .unavailable },
+                                               onRetry: { error, _ in
+                                                   if !logged { logger.warning("redis unavailable; retrying", metadata: ["error": "\(error.message)"]) }
+                                                   logged = true
+                                               }) { () throws(RedisError) -> RedisValue in
+            let value = try await body()
+            if case .error(let message) = value { throw RedisError(.command, message) }
+            return value
         }
+        if logged { logger.info("redis reachable again") }
+        return value
     }
 }
 

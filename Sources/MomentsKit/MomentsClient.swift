@@ -213,8 +213,8 @@ public struct MomentsClient: Sendable {
                 }
                 return result
             } catch where error.isTransient && attempt < maxAttempts {
-                let delay = 0.5 * pow(2, Double(attempt - 1))
-                do { try await Task.sleep(for: .seconds(delay)) } catch {
+                let delay = Backoff.delay(afterAttempt: attempt, first: .milliseconds(500), cap: .seconds(8), jitter: false)
+                do { try await Task.sleep(for: delay) } catch {
                     throw MomentsClientError(kind: .cancelled, code: "cancelled", message: "The request was cancelled.")
                 }
                 attempt += 1

@@ -1,6 +1,6 @@
 /// Exponential backoff: waits of `first`, then twice as long each time, never more than `cap`.
-/// Used by the worker's slots and the job service's PostgreSQL retries; the Redis client, S3,
-/// webhooks and the client SDK still run loops of their own (issue 13 moves them here).
+/// The one retry policy of Moments: the worker's slots, the job service's PostgreSQL retries, the
+/// Redis client's reconnects, S3 requests, webhook deliveries, job retries and the client SDK.
 public struct Backoff: Sendable {
     public let first: Duration
     public let cap: Duration
@@ -21,6 +21,14 @@ public struct Backoff: Sendable {
 
     /// Back to `first` (after a success).
     public mutating func reset() { current = first }
+
+    /// The wait after the `attempt`-th try failed (1-based) when tries are counted rather than
+    /// timed: first·2^(attempt−1), at most `cap`; with `jitter`, times a random factor in [0.5, 1),
+    /// so that many clients that failed together do not retry together.
+    public static func delay(afterAttempt attempt: Int, first: Duration, cap: Duration, jitter: Bool = true) -> Duration {
+        let ceiling = min(first * (1 << min(max(attempt - 1, 0), 30)), max(first, cap))
+        return jitter ? ceiling * Double.random(in: 0.5..<1.0) : ceiling
+    }
 
     /// Runs `body` until it succeeds, retrying (after the backoff's waits) the errors `retryable`
     /// accepts for as long as the next try would still start within `window`. The last error is

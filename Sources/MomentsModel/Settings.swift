@@ -20,10 +20,14 @@ public struct Settings: Sendable, ExpressibleByDictionaryLiteral {
         self.init(Dictionary(elements) { $1 })
     }
 
-    /// The value set for `name`, if any. Setting a value overrides the source for this copy only
-    /// (`moments dev` gives storage a local default); setting nil unsets it.
+    /// The value set for `name`, if any (an empty value counts as unset). Setting a value overrides
+    /// the source for this copy only (`moments dev` gives storage a local default); setting nil
+    /// unsets it.
     public subscript(name: String) -> String? {
-        get { overrides[name].map { $0.isEmpty ? nil : $0 } ?? source(name) }
+        get {
+            let value = overrides[name] ?? source(name)
+            return value?.isEmpty == false ? value : nil
+        }
         set { overrides[name] = newValue ?? "" }
     }
 

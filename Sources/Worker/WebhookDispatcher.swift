@@ -46,8 +46,7 @@ public struct WebhookConfiguration: Sendable {
 
     /// base·2^(attempt−1), capped, times a random factor in [0.5, 1).
     func delay(afterAttempt attempt: Int) -> Duration {
-        let ceiling = min(retryBase * (1 << min(max(attempt - 1, 0), 20)), retryCap)
-        return ceiling * Double.random(in: 0.5..<1.0)
+        Backoff.delay(afterAttempt: attempt, first: retryBase, cap: retryCap)
     }
 }
 

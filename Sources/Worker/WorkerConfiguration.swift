@@ -1,4 +1,5 @@
 import Foundation
+import MomentsModel
 
 /// How a worker takes, holds and gives back jobs. The defaults suit real highlight jobs; tests and
 /// the fault demonstration shorten the times.
@@ -61,8 +62,6 @@ public struct WorkerConfiguration: Sendable {
 
     /// Exponential backoff with jitter: base·2^(attempt−1), capped, times a random factor in [0.5, 1).
     public func retryDelay(afterAttempt attempt: Int) -> Duration {
-        let exponent = min(max(attempt - 1, 0), 30)
-        let ceiling = min(retryBase * (1 << exponent), retryCap)
-        return ceiling * Double.random(in: 0.5..<1.0)
+        Backoff.delay(afterAttempt: attempt, first: retryBase, cap: retryCap)
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import CurlHTTP
 import Foundation
+import MomentsModel
 
 /// Objects in an S3-compatible bucket (AWS S3, Cloudflare R2, SeaweedFS, MinIO), over libcurl with
 /// our own SigV4 signer.
@@ -209,9 +210,8 @@ public struct S3ObjectStore: PresigningObjectStore {
                 retryable = reason
             }
             guard attempt < configuration.maxAttempts else { throw StorageError(.unavailable, retryable) }
-            // Exponential backoff with jitter: 0.2 s, 0.4 s, 0.8 s … times [0.5, 1).
-            let delay = 0.2 * Double(1 << (attempt - 1)) * Double.random(in: 0.5..<1)
-            try? await Task.sleep(for: .seconds(delay))
+            // 0.2 s, 0.4 s, 0.8 s … (at most 5 s) times [0.5, 1).
+            try? await Task.sleep(for: Backoff.delay(afterAttempt: attempt, first: .milliseconds(200), cap: .seconds(5)))
             attempt += 1
         }
     }
