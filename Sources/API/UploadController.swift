@@ -22,7 +22,8 @@ struct UploadController: Sendable {
     let quota: Quota
     let limiter: RateLimiter
     static let targetDurations = HighlightLimits.targetDurations
-    static let accepted = "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from 1 second to 30 minutes long."
+    static let accepted = "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from \(HighlightLimits.minimumSourceDuration) second "
+        + "to \(HighlightLimits.maximumSourceDuration / 60) minutes long."
 
     static let extensions = ["mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi"]
 
