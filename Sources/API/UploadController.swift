@@ -21,7 +21,6 @@ struct UploadController: Sendable {
     let configuration: APIConfiguration
     let quota: Quota
     let limiter: RateLimiter
-    static let targetDurations = HighlightLimits.targetDurations
     static let accepted = "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from \(HighlightLimits.minimumSourceDuration) second "
         + "to \(HighlightLimits.maximumSourceDuration / 60) minutes long."
 
@@ -31,7 +30,8 @@ struct UploadController: Sendable {
     static func formats(maxSizeBytes: Int64) -> UploadFormats {
         UploadFormats(extensions: extensions, containers: ["mp4", "mov", "3gp", "matroska", "webm", "avi"],
                       maxSizeBytes: maxSizeBytes, maxDurationSeconds: HighlightLimits.maximumSourceDuration,
-                      targetDuration: .init(min: targetDurations.lowerBound, max: targetDurations.upperBound,
+                      targetDuration: .init(min: HighlightLimits.targetDurations.lowerBound,
+                                            max: HighlightLimits.targetDurations.upperBound,
                                             default: HighlightLimits.defaultTargetDuration),
                       qualities: Quality.allCases.map(\.rawValue), defaultQuality: Quality.high.rawValue,
                       codecs: VideoCodecChoice.allCases.map(\.rawValue), defaultCodec: VideoCodecChoice.auto.rawValue)
@@ -181,9 +181,10 @@ struct UploadController: Sendable {
 
     static func targetDuration(_ text: String?) throws -> Int {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return HighlightLimits.defaultTargetDuration }
-        guard let value = Int(text), targetDurations.contains(value) else {
+        let range = HighlightLimits.targetDurations
+        guard let value = Int(text), range.contains(value) else {
             throw APIError(.unprocessableContent, "invalid_target_duration",
-                           "target_duration must be a whole number of seconds from \(targetDurations.lowerBound) to \(targetDurations.upperBound).")
+                           "target_duration must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound).")
         }
         return value
     }

@@ -30,11 +30,4 @@ public struct Settings: Sendable, ExpressibleByDictionaryLiteral {
         }
         set { overrides[name] = newValue ?? "" }
     }
-
-    /// These settings with `values` in place of the source's.
-    public func merging(_ values: [String: String]) -> Settings {
-        var copy = self
-        for (name, value) in values { copy[name] = value }
-        return copy
-    }
 }

@@ -10,12 +10,14 @@ import Testing
 /// in-memory store to the Redis one's rules).
 @Suite("Devices, owners, quotas and rate limits (in process)")
 struct AccessTests {
-    static let video = InProcessAPI.footage
+    static var video: Data {
+        get throws { try InProcessAPI.footage }
+    }
 
     @Test("Tokens: required by default, shown once, hashed at rest; a job is visible only to its owner")
     func tokensAndOwners() async throws {
         try await InProcessAPI.run(["AUTH_REQUIRED": "true"]) { api in
-            let anonymous = try await api.upload(Self.video)
+            let anonymous = try await api.upload(try Self.video)
             #expect(try anonymous.error().code == "auth_required" && anonymous.status == 401)
             #expect(anonymous.header("WWW-Authenticate")?.lowercased().hasPrefix("bearer") == true)
             let forged = try await api.get("/api/v1/me", headers: [.authorization: "Bearer mdt_forged"]).error()
@@ -37,7 +39,7 @@ struct AccessTests {
 
             let anna: HTTPFields = [.authorization: "Bearer \(token)"]
             let ben = try await api.device(name: "Ben's iPhone")
-            let accepted = try await api.upload(Self.video, fields: ["target_duration": "5"], headers: anna)
+            let accepted = try await api.upload(try Self.video, fields: ["target_duration": "5"], headers: anna)
             #expect(accepted.status == 200, "\(accepted.text)")
             let id = try #require(try accepted.json()["job_id"] as? String)
             #expect(try await api.store.job(UUID(uuidString: id)!)?.owner == deviceID.lowercased())
@@ -72,18 +74,18 @@ struct AccessTests {
 
             var ids: [String] = []
             for _ in 0..<2 {
-                let reply = try await api.upload(Self.video, fields: ["target_duration": "5"], headers: auth)
+                let reply = try await api.upload(try Self.video, fields: ["target_duration": "5"], headers: auth)
                 #expect(reply.status == 200, "\(reply.text)")
                 ids.append(try #require(try reply.json()["job_id"] as? String))
             }
-            let over = try await api.upload(Self.video, headers: auth).error()
+            let over = try await api.upload(try Self.video, headers: auth).error()
             #expect(over.status == 402 && over.code == "quota_exceeded" && over.message.contains("2 of your 2"), "\(over)")
             // Cancelled jobs give their highlight back.
             #expect(try await api.send(.delete, "/api/v1/jobs/\(ids[0])", headers: auth).status == 200)
             me = try await api.get("/api/v1/me", headers: auth).json()
             #expect((me["usage"] as? [String: Any])?["used"] as? Int == 1)
-            #expect(try await api.upload(Self.video, headers: auth).status == 200)
-            #expect(try await api.upload(Self.video, headers: auth).error().code == "quota_exceeded")
+            #expect(try await api.upload(try Self.video, headers: auth).status == 200)
+            #expect(try await api.upload(try Self.video, headers: auth).error().code == "quota_exceeded")
 
             // Pro, set with SQL as docs/operations.md says: unlimited.
             let device = try #require(me["device_id"] as? String)
@@ -91,7 +93,7 @@ struct AccessTests {
             me = try await api.get("/api/v1/me", headers: auth).json()
             #expect(me["plan"] as? String == "pro" && me["plan_description"] as? String == "Pro: Unlimited")
             #expect((me["usage"] as? [String: Any])?["limit"] is NSNull)
-            #expect(try await api.upload(Self.video, headers: auth).status == 200)
+            #expect(try await api.upload(try Self.video, headers: auth).status == 200)
             let count = try await api.store.client.query("SELECT count(*)::int FROM jobs WHERE owner = \(device)").collect().first?.decode(Int.self)
             #expect(count == 4, "two, one cancelled, one more, one as pro; the refusals wrote nothing")
             #expect(try await api.queue.contains(ids.compactMap(UUID.init(uuidString:))) == [false, true], "the cancelled job left the queue")
@@ -104,7 +106,7 @@ struct AccessTests {
             let auth = try await api.device()
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<8 {
-                    group.addTask { try await api.upload(Self.video, headers: auth).status }
+                    group.addTask { try await api.upload(try Self.video, headers: auth).status }
                 }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }

@@ -10,7 +10,7 @@ struct RequestErrorTests {
     @Test("Bad uploads and unknown jobs and routes end in a status, a stable code and a sentence; none leaves a job")
     func badRequests() async throws {
         try await InProcessAPI.run(["MAX_UPLOAD_BYTES": "\(2 << 20)"]) { api in
-            let video = InProcessAPI.footage
+            let video = try InProcessAPI.footage
             let cases: [(String, InProcessAPI.Reply, Int, String)] = [
                 ("JSON to the upload", try await api.post("/api/v1/upload", json: [:]), 400, "invalid_request"),
                 ("no file", try await api.upload(nil, fields: ["target_duration": "30"]), 400, "missing_file"),

@@ -10,7 +10,7 @@ struct UploadTests {
     @Test("An upload in the contract's form is accepted: the job is written, queued, and its source stored")
     func acceptedUpload() async throws {
         try await InProcessAPI.run { api in
-            let reply = try await api.upload(InProcessAPI.footage, filename: "IMG_0042.MOV",
+            let reply = try await api.upload(try InProcessAPI.footage, filename: "IMG_0042.MOV",
                                              fields: ["target_duration": "8", "quality": "low"])
             #expect(reply.status == 200, "\(reply.text)")
             let body = try reply.json()
@@ -19,7 +19,7 @@ struct UploadTests {
             let job = try #require(try await api.store.job(id))
             #expect(job.status == .pending && job.targetDuration == 8 && job.quality == .low && job.originalFilename == "IMG_0042.MOV")
             #expect(try await api.queue.contains([id]) == [true])
-            #expect(try await api.storage.head(key: job.sourceKey).size == Int64(InProcessAPI.footage.count), "the source is stored whole")
+            #expect(try await api.storage.head(key: job.sourceKey).size == Int64(try InProcessAPI.footage.count), "the source is stored whole")
             let status = try await api.get("/api/v1/jobs/\(id)/status").json()
             #expect(status["status"] as? String == "pending" && status["progress"] as? Int == 0)
             let created = try #require(status["created_at"] as? String)

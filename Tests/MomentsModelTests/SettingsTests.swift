@@ -13,8 +13,6 @@ struct SettingsTests {
         settings["LOG_LEVEL"] = nil
         #expect(settings["PORT"] == "9000" && settings["LOG_LEVEL"] == nil)
         #expect(original["PORT"] == "8080" && original["LOG_LEVEL"] == "debug", "the source is untouched")
-        let merged: Settings = ["A": "1"]
-        #expect(merged.merging(["B": "2"])["A"] == "1" && merged.merging(["B": "2"])["B"] == "2")
     }
 
     @Test("Numbers and flags: defaults when unset; a bad value is refused with the variable's name and the value")

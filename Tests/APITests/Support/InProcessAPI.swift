@@ -117,10 +117,12 @@ struct InProcessAPI: Sendable {
         return auth
     }
 
-    /// The 20 s test footage, read once.
-    static let footage: Data = {
-        (try? Data(contentsOf: URL(fileURLWithPath: TestFootage.twentySeconds))) ?? Data()
-    }()
+    /// The 20 s test footage, read once; a fixture that could not be made fails the test with its cause.
+    static var footage: Data {
+        get throws { try readFootage.get() }
+    }
+
+    private static let readFootage = Result { try Data(contentsOf: URL(fileURLWithPath: TestFootage.twentySeconds)) }
 }
 
 /// Local storage that signs URLs as S3 would (`https://storage.test/<key>?X-Method=…&X-Expires=…`),
