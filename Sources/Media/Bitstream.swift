@@ -10,7 +10,7 @@ public struct Bitstream: Sendable, Equatable {
     public let lengthSize: Int
 
     /// Reads the layout from a stream's codec parameters (its `avcC`/`hvcC` extradata).
-    public init?(parameters: UnsafePointer<AVCodecParameters>) {
+    package init?(parameters: UnsafePointer<AVCodecParameters>) {
         let p = parameters.pointee
         guard let extradata = p.extradata, p.extradata_size > 0, extradata[0] == 1 else { return nil }
         switch p.codec_id {

@@ -3,7 +3,7 @@ import CFFmpeg
 /// Owns a decoding `AVCodecContext` for one stream.
 public final class Decoder {
     package let context: UnsafeMutablePointer<AVCodecContext>
-    public let timeBase: AVRational
+    public let timeBase: Rational
 
     public struct Options: Sendable {
         /// Decoder threads (0 lets FFmpeg choose).
@@ -35,7 +35,7 @@ public final class Decoder {
         self.context = context
         self.timeBase = stream.timeBase
         try check(avcodec_parameters_to_context(context, stream.parameters), "avcodec_parameters_to_context")
-        context.pointee.pkt_timebase = stream.timeBase
+        context.pointee.pkt_timebase = stream.timeBase.av
         context.pointee.thread_count = Int32(options.threads)
         context.pointee.thread_type = options.frameThreads ? FF_THREAD_FRAME | FF_THREAD_SLICE : FF_THREAD_SLICE
         if options.exportMotionVectors {

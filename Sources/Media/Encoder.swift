@@ -10,25 +10,22 @@ public final class Encoder {
         public var codec: String
         public var width: Int
         public var height: Int
-        public var pixelFormat: AVPixelFormat
-        public var timeBase: AVRational
-        public var frameRate: AVRational
+        public var pixelFormat: PixelFormat
+        public var timeBase: Rational
+        public var frameRate: Rational
         public var bitRate: Int = 0
         public var gopSize: Int = 0
         public var maxBFrames: Int = -1
         public var threads: Int = 0
         /// Shape of one stored pixel (anamorphic sources have non-square pixels).
-        public var sampleAspectRatio = AVRational(num: 1, den: 1)
+        public var sampleAspectRatio = Rational(1, 1)
         /// Codec private options, e.g. `["preset": "veryfast", "crf": "21"]`.
         public var options: [String: String] = [:]
         /// Colour description written into the stream (and the container's `colr`).
-        public var colorPrimaries = AVCOL_PRI_UNSPECIFIED
-        public var colorTransfer = AVCOL_TRC_UNSPECIFIED
-        public var colorSpace = AVCOL_SPC_UNSPECIFIED
-        public var colorRange = AVCOL_RANGE_UNSPECIFIED
+        public var color = ColorDescription.unspecified
 
-        public init(codec: String, width: Int, height: Int, pixelFormat: AVPixelFormat,
-                    timeBase: AVRational, frameRate: AVRational, options: [String: String] = [:]) {
+        public init(codec: String, width: Int, height: Int, pixelFormat: PixelFormat,
+                    timeBase: Rational, frameRate: Rational, options: [String: String] = [:]) {
             self.codec = codec
             self.width = width
             self.height = height
@@ -43,10 +40,10 @@ public final class Encoder {
         public var codec: String
         public var sampleRate: Int
         public var channels: Int
-        public var sampleFormat: AVSampleFormat
+        public var sampleFormat: SampleFormat
         public var bitRate: Int
 
-        public init(codec: String, sampleRate: Int, channels: Int, sampleFormat: AVSampleFormat, bitRate: Int) {
+        public init(codec: String, sampleRate: Int, channels: Int, sampleFormat: SampleFormat, bitRate: Int) {
             self.codec = codec
             self.sampleRate = sampleRate
             self.channels = channels
@@ -62,18 +59,18 @@ public final class Encoder {
         self.context = context
         context.pointee.width = Int32(settings.width)
         context.pointee.height = Int32(settings.height)
-        context.pointee.pix_fmt = settings.pixelFormat
-        context.pointee.time_base = settings.timeBase
-        context.pointee.framerate = settings.frameRate
-        context.pointee.sample_aspect_ratio = settings.sampleAspectRatio
+        context.pointee.pix_fmt = settings.pixelFormat.av
+        context.pointee.time_base = settings.timeBase.av
+        context.pointee.framerate = settings.frameRate.av
+        context.pointee.sample_aspect_ratio = settings.sampleAspectRatio.av
         context.pointee.thread_count = Int32(settings.threads)
         if settings.bitRate > 0 { context.pointee.bit_rate = Int64(settings.bitRate) }
         if settings.gopSize > 0 { context.pointee.gop_size = Int32(settings.gopSize) }
         if settings.maxBFrames >= 0 { context.pointee.max_b_frames = Int32(settings.maxBFrames) }
-        context.pointee.color_primaries = settings.colorPrimaries
-        context.pointee.color_trc = settings.colorTransfer
-        context.pointee.colorspace = settings.colorSpace
-        context.pointee.color_range = settings.colorRange
+        context.pointee.color_primaries = settings.color.primaries.av
+        context.pointee.color_trc = settings.color.transfer.av
+        context.pointee.colorspace = settings.color.space.av
+        context.pointee.color_range = settings.color.range.av
         if globalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try Self.open(context, codec, settings.options)
     }
@@ -83,7 +80,7 @@ public final class Encoder {
         guard let context = avcodec_alloc_context3(codec) else { throw FFmpegError(moments_averror_enomem(), "avcodec_alloc_context3") }
         self.context = context
         context.pointee.sample_rate = Int32(settings.sampleRate)
-        context.pointee.sample_fmt = settings.sampleFormat
+        context.pointee.sample_fmt = settings.sampleFormat.av
         av_channel_layout_default(&context.pointee.ch_layout, Int32(settings.channels))
         context.pointee.bit_rate = Int64(settings.bitRate)
         context.pointee.time_base = AVRational(num: 1, den: Int32(settings.sampleRate))
@@ -103,11 +100,11 @@ public final class Encoder {
         avcodec_free_context(&p)
     }
 
-    public var timeBase: AVRational { context.pointee.time_base }
+    public var timeBase: Rational { Rational(context.pointee.time_base) }
     /// Samples per audio frame the encoder expects (0 for video or variable).
     public var frameSize: Int { Int(context.pointee.frame_size) }
     public var sampleRate: Int { Int(context.pointee.sample_rate) }
-    public var sampleFormat: AVSampleFormat { context.pointee.sample_fmt }
+    public var sampleFormat: SampleFormat { SampleFormat(context.pointee.sample_fmt) }
 
     /// Encodes `frame` (nil drains) and hands each finished packet to `body`.
     public func encode(_ frame: Frame?, _ body: (Packet) throws -> Void) throws {

@@ -18,6 +18,11 @@ public struct FFmpegError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(operation) failed: \(reason) (\(code))" }
+
+    /// `AVERROR_INVALIDDATA` for `operation`: what FFmpeg says of data it cannot use.
+    public static func invalidData(_ operation: String) -> FFmpegError {
+        FFmpegError(moments_averror_invaliddata(), operation)
+    }
 }
 
 /// Turns an FFmpeg return code into a thrown `FFmpegError`; passes non-negative values through.

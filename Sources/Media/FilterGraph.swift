@@ -10,11 +10,11 @@ public final class FilterGraph {
     private let output = Frame()
 
     /// A graph for frames of `width` × `height` in `format`, running `description` on one thread.
-    public init(width: Int, height: Int, format: AVPixelFormat, description: String) throws(FFmpegError) {
+    public init(width: Int, height: Int, format: PixelFormat, description: String) throws(FFmpegError) {
         guard let graph = avfilter_graph_alloc() else { throw FFmpegError(moments_averror_enomem(), "avfilter_graph_alloc") }
         self.graph = graph
         graph.pointee.nb_threads = 1
-        let arguments = "video_size=\(width)x\(height):pix_fmt=\(format.rawValue):time_base=1/90000:pixel_aspect=1/1"
+        let arguments = "video_size=\(width)x\(height):pix_fmt=\(format.code):time_base=1/90000:pixel_aspect=1/1"
         var source: UnsafeMutablePointer<AVFilterContext>?
         var sink: UnsafeMutablePointer<AVFilterContext>?
         let made = avfilter_graph_create_filter(&source, avfilter_get_by_name("buffer"), "in", arguments, nil, graph)

@@ -25,7 +25,7 @@ public final class Frame {
 
     public var width: Int { Int(pointer.pointee.width) }
     public var height: Int { Int(pointer.pointee.height) }
-    public var pixelFormat: AVPixelFormat { AVPixelFormat(pointer.pointee.format) }
+    public var pixelFormat: PixelFormat { PixelFormat(AVPixelFormat(pointer.pointee.format)) }
     public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
     public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
     public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
@@ -51,38 +51,43 @@ public final class Frame {
     }
 
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
-    /// The decoder's picture type; set it to `AV_PICTURE_TYPE_NONE` before encoding a decoded
-    /// picture, so the encoder chooses for itself.
-    public var pictureType: AVPictureType {
-        get { pointer.pointee.pict_type }
-        set { pointer.pointee.pict_type = newValue }
+    /// The decoder's picture type; set it to `.unspecified` before encoding a decoded picture, so
+    /// the encoder chooses for itself.
+    public var pictureType: PictureType {
+        get { PictureType(pointer.pointee.pict_type) }
+        set { pointer.pointee.pict_type = newValue.av }
     }
 
-    /// Tags the picture's colour description (what filters and encoders read).
-    public func setColor(primaries: AVColorPrimaries, transfer: AVColorTransferCharacteristic, space: AVColorSpace,
-                         range: AVColorRange) {
-        pointer.pointee.color_primaries = primaries
-        pointer.pointee.color_trc = transfer
-        pointer.pointee.colorspace = space
-        pointer.pointee.color_range = range
+    /// The picture's colour description (what filters and encoders read).
+    public var color: ColorDescription {
+        get {
+            ColorDescription(primaries: .init(pointer.pointee.color_primaries), transfer: .init(pointer.pointee.color_trc),
+                             space: .init(pointer.pointee.colorspace), range: .init(pointer.pointee.color_range))
+        }
+        set {
+            pointer.pointee.color_primaries = newValue.primaries.av
+            pointer.pointee.color_trc = newValue.transfer.av
+            pointer.pointee.colorspace = newValue.space.av
+            pointer.pointee.color_range = newValue.range.av
+        }
     }
 
     /// Allocates buffers for a video frame of the given shape.
-    public static func video(width: Int, height: Int, format: AVPixelFormat) throws(FFmpegError) -> Frame {
+    public static func video(width: Int, height: Int, format: PixelFormat) throws(FFmpegError) -> Frame {
         let frame = Frame()
         frame.pointer.pointee.width = Int32(width)
         frame.pointer.pointee.height = Int32(height)
-        frame.pointer.pointee.format = format.rawValue
+        frame.pointer.pointee.format = format.code
         try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer")
         return frame
     }
 
     /// Allocates buffers for an audio frame of the given shape.
-    public static func audio(samples: Int, sampleRate: Int, channels: Int, format: AVSampleFormat) throws(FFmpegError) -> Frame {
+    public static func audio(samples: Int, sampleRate: Int, channels: Int, format: SampleFormat) throws(FFmpegError) -> Frame {
         let frame = Frame()
         frame.pointer.pointee.nb_samples = Int32(samples)
         frame.pointer.pointee.sample_rate = Int32(sampleRate)
-        frame.pointer.pointee.format = format.rawValue
+        frame.pointer.pointee.format = format.av.rawValue
         av_channel_layout_default(&frame.pointer.pointee.ch_layout, Int32(channels))
         try check(av_frame_get_buffer(frame.pointer, 0), "av_frame_get_buffer")
         return frame
@@ -99,13 +104,30 @@ public final class Frame {
         return (data[index]!, Int(lines[index]))
     }
 
-    /// Motion vectors exported by the decoder (`+export_mvs`), if any.
-    public var motionVectors: UnsafeBufferPointer<AVMotionVector>? {
-        guard let side = av_frame_get_side_data(pointer, AV_FRAME_DATA_MOTION_VECTORS) else { return nil }
+    /// The motion vectors the decoder exported (`Decoder.Options.exportMotionVectors`): empty for
+    /// an intra picture or a decoder that exports none.
+    public var motionVectors: [MotionVector] {
+        guard let side = av_frame_get_side_data(pointer, AV_FRAME_DATA_MOTION_VECTORS), let data = side.pointee.data else { return [] }
         let count = Int(side.pointee.size) / MemoryLayout<AVMotionVector>.stride
-        guard count > 0, let data = side.pointee.data else { return nil }
-        return UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: AVMotionVector.self), count: count)
+        let vectors = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: AVMotionVector.self), count: count)
+        return vectors.map { vector in
+            let scale = Double(max(1, vector.motion_scale))
+            return MotionVector(x: Double(vector.motion_x) / scale, y: Double(vector.motion_y) / scale,
+                                area: Int(vector.w) * Int(vector.h), fromPast: vector.source < 0)
+        }
     }
+}
+
+/// One block's motion vector, as a decoder exports it.
+public struct MotionVector: Sendable, Equatable {
+    /// Pixels from the block to where its prediction was taken from in the reference picture
+    /// (so the picture content moved by −x, −y), to sub-pixel precision.
+    public var x: Double
+    public var y: Double
+    /// The block's size in pixels (width × height).
+    public var area: Int
+    /// True when the reference picture comes before this one (false for a B picture's backward reference).
+    public var fromPast: Bool
 }
 
 /// The data pointers and line sizes of a frame's (up to 8) planes.

@@ -44,8 +44,8 @@ public final class InputFile {
     public var streams: [MediaStream] { (0..<streamCount).map(stream) }
 
     /// The stream FFmpeg would pick for `type` (preferring the default and best-rated one), if any.
-    public func bestStream(_ type: AVMediaType) -> MediaStream? {
-        let index = av_find_best_stream(pointer, type, -1, -1, nil, 0)
+    public func bestStream(_ type: MediaType) -> MediaStream? {
+        let index = av_find_best_stream(pointer, type.av, -1, -1, nil, 0)
         return index < 0 ? nil : stream(Int(index))
     }
 
@@ -87,26 +87,35 @@ public struct MediaStream {
 
     public var index: Int { Int(pointer.pointee.index) }
     package var parameters: UnsafeMutablePointer<AVCodecParameters> { pointer.pointee.codecpar }
-    public var mediaType: AVMediaType { parameters.pointee.codec_type }
-    public var codecID: AVCodecID { parameters.pointee.codec_id }
+    public var mediaType: MediaType { MediaType(parameters.pointee.codec_type) }
+    package var codecID: AVCodecID { parameters.pointee.codec_id }
     public var codecName: String { String(cString: avcodec_get_name(codecID)) }
-    public var timeBase: AVRational { pointer.pointee.time_base }
+    /// True when this FFmpeg build can decode the stream.
+    public var hasDecoder: Bool { codecID != AV_CODEC_ID_NONE && avcodec_find_decoder(codecID) != nil }
+    public var timeBase: Rational { Rational(pointer.pointee.time_base) }
     public var width: Int { Int(parameters.pointee.width) }
     public var height: Int { Int(parameters.pointee.height) }
     public var sampleRate: Int { Int(parameters.pointee.sample_rate) }
     public var channels: Int { Int(parameters.pointee.ch_layout.nb_channels) }
     public var bitsPerRawSample: Int { Int(parameters.pointee.bits_per_raw_sample) }
-    public var pixelFormatName: String? {
-        guard mediaType == AVMEDIA_TYPE_VIDEO, parameters.pointee.format >= 0,
-              let name = av_get_pix_fmt_name(AVPixelFormat(parameters.pointee.format)) else { return nil }
-        return String(cString: name)
+    /// The decoded pictures' pixel format, when the stream is video and says.
+    public var pixelFormat: PixelFormat? {
+        guard mediaType == .video, parameters.pointee.format >= 0 else { return nil }
+        return PixelFormat(AVPixelFormat(parameters.pointee.format))
     }
     /// The NAL layout of an H.264/HEVC stream stored as in MP4 (nil for any other codec or layout).
     public var bitstream: Bitstream? { Bitstream(parameters: parameters) }
-    /// The codec profile (`FF_PROFILE_*`), or nil when unknown.
-    public var profile: Int32? { parameters.pointee.profile < 0 ? nil : parameters.pointee.profile }
-    public var colorTransfer: AVColorTransferCharacteristic { parameters.pointee.color_trc }
-    public var colorPrimaries: AVColorPrimaries { parameters.pointee.color_primaries }
+    /// The codec profile's name (`High`, `Main 10`), or nil when the stream does not say.
+    public var profileName: String? {
+        let profile = parameters.pointee.profile
+        return profile < 0 ? nil : avcodec_profile_name(codecID, profile).map { String(cString: $0) }
+    }
+    /// The colour description the stream states (parts it leaves out are `.unspecified`).
+    public var color: ColorDescription {
+        let p = parameters.pointee
+        return ColorDescription(primaries: .init(p.color_primaries), transfer: .init(p.color_trc),
+                                space: .init(p.color_space), range: .init(p.color_range))
+    }
     public var isAttachedPicture: Bool { pointer.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
 
     /// Sample aspect ratio (1 when unknown).
@@ -117,10 +126,10 @@ public struct MediaStream {
 
     /// Average frame rate as stated or measured by the demuxer (0 when unknown).
     public var averageFrameRate: Double {
-        let r = pointer.pointee.avg_frame_rate
-        if r.num > 0 && r.den > 0 { return Double(r.num) / Double(r.den) }
-        let g = pointer.pointee.r_frame_rate
-        return g.num > 0 && g.den > 0 ? Double(g.num) / Double(g.den) : 0
+        let average = Rational(pointer.pointee.avg_frame_rate)
+        if average.isPositive { return average.value }
+        let guessed = Rational(pointer.pointee.r_frame_rate)
+        return guessed.isPositive ? guessed.value : 0
     }
 
     /// Stream duration in seconds, if known.
@@ -141,10 +150,10 @@ public struct MediaStream {
     }
 
     public func seconds(_ ticks: Int64) -> Double {
-        Double(ticks) * Double(timeBase.num) / Double(timeBase.den)
+        Double(ticks) * Double(timeBase.numerator) / Double(timeBase.denominator)
     }
 
     public func ticks(_ seconds: Double) -> Int64 {
-        Int64((seconds * Double(timeBase.den) / Double(timeBase.num)).rounded(.down))
+        Int64((seconds * Double(timeBase.denominator) / Double(timeBase.numerator)).rounded(.down))
     }
 }

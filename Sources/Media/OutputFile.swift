@@ -32,7 +32,7 @@ public final class OutputFile {
     public func addStream(for encoder: Encoder, rotation: Int = 0) throws(FFmpegError) -> Int {
         guard let stream = avformat_new_stream(pointer, nil) else { throw FFmpegError(moments_averror_enomem(), "avformat_new_stream") }
         try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
-        stream.pointee.time_base = encoder.timeBase
+        stream.pointee.time_base = encoder.timeBase.av
         stream.pointee.sample_aspect_ratio = encoder.context.pointee.sample_aspect_ratio
         if rotation != 0, let matrix = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * 4) {
             // Written so that readers (ffmpeg's autorotate, AVPlayer, `MediaStream.rotation`) turn the
@@ -40,7 +40,7 @@ public final class OutputFile {
             av_display_rotation_set(UnsafeMutableRawPointer(matrix).assumingMemoryBound(to: Int32.self), Double(rotation))
         }
         let index = Int(stream.pointee.index)
-        sourceTimeBases[index] = encoder.timeBase
+        sourceTimeBases[index] = encoder.timeBase.av
         return index
     }
 
@@ -53,7 +53,7 @@ public final class OutputFile {
         guard let stream = avformat_new_stream(pointer, nil) else { throw FFmpegError(moments_averror_enomem(), "avformat_new_stream") }
         try check(avcodec_parameters_copy(stream.pointee.codecpar, source.parameters), "avcodec_parameters_copy")
         stream.pointee.codecpar.pointee.codec_tag = tag.map(Self.fourCC) ?? 0
-        stream.pointee.time_base = source.timeBase
+        stream.pointee.time_base = source.timeBase.av
         stream.pointee.sample_aspect_ratio = source.pointer.pointee.sample_aspect_ratio
         let sideData = source.pointer.pointee.side_data
         for i in 0..<Int(source.pointer.pointee.nb_side_data) {
@@ -62,7 +62,7 @@ public final class OutputFile {
             copy.update(from: data, count: Int(entry.size))
         }
         let index = Int(stream.pointee.index)
-        sourceTimeBases[index] = source.timeBase
+        sourceTimeBases[index] = source.timeBase.av
         return index
     }
 

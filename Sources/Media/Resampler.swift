@@ -5,10 +5,10 @@ public final class Resampler {
     private var context: OpaquePointer?
     public let sampleRate: Int
     public let channels: Int
-    public let format: AVSampleFormat
+    public let format: SampleFormat
     private var sourceShape: (rate: Int32, channels: Int32, format: Int32) = (0, 0, -1)
 
-    public init(sampleRate: Int, channels: Int, format: AVSampleFormat) {
+    public init(sampleRate: Int, channels: Int, format: SampleFormat) {
         self.sampleRate = sampleRate
         self.channels = channels
         self.format = format
@@ -31,7 +31,7 @@ public final class Resampler {
             av_channel_layout_copy(&inLayout, &layout)
         }
         defer { av_channel_layout_uninit(&inLayout); av_channel_layout_uninit(&outLayout) }
-        try check(swr_alloc_set_opts2(&context, &outLayout, format, Int32(sampleRate),
+        try check(swr_alloc_set_opts2(&context, &outLayout, format.av, Int32(sampleRate),
                                       &inLayout, AVSampleFormat(src.format), src.sample_rate, 0, nil), "swr_alloc_set_opts2")
         try check(swr_init(context), "swr_init")
         sourceShape = shape

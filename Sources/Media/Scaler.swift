@@ -7,12 +7,12 @@ public final class Scaler {
     private var sourceShape: (width: Int32, height: Int32, format: Int32) = (0, 0, -1)
     public let width: Int
     public let height: Int
-    public let format: AVPixelFormat
+    public let format: PixelFormat
     private let flags: Int32
 
     public enum Filter: Sendable { case fast, area, bicubic }
 
-    public init(width: Int, height: Int, format: AVPixelFormat, filter: Filter = .area) {
+    public init(width: Int, height: Int, format: PixelFormat, filter: Filter = .area) {
         self.width = width
         self.height = height
         self.format = format
@@ -31,7 +31,7 @@ public final class Scaler {
         let shape = (src.pointee.width, src.pointee.height, src.pointee.format)
         if context == nil || shape != sourceShape {
             sws_freeContext(context)
-            context = sws_getContext(shape.0, shape.1, AVPixelFormat(shape.2), Int32(width), Int32(height), format, flags, nil, nil, nil)
+            context = sws_getContext(shape.0, shape.1, AVPixelFormat(shape.2), Int32(width), Int32(height), format.av, flags, nil, nil, nil)
             sourceShape = shape
             guard context != nil else { throw FFmpegError(moments_averror_invaliddata(), "sws_getContext") }
         }

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Media
 
 /// Joins copies of one file end to end without re-encoding (for long benchmark footage).
@@ -6,7 +5,7 @@ public enum Concatenation {
     /// Writes `times` copies of `source` one after another to `output` (same codecs, stream copy).
     public static func repeatFile(_ source: String, times: Int, to output: String) throws {
         let probe = try InputFile(path: source)
-        let streams = probe.streams.filter { $0.mediaType == AVMEDIA_TYPE_VIDEO || $0.mediaType == AVMEDIA_TYPE_AUDIO }
+        let streams = probe.streams.filter { $0.mediaType == .video || $0.mediaType == .audio }
         let out = try OutputFile(path: output)
         var map: [Int: Int] = [:]
         for stream in streams { map[stream.index] = try out.addStream(copying: stream) }

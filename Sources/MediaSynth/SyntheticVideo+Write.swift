@@ -1,4 +1,4 @@
-import CFFmpeg
+import Foundation
 import Media
 
 extension SyntheticVideo {
@@ -6,26 +6,19 @@ extension SyntheticVideo {
     public func write(to path: String) throws {
         let output = try OutputFile(path: path, format: container)
         let globalHeader = output.wantsGlobalHeader
-        let timeBase = variableFrameRate ? AVRational(num: 1, den: Int32(frameRate * 4)) : AVRational(num: 1, den: Int32(frameRate))
-        guard let format = av_get_pix_fmt(pixelFormat) as AVPixelFormat?, format != AV_PIX_FMT_NONE else {
-            throw FFmpegError(moments_averror_invaliddata(), "unknown pixel format \(pixelFormat)")
-        }
+        let timeBase = Rational(1, Int32(variableFrameRate ? frameRate * 4 : frameRate))
+        guard let format = PixelFormat(name: pixelFormat) else { throw FFmpegError.invalidData("unknown pixel format \(pixelFormat)") }
         var settings = Encoder.Video(codec: videoCodec, width: width, height: height, pixelFormat: format,
-                                     timeBase: timeBase, frameRate: AVRational(num: Int32(frameRate), den: 1),
+                                     timeBase: timeBase, frameRate: Rational(Int32(frameRate), 1),
                                      options: encoderOptions)
         settings.gopSize = gopSize
         settings.bitRate = bitRate
         settings.threads = 2
-        settings.sampleAspectRatio = AVRational(num: Int32(sampleAspectRatio.0), den: Int32(sampleAspectRatio.1))
+        settings.sampleAspectRatio = Rational(Int32(sampleAspectRatio.0), Int32(sampleAspectRatio.1))
         switch colorTags {
-        case .bt709:
-            (settings.colorPrimaries, settings.colorTransfer, settings.colorSpace) = (AVCOL_PRI_BT709, AVCOL_TRC_BT709, AVCOL_SPC_BT709)
-            settings.colorRange = AVCOL_RANGE_MPEG
-        case .hlg:
-            (settings.colorPrimaries, settings.colorTransfer, settings.colorSpace) = (AVCOL_PRI_BT2020, AVCOL_TRC_ARIB_STD_B67, AVCOL_SPC_BT2020_NCL)
-            settings.colorRange = AVCOL_RANGE_MPEG
-        case nil:
-            break
+        case .bt709: settings.color = .bt709
+        case .hlg: settings.color = .bt2020(transfer: .hlg)
+        case nil: break
         }
         let videoEncoder = try hasVideo ? Encoder(video: settings, globalHeader: globalHeader) : nil
         let videoIndex = try videoEncoder.map { try output.addStream(for: $0, rotation: rotation) } ?? -1
@@ -42,14 +35,14 @@ extension SyntheticVideo {
         try output.writeHeader()
 
         let painter = ScenePainter(video: self)
-        let canvas = try Frame.video(width: width, height: height, format: AV_PIX_FMT_YUV420P)
-        let scratch = try Frame.video(width: width, height: height, format: AV_PIX_FMT_YUV420P)
-        let converter = format == AV_PIX_FMT_YUV420P || colorTags == .hlg ? nil : Scaler(width: width, height: height, format: format, filter: .fast)
+        let canvas = try Frame.video(width: width, height: height, format: .yuv420p)
+        let scratch = try Frame.video(width: width, height: height, format: .yuv420p)
+        let converter = format == .yuv420p || colorTags == .hlg ? nil : Scaler(width: width, height: height, format: format, filter: .fast)
         // HLG footage is the painted (BT.709) picture converted to HLG BT.2020, its reference white
         // at 203 cd/m² (ITU-R BT.2408): what an SDR shot looks like recorded in HLG.
-        let toHLG = try colorTags == .hlg ? FilterGraph(width: width, height: height, format: AV_PIX_FMT_YUV420P, description:
+        let toHLG = try colorTags == .hlg ? FilterGraph(width: width, height: height, format: .yuv420p, description:
             "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=arib-std-b67:p=bt2020:m=bt2020nc:r=tv:npl=203,format=\(pixelFormat)") : nil
-        canvas.setColor(primaries: AVCOL_PRI_BT709, transfer: AVCOL_TRC_BT709, space: AVCOL_SPC_BT709, range: AVCOL_RANGE_MPEG)
+        canvas.color = .bt709
         var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.sampleRate ?? 48000))
 
         for index in 0..<frameCount {
@@ -118,12 +111,12 @@ extension SyntheticVideo {
         }
     }
 
-    private static func audioFormat(for codec: AudioCodec, preferredRate: Int) -> (AVSampleFormat, Int) {
+    private static func audioFormat(for codec: AudioCodec, preferredRate: Int) -> (SampleFormat, Int) {
         switch codec {
-        case .aac: (AV_SAMPLE_FMT_FLTP, preferredRate)
-        case .opus: (AV_SAMPLE_FMT_FLT, 48000)
-        case .mp3: (AV_SAMPLE_FMT_FLTP, preferredRate == 48000 ? 44100 : preferredRate)
-        case .pcm: (AV_SAMPLE_FMT_S16, preferredRate)
+        case .aac: (.floatPlanar, preferredRate)
+        case .opus: (.float, 48000)
+        case .mp3: (.floatPlanar, preferredRate == 48000 ? 44100 : preferredRate)
+        case .pcm: (.int16, preferredRate)
         }
     }
 }
@@ -169,7 +162,7 @@ struct SoundTrack {
         let end = Int((seconds * Double(sampleRate)).rounded())
         while position + (final ? 0 : chunk) <= end && position < end {
             let count = final ? min(chunk, end - position) : chunk
-            let planar = try Frame.audio(samples: count, sampleRate: sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            let planar = try Frame.audio(samples: count, sampleRate: sampleRate, channels: 2, format: .floatPlanar)
             let left = UnsafeMutableRawPointer(planar.plane(0).0).assumingMemoryBound(to: Float.self)
             let right = UnsafeMutableRawPointer(planar.plane(1).0).assumingMemoryBound(to: Float.self)
             for i in 0..<count {
@@ -179,7 +172,7 @@ struct SoundTrack {
             }
             let target = encoder.sampleFormat
             let frame: Frame
-            if target == AV_SAMPLE_FMT_FLTP {
+            if target == .floatPlanar {
                 frame = planar
             } else {
                 if resampler == nil { resampler = Resampler(sampleRate: sampleRate, channels: 2, format: target) }

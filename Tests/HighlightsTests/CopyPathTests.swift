@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 import MediaSynth
@@ -131,7 +130,7 @@ struct CopyPathTests {
         let analysis = try HighlightEngine().analyze(input: input)
         let (_, output, report) = try Self.copied(.hevc)
         let file = try InputFile(path: output)
-        let stream = try #require(file.bestStream(AVMEDIA_TYPE_VIDEO))
+        let stream = try #require(file.bestStream(.video))
         let bitstream = try #require(stream.bitstream)
         let packet = Packet()
         var kinds: [Bitstream.PictureKind] = []

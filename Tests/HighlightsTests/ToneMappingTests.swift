@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 import MediaSynth
@@ -85,7 +84,7 @@ struct ToneMappingTests {
     func tableMatchesTheChain() throws {
         let (_, hlg) = try Self.sources()
         let input = try InputFile(path: hlg)
-        let stream = try #require(input.bestStream(AVMEDIA_TYPE_VIDEO))
+        let stream = try #require(input.bestStream(.video))
         let decoder = try Decoder(stream: stream)
         let packet = Packet(), frame = Frame()
         var picture: Frame?
@@ -99,13 +98,13 @@ struct ToneMappingTests {
             }
         }
         let source = try #require(picture)
-        #expect(source.pixelFormat == AV_PIX_FMT_YUV420P10LE)
-        let mapper = try ToneMapper(transfer: AVCOL_TRC_ARIB_STD_B67)
-        let mapped = try Frame.video(width: source.width, height: source.height, format: AV_PIX_FMT_YUV420P)
+        #expect(source.pixelFormat == .yuv420p10)
+        let mapper = try ToneMapper(transfer: .hlg)
+        let mapped = try Frame.video(width: source.width, height: source.height, format: .yuv420p)
         try mapper.map(source, into: mapped)
 
         let chain = ToneMapper.chain.replacingOccurrences(of: "format=yuv444p", with: "format=yuv420p")
-        let graph = try FilterGraph(width: source.width, height: source.height, format: AV_PIX_FMT_YUV420P10LE, description: chain)
+        let graph = try FilterGraph(width: source.width, height: source.height, format: .yuv420p10, description: chain)
         var direct: Frame?
         try graph.filter(source) { direct = try $0.clone() }
         let reference = try #require(direct)

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 import MediaSynth
@@ -16,7 +15,7 @@ struct SyntheticVideoTests {
 
     func packetTimes(_ path: String) throws -> (InputFile, [Double]) {
         let input = try InputFile(path: path)
-        let stream = try #require(input.bestStream(AVMEDIA_TYPE_VIDEO))
+        let stream = try #require(input.bestStream(.video))
         let packet = Packet()
         var times: [Double] = []
         while try input.read(into: packet) {
@@ -33,12 +32,12 @@ struct SyntheticVideoTests {
         let path = try write(video, "roundtrip.mp4")
         defer { try? FileManager.default.removeItem(atPath: path) }
         let (input, times) = try packetTimes(path)
-        let stream = try #require(input.bestStream(AVMEDIA_TYPE_VIDEO))
+        let stream = try #require(input.bestStream(.video))
         #expect(times.count == 50)
         #expect(zip(times, (0..<50).map(video.time(ofFrame:))).allSatisfy { abs($0 - $1) < 1e-3 })
         #expect(stream.rotation == 270)
         #expect(abs(stream.sampleAspectRatio - 4.0 / 3) < 1e-9)
-        #expect(input.bestStream(AVMEDIA_TYPE_AUDIO)?.sampleRate == 48000)
+        #expect(input.bestStream(.audio)?.sampleRate == 48000)
     }
 
     @Test("variable frame rate: frames alternate 0.75 and 1.25 nominal intervals")
@@ -63,7 +62,7 @@ struct SyntheticVideoTests {
         let path = try write(video, "audio.m4a")
         defer { try? FileManager.default.removeItem(atPath: path) }
         let input = try InputFile(path: path)
-        #expect(input.bestStream(AVMEDIA_TYPE_VIDEO) == nil)
-        #expect(input.bestStream(AVMEDIA_TYPE_AUDIO) != nil)
+        #expect(input.bestStream(.video) == nil)
+        #expect(input.bestStream(.audio) != nil)
     }
 }

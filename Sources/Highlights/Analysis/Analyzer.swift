@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 import MomentsModel

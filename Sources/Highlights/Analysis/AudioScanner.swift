@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 
@@ -11,7 +10,7 @@ final class AudioScanner {
 
     let stream: MediaStream
     private let decoder: Decoder
-    private let resampler = Resampler(sampleRate: AudioScanner.sampleRate, channels: 1, format: AV_SAMPLE_FMT_FLT)
+    private let resampler = Resampler(sampleRate: AudioScanner.sampleRate, channels: 1, format: .float)
     private let frame = Frame()
     private var accumulator = 0.0
     private var accumulated = 0

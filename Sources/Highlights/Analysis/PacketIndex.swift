@@ -23,7 +23,7 @@ public struct PacketIndex: Sendable {
     public private(set) var isComplete = true
 
     init(stream: MediaStream) {
-        secondsPerTick = Double(stream.timeBase.num) / Double(max(1, stream.timeBase.den))
+        secondsPerTick = Double(stream.timeBase.numerator) / Double(max(1, stream.timeBase.denominator))
         bitstream = stream.bitstream
     }
 

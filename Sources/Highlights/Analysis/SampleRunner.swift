@@ -1,4 +1,3 @@
-import CFFmpeg
 import Dispatch
 import Media
 
@@ -90,9 +89,9 @@ final class SampleRunner: @unchecked Sendable {
             outcome.decodedFrames += 1
             guard let ticks = frame.timestamp else { return }
             let t = stream.seconds(ticks)
-            let isKey = frame.isKeyframe || frame.pictureType == AV_PICTURE_TYPE_I
+            let isKey = frame.isKeyframe || frame.pictureType == .intra
             var motion: MotionEstimate?
-            if !isKey, let key, frame.pictureType == AV_PICTURE_TYPE_P {
+            if !isKey, let key, frame.pictureType == .predicted {
                 motion = MotionEstimate(frame: frame, width: width, interval: abs(t - key.time))
             }
             if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame)) }

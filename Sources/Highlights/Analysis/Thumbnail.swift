@@ -1,4 +1,3 @@
-import CFFmpeg
 import Media
 
 /// A tiny picture (fitted into 64 × 64 as displayed, full-resolution chroma) for comparing frames cheaply.
@@ -87,12 +86,12 @@ final class Thumbnailer {
 
     init(width: Int, height: Int, sampleAspectRatio: Double) throws {
         (self.width, self.height) = Self.fitted(width: width, height: height, sampleAspectRatio: sampleAspectRatio, box: Thumbnail.box)
-        scaler = Scaler(width: self.width, height: self.height, format: AV_PIX_FMT_YUV444P, filter: .area)
-        target = try Frame.video(width: self.width, height: self.height, format: AV_PIX_FMT_YUV444P)
+        scaler = Scaler(width: self.width, height: self.height, format: .yuv444p, filter: .area)
+        target = try Frame.video(width: self.width, height: self.height, format: .yuv444p)
         // Sharpness on a grey picture of at most 320 × 320, never larger than the source.
         let detail = Self.fitted(width: width, height: height, sampleAspectRatio: sampleAspectRatio, box: min(320, max(width, height)))
-        detailScaler = Scaler(width: detail.width, height: detail.height, format: AV_PIX_FMT_GRAY8, filter: .fast)
-        detailTarget = try Frame.video(width: detail.width, height: detail.height, format: AV_PIX_FMT_GRAY8)
+        detailScaler = Scaler(width: detail.width, height: detail.height, format: .gray8, filter: .fast)
+        detailTarget = try Frame.video(width: detail.width, height: detail.height, format: .gray8)
     }
 
     func thumbnail(of frame: Frame) throws -> Thumbnail {

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Media
 
 /// What one sparse look at the video found: a keyframe and the frames just after it.
@@ -42,16 +41,16 @@ struct MotionEstimate: Sendable {
 
     /// Reads `frame`'s motion vectors; `interval` is seconds between it and its reference.
     init?(frame: Frame, width: Int, interval: Double) {
-        guard interval > 0, let vectors = frame.motionVectors, !vectors.isEmpty else { return nil }
+        let vectors = frame.motionVectors
+        guard interval > 0, !vectors.isEmpty else { return nil }
         var xs: [(Double, Double)] = [], ys: [(Double, Double)] = []
         xs.reserveCapacity(vectors.count)
         ys.reserveCapacity(vectors.count)
         var totalWeight = 0.0
-        for mv in vectors where mv.source < 0 {
-            let scale = Double(max(1, mv.motion_scale))
-            let weight = Double(mv.w) * Double(mv.h)
-            xs.append((Double(mv.motion_x) / scale, weight))
-            ys.append((Double(mv.motion_y) / scale, weight))
+        for vector in vectors where vector.fromPast {
+            let weight = Double(vector.area)
+            xs.append((vector.x, weight))
+            ys.append((vector.y, weight))
             totalWeight += weight
         }
         guard totalWeight > 0 else { return nil }

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 
@@ -94,7 +93,7 @@ extension VideoScanner {
         if denseContinuous && t - lastDenseSampleTime >= 0.5 {
             // Long GOPs have no sample runs: sample the dense stream instead.
             let activity = lastDenseThumbnail.map { thumb.difference(to: $0.thumb) / max(1, (t - $0.time) / nominalInterval) }
-            let motion = frame.pictureType == AV_PICTURE_TYPE_P ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
+            let motion = frame.pictureType == .predicted ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
             samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
                                        brightness: thumb.meanLuma, activity: activity, motion: motion).features)
             lastDenseSampleTime = t

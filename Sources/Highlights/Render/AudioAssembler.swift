@@ -1,4 +1,3 @@
-import CFFmpeg
 import Media
 
 /// Places decoded audio on the output timeline, sample-exact, with fades at every joint, and feeds
@@ -66,7 +65,7 @@ final class AudioAssembler {
         let size = max(1, encoder.frameSize)
         while left.count >= size || (final && !left.isEmpty) {
             let n = min(size, left.count)
-            let frame = try Frame.audio(samples: n, sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+            let frame = try Frame.audio(samples: n, sampleRate: Renderer.sampleRate, channels: 2, format: .floatPlanar)
             let l = UnsafeMutableRawPointer(frame.plane(0).0).assumingMemoryBound(to: Float.self)
             let r = UnsafeMutableRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self)
             for i in 0..<n { l[i] = left[i]; r[i] = right[i] }
@@ -90,7 +89,7 @@ final class SegmentSound {
     private let stream: MediaStream?
     private let start: Double
     private let origin: Double
-    private let resampler = Resampler(sampleRate: Renderer.sampleRate, channels: 2, format: AV_SAMPLE_FMT_FLTP)
+    private let resampler = Resampler(sampleRate: Renderer.sampleRate, channels: 2, format: .floatPlanar)
 
     /// The segment shows source seconds `start` (from `origin`) onwards at output seconds
     /// `outputStart..<outputEnd`; `stream` is nil for a source without sound.

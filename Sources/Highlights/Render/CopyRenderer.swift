@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 import MomentsModel
@@ -84,7 +83,7 @@ final class CopyRenderer {
         let output = try OutputFile(path: path, format: "mp4")
         let videoIndex = try output.addStream(copying: video, tag: bitstream.codec == .hevc ? "hvc1" : "avc1")
         let audioEncoder = try Encoder(audio: .init(codec: "aac", sampleRate: Renderer.sampleRate, channels: 2,
-                                                    sampleFormat: AV_SAMPLE_FMT_FLTP, bitRate: 160_000),
+                                                    sampleFormat: .floatPlanar, bitRate: 160_000),
                                        globalHeader: output.wantsGlobalHeader)
         let audioIndex = try output.addStream(for: audioEncoder)
         try output.writeHeader(options: ["movflags": "+faststart"])

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Media
 
 /// Scales decoded pictures to the output geometry (stored orientation) in yuv420p, tone-mapping
@@ -10,10 +9,10 @@ final class PicturePipeline {
 
     init(geometry: OutputGeometry, info: MediaInfo) throws {
         self.geometry = geometry
-        let transfer = AVColorTransferCharacteristic(UInt32(max(0, av_color_transfer_from_name(info.colorTransfer ?? ""))))
+        let transfer = info.colorTransfer.flatMap(ColorDescription.Transfer.init(name:)) ?? .unspecified
         toneMapper = info.isHDR ? try ToneMapper.shared(for: transfer) : nil
         scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight,
-                        format: toneMapper == nil ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE, filter: .bicubic)
+                        format: toneMapper == nil ? .yuv420p : .yuv420p10, filter: .bicubic)
     }
 
     func prepare(_ frame: Frame) throws -> Frame {
@@ -21,18 +20,18 @@ final class PicturePipeline {
             && (frame.sampleAspectRatio ?? 1) == 1
         if let toneMapper {
             var tenBit = frame
-            if !sized || frame.pixelFormat != AV_PIX_FMT_YUV420P10LE {
-                tenBit = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P10LE)
+            if !sized || frame.pixelFormat != .yuv420p10 {
+                tenBit = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p10)
                 try scaler.scale(frame, into: tenBit)
             }
-            let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
+            let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p)
             try toneMapper.map(tenBit, into: target)
             return target
         }
         // Already the right shape: hand the decoded picture over as it is.
-        if sized && frame.pixelFormat == AV_PIX_FMT_YUV420P { return frame }
+        if sized && frame.pixelFormat == .yuv420p { return frame }
         // A fresh frame each time: the encoder may still hold a reference to the previous one.
-        let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: AV_PIX_FMT_YUV420P)
+        let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p)
         try scaler.scale(frame, into: target)
         return target
     }

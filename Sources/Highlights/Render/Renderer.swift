@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 import MomentsModel
@@ -12,7 +11,7 @@ import MomentsModel
 final class Renderer {
     static let sampleRate = 48_000
     static let fadeSamples = 480  // 10 ms
-    static let videoTimeBase = AVRational(num: 1, den: 90_000)
+    static let videoTimeBase = Rational(1, 90_000)
 
     struct Result {
         var duration: Double
@@ -57,7 +56,7 @@ final class Renderer {
         // Pictures stay in their stored orientation; the display matrix turns them upright, as the
         // source's did (no pixel rotation).
         var settings = Encoder.Video(codec: "libx264", width: geometry.scaledWidth, height: geometry.scaledHeight,
-                                     pixelFormat: AV_PIX_FMT_YUV420P, timeBase: Self.videoTimeBase,
+                                     pixelFormat: .yuv420p, timeBase: Self.videoTimeBase,
                                      frameRate: Self.rational(analysis.info.frameRate),
                                      options: ["preset": Self.preset, "crf": Self.crf(quality), "profile": "high"])
         settings.threads = 2
@@ -65,11 +64,10 @@ final class Renderer {
         // threads instead of keeping two pictures in flight (measured at 1080p: 115 MB instead of 165).
         if lean { settings.options["x264-params"] = "sliced-threads=1" }
         // SDR BT.709, limited range, said explicitly (HDR sources arrive here tone-mapped).
-        (settings.colorPrimaries, settings.colorTransfer, settings.colorSpace, settings.colorRange) =
-            (AVCOL_PRI_BT709, AVCOL_TRC_BT709, AVCOL_SPC_BT709, AVCOL_RANGE_MPEG)
+        settings.color = .bt709
         let videoEncoder = try Encoder(video: settings, globalHeader: output.wantsGlobalHeader)
         let audioEncoder = try Encoder(audio: .init(codec: "aac", sampleRate: Self.sampleRate, channels: 2,
-                                                    sampleFormat: AV_SAMPLE_FMT_FLTP, bitRate: 160_000),
+                                                    sampleFormat: .floatPlanar, bitRate: 160_000),
                                        globalHeader: output.wantsGlobalHeader)
         let videoIndex = try output.addStream(for: videoEncoder, rotation: geometry.rotation)
         let audioIndex = try output.addStream(for: audioEncoder)
@@ -132,8 +130,8 @@ final class Renderer {
         }
     }
 
-    static func rational(_ fps: Double) -> AVRational {
-        guard fps > 0, fps.isFinite else { return AVRational(num: 30, den: 1) }
-        return av_d2q(fps, 100_000)
+    static func rational(_ fps: Double) -> Rational {
+        guard fps > 0, fps.isFinite else { return Rational(30, 1) }
+        return Rational(approximating: fps)
     }
 }

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import Media
 
@@ -56,7 +55,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 if pts <= lastPTS { pts = lastPTS + 1 }
                 lastPTS = pts
                 picture.pts = pts
-                picture.pictureType = AV_PICTURE_TYPE_NONE
+                picture.pictureType = .unspecified
                 try put(.video(picture, progress: (outputStart + t - segment.start) / max(total, 0.001)))
             }
             func takeAudio(_ frame: Frame) throws {

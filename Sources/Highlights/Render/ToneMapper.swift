@@ -1,4 +1,3 @@
-import CFFmpeg
 import Media
 import Synchronization
 
@@ -23,21 +22,21 @@ final class ToneMapper: Sendable {
     private let crTable: [UInt8]
 
     /// Tables already built in this process, by transfer function: a worker builds each once.
-    private static let built = Mutex<[UInt32: ToneMapper]>([:])
+    private static let built = Mutex<[ColorDescription.Transfer: ToneMapper]>([:])
 
     /// The table for `transfer`, built on first use.
-    static func shared(for transfer: AVColorTransferCharacteristic) throws -> ToneMapper {
-        if let mapper = built.withLock({ $0[transfer.rawValue] }) { return mapper }
+    static func shared(for transfer: ColorDescription.Transfer) throws -> ToneMapper {
+        if let mapper = built.withLock({ $0[transfer] }) { return mapper }
         let mapper = try ToneMapper(transfer: transfer)
-        built.withLock { $0[transfer.rawValue] = mapper }
+        built.withLock { $0[transfer] = mapper }
         return mapper
     }
 
     /// Builds the table for pictures tagged with `transfer` (HLG or PQ).
-    init(transfer: AVColorTransferCharacteristic) throws {
+    init(transfer: ColorDescription.Transfer) throws {
         let side = 1024  // 256 × 64 × 64 = 1024²
-        let grid = try Frame.video(width: side, height: side, format: AV_PIX_FMT_YUV444P10LE)
-        grid.setColor(primaries: AVCOL_PRI_BT2020, transfer: transfer, space: AVCOL_SPC_BT2020_NCL, range: AVCOL_RANGE_MPEG)
+        let grid = try Frame.video(width: side, height: side, format: .yuv444p10)
+        grid.color = .bt2020(transfer: transfer)
         let (y, ys) = grid.plane(0), (u, us) = grid.plane(1), (v, vs) = grid.plane(2)
         for index in 0..<(side * side) {
             let row = index / side, column = index % side
@@ -46,7 +45,7 @@ final class ToneMapper: Sendable {
             UnsafeMutableRawPointer(u + row * us).assumingMemoryBound(to: UInt16.self)[column] = UInt16(b * 16)
             UnsafeMutableRawPointer(v + row * vs).assumingMemoryBound(to: UInt16.self)[column] = UInt16(r * 16)
         }
-        let graph = try FilterGraph(width: side, height: side, format: AV_PIX_FMT_YUV444P10LE, description: Self.chain)
+        let graph = try FilterGraph(width: side, height: side, format: .yuv444p10, description: Self.chain)
         var tables: ([UInt8], [UInt8], [UInt8])?
         try graph.filter(grid) { out in
             func read(_ plane: Int) -> [UInt8] {
@@ -57,7 +56,7 @@ final class ToneMapper: Sendable {
             }
             tables = (read(0), read(1), read(2))
         }
-        guard let tables else { throw FFmpegError(moments_averror_invaliddata(), "tone map table") }
+        guard let tables else { throw FFmpegError.invalidData("tone map table") }
         (lumaTable, cbTable, crTable) = tables
     }
 
@@ -112,6 +111,6 @@ final class ToneMapper: Sendable {
                 }
             }
         }}}
-        destination.setColor(primaries: AVCOL_PRI_BT709, transfer: AVCOL_TRC_BT709, space: AVCOL_SPC_BT709, range: AVCOL_RANGE_MPEG)
+        destination.color = .bt709
     }
 }

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import MomentsModel
 
@@ -59,9 +58,8 @@ public struct MediaInfo: Sendable, Codable, Equatable {
         self.fileSize = fileSize
         self.duration = duration
         videoCodec = video.codecName
-        pixelFormat = video.pixelFormatName
-        let descriptorDepth = video.pixelFormatName.flatMap { av_pix_fmt_desc_get(av_get_pix_fmt($0)) }.map { Int($0.pointee.comp.0.depth) }
-        bitDepth = video.bitsPerRawSample > 0 ? video.bitsPerRawSample : (descriptorDepth ?? 8)
+        pixelFormat = video.pixelFormat?.name
+        bitDepth = video.bitsPerRawSample > 0 ? video.bitsPerRawSample : (video.pixelFormat?.bitDepth ?? 8)
         width = video.width
         height = video.height
         sampleAspectRatio = video.sampleAspectRatio
@@ -70,15 +68,15 @@ public struct MediaInfo: Sendable, Codable, Equatable {
         displayWidth = rotation % 180 == 0 ? shownWidth : video.height
         displayHeight = rotation % 180 == 0 ? video.height : shownWidth
         frameRate = video.averageFrameRate
-        let p = video.parameters.pointee
-        videoProfile = avcodec_profile_name(video.codecID, p.profile).map { String(cString: $0) }
-        colorPrimaries = p.color_primaries == AVCOL_PRI_UNSPECIFIED ? nil : av_color_primaries_name(p.color_primaries).map { String(cString: $0) }
-        colorTransfer = p.color_trc == AVCOL_TRC_UNSPECIFIED ? nil : av_color_transfer_name(p.color_trc).map { String(cString: $0) }
-        colorSpace = p.color_space == AVCOL_SPC_UNSPECIFIED ? nil : av_color_space_name(p.color_space).map { String(cString: $0) }
-        colorRange = p.color_range == AVCOL_RANGE_UNSPECIFIED ? nil : av_color_range_name(p.color_range).map { String(cString: $0) }
-        dynamicRange = switch colorTransfer {
-        case "arib-std-b67": "hlg"
-        case "smpte2084": "pq"
+        videoProfile = video.profileName
+        let color = video.color
+        colorPrimaries = color.primaries.name
+        colorTransfer = color.transfer.name
+        colorSpace = color.space.name
+        colorRange = color.range.name
+        dynamicRange = switch color.transfer {
+        case .hlg: "hlg"
+        case .pq: "pq"
         default: "sdr"
         }
         audioCodec = audio?.codecName

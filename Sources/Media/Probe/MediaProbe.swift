@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import MomentsModel
 
@@ -43,15 +42,15 @@ public enum MediaProbe {
         let rejectedFormats: Set<String> = ["tty", "image2", "image2pipe", "txt", "srt", "ass", "webvtt", "lrc", "microdvd", "subviewer", "mpl2", "jacosub", "sami", "vplayer", "pjs", "realtext", "stl", "aqtitle"]
         if rejectedFormats.contains(input.formatName) { throw MomentsError(.notAVideo, notAVideoSentence) }
 
-        let videoStreams = input.streams.filter { $0.mediaType == AVMEDIA_TYPE_VIDEO && !$0.isAttachedPicture }
-        let audio = input.bestStream(AVMEDIA_TYPE_AUDIO)
-        guard let video = input.bestStream(AVMEDIA_TYPE_VIDEO).flatMap({ best in videoStreams.contains { $0.index == best.index } ? best : nil }) ?? videoStreams.first else {
+        let videoStreams = input.streams.filter { $0.mediaType == .video && !$0.isAttachedPicture }
+        let audio = input.bestStream(.audio)
+        guard let video = input.bestStream(.video).flatMap({ best in videoStreams.contains { $0.index == best.index } ? best : nil }) ?? videoStreams.first else {
             if audio != nil {
                 throw MomentsError(.noVideoStream, "This file has sound but no picture. Choose a video, not an audio recording.")
             }
             throw MomentsError(.noVideoStream, "This file has no video in it. Choose a video from your library.")
         }
-        if avcodec_find_decoder(video.codecID) == nil || video.codecID == AV_CODEC_ID_NONE {
+        if !video.hasDecoder {
             throw MomentsError(.unsupportedCodec, "This video is encoded as \(video.codecName), which Moments cannot decode. Export it as H.264 or HEVC (MP4 or MOV) and try again.")
         }
         if video.width <= 0 || video.height <= 0 {
@@ -61,7 +60,7 @@ public enum MediaProbe {
         if long > limits.maximumLongSide || short > limits.maximumShortSide {
             throw MomentsError(.resolutionTooLarge, "The video is \(video.width)×\(video.height); Moments accepts up to 8K (7680×4320). Export it at a lower resolution.")
         }
-        let usableAudio = audio.flatMap { avcodec_find_decoder($0.codecID) != nil ? $0 : nil }
+        let usableAudio = audio.flatMap { $0.hasDecoder ? $0 : nil }
         let duration = input.duration ?? video.duration ?? 0
         // Random bytes now and then pass for a raw H.263 or DV stream, guessed at FFmpeg's weakest
         // score and with no length; a real video names its container or states its length.
