@@ -6,7 +6,6 @@ import Logging
 import Media
 import MomentsContract
 import MomentsModel
-import MultipartKit
 import NIOCore
 import Storage
 
@@ -86,94 +85,65 @@ struct UploadController: Sendable {
         return UploadAccepted(jobID: id, estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
     }
 
-    /// The parts of a form: the file written to disk, small text fields kept.
-    struct Form {
-        var filename: String?
-        var fileBytes: Int64 = 0
-        var fields: [String: String] = [:]
-    }
-
-    /// Streams the body through the multipart parser; the `file` part goes to `file`, other parts
-    /// (at most 1 KiB each) are kept as text. Refuses a body over the limit as soon as it passes it.
-    private func receive(_ body: RequestBody, boundary: String, into file: URL) async throws -> Form {
+    /// Streams the body through `FormReader`: the `file` part goes to `file`, the other parts are
+    /// kept as text, within `FormLimits`. Refuses a body over the limit as soon as it passes it,
+    /// and any other bad body at the first byte that shows it.
+    private func receive(_ body: RequestBody, boundary: String, into file: URL) async throws -> FormReader.Form {
         guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path) else {
             throw APIError(.internalServerError, "internal_error", "The upload could not be stored for processing. Please try again.")
         }
         defer { try? handle.close() }
-        let parser = MultipartParser(boundary: boundary)
-        let state = PartState()
-        parser.onHeader = { name, value in state.header(name, value) }
-        parser.onBody = { buffer in state.body(&buffer, file: handle) }
-        parser.onPartComplete = { state.complete() }
+        var reader = FormReader(boundary: boundary) { bytes in
+            do { try handle.write(contentsOf: bytes) } catch { throw Self.noRoom }
+        }
         var received: Int64 = 0
         do {
             for try await buffer in body {
                 received += Int64(buffer.readableBytes)
                 if received > configuration.maxUploadBytes { throw Self.tooLarge(configuration.maxUploadBytes) }
-                try parser.execute(buffer)
-                if let failure = state.failure { throw failure }
+                try reader.consume(buffer)
             }
+            return try reader.finish()
         } catch let error as APIError {
             throw error
+        } catch let failure as FormFailure {
+            throw Self.refusal(failure)
         } catch {
             throw APIError(.badRequest, "invalid_request", "The multipart body could not be read: it ended early or is malformed.")
         }
-        guard state.finished else {
-            throw APIError(.badRequest, "invalid_request", "The multipart body ended before its closing boundary.")
-        }
-        return state.form
     }
 
-    /// The parser's callbacks, in one task (the parser is not `Sendable` and never leaves it).
-    private final class PartState {
-        var form = Form()
-        var failure: APIError?
-        var finished = false
-        private var name: String?
-        private var filename: String?
-        private var text: [UInt8] = []
+    static let noRoom = APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "insufficient_storage",
+                                 "The server has no room for this upload right now.")
 
-        func header(_ header: String, _ value: String) {
-            guard header.lowercased() == "content-disposition" else { return }
-            name = Self.parameter("name", in: value)
-            filename = Self.parameter("filename", in: value)
-        }
-
-        func body(_ buffer: inout ByteBuffer, file: FileHandle) {
-            guard failure == nil else { return }
-            if name == "file" {
-                if form.filename == nil { form.filename = filename ?? "upload.mp4" }
-                form.fileBytes += Int64(buffer.readableBytes)
-                do { try file.write(contentsOf: buffer.readableBytesView) } catch {
-                    failure = APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "insufficient_storage", "The server has no room for this upload right now.")
-                }
-            } else {
-                text.append(contentsOf: buffer.readableBytesView)
-                if text.count > 1024 { failure = APIError(.badRequest, "invalid_request", "The form field '\(name ?? "?")' is too long.") }
-            }
-        }
-
-        func complete() {
-            if let name, name != "file" { form.fields[name] = String(decoding: text, as: UTF8.self) }
-            name = nil
-            filename = nil
-            text = []
-            finished = true
-        }
-
-        static func parameter(_ key: String, in header: String) -> String? {
-            for piece in header.split(separator: ";") {
-                let pair = piece.trimmingCharacters(in: .whitespaces)
-                guard pair.lowercased().hasPrefix("\(key)=") else { continue }
-                return String(pair.dropFirst(key.count + 1)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            }
-            return nil
+    /// The status, code and sentence for a form `FormReader` refused.
+    static func refusal(_ failure: FormFailure) -> APIError {
+        switch failure {
+        case .malformed(let detail):
+            APIError(.badRequest, "invalid_request", "The multipart body could not be read: \(detail).")
+        case .truncated:
+            APIError(.badRequest, "invalid_request", "The multipart body ended before its closing boundary: the upload is incomplete.")
+        case .headersTooLarge(let limit):
+            APIError(.badRequest, "part_headers_too_large", "A part's headers are longer than \(limit / 1024) KiB, the most we accept.")
+        case .tooManyParts(let limit):
+            APIError(.badRequest, "too_many_parts", "The form has more than \(limit) parts: send the 'file' part and the documented fields only.")
+        case .fieldTooLong(let name, _):
+            APIError(.badRequest, "invalid_request", "The form field '\(name)' is too long.")
+        case .fieldsTooLarge(let limit):
+            APIError(.badRequest, "fields_too_large", "The form's text fields hold more than \(limit / 1024) KiB together, the most we accept.")
+        case .secondFile:
+            APIError(.badRequest, "duplicate_file", "The form has more than one part named 'file': send one video per upload.")
         }
     }
 
+    /// The boundary a `multipart/form-data` type names: 1–70 of RFC 2046's boundary characters, or nil.
     static func boundary(_ contentType: String) -> String? {
-        PartState.parameter("boundary", in: contentType).flatMap { $0.isEmpty ? nil : $0 }
+        guard let boundary = FormReader.parameter("boundary", in: contentType), (1...70).contains(boundary.utf8.count),
+              boundary.utf8.allSatisfy(boundaryCharacters.contains) else { return nil }
+        return boundary
     }
+
+    private static let boundaryCharacters = Set(("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + "'()+_,-./:=? ").utf8)
 
     static func tooLarge(_ limit: Int64) -> APIError {
         APIError(.contentTooLarge, "file_too_large", "The upload is larger than \(limit / (1 << 20)) MiB, the most we accept.")

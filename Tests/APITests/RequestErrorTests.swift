@@ -27,6 +27,10 @@ struct RequestErrorTests {
                 ("cancel an unknown job", try await api.send(.delete, "/api/v1/jobs/\(UUID().uuidString)"), 404, "job_not_found"),
                 ("an unknown route", try await api.get("/api/v1/nowhere"), 404, "not_found"),
             ]
+            for (name, reply, status, code) in try await hostileForms(api, video: video) {
+                let error = try reply.error()
+                #expect(error.status == status && error.code == code, "\(name): \(error)")
+            }
             for (name, reply, status, code) in cases {
                 let error = try reply.error()
                 #expect(error.status == status && error.code == code, "\(name): \(error)")
@@ -40,5 +44,30 @@ struct RequestErrorTests {
             #expect(formats["max_size_bytes"] as? Int == 2 << 20)
             #expect(formats["qualities"] as? [String] == ["high", "medium", "low"])
         }
+    }
+
+    /// Forms built to hurt: each is refused with its own code, and nothing of it is kept.
+    func hostileForms(_ api: InProcessAPI, video: Data) async throws -> [(String, InProcessAPI.Reply, Int, String)] {
+        let b = "hostile-\(UUID().uuidString)"
+        func part(_ name: String, _ value: Data, filename: String? = nil) -> Data {
+            let disposition = "form-data; name=\"\(name)\"" + (filename.map { "; filename=\"\($0)\"" } ?? "")
+            return Data("--\(b)\r\nContent-Disposition: \(disposition)\r\n\r\n".utf8) + value + Data("\r\n".utf8)
+        }
+        let close = Data("--\(b)--\r\n".utf8)
+        let twoFiles = part("file", video, filename: "a.mov") + part("file", video, filename: "b.mov") + close
+        let flood = (0..<5000).reduce(into: Data()) { body, i in body += part("f\(i)", Data("x".utf8)) } + part("file", video, filename: "a.mov") + close
+        let endlessHeader = Data("--\(b)\r\nContent-Disposition: form-data; name=\"".utf8) + Data(repeating: 0x61, count: 1 << 20)
+        let manyFieldBytes = (0..<10).reduce(into: Data()) { body, i in body += part("f\(i)", Data(repeating: 0x78, count: 1000)) }
+            + part("file", video, filename: "a.mov") + close
+        // A complete field, then the video cut short: it used to be accepted as a shorter video.
+        let truncated = part("quality", Data("low".utf8)) + part("file", video, filename: "a.mov").prefix(video.count / 2)
+        return [
+            ("two 'file' parts", try await api.upload(raw: twoFiles, boundary: b), 400, "duplicate_file"),
+            ("5,000 one-byte fields", try await api.upload(raw: flood, boundary: b), 400, "too_many_parts"),
+            ("a part header with no line break", try await api.upload(raw: endlessHeader, boundary: b), 400, "part_headers_too_large"),
+            ("10 KB of text fields", try await api.upload(raw: manyFieldBytes, boundary: b), 400, "fields_too_large"),
+            ("a file part cut short after a complete field", try await api.upload(raw: truncated, boundary: b), 400, "invalid_request"),
+            ("a boundary of 71 characters", try await api.upload(raw: close, boundary: String(repeating: "b", count: 71)), 400, "invalid_request"),
+        ]
     }
 }

@@ -108,6 +108,11 @@ struct InProcessAPI: Sendable {
         return try await send(.post, "/api/v1/upload", headers: headers, body: body)
     }
 
+    /// `body` sent to `/api/v1/upload` as `multipart/form-data` with `boundary`, whatever it holds.
+    func upload(raw body: Data, boundary: String) async throws -> Reply {
+        try await send(.post, "/api/v1/upload", headers: [.contentType: "multipart/form-data; boundary=\(boundary)"], body: body)
+    }
+
     /// Registers a device; returns the headers that send its token.
     func device(name: String = "Test iPhone", headers: HTTPFields = [:]) async throws -> HTTPFields {
         let reply = try await post("/api/v1/devices", json: ["name": name], headers: headers)
