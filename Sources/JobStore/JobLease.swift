@@ -40,6 +40,8 @@ public enum LeaseState: Sendable, Equatable {
     case cancelled
     /// Another attempt took over, or the job ended some other way: stop without touching it.
     case lost
+    /// This attempt completed the job (a completion whose answer went missing did land).
+    case completed
 }
 
 /// What a worker's job produced, recorded with `complete`.

@@ -119,6 +119,7 @@ extension JobStore {
             for try await (status, attempt, owner) in rows.decode((String, Int, String?).self) {
                 if status == JobStatus.processing.rawValue, attempt == lease.attempt, owner == lease.worker { return LeaseState.held }
                 if status == JobStatus.cancelled.rawValue, attempt == lease.attempt { return .cancelled }
+                if status == JobStatus.completed.rawValue, attempt == lease.attempt { return .completed }
                 return .lost
             }
             return .lost

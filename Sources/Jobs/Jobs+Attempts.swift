@@ -17,7 +17,9 @@ public enum AttemptOutcome: Sendable {
 /// How an attempt was recorded (the worker's metrics count these).
 public enum AttemptEnd: String, CaseIterable, Sendable {
     case completed, failed, retrying, cancelled
-    /// Given back at shutdown, lost to a takeover, or not recordable now (it runs again after its lease).
+    /// Lost to another attempt, as the store confirmed: what this attempt made is its own to delete.
+    case superseded
+    /// Given back at shutdown, or not recordable now (it runs again after its lease).
     case interrupted
 }
 
@@ -122,13 +124,18 @@ extension Jobs {
         }
     }
 
-    /// A fenced transition was refused: the job was cancelled (acknowledge) or taken over (leave it).
+    /// A fenced transition was refused: the job was cancelled (acknowledge), taken over (leave it),
+    /// or completed by this very attempt (an earlier try landed and its answer went missing).
     private func refused(_ lease: JobLease, delivery: Delivery, logger: Logger) async -> AttemptEnd {
         let state = try? await store.leaseState(lease)
         logger.notice("outcome refused by the fence", metadata: ["state": "\(state.map { "\($0)" } ?? "unknown")"])
-        guard state == .cancelled else { return .interrupted }
-        await afterTruth("acknowledge", logger: logger) { try await queue.acknowledge(delivery) }
-        return .cancelled
+        switch state {
+        case .cancelled?, .completed?:
+            await afterTruth("acknowledge", logger: logger) { try await queue.acknowledge(delivery) }
+            return state == .cancelled ? .cancelled : .completed
+        case .lost?: return .superseded
+        case .held?, nil: return .interrupted
+        }
     }
 
     private func deadLetter(_ delivery: Delivery, logger: Logger) async {

@@ -10,9 +10,10 @@ import Storage
 ///
 /// Each attempt works in a folder of its own under `workDirectory`, removed when the attempt ends
 /// however it ends. The engine runs on a thread of its own (it blocks while it decodes and encodes)
-/// and stops within a second of the job's cancellation. A result stored by an attempt that was
-/// cancelled before it could complete is deleted again, here or, when the cancellation arrives just
-/// after the work is done, through `discard`.
+/// and stops within a second of the job's cancellation. Each attempt stores its highlight under a
+/// key of its own (`results/<id>-<attempt>.mp4`), so an attempt that lost its lease can never
+/// overwrite the result of the attempt that took over; the worker deletes an attempt's result
+/// through `discard` only when the store says the job was cancelled or taken over.
 public struct HighlightJobHandler: JobHandler {
     let storage: any ObjectStore
     let workDirectory: URL
@@ -27,8 +28,8 @@ public struct HighlightJobHandler: JobHandler {
         self.deleteSourceAfterSuccess = deleteSourceAfterSuccess
     }
 
-    /// Where a job's highlight is stored.
-    public static func resultKey(for id: UUID) -> String { "results/\(id.uuidString.lowercased()).mp4" }
+    /// Where an attempt stores its job's highlight.
+    public static func resultKey(for id: UUID, attempt: Int) -> String { "results/\(id.uuidString.lowercased())-\(attempt).mp4" }
 
     public func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
         let folder = workDirectory.appendingPathComponent("moments-job-\(job.id.uuidString.lowercased())-\(context.lease.attempt)")
@@ -53,22 +54,21 @@ public struct HighlightJobHandler: JobHandler {
         try Task.checkCancellation()
 
         await context.progress(97, stage: "uploading", message: "Saving your highlight")
-        let key = Self.resultKey(for: job.id)
+        let key = Self.resultKey(for: job.id, attempt: context.lease.attempt)
         let stored: ObjectInfo
         do {
             stored = try await storage.put(key: key, from: output, contentType: "video/mp4")
         } catch {
             throw Self.failure(error, whileDoing: "saving the highlight")
         }
-        if Task.isCancelled {
-            try? await storage.delete(key: key)
-            throw CancellationError()
-        }
+        // Cancelled or not from here on, the result goes back to the worker: it knows, from the
+        // store, whether the job is still this attempt's, and deletes the result if not.
         return JobResult(resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
                          segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) })
     }
 
-    /// Deletes the stored highlight of a job that was cancelled as it finished.
+    /// Deletes the highlight this attempt stored, once the store says the job was cancelled or
+    /// taken over.
     public func discard(_ result: JobResult) async {
         try? await storage.delete(key: result.resultKey)
     }

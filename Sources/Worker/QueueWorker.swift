@@ -175,7 +175,7 @@ public final class QueueWorker: Sendable {
                 interruption.withLock { if $0 == nil { $0 = .cancelled } }
                 work.cancel()
                 return
-            case .lost:
+            case .lost, .completed:
                 logger.warning("lease lost to another attempt; stopping")
                 interruption.withLock { if $0 == nil { $0 = .lost } }
                 work.cancel()
@@ -201,15 +201,21 @@ public final class QueueWorker: Sendable {
         let attempt: AttemptOutcome
         switch (interruption, outcome) {
         case (.cancelled, _): attempt = .cancelled
-        case (.lost, _): return .interrupted  // Not ours any more: the delivery belongs to whoever took over.
+        case (.lost, .failure): return .interrupted  // Not ours any more: the delivery belongs to whoever took over.
+        case (.lost, .success(let result)):
+            // What this attempt stored is deleted only when the store confirms the attempt lost; a
+            // store that cannot answer proves nothing (the retention sweep finds true orphans).
+            guard (try? await jobs.leaseState(lease)) == .lost else { return .interrupted }
+            await handler.discard(result)
+            return .superseded
         case (.shutdown, _): attempt = .givenBack
         case (nil, .success(let result)): attempt = .succeeded(result)
         case (nil, .failure(let error)):
             attempt = .failed(JobFailure(describing: error), retryDelay: configuration.retryDelay(afterAttempt: lease.attempt))
         }
         let ended = await jobs.recordOutcome(attempt, lease: lease, delivery: delivery, logger: logger)
-        // Done just as it was cancelled, or cancelled while completing: keep nothing.
-        if ended == .cancelled, case .success(let result) = outcome { await handler.discard(result) }
+        // Done just as it was cancelled, cancelled while completing, or taken over: keep nothing.
+        if ended == .cancelled || ended == .superseded, case .success(let result) = outcome { await handler.discard(result) }
         return ended
     }
 }
