@@ -5,11 +5,21 @@ public final class InputFile {
     package let pointer: UnsafeMutablePointer<AVFormatContext>
     public let path: String
 
-    /// Opens and probes `path`. Throws the FFmpeg error of whichever step failed.
-    public init(path: String) throws(FFmpegError) {
+    /// The demuxers an upload may be read with: MOV/MP4/3GP, Matroska/WebM, AVI and MPEG-TS. The
+    /// rest stay shut, above all the playlists (HLS, concat) that open other files by name.
+    public static let uploadDemuxers = ["mov", "matroska", "avi", "mpegts"]
+
+    /// Opens and probes the local file `path`, with one of `demuxers` (nil: any FFmpeg has). Only
+    /// the `file` protocol is open, so nothing in a file can make FFmpeg reach another address.
+    /// Throws the FFmpeg error of whichever step failed (`EINVAL` for a format not allowed).
+    public init(path: String, demuxers: [String]? = InputFile.uploadDemuxers) throws(FFmpegError) {
         self.path = path
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
-        try check(avformat_open_input(&context, path, nil, nil), "avformat_open_input")
+        var options: OpaquePointer? = nil
+        av_dict_set(&options, "protocol_whitelist", "file", 0)
+        if let demuxers { av_dict_set(&options, "format_whitelist", demuxers.joined(separator: ","), 0) }
+        defer { av_dict_free(&options) }
+        try check(avformat_open_input(&context, path, nil, &options), "avformat_open_input")
         guard let opened = context else { throw FFmpegError(moments_averror_enomem(), "avformat_open_input") }
         pointer = opened
         // From here on `deinit` closes the context, including when stream info fails.
