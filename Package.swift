@@ -42,7 +42,7 @@ let package = Package(
         // The highlight engine: analysis, selection, render. Knows nothing of HTTP, SQL or Redis.
         .target(name: "Highlights", dependencies: ["Media", "MomentsModel"]),
         // HTTP over libcurl: one exchange streaming from and to files, for S3, webhooks and health checks.
-        .target(name: "CurlHTTP", dependencies: ["CCurl"]),
+        .target(name: "CurlHTTP", dependencies: ["CCurl", "MomentsModel"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
         .target(name: "Storage", dependencies: [
             "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
@@ -69,7 +69,7 @@ let package = Package(
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
-            "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel",
+            "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "Jobs", "JobStore", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: [
-            "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
+            "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "CurlHTTP", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "MomentsKitTests", dependencies: [

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import Hummingbird
 import JobStore
@@ -30,6 +31,9 @@ public struct APIConfiguration: Sendable {
     /// Whether `callback_url` is accepted: the workers sign webhooks with `WEBHOOK_SECRET`, so without
     /// it none would be sent.
     public var webhooksEnabled: Bool
+    /// Where a `callback_url` may point (`WEBHOOK_ALLOW_PRIVATE`, `WEBHOOK_ALLOWED_PORTS`); the
+    /// workers check it again at each delivery.
+    public var callbacks: DestinationPolicy
 
     public struct RateLimits: Sendable {
         /// Uploads (and upload reservations) per window and device; 0 turns the limit off.
@@ -48,7 +52,7 @@ public struct APIConfiguration: Sendable {
     public init(host: String = "0.0.0.0", port: Int = 8000, maxUploadBytes: Int64 = 2 << 30, publicURL: String? = nil,
                 uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900),
                 authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
-                trustedProxyHops: Int = 0, webhooksEnabled: Bool = false) {
+                trustedProxyHops: Int = 0, webhooksEnabled: Bool = false, callbacks: DestinationPolicy = DestinationPolicy()) {
         self.host = host
         self.port = port
         self.maxUploadBytes = maxUploadBytes
@@ -60,6 +64,7 @@ public struct APIConfiguration: Sendable {
         self.rateLimit = rateLimit
         self.trustedProxyHops = trustedProxyHops
         self.webhooksEnabled = webhooksEnabled
+        self.callbacks = callbacks
     }
 
     public init(environment: Settings) throws(SettingError) {
@@ -87,6 +92,7 @@ public struct APIConfiguration: Sendable {
                   freeMonthlyHighlights: try Setting.integer("FREE_MONTHLY_HIGHLIGHTS", in: environment, default: 3, range: 0...1_000_000),
                   rateLimit: rateLimit,
                   trustedProxyHops: try Setting.integer("TRUSTED_PROXY_HOPS", in: environment, default: 0, range: 0...10),
-                  webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty)
+                  webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty,
+                  callbacks: try DestinationPolicy(environment: environment))
     }
 }

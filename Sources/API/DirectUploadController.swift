@@ -61,7 +61,7 @@ struct DirectUploadController: Sendable {
         _ = try UploadController.targetDuration(reservation.targetDuration.map(String.init))
         _ = try UploadController.quality(reservation.quality)
         _ = try UploadController.codec(reservation.codec)
-        reservation.callbackURL = try UploadController.callbackURL(reservation.callbackURL, enabled: configuration.webhooksEnabled)
+        reservation.callbackURL = try await UploadController.callbackURL(reservation.callbackURL, configuration: configuration)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
         reservation.owner = context.identity.owner
         let id = UUID()

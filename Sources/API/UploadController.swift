@@ -64,7 +64,7 @@ struct UploadController: Sendable {
         let duration = try Self.targetDuration(form.fields["target_duration"])
         let quality = try Self.quality(form.fields["quality"])
         let codec = try Self.codec(form.fields["codec"])
-        let callbackURL = try Self.callbackURL(form.fields["callback_url"], enabled: configuration.webhooksEnabled)
+        let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
         let info = try await Self.probe(temporary)
 
         let id = UUID()
@@ -176,10 +176,11 @@ struct UploadController: Sendable {
         return codec
     }
 
-    /// An absolute http(s) URL of at most 2,000 characters, or nothing.
-    static func callbackURL(_ text: String?, enabled: Bool) throws -> String? {
+    /// An absolute http(s) URL of at most 2,000 characters on an allowed port, whose host resolves
+    /// to public addresses only (`DestinationPolicy`), or nothing.
+    static func callbackURL(_ text: String?, configuration: APIConfiguration) async throws -> String? {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
-        guard enabled else {
+        guard configuration.webhooksEnabled else {
             throw APIError(.unprocessableContent, "webhooks_disabled",
                            "This server sends no webhooks (WEBHOOK_SECRET is not set). Leave out callback_url and poll the status.")
         }
@@ -187,6 +188,11 @@ struct UploadController: Sendable {
               let host = url.host, !host.isEmpty, url.user == nil else {
             throw APIError(.unprocessableContent, "invalid_callback_url",
                            "callback_url must be an absolute http:// or https:// URL without credentials, at most 2,000 characters.")
+        }
+        do {
+            _ = try await configuration.callbacks.check(text)
+        } catch {
+            throw APIError(.unprocessableContent, "invalid_callback_url", "callback_url \(error.reason).")
         }
         return text
     }

@@ -41,6 +41,16 @@ public enum Curl {
         moments_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, request.stallTimeout)
         if let total = request.totalTimeout { moments_curl_set_long(handle, CURLOPT_TIMEOUT, total) }
         moments_curl_set_slist(handle, CURLOPT_HTTPHEADER, headerList)
+        var pinned: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(pinned) }
+        if let destination = request.destination {
+            let address = destination.address.contains(":") ? "[\(destination.address)]" : destination.address
+            pinned = curl_slist_append(nil, "\(destination.host):\(destination.port):\(address)")
+            moments_curl_set_slist(handle, CURLOPT_RESOLVE, pinned)
+            moments_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+            moments_curl_set_string(handle, CURLOPT_NOPROXY, "*")
+            moments_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+        }
         moments_curl_set_header_function(handle) { buffer, size, count, context in
             let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
             state.header(UnsafeRawBufferPointer(start: buffer, count: size * count))

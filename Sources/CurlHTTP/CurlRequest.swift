@@ -28,6 +28,10 @@ public struct CurlRequest: Sendable {
     public var connectTimeout: Int = 5
     /// The whole exchange may take at most this many seconds (none when nil: big objects take long).
     public var totalTimeout: Int?
+    /// A destination a user chose, as `DestinationPolicy` checked it: the request goes to the
+    /// address that was checked (no second DNS answer), over http or https only, never through a
+    /// proxy, and follows no redirect.
+    public var destination: CheckedDestination?
 
     public init(method: String, url: String, headers: [(name: String, value: String)], body: Body = .none, sink: Sink = .memory,
                 stallTimeout: Int = 30, connectTimeout: Int = 5, totalTimeout: Int? = nil) {

@@ -10,7 +10,8 @@ import Storage
 /// How webhooks are sent: `WEBHOOK_SECRET` signs them (without it none are sent and uploads with a
 /// `callback_url` are refused), `WEBHOOK_MAX_ATTEMPTS` (8) with backoff from `WEBHOOK_RETRY_BASE_SECONDS`
 /// (10) doubling up to an hour, `WEBHOOK_TIMEOUT_SECONDS` (10) per attempt; `PUBLIC_URL` makes the
-/// `result_url` in the body absolute.
+/// `result_url` in the body absolute; `WEBHOOK_ALLOW_PRIVATE` and `WEBHOOK_ALLOWED_PORTS` say where
+/// a callback may point (`DestinationPolicy`: public addresses, ports 80 and 443).
 public struct WebhookConfiguration: Sendable {
     public var secret: String?
     public var maxAttempts: Int
@@ -19,9 +20,11 @@ public struct WebhookConfiguration: Sendable {
     public var timeoutSeconds: Int
     public var pollInterval: Duration
     public var publicURL: String?
+    public var destinations: DestinationPolicy
 
     public init(secret: String?, maxAttempts: Int = 8, retryBase: Duration = .seconds(10), retryCap: Duration = .seconds(3600),
-                timeoutSeconds: Int = 10, pollInterval: Duration = .seconds(1), publicURL: String? = nil) {
+                timeoutSeconds: Int = 10, pollInterval: Duration = .seconds(1), publicURL: String? = nil,
+                destinations: DestinationPolicy = DestinationPolicy()) {
         self.secret = secret
         self.maxAttempts = maxAttempts
         self.retryBase = retryBase
@@ -29,6 +32,7 @@ public struct WebhookConfiguration: Sendable {
         self.timeoutSeconds = timeoutSeconds
         self.pollInterval = pollInterval
         self.publicURL = publicURL
+        self.destinations = destinations
     }
 
     public init(environment: Settings) throws(SettingError) {
@@ -41,7 +45,7 @@ public struct WebhookConfiguration: Sendable {
                   maxAttempts: try Setting.integer("WEBHOOK_MAX_ATTEMPTS", in: environment, default: 8, range: 1...50),
                   retryBase: .seconds(try Setting.integer("WEBHOOK_RETRY_BASE_SECONDS", in: environment, default: 10, range: 1...3600)),
                   timeoutSeconds: try Setting.integer("WEBHOOK_TIMEOUT_SECONDS", in: environment, default: 10, range: 1...60),
-                  publicURL: publicURL)
+                  publicURL: publicURL, destinations: try DestinationPolicy(environment: environment))
     }
 
     /// base·2^(attempt−1), capped, times a random factor in [0.5, 1).
@@ -124,16 +128,24 @@ public struct WebhookDispatcher: Sendable {
         do { body = try Self.body(delivery, job: job, publicURL: configuration.publicURL) } catch {
             return .failed(status: nil, error: "the body could not be encoded", retryAt: nil)
         }
+        let retryAt = delivery.attempt < configuration.maxAttempts
+            ? Date().addingTimeInterval(configuration.delay(afterAttempt: delivery.attempt).inSeconds) : nil
+        // Checked again now (DNS may have changed since the upload), and sent to the address checked.
+        let destination: CheckedDestination
+        do {
+            destination = try await configuration.destinations.check(delivery.url)
+        } catch {
+            return .failed(status: nil, error: "refused: the callback URL \(error.reason)", retryAt: error.transient ? retryAt : nil)
+        }
         let timestamp = Int(Date().timeIntervalSince1970)
-        let request = CurlRequest(
+        var request = CurlRequest(
             method: "POST", url: delivery.url,
             headers: [("Content-Type", "application/json"), ("User-Agent", "Moments-Webhooks/1"),
                       ("Moments-Event", delivery.event), ("Moments-Delivery", String(delivery.id)),
                       ("Moments-Signature", Self.signature(body, timestamp: timestamp, secret: secret))],
             body: .bytes(Array(body)), stallTimeout: configuration.timeoutSeconds, connectTimeout: min(5, configuration.timeoutSeconds),
             totalTimeout: configuration.timeoutSeconds)
-        let retryAt = delivery.attempt < configuration.maxAttempts
-            ? Date().addingTimeInterval(configuration.delay(afterAttempt: delivery.attempt).inSeconds) : nil
+        request.destination = destination
         switch await Curl.perform(request) {
         case .success(let response) where (200..<300).contains(response.status):
             return .delivered(status: response.status)

@@ -46,6 +46,24 @@ struct RequestErrorTests {
         }
     }
 
+    @Test("A callback_url that points into the server's own networks is refused at submission (422 invalid_callback_url)")
+    func privateCallbacks() async throws {
+        try await InProcessAPI.run(["WEBHOOK_SECRET": "0123456789abcdef0123"]) { api in
+            let video = try InProcessAPI.footage
+            for hook in ["http://127.0.0.1/hook", "http://localhost/hook", "http://10.0.0.5/hook", "http://169.254.169.254/latest/meta-data/",
+                         "http://100.64.1.1/hook", "http://[::1]/hook", "http://[fd00::5]/hook", "http://[::ffff:192.168.0.1]/hook",
+                         "https://1.1.1.1:6379/hook", "gopher://1.1.1.1/x"] {
+                let error = try await api.upload(video, fields: ["callback_url": hook]).error()
+                #expect(error.status == 422 && error.code == "invalid_callback_url", "\(hook): \(error)")
+                #expect(error.message.hasPrefix("callback_url ") && error.message.hasSuffix("."), "\(error.message)")
+            }
+            #expect(try await api.store.listJobs().isEmpty)
+            // A public address on a standard port is accepted.
+            let accepted = try await api.upload(video, fields: ["callback_url": "https://1.1.1.1/hook"]).json()
+            #expect(accepted["job_id"] is String)
+        }
+    }
+
     /// Forms built to hurt: each is refused with its own code, and nothing of it is kept.
     func hostileForms(_ api: InProcessAPI, video: Data) async throws -> [(String, InProcessAPI.Reply, Int, String)] {
         let b = "hostile-\(UUID().uuidString)"
