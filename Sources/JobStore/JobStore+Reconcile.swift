@@ -36,9 +36,11 @@ extension JobStore {
         }
     }
 
-    /// Fails a lapsed job on its last attempt (the reconciler's half of `claim`'s rule).
-    public func exhaustLapsed(_ id: UUID, attempt: Int) async throws(JobStoreError) -> Bool {
-        try await exhaust(id, attempt: attempt, expectedStatus: .processing) == .exhausted
+    /// Fails a job on its last attempt whose lease lapsed more than `grace` ago (the reconciler's
+    /// half of `claim`'s rule, with the same grace a takeover waits: a worker whose renewal is a
+    /// moment late is not failed under it).
+    public func exhaustLapsed(_ id: UUID, attempt: Int, grace: Duration) async throws(JobStoreError) -> Bool {
+        try await exhaust(id, attempt: attempt, expectedStatus: .processing, grace: grace) == .exhausted
     }
 
     /// Runs `body` only if no other process is inside it (a transaction-scoped advisory lock, so a

@@ -63,7 +63,7 @@ extension JobStore {
     }
 
     /// Fails a job that has no attempts left (its last worker's lease lapsed) with `exhausted_retries`.
-    func exhaust(_ id: UUID, attempt: Int, expectedStatus: JobStatus) async throws(JobStoreError) -> ClaimResult {
+    func exhaust(_ id: UUID, attempt: Int, expectedStatus: JobStatus, grace: Duration = .zero) async throws(JobStoreError) -> ClaimResult {
         let message = "This video could not be processed after \(attempt) attempts. Please try again later."
         let done = try await database("fail the job") { client, logger in
             let rows = try await client.query("""
@@ -71,7 +71,7 @@ extension JobStore {
                     UPDATE jobs SET status = 'failed', error_code = 'exhausted_retries', error_message = \(message),
                         message = \(message), lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()
                     WHERE id = \(id) AND status = \(expectedStatus.rawValue) AND attempt = \(attempt)
-                      AND (status = 'pending' OR lease_expires_at <= now())
+                      AND (status = 'pending' OR lease_expires_at <= now() - make_interval(secs => \(grace.inSeconds)))
                     RETURNING id, attempt, lease_owner),
                 e AS (
                     INSERT INTO job_events (job_id, from_status, to_status, attempt, detail)

@@ -25,11 +25,13 @@ extension Jobs {
     /// lapsed, dead-letters those with no attempts left, and prunes departed consumers. Jobs
     /// pending for less than `quiet` are left alone (their enqueue may be on its way). One process
     /// at a time runs a pass (a PostgreSQL advisory lock): nil when another holds it.
-    public func reconcile(quiet: Duration = .seconds(10)) async throws -> ReconcileReport? {
-        try await store.exclusively("moments.reconciler") { try await reconcilePass(quiet: quiet) }
+    /// A job on its last attempt is failed only once its lease lapsed more than `grace` ago (the
+    /// workers' takeover grace).
+    public func reconcile(quiet: Duration = .seconds(10), grace: Duration = .seconds(5)) async throws -> ReconcileReport? {
+        try await store.exclusively("moments.reconciler") { try await reconcilePass(quiet: quiet, grace: grace) }
     }
 
-    private func reconcilePass(quiet: Duration) async throws -> ReconcileReport {
+    private func reconcilePass(quiet: Duration, grace: Duration) async throws -> ReconcileReport {
         var report = ReconcileReport()
         try await queue.prepare()
         let pending = try await store.pendingJobs(quietFor: quiet)
@@ -42,7 +44,7 @@ extension Jobs {
         let lapsedKnown = try await queue.contains(lapsed.map(\.id))
         for (job, isKnown) in zip(lapsed, lapsedKnown) {
             if job.attempt >= job.maxAttempts {
-                if try await store.exhaustLapsed(job.id, attempt: job.attempt) {
+                if try await store.exhaustLapsed(job.id, attempt: job.attempt, grace: grace) {
                     try await queue.remove(job.id)
                     try await queue.markDead(job.id)
                     report.exhausted += 1

@@ -85,7 +85,7 @@ public final class QueueWorker: Sendable {
                 try await jobs.queue.promoteDue()
                 if sinceReconcile >= configuration.reconcileInterval {
                     sinceReconcile = .zero
-                    _ = try await jobs.reconcile(quiet: configuration.reconcileQuiet)
+                    _ = try await jobs.reconcile(quiet: configuration.reconcileQuiet, grace: configuration.takeoverGrace)
                 }
             } catch {
                 if Task.isCancelled { break }
@@ -142,44 +142,69 @@ public final class QueueWorker: Sendable {
         metrics?.record(ended, seconds: seconds, sourceDuration: try? outcome.get().sourceDuration)
     }
 
-    /// Renews the lease every `heartbeat` and checks for cancellation every `cancelCheck`; stops the
+    /// Keeps the lease while the work runs: renewals on their own schedule, and a cancellation
+    /// check every `cancelCheck`, apart, so that a slow check never delays a renewal. Stops the
     /// work when the job is cancelled or the lease is lost.
     private func keepLease(_ lease: JobLease, delivery: Delivery, consumer: String, work: Task<JobResult, any Error>,
                            interruption: LockedState<Interruption?>, logger: Logger) async {
-        var sinceHeartbeat = Duration.zero
+        let stop: @Sendable (Interruption) -> Void = { reason in
+            interruption.withLock { if $0 == nil { $0 = reason } }
+            work.cancel()
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.renew(lease, delivery: delivery, consumer: consumer, stop: stop, logger: logger) }
+            group.addTask { await self.watch(lease, stop: stop, logger: logger) }
+            await group.next()  // one of them stopped the work: the other has nothing left to keep
+            group.cancelAll()
+        }
+    }
+
+    /// Renews the lease once `heartbeat` has passed by the clock since the last renewal that held
+    /// (not by counting loop passes: a slow PostgreSQL must not stretch the interval). A renewal
+    /// that fails is tried again a second later; once the lease may have lapsed the work stops.
+    private func renew(_ lease: JobLease, delivery: Delivery, consumer: String, stop: @Sendable (Interruption) -> Void,
+                       logger: Logger) async {
+        // Measured from when each renewal was sent: the database starts the new lease later than that.
         var lastRenewal = ContinuousClock.now
+        var next = lastRenewal + configuration.heartbeat
         while !Task.isCancelled {
-            do { try await Task.sleep(for: configuration.cancelCheck) } catch { return }
-            sinceHeartbeat += configuration.cancelCheck
-            let state: LeaseState
+            do { try await Task.sleep(until: next, clock: .continuous) } catch { return }
+            let sent = ContinuousClock.now
             do {
-                if sinceHeartbeat >= configuration.heartbeat {
-                    sinceHeartbeat = .zero
-                    state = try await jobs.renew(lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease, logger: logger)
-                    if state == .held { lastRenewal = .now }
-                } else {
-                    state = try await jobs.leaseState(lease)
+                switch try await jobs.renew(lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease, logger: logger) {
+                case .held:
+                    lastRenewal = sent
+                    next = sent + configuration.heartbeat
+                case .cancelled:
+                    logger.info("job cancelled; stopping")
+                    return stop(.cancelled)
+                case .lost, .completed:
+                    logger.warning("lease lost to another attempt; stopping")
+                    return stop(.lost)
                 }
             } catch {
-                // PostgreSQL away: keep working while the lease can still be ours.
-                if ContinuousClock.now - lastRenewal < configuration.lease { continue }
-                logger.warning("lease could not be renewed in time; stopping", metadata: ["error": "\(error)"])
-                interruption.withLock { if $0 == nil { $0 = .lost } }
-                work.cancel()
-                return
+                if ContinuousClock.now - lastRenewal >= configuration.lease {
+                    logger.warning("lease could not be renewed in time; stopping", metadata: ["error": "\(error)"])
+                    return stop(.lost)
+                }
+                logger.notice("lease not renewed; trying again", metadata: ["error": "\(error)"])
+                next = ContinuousClock.now + min(configuration.heartbeat, .seconds(1))
             }
-            switch state {
-            case .held: continue
-            case .cancelled:
+        }
+    }
+
+    /// Reads the lease every `cancelCheck` (a cheap read): a cancelled or taken-over job stops at once.
+    private func watch(_ lease: JobLease, stop: @Sendable (Interruption) -> Void, logger: Logger) async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: configuration.cancelCheck) } catch { return }
+            switch try? await jobs.leaseState(lease) {
+            case .held?, nil: continue  // nil: PostgreSQL away; the renewals decide when that is too long
+            case .cancelled?:
                 logger.info("job cancelled; stopping")
-                interruption.withLock { if $0 == nil { $0 = .cancelled } }
-                work.cancel()
-                return
-            case .lost, .completed:
+                return stop(.cancelled)
+            case .lost?, .completed?:
                 logger.warning("lease lost to another attempt; stopping")
-                interruption.withLock { if $0 == nil { $0 = .lost } }
-                work.cancel()
-                return
+                return stop(.lost)
             }
         }
     }

@@ -173,6 +173,23 @@ struct TransitionTests {
         }
     }
 
+    @Test("The reconciler fails a lapsed last attempt only after the takeover grace; a renewal within it keeps the job")
+    func lapsedWithGrace() async throws {
+        try await TestServices.withDatabase { store, _ in
+            let job = try await store.create(NewJob(sourceKey: "sources/11.mp4", maxAttempts: 1))
+            let lease = try await claim(store, job.id, "w1", lease: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await store.lapsedLeases().map(\.id) == [job.id])
+            #expect(try await !store.exhaustLapsed(job.id, attempt: 1, grace: .seconds(5)), "lapsed 0.2 s ago: within the grace")
+            #expect(try await store.heartbeat(lease, extendBy: .seconds(60)) == .held, "the late renewal still holds")
+            #expect(try await store.job(job.id)?.status == .processing)
+            #expect(try await store.heartbeat(lease, extendBy: .milliseconds(100)) == .held)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await store.exhaustLapsed(job.id, attempt: 1, grace: .milliseconds(100)), "lapsed past the grace")
+            #expect(try await store.job(job.id)?.errorCode == "exhausted_retries")
+        }
+    }
+
     @Test("Giving a job back at shutdown does not use up an attempt")
     func release() async throws {
         try await TestServices.withDatabase { store, _ in

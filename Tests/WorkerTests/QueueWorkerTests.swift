@@ -101,6 +101,42 @@ struct QueueWorkerTests {
         }
     }
 
+    @Test("Renewals follow the clock, not loop passes: PostgreSQL stalling 0.7 s of every 0.8 s does not let the lease lapse")
+    func renewalsUnderSlowDatabase() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let id = try await Self.submit(store, queue, count: 1)[0]
+                // Runs for 8 s; the lease is 1.5 s, renewed every 0.4 s.
+                try await Self.withWorkers(store, queue, handler: CountingHandler(workFor: .seconds(8))) {
+                    #expect(try await TestServices.eventually(timeout: .seconds(5)) { try await store.job(id)?.status == .processing })
+                    let thief = Task {
+                        // Another worker tries to take the job over whenever the table is free.
+                        var taken = false
+                        while !Task.isCancelled && !taken {
+                            if case .claimed = try await store.claim(id, worker: "thief", lease: .seconds(60)) { taken = true }
+                            try? await Task.sleep(for: .milliseconds(50))
+                        }
+                        return taken
+                    }
+                    // 5.6 s in which the jobs table is locked 0.7 s of every 0.8 s: each cancellation check
+                    // waits, and a renewal may wait up to 0.7 s too (counted in loop passes, renewals
+                    // came 1.8 s apart; by the clock, at most 1.1 s).
+                    for _ in 0..<7 {
+                        try await store.client.withTransaction(logger: TestServices.logger) { connection in
+                            _ = try await connection.query("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE", logger: TestServices.logger)
+                            try await Task.sleep(for: .milliseconds(700))
+                        }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    thief.cancel()
+                    #expect(try await !thief.value, "the lease lapsed while its worker was alive and renewing")
+                    #expect(try await TestServices.eventually(timeout: .seconds(10)) { try await store.job(id)?.status == .completed })
+                    #expect(try await store.job(id)?.attempt == 1)
+                }
+            }
+        }
+    }
+
     @Test("Cancel: a pending job never starts; a running job is stopped within 2 s")
     func cancel() async throws {
         try await TestServices.withDatabase { store, _ in
