@@ -3,6 +3,7 @@ import Hummingbird
 import JobStore
 import Jobs
 import Logging
+import MomentsModel
 import Prometheus
 import ServiceLifecycle
 import Storage
@@ -40,6 +41,11 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
                           services: [store.client, JobEventsListener(store: store, hub: hub, logger: logger)] + background,
                           logger: logger)
     app.beforeServerStarts {
+        // Uploads spooled by an API process that died mid-request (nothing written for an hour).
+        let leftovers = Leftovers.remove(in: configuration.uploadDirectory, prefix: "moments-upload-", olderThan: 3600)
+        if !leftovers.isEmpty {
+            logger.notice("removed uploads of a crashed process", metadata: ["files": "\(leftovers)", "upload_dir": "\(configuration.uploadDirectory.path)"])
+        }
         try await store.migrate()
         try await services.jobs.prepare()
     }

@@ -28,6 +28,12 @@ public struct HighlightJobHandler: JobHandler {
         self.deleteSourceAfterSuccess = deleteSourceAfterSuccess
     }
 
+    /// Removes the work folders of attempts whose worker died (nothing written in them for an
+    /// hour); returns their names. Run at start-up.
+    public func removeLeftovers(olderThan age: TimeInterval = 3600) -> [String] {
+        Leftovers.remove(in: workDirectory, prefix: "moments-job-", olderThan: age)
+    }
+
     /// Where an attempt stores its job's highlight.
     public static func resultKey(for id: UUID, attempt: Int) -> String { "results/\(id.uuidString.lowercased())-\(attempt).mp4" }
 

@@ -38,6 +38,10 @@ extension WorkerCommand {
         let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
                                           deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess)
         let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)
+        let leftovers = handler.removeLeftovers()
+        if !leftovers.isEmpty {
+            services.logger.notice("removed work folders of crashed attempts", metadata: ["folders": "\(leftovers)", "work_dir": "\(workDirectory.path)"])
+        }
         return (configuration, handler, sweeper)
     }
 

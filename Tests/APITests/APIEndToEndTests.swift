@@ -160,11 +160,24 @@ struct APIEndToEndTests {
         }
     }
 
-    @Test("With local storage the download is served by the API, with byte ranges for AVPlayer")
+    @Test("With local storage the download is served by the API, with byte ranges for AVPlayer; start-up removes crashed processes' leftovers")
     func localStorageDownloadWithRanges() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-objects-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await System.withSystem(storageURL: "file://\(folder.path)") { base in
+        // What a killed API and a killed worker left two hours ago, beside someone else's file.
+        let scratch = folder.appendingPathComponent("scratch")
+        try FileManager.default.createDirectory(at: scratch.appendingPathComponent("moments-job-dead-1"), withIntermediateDirectories: true)
+        for name in ["moments-upload-dead", "moments-job-dead-1/source.mov", "notes.txt"] {
+            try Data([1]).write(to: scratch.appendingPathComponent(name))
+        }
+        for name in ["moments-upload-dead", "moments-job-dead-1/source.mov", "moments-job-dead-1", "notes.txt"] {
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)],
+                                                  ofItemAtPath: scratch.appendingPathComponent(name).path)
+        }
+        try await System.withSystem(storageURL: "file://\(folder.path)", settings: ["UPLOAD_DIR": scratch.path, "WORK_DIR": scratch.path]) { base in
+            #expect(try await TestServices.eventually(timeout: .seconds(10)) {
+                try FileManager.default.contentsOfDirectory(atPath: scratch.path) == ["notes.txt"]
+            }, "the API removed the spooled upload and a worker the work folder; other files stay")
             let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
                                    "-F", "quality=low", "\(base)/api/v1/upload"])
             let id = try #require(try System.json(upload.body)["job_id"] as? String, "\(upload.body)")
