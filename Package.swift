@@ -87,7 +87,7 @@ let package = Package(
         ),
         .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [

@@ -21,6 +21,11 @@ static inline CURLcode moments_curl_set_header_function(CURL *h, moments_curl_io
     return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
 }
 
+typedef int (*moments_curl_progress_callback)(void *context, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
+static inline CURLcode moments_curl_set_progress_function(CURL *h, moments_curl_progress_callback f) {
+    return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f);
+}
+
 static inline CURLcode moments_curl_get_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 
 /* The value a read callback returns to abort the transfer. */

@@ -7,19 +7,26 @@ public enum Curl {
     private static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
     private static let queue = DispatchQueue(label: "moments.curl", attributes: .concurrent)
 
-    /// Performs the request on a thread of its own (curl blocks) and returns the reply.
+    /// Performs the request on a thread of its own (curl blocks) and returns the reply. Cancelling
+    /// the calling task stops the transfer within curl's next progress call (about a second at
+    /// most, sooner while bytes flow) with `CurlFailure.isCancelled`.
     public static func perform(_ request: CurlRequest) async -> Result<CurlResponse, CurlFailure> {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: performBlocking(request)) }
+        let state = TransferState()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queue.async { continuation.resume(returning: performBlocking(request, state: state)) }
+            }
+        } onCancel: {
+            state.cancel()
         }
     }
 
-    private static func performBlocking(_ request: CurlRequest) -> Result<CurlResponse, CurlFailure> {
+    private static func performBlocking(_ request: CurlRequest, state: TransferState) -> Result<CurlResponse, CurlFailure> {
+        if state.isCancelled { return .failure(CurlFailure(code: CurlFailure.cancelledCode, message: "the transfer was cancelled")) }
         guard initialized, let handle = curl_easy_init() else {
             return .failure(CurlFailure(code: -1, message: "libcurl could not be initialised"))
         }
         defer { curl_easy_cleanup(handle) }
-        let state = TransferState()
         defer { state.close() }
         do {
             try state.open(request)
@@ -62,6 +69,12 @@ public enum Curl {
             return state.write(UnsafeRawBufferPointer(start: buffer, count: size * count)) ? size * count : 0
         }
         moments_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
+        // Called about once a second, and as bytes move: a cancelled task's transfer stops here.
+        moments_curl_set_progress_function(handle) { context, _, _, _, _ in
+            Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().isCancelled ? 1 : 0
+        }
+        moments_curl_set_pointer(handle, CURLOPT_XFERINFODATA, context)
+        moments_curl_set_long(handle, CURLOPT_NOPROGRESS, 0)
 
         switch request.method {
         case "GET": moments_curl_set_long(handle, CURLOPT_HTTPGET, 1)
@@ -79,6 +92,9 @@ public enum Curl {
         }
 
         let code = curl_easy_perform(handle)
+        if code == CURLE_ABORTED_BY_CALLBACK && state.isCancelled {
+            return .failure(CurlFailure(code: CurlFailure.cancelledCode, message: "the transfer was cancelled"))
+        }
         if let failure = state.failure { return .failure(CurlFailure(code: -2, message: failure)) }
         guard code == CURLE_OK else {
             return .failure(CurlFailure(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))

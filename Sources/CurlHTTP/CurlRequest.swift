@@ -59,6 +59,12 @@ public struct CurlFailure: Error, Sendable {
     public var code: Int
     public var message: String
 
+    /// The code of a transfer stopped because its task was cancelled.
+    public static let cancelledCode = -3
+
+    /// The calling task was cancelled: the transfer stopped at once (curl's progress callback).
+    public var isCancelled: Bool { code == Self.cancelledCode }
+
     /// Connection refused, reset, timed out, closed early: worth another try.
     public var isTransient: Bool {
         [CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR, CURLE_RECV_ERROR,

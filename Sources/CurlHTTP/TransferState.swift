@@ -1,8 +1,14 @@
 import CCurl
 import Foundation
+import Synchronization
 
-/// The state one transfer's callbacks share. Used by one curl call on one thread.
-final class TransferState {
+/// The state one transfer's callbacks share. Used by one curl call on one thread, except the
+/// cancellation flag, which the calling task sets.
+final class TransferState: @unchecked Sendable {
+    private let cancelled = Atomic<Bool>(false)
+    var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+
     var headers: [String: String] = [:]
     var memory: [UInt8] = []
     var failure: String?

@@ -54,6 +54,8 @@ public enum StorageErrorCode: String, Sendable {
     case ioError = "io_error"
     /// A setting is missing or malformed (the message names it).
     case invalidConfiguration = "invalid_configuration"
+    /// The calling task was cancelled and the transfer stopped.
+    case cancelled
 }
 
 /// Object keys: relative, `/`-separated, no empty, `.` or `..` segments, no control characters,

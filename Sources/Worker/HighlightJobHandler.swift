@@ -154,7 +154,7 @@ public struct HighlightJobHandler: JobHandler {
                               message: "The uploaded video is no longer available. Please upload it again.", retryable: false)
         case .ioError:
             return JobFailure(code: ErrorCode.ioError.rawValue, message: "The worker ran into a disk problem while \(what).", retryable: true)
-        case .forbidden, .unavailable, .invalidKey, .invalidConfiguration:
+        case .forbidden, .unavailable, .invalidKey, .invalidConfiguration, .cancelled:
             return JobFailure(code: ErrorCode.storageError.rawValue, message: "Storage failed while \(what): \(error.message)", retryable: true)
         }
     }

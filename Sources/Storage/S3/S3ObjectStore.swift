@@ -204,12 +204,13 @@ public struct S3ObjectStore: PresigningObjectStore {
                 guard response.status == 429 || response.status >= 500 else { throw error }
                 retryable = error.message
             case .failure(let failure):
+                if failure.isCancelled { throw StorageError(.cancelled, "Cancelled while trying to \(what).") }
                 guard failure.code >= 0 else { throw StorageError(.ioError, failure.message) }
                 let reason = "The storage service could not be reached to \(what) (\(failure.message))."
                 guard failure.isTransient else { throw StorageError(.unavailable, reason) }
                 retryable = reason
             }
-            guard attempt < configuration.maxAttempts else { throw StorageError(.unavailable, retryable) }
+            guard attempt < configuration.maxAttempts, !Task.isCancelled else { throw StorageError(.unavailable, retryable) }
             // 0.2 s, 0.4 s, 0.8 s … (at most 5 s) times [0.5, 1).
             try? await Task.sleep(for: Backoff.delay(afterAttempt: attempt, first: .milliseconds(200), cap: .seconds(5)))
             attempt += 1

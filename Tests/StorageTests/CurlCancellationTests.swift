@@ -1,0 +1,53 @@
+import CurlHTTP
+import Foundation
+import ServiceTestSupport
+import Testing
+
+/// A transfer stops when its task is cancelled, instead of running to curl's own timeouts.
+@Suite("Cancelling a transfer", .quiet)
+struct CurlCancellationTests {
+    /// A TCP port that accepts connections (the kernel's backlog) and never answers.
+    static func silentPort() throws -> (Int32, Int) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 16) == 0
+                && getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound, "a listening socket")
+        return (listener, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    @Test("A request to a server that never answers ends within 2 s of its task's cancellation, marked cancelled")
+    func cancelStalledRequest() async throws {
+        let (listener, port) = try Self.silentPort()
+        defer { close(listener) }
+        let request = CurlRequest(method: "GET", url: "http://127.0.0.1:\(port)/object", headers: [], stallTimeout: 60, connectTimeout: 5)
+        let transfer = Task { await Curl.perform(request) }
+        try await Task.sleep(for: .milliseconds(500))
+        let cancelled = ContinuousClock.now
+        transfer.cancel()
+        let result = await transfer.value
+        let took = ContinuousClock.now - cancelled
+        guard case .failure(let failure) = result else {
+            Issue.record("the stalled request answered: \(result)")
+            return
+        }
+        #expect(failure.isCancelled, "\(failure.message)")
+        #expect(took < .seconds(2), "stopped \(took) after the cancellation")
+    }
+
+    @Test("A task cancelled before the transfer starts makes no request")
+    func cancelledBeforeStart() async throws {
+        let transfer = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await Curl.perform(CurlRequest(method: "GET", url: "http://127.0.0.1:9/never", headers: []))
+        }
+        guard case .failure(let failure) = await transfer.value else { Issue.record("a request was made"); return }
+        #expect(failure.isCancelled)
+    }
+}
