@@ -63,7 +63,7 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
         .target(name: "Worker", dependencies: [
-            "JobStore", "Jobs", "Highlights", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log"),
+            "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.

@@ -39,7 +39,7 @@ public struct ProgressUpdate: Sendable, Equatable {
 /// every `interval` of work and at every stage change.
 final class ProgressReporter {
     private let handler: @Sendable (ProgressUpdate) -> Void
-    private let cancellation: CancellationFlag
+    let cancellation: CancellationFlag
     private let interval: TimeInterval
     private var last = 0.0
     private var lastReport = Date.distantPast

@@ -20,6 +20,10 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case storageError = "storage_error"
     /// The uploaded source is no longer in storage (deleted or expired): uploading again is the only fix.
     case sourceMissing = "source_missing"
+    /// An attempt reported no progress for `WORKER_STALL_SECONDS` and was stopped.
+    case attemptStalled = "attempt_stalled"
+    /// An attempt ran past its deadline (a multiple of the time it expected) and was stopped.
+    case attemptTimeout = "attempt_timeout"
 
     /// Whether the same input can never succeed, so a job should fail at once instead of retrying.
     public var isPermanent: Bool {
@@ -27,7 +31,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
              .resolutionTooLarge, .invalidArgument, .sourceMissing:
             true
-        case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError:
+        case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError, .attemptStalled, .attemptTimeout:
             false
         }
     }

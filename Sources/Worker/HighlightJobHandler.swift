@@ -2,6 +2,7 @@ import Foundation
 import Highlights
 import JobStore
 import Jobs
+import Media
 import MomentsContract
 import MomentsModel
 import Storage
@@ -54,6 +55,12 @@ public struct HighlightJobHandler: JobHandler {
             throw Self.failure(error, whileDoing: "fetching the uploaded video")
         }
         try Task.checkCancellation()
+        // What the attempt may take from here: about half the source's length at worst (4K HDR on
+        // two cores), so its deadline is twice the source plus two minutes. A file the probe refuses
+        // fails in the engine with its own code a moment later.
+        if let info = try? MediaProbe.probe(source.path) {
+            context.expect(.seconds(info.duration / 2 + 30))
+        }
 
         let output = folder.appendingPathComponent("highlight.mp4")
         let report = try await highlight(source: source, output: output, job: job, context: context)

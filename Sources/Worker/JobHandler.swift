@@ -34,6 +34,9 @@ public final class JobContext: Sendable {
     let logger: Logger
     let progressInterval: Duration
     private let state = LockedState<(lastWrite: ContinuousClock.Instant?, stage: String?)>((nil, nil))
+    /// When the work last reported, and the deadline it set itself (for the worker's watchdog).
+    private let watch = LockedState<(lastActivity: ContinuousClock.Instant, expected: (from: ContinuousClock.Instant, duration: Duration)?)>(
+        (.now, nil))
 
     init(lease: JobLease, store: JobStore, logger: Logger, progressInterval: Duration) {
         self.lease = lease
@@ -46,6 +49,7 @@ public final class JobContext: Sendable {
     /// too soon after the last one within the same stage are skipped.
     public func progress(_ percent: Int, stage: String, message: String) async {
         let now = ContinuousClock.now
+        watch.withLock { $0.lastActivity = now }
         let due = state.withLock { state -> Bool in
             let due = state.stage != stage || state.lastWrite.map { now - $0 >= progressInterval } ?? true
             if due { state = (now, stage) }
@@ -57,6 +61,25 @@ public final class JobContext: Sendable {
         } catch {
             logger.warning("progress not recorded", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+extension JobContext {
+    /// Says how long the rest of the work should take (a highlight worker says so once it knows
+    /// the source's length); the attempt's deadline becomes a multiple of it.
+    public func expect(_ duration: Duration) {
+        watch.withLock { $0.expected = (ContinuousClock.now, duration) }
+    }
+
+    /// Why the watchdog should stop the attempt now, if it should.
+    func overdue(started: ContinuousClock.Instant, configuration: WorkerConfiguration, now: ContinuousClock.Instant = .now) -> ErrorCode? {
+        let (lastActivity, expected) = watch.withLock { ($0.lastActivity, $0.expected) }
+        if now - lastActivity >= configuration.stallLimit { return .attemptStalled }
+        var deadline = started + configuration.attemptLimit
+        if let expected {
+            deadline = min(deadline, expected.from + max(configuration.deadlineFloor, expected.duration * configuration.deadlineMultiple))
+        }
+        return now >= deadline ? .attemptTimeout : nil
     }
 }
 

@@ -99,8 +99,10 @@ public final class QueueWorker: Sendable {
     // MARK: One delivery
 
     /// Why a running job stopped early.
-    enum Interruption: Sendable {
+    enum Interruption: Sendable, Equatable {
         case cancelled, lost, shutdown
+        /// The watchdog stopped it: no progress for too long, or past its deadline.
+        case overdue(ErrorCode)
     }
 
     func handle(_ delivery: Delivery, consumer: String) async {
@@ -119,7 +121,10 @@ public final class QueueWorker: Sendable {
         let started = ContinuousClock.now
         // Unstructured, so that shutdown (cancelling this task) does not cancel the job at once.
         let work = Task { try await handler.process(job, context: context) }
-        let keeper = Task { await self.keepLease(lease, delivery: delivery, consumer: consumer, work: work, interruption: interruption, logger: logger) }
+        let keeper = Task {
+            await self.keepLease(lease, delivery: delivery, consumer: consumer, work: work, context: context, started: started,
+                                 interruption: interruption, logger: logger)
+        }
         let grace = configuration.shutdownGrace
         let outcome = await withTaskCancellationHandler {
             await work.result
@@ -132,7 +137,9 @@ public final class QueueWorker: Sendable {
         }
         keeper.cancel()
         var stoppedBy = interruption.withLock { $0 }
-        if stoppedBy == .shutdown, case .success = outcome { stoppedBy = nil }  // it finished as the grace ran out: keep the result
+        // It finished as the grace ran out, or as the watchdog fired: keep the result.
+        if stoppedBy == .shutdown || stoppedBy.map({ if case .overdue = $0 { true } else { false } }) == true,
+           case .success = outcome { stoppedBy = nil }
         // Recording the outcome must happen even when this task is being cancelled (shutdown):
         // database and Redis calls made from a cancelled task give up at once.
         let recorded = stoppedBy
@@ -146,7 +153,8 @@ public final class QueueWorker: Sendable {
     /// check every `cancelCheck`, apart, so that a slow check never delays a renewal. Stops the
     /// work when the job is cancelled or the lease is lost.
     private func keepLease(_ lease: JobLease, delivery: Delivery, consumer: String, work: Task<JobResult, any Error>,
-                           interruption: LockedState<Interruption?>, logger: Logger) async {
+                           context: JobContext, started: ContinuousClock.Instant, interruption: LockedState<Interruption?>,
+                           logger: Logger) async {
         let stop: @Sendable (Interruption) -> Void = { reason in
             interruption.withLock { if $0 == nil { $0 = reason } }
             work.cancel()
@@ -154,6 +162,7 @@ public final class QueueWorker: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.renew(lease, delivery: delivery, consumer: consumer, stop: stop, logger: logger) }
             group.addTask { await self.watch(lease, stop: stop, logger: logger) }
+            group.addTask { await self.watchdog(context, started: started, stop: stop, logger: logger) }
             await group.next()  // one of them stopped the work: the other has nothing left to keep
             group.cancelAll()
         }
@@ -209,6 +218,20 @@ public final class QueueWorker: Sendable {
         }
     }
 
+    /// Stops an attempt that reports no progress for `stallLimit`, or runs past its deadline (a
+    /// multiple of what it said it expects, never more than `attemptLimit`).
+    private func watchdog(_ context: JobContext, started: ContinuousClock.Instant, stop: @Sendable (Interruption) -> Void,
+                          logger: Logger) async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: configuration.cancelCheck) } catch { return }
+            if let code = context.overdue(started: started, configuration: configuration) {
+                logger.warning(code == .attemptStalled ? "no progress; stopping the attempt" : "past its deadline; stopping the attempt",
+                               metadata: ["error_code": "\(code.rawValue)"])
+                return stop(.overdue(code))
+            }
+        }
+    }
+
     /// After a recorded success: the handler lets go of what only the work needed (the highlight
     /// handler deletes the source when so configured), and a deleted source is recorded.
     private func letGo(of job: JobRecord, logger: Logger) async {
@@ -234,6 +257,12 @@ public final class QueueWorker: Sendable {
             await handler.discard(result)
             return .superseded
         case (.shutdown, _): attempt = .givenBack
+        case (.overdue(let code), _):
+            let message = code == .attemptStalled
+                ? "The worker stopped this attempt: it made no progress for \(Int(configuration.stallLimit.inSeconds)) seconds."
+                : "The worker stopped this attempt: it took far longer than a video of this length should."
+            attempt = .failed(JobFailure(code: code.rawValue, message: message, retryable: true),
+                              retryDelay: configuration.retryDelay(afterAttempt: lease.attempt))
         case (nil, .success(let result)): attempt = .succeeded(result)
         case (nil, .failure(let error)):
             attempt = .failed(JobFailure(describing: error), retryDelay: configuration.retryDelay(afterAttempt: lease.attempt))

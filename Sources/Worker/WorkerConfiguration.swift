@@ -32,6 +32,15 @@ public struct WorkerConfiguration: Sendable {
     public var progressInterval: Duration
     /// On shutdown, running jobs get this long to finish before their leases are given back.
     public var shutdownGrace: Duration
+    /// An attempt that reports no progress for this long is stopped and fails `attempt_stalled`
+    /// (retried like any passing failure).
+    public var stallLimit: Duration = .seconds(300)
+    /// No attempt runs longer than this, whatever it expects (`attempt_timeout`).
+    public var attemptLimit: Duration = .seconds(7200)
+    /// Once the work says how long it expects to take (`JobContext.expect`), its deadline is this
+    /// many times that, and at least `deadlineFloor`.
+    public var deadlineMultiple: Double = 4
+    public var deadlineFloor: Duration = .seconds(120)
 
     public init(name: String = WorkerConfiguration.defaultName(), concurrency: Int = 1, lease: Duration = .seconds(60),
                 heartbeat: Duration = .seconds(10), cancelCheck: Duration = .seconds(1), takeoverGrace: Duration = .seconds(5),

@@ -10,7 +10,8 @@ struct WorkerCommand: AsyncParsableCommand {
         abstract: "Takes highlight jobs from the queue and runs them until SIGTERM.",
         discussion: """
             Reads DATABASE_URL, REDIS_URL, STORAGE_URL (and S3_* for S3), WORKER_CONCURRENCY (default 1), \
-            WORKER_LEASE_SECONDS (60), WORKER_HEARTBEAT_SECONDS (10), WORKER_SHUTDOWN_GRACE_SECONDS (25) and \
+            WORKER_LEASE_SECONDS (60), WORKER_HEARTBEAT_SECONDS (10), WORKER_SHUTDOWN_GRACE_SECONDS (25), \
+            WORKER_STALL_SECONDS (300), WORKER_ATTEMPT_TIMEOUT_SECONDS (7200) and \
             WORK_DIR (the system's temporary folder), METRICS_PORT (9090; 0 for none), WEBHOOK_SECRET and WEBHOOK_*, \
             DELETE_SOURCE_AFTER_SUCCESS (true), RESULT_RETENTION_DAYS (30), JOB_RETENTION_DAYS (90) and \
             RETENTION_SWEEP_SECONDS (3600). Applies migrations at start-up. On SIGTERM it stops taking \
@@ -53,6 +54,9 @@ extension WorkerCommand {
         configuration.heartbeat = .seconds(try Setting.integer("WORKER_HEARTBEAT_SECONDS", in: environment, default: 10,
                                                                range: 1...max(1, Int(configuration.lease.components.seconds) / 2)))
         configuration.shutdownGrace = .seconds(try Setting.integer("WORKER_SHUTDOWN_GRACE_SECONDS", in: environment, default: 25, range: 0...3600))
+        configuration.stallLimit = .seconds(try Setting.integer("WORKER_STALL_SECONDS", in: environment, default: 300, range: 10...86_400))
+        configuration.attemptLimit = .seconds(try Setting.integer("WORKER_ATTEMPT_TIMEOUT_SECONDS", in: environment, default: 7200,
+                                                                  range: 60...86_400))
         let workDirectory = URL(fileURLWithPath: environment["WORK_DIR"].flatMap { $0.isEmpty ? nil : $0 }
                                 ?? FileManager.default.temporaryDirectory.path)
         guard FileManager.default.isWritableFile(atPath: workDirectory.path) else {

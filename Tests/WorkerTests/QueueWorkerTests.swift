@@ -20,9 +20,12 @@ struct QueueWorkerTests {
 
     /// Runs workers with `handler` while `body` runs.
     static func withWorkers(_ store: JobStore, _ queue: RedisQueue, count: Int = 1, handler: any JobHandler,
+                            configure: (inout WorkerConfiguration) -> Void = { _ in },
                             _ body: @Sendable () async throws -> Void) async throws {
         let workers = (0..<count).map {
-            QueueWorker(configuration: configuration("w\($0)"), jobs: jobs(store, queue), handler: handler, logger: TestServices.logger)
+            var configuration = configuration("w\($0)")
+            configure(&configuration)
+            return QueueWorker(configuration: configuration, jobs: jobs(store, queue), handler: handler, logger: TestServices.logger)
         }
         let tasks = workers.map { worker in Task { await worker.run() } }
         defer { tasks.forEach { $0.cancel() } }
@@ -132,6 +135,33 @@ struct QueueWorkerTests {
                     #expect(try await !thief.value, "the lease lapsed while its worker was alive and renewing")
                     #expect(try await TestServices.eventually(timeout: .seconds(10)) { try await store.job(id)?.status == .completed })
                     #expect(try await store.job(id)?.attempt == 1)
+                }
+            }
+        }
+    }
+
+    @Test("The watchdog stops an attempt that stops reporting progress, and one that runs past the deadline it expected")
+    func watchdog() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let stalled = try await Self.submit(store, queue, count: 1, maxAttempts: 1)[0]
+                let overtime = try await Self.submit(store, queue, count: 1, maxAttempts: 1)[0]
+                let handler = WatchdogHandler(stalls: stalled)
+                try await Self.withWorkers(store, queue, handler: handler, configure: {
+                    $0.concurrency = 2
+                    $0.stallLimit = .seconds(1)
+                    $0.deadlineFloor = .milliseconds(500)
+                }) {
+                    let ended = try await TestServices.eventually(timeout: .seconds(10)) {
+                        try await Self.statuses(store, [stalled, overtime]).allSatisfy { $0 == .failed }
+                    }
+                    #expect(ended, "both attempts were stopped")
+                    let first = try #require(try await store.job(stalled))
+                    #expect(first.errorMessage?.contains("it made no progress for 1 seconds") == true, "\(first.errorMessage ?? "")")
+                    let second = try #require(try await store.job(overtime))
+                    #expect(second.errorMessage?.contains("took far longer than a video of this length should") == true,
+                            "\(second.errorMessage ?? "")")
+                    #expect(await handler.stopped == [stalled, overtime], "both works saw their cancellation")
                 }
             }
         }
@@ -359,4 +389,29 @@ final class DrillProcess: @unchecked Sendable {
     }
 
     deinit { kill() }
+}
+
+/// Work the watchdog must stop: `stalls` reports once and then nothing; any other job says it
+/// expects 100 ms and then reports progress forever.
+actor WatchdogHandler: JobHandler {
+    let stalls: UUID
+    private(set) var stopped: Set<UUID> = []
+
+    init(stalls: UUID) { self.stalls = stalls }
+
+    nonisolated func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
+        await context.progress(10, stage: "working", message: "Working")
+        if job.id != stalls { context.expect(.milliseconds(100)) }
+        do {
+            while true {
+                try await Task.sleep(for: .milliseconds(100))
+                if job.id != stalls { await context.progress(20, stage: "working", message: "Still working") }
+            }
+        } catch {
+            await stop(job.id)
+            throw error
+        }
+    }
+
+    private func stop(_ id: UUID) { stopped.insert(id) }
 }

@@ -76,7 +76,8 @@ final class Renderer {
         let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
         // Reading (demux, decode, scale, resample) runs on its own thread while this one encodes.
         let queue = RenderQueue(capacity: 4)
-        let reader = try SegmentReader(input: input, video: video, audio: audio, info: analysis.info, origin: origin, geometry: geometry)
+        let reader = try SegmentReader(input: input, video: video, audio: audio, info: analysis.info, origin: origin, geometry: geometry,
+                                       cancellation: reporter.cancellation)
         let readerDone = DispatchSemaphore(value: 0)
         let thread = Thread {
             do {

@@ -12,7 +12,11 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
     private let info: MediaInfo
 
-    init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry) throws {
+    private let cancellation: CancellationFlag
+
+    init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry,
+         cancellation: CancellationFlag) throws {
+        self.cancellation = cancellation
         self.info = info
         self.input = input
         self.video = video
@@ -63,6 +67,9 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
             }
 
             while !(videoDone && sound.isDone) {
+                // Checked per packet: the pre-roll from the keyframe before a segment decodes
+                // pictures that never reach the encoder, where progress (and its check) is reported.
+                try cancellation.check()
                 let more: Bool
                 do { more = try input.read(into: packet) } catch { more = false }
                 guard more else {
