@@ -9,12 +9,15 @@ extension JobStore {
 
     /// Pending jobs not touched for `quietFor` (so a job being enqueued right now is left alone), with
     /// the time each may start.
-    public func pendingJobs(quietFor: Duration, limit: Int = 1000) async throws(JobStoreError) -> [(id: UUID, runAfter: Date)] {
+    /// One page, in id order after `after`: page on with the last id until a page comes back short.
+    public func pendingJobs(quietFor: Duration, after: UUID? = nil, limit: Int = 1000) async throws(JobStoreError)
+        -> [(id: UUID, runAfter: Date)] {
         try await database("list pending jobs") { client, logger in
             let rows = try await client.query("""
                 SELECT id, run_after FROM jobs
                 WHERE status = 'pending' AND updated_at <= now() - make_interval(secs => \(quietFor.inSeconds))
-                ORDER BY run_after LIMIT \(limit)
+                  AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
+                ORDER BY id LIMIT \(limit)
                 """, logger: logger)
             var jobs: [(id: UUID, runAfter: Date)] = []
             for try await (id, runAfter) in rows.decode((UUID, Date).self) { jobs.append((id, runAfter)) }
@@ -23,12 +26,14 @@ extension JobStore {
     }
 
     /// Processing jobs whose lease has lapsed: their worker died or lost touch.
-    public func lapsedLeases(limit: Int = 1000) async throws(JobStoreError) -> [(id: UUID, attempt: Int, maxAttempts: Int)] {
+    /// One page, in id order after `after`, as `pendingJobs`.
+    public func lapsedLeases(after: UUID? = nil, limit: Int = 1000) async throws(JobStoreError) -> [(id: UUID, attempt: Int, maxAttempts: Int)] {
         try await database("list lapsed leases") { client, logger in
             let rows = try await client.query("""
                 SELECT id, attempt, max_attempts FROM jobs
                 WHERE status = 'processing' AND lease_expires_at <= now()
-                ORDER BY lease_expires_at LIMIT \(limit)
+                  AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
+                ORDER BY id LIMIT \(limit)
                 """, logger: logger)
             var jobs: [(id: UUID, attempt: Int, maxAttempts: Int)] = []
             for try await (id, attempt, maxAttempts) in rows.decode((UUID, Int, Int).self) { jobs.append((id, attempt, maxAttempts)) }

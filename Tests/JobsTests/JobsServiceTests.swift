@@ -53,6 +53,24 @@ struct JobsServiceTests {
         }
     }
 
+    @Test("A backlog larger than one batch is reconciled whole: every job missing from the queue is put back in one pass")
+    func backlogBeyondOneBatch() async throws {
+        try await Self.withJobs { jobs, queue in
+            await queue.setReachable(false)
+            var ids: [UUID] = []
+            for i in 0..<25 {
+                let job = NewJob(sourceKey: "sources/backlog-\(i).mp4")
+                _ = try await jobs.submit(job)
+                ids.append(job.id)
+            }
+            await queue.setReachable(true)
+            try await Task.sleep(for: .milliseconds(150))
+            let report = try #require(try await jobs.reconcile(quiet: .milliseconds(100), batch: 10))
+            #expect(report.restoredPending == 25)
+            #expect(try await queue.contains(ids) == Array(repeating: true, count: 25))
+        }
+    }
+
     @Test("Cancel takes a waiting job off the queue; retry queues a failed one again, off the dead-letter list")
     func cancelAndRetry() async throws {
         try await Self.withJobs { jobs, queue in
