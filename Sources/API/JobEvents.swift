@@ -6,24 +6,46 @@ import ServiceLifecycle
 
 /// Who is watching which job, fed by PostgreSQL's change notifications. Each watcher gets a stream
 /// that says "look again" (changes coalesce: a slow client only ever misses intermediate states).
+///
+/// Open streams are bounded: at most `perOwner` for one owner and `total` in all, so a client
+/// opening thousands of connections takes a few kilobytes each up to a fixed ceiling, not the node.
 public actor JobEventsHub {
     enum Signal: Sendable { case changed, keepAlive }
 
     private var watchers: [UUID: [UUID: AsyncStream<Signal>.Continuation]] = [:]
+    private var owners: [UUID: String] = [:]
+    private var perOwnerCount: [String: Int] = [:]
+    let perOwner: Int
+    let total: Int
 
-    public init() {}
+    public init(perOwner: Int = 10, total: Int = 5000) {
+        self.perOwner = perOwner
+        self.total = total
+    }
 
-    func watch(_ job: UUID) -> (token: UUID, signals: AsyncStream<Signal>) {
+    /// A stream of signals for `job`, or nil when `owner` has `perOwner` streams open already, or
+    /// the node `total`.
+    func watch(_ job: UUID, owner: String) -> (token: UUID, signals: AsyncStream<Signal>)? {
+        guard perOwnerCount[owner, default: 0] < perOwner, owners.count < total else { return nil }
         let (stream, continuation) = AsyncStream.makeStream(of: Signal.self, bufferingPolicy: .bufferingNewest(1))
         let token = UUID()
         watchers[job, default: [:]][token] = continuation
+        owners[token] = owner
+        perOwnerCount[owner, default: 0] += 1
         return (token, stream)
     }
 
     func stopWatching(_ job: UUID, token: UUID) {
         watchers[job]?.removeValue(forKey: token)?.finish()
         if watchers[job]?.isEmpty == true { watchers[job] = nil }
+        if let owner = owners.removeValue(forKey: token) {
+            perOwnerCount[owner, default: 1] -= 1
+            if perOwnerCount[owner] == 0 { perOwnerCount[owner] = nil }
+        }
     }
+
+    /// Streams open now (for tests and metrics).
+    var openStreams: Int { owners.count }
 
     func changed(_ job: UUID) {
         watchers[job]?.values.forEach { $0.yield(.changed) }

@@ -35,7 +35,7 @@ struct JobsController: Sendable {
             try await download(try await job(context), request: request, context: context)
         }
         group.get("{id}/events") { request, context in
-            try await events(try await job(context), request: request)
+            try await events(try await job(context), owner: context.identity.owner ?? "anonymous", request: request)
         }
         group.delete("{id}") { request, context in
             try await cancel(try await job(context), request: request)
@@ -114,8 +114,11 @@ struct JobsController: Sendable {
 
     /// Server-Sent Events: the job's status now, then again whenever it changes, until it ends.
     /// Each event is `event: status` with the same JSON as `/status`; comments keep the stream alive.
-    private func events(_ job: JobRecord, request: Request) async throws -> Response {
-        let (token, signals) = await hub.watch(job.id)
+    private func events(_ job: JobRecord, owner: String, request: Request) async throws -> Response {
+        guard let (token, signals) = await hub.watch(job.id, owner: owner) else {
+            throw APIError(.tooManyRequests, "too_many_streams",
+                           "Too many event streams are open for this device (at most \(hub.perOwner)). Close one, or poll /status.")
+        }
         let store = self.store
         let hub = self.hub
         let controller = self
