@@ -36,20 +36,14 @@ extension Jobs {
     private func reconcilePass(quiet: Duration, grace: Duration, batch: Int) async throws -> ReconcileReport {
         var report = ReconcileReport()
         try await queue.prepare()
-        var after: UUID?
-        while true {
-            let pending = try await store.pendingJobs(quietFor: quiet, after: after, limit: batch)
+        try await Self.everyPage(batch, id: \.id, { try await store.pendingJobs(quietFor: quiet, after: $0, limit: batch) }) { pending in
             let known = try await queue.contains(pending.map(\.id))
             for (job, isKnown) in zip(pending, known) where !isKnown {
                 let wait = max(0, min(job.runAfter.timeIntervalSinceNow, 86_400 * 365))
                 if try await queue.enqueue(job.id, delay: .milliseconds(Int(wait * 1000))) { report.restoredPending += 1 }
             }
-            guard pending.count == batch, let last = pending.last else { break }
-            after = last.id
         }
-        after = nil
-        while true {
-            let lapsed = try await store.lapsedLeases(after: after, limit: batch)
+        try await Self.everyPage(batch, id: \.id, { try await store.lapsedLeases(after: $0, limit: batch) }) { lapsed in
             let lapsedKnown = try await queue.contains(lapsed.map(\.id))
             for (job, isKnown) in zip(lapsed, lapsedKnown) {
                 if job.attempt >= job.maxAttempts {
@@ -62,11 +56,22 @@ extension Jobs {
                     report.restoredLapsed += 1
                 }
             }
-            guard lapsed.count == batch, let last = lapsed.last else { break }
-            after = last.id
         }
         report.prunedConsumers = try await queue.pruneConsumers(idleFor: .seconds(3600))
         if report != ReconcileReport() { logger.notice("reconciled", metadata: ["report": "\(report)"]) }
         return report
+    }
+
+    /// Hands `body` each page `fetch` returns (keyset by id: `fetch` gets the last id of the page
+    /// before), until a page comes back short.
+    private static func everyPage<Row>(_ size: Int, id: (Row) -> UUID, _ fetch: (UUID?) async throws -> [Row],
+                                       _ body: ([Row]) async throws -> Void) async throws {
+        var after: UUID?
+        while true {
+            let page = try await fetch(after)
+            try await body(page)
+            guard page.count == size, let last = page.last else { return }
+            after = id(last)
+        }
     }
 }

@@ -103,6 +103,15 @@ public final class QueueWorker: Sendable {
         case cancelled, lost, shutdown
         /// The watchdog stopped it: no progress for too long, or past its deadline.
         case overdue(ErrorCode)
+
+        /// Work that finished anyway (as the shutdown grace ran out, or as the watchdog fired)
+        /// keeps its result; a cancelled or lost attempt's result is not its own to record.
+        var keepsFinishedWork: Bool {
+            switch self {
+            case .shutdown, .overdue: true
+            case .cancelled, .lost: false
+            }
+        }
     }
 
     func handle(_ delivery: Delivery, consumer: String) async {
@@ -137,9 +146,7 @@ public final class QueueWorker: Sendable {
         }
         keeper.cancel()
         var stoppedBy = interruption.withLock { $0 }
-        // It finished as the grace ran out, or as the watchdog fired: keep the result.
-        if stoppedBy == .shutdown || stoppedBy.map({ if case .overdue = $0 { true } else { false } }) == true,
-           case .success = outcome { stoppedBy = nil }
+        if stoppedBy?.keepsFinishedWork == true, case .success = outcome { stoppedBy = nil }
         // Recording the outcome must happen even when this task is being cancelled (shutdown):
         // database and Redis calls made from a cancelled task give up at once.
         let recorded = stoppedBy
@@ -163,7 +170,7 @@ public final class QueueWorker: Sendable {
             group.addTask { await self.renew(lease, delivery: delivery, consumer: consumer, stop: stop, logger: logger) }
             group.addTask { await self.watch(lease, stop: stop, logger: logger) }
             group.addTask { await self.watchdog(context, started: started, stop: stop, logger: logger) }
-            await group.next()  // one of them stopped the work: the other has nothing left to keep
+            await group.next()  // one of them stopped the work: the others have nothing left to watch
             group.cancelAll()
         }
     }
@@ -180,17 +187,10 @@ public final class QueueWorker: Sendable {
             do { try await Task.sleep(until: next, clock: .continuous) } catch { return }
             let sent = ContinuousClock.now
             do {
-                switch try await jobs.renew(lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease, logger: logger) {
-                case .held:
-                    lastRenewal = sent
-                    next = sent + configuration.heartbeat
-                case .cancelled:
-                    logger.info("job cancelled; stopping")
-                    return stop(.cancelled)
-                case .lost, .completed:
-                    logger.warning("lease lost to another attempt; stopping")
-                    return stop(.lost)
-                }
+                let state = try await jobs.renew(lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease, logger: logger)
+                guard Self.holds(state, stop: stop, logger: logger) else { return }
+                lastRenewal = sent
+                next = sent + configuration.heartbeat
             } catch {
                 if ContinuousClock.now - lastRenewal >= configuration.lease {
                     logger.warning("lease could not be renewed in time; stopping", metadata: ["error": "\(error)"])
@@ -206,16 +206,25 @@ public final class QueueWorker: Sendable {
     private func watch(_ lease: JobLease, stop: @Sendable (Interruption) -> Void, logger: Logger) async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: configuration.cancelCheck) } catch { return }
-            switch try? await jobs.leaseState(lease) {
-            case .held?, nil: continue  // nil: PostgreSQL away; the renewals decide when that is too long
-            case .cancelled?:
-                logger.info("job cancelled; stopping")
-                return stop(.cancelled)
-            case .lost?, .completed?:
-                logger.warning("lease lost to another attempt; stopping")
-                return stop(.lost)
-            }
+            // Unreadable (PostgreSQL away): the renewals decide when that has lasted too long.
+            guard let state = try? await jobs.leaseState(lease) else { continue }
+            guard Self.holds(state, stop: stop, logger: logger) else { return }
         }
+    }
+
+    /// True while the lease is held; otherwise stops the work, cancelled or lost, and says so.
+    private static func holds(_ state: LeaseState, stop: @Sendable (Interruption) -> Void, logger: Logger) -> Bool {
+        switch state {
+        case .held:
+            return true
+        case .cancelled:
+            logger.info("job cancelled; stopping")
+            stop(.cancelled)
+        case .lost, .completed:
+            logger.warning("lease lost to another attempt; stopping")
+            stop(.lost)
+        }
+        return false
     }
 
     /// Stops an attempt that reports no progress for `stallLimit`, or runs past its deadline (a
