@@ -21,6 +21,9 @@ public struct APIConfiguration: Sendable {
     public var uploadDirectory: URL
     /// How long a presigned download URL stays valid.
     public var downloadLinkLifetime: Duration
+    /// How long the PUT URL of a direct upload stays valid (`DIRECT_UPLOAD_URL_SECONDS`): an
+    /// upload must begin within it, and the URL is useless once the job starts.
+    public var uploadLinkLifetime: Duration
     /// Without it, requests without a token are served as the anonymous owner.
     public var authRequired: Bool
     /// Highlights per calendar month on the free plan.
@@ -51,7 +54,7 @@ public struct APIConfiguration: Sendable {
 
     public init(host: String = "0.0.0.0", port: Int = 8000, maxUploadBytes: Int64 = 2 << 30, publicURL: String? = nil,
                 uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900),
-                authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
+                uploadLinkLifetime: Duration = .seconds(900), authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
                 trustedProxyHops: Int = 0, webhooksEnabled: Bool = false, callbacks: DestinationPolicy = DestinationPolicy()) {
         self.host = host
         self.port = port
@@ -59,6 +62,7 @@ public struct APIConfiguration: Sendable {
         self.publicURL = publicURL
         self.uploadDirectory = uploadDirectory
         self.downloadLinkLifetime = downloadLinkLifetime
+        self.uploadLinkLifetime = uploadLinkLifetime
         self.authRequired = authRequired
         self.freeMonthlyHighlights = freeMonthlyHighlights
         self.rateLimit = rateLimit
@@ -88,6 +92,7 @@ public struct APIConfiguration: Sendable {
             window: .seconds(try Setting.integer("RATE_LIMIT_WINDOW_SECONDS", in: environment, default: 60, range: 1...86_400)))
         self.init(host: environment["HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0.0", port: port,
                   maxUploadBytes: Int64(maxUpload), publicURL: publicURL, uploadDirectory: uploadDirectory,
+                  uploadLinkLifetime: .seconds(try Setting.integer("DIRECT_UPLOAD_URL_SECONDS", in: environment, default: 900, range: 60...3600)),
                   authRequired: try Setting.boolean("AUTH_REQUIRED", in: environment, default: true),
                   freeMonthlyHighlights: try Setting.integer("FREE_MONTHLY_HIGHLIGHTS", in: environment, default: 3, range: 0...1_000_000),
                   rateLimit: rateLimit,

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
+import Media
 import MomentsContract
 import MomentsModel
 import Storage
@@ -10,10 +11,12 @@ import Storage
 /// Direct uploads for big files: the app sends the bytes straight to storage with a presigned PUT
 /// URL, then asks the API to start the job.
 ///
-/// `POST /api/v1/uploads` reserves a job id and returns the URL; the reservation (file name and
-/// settings) lives in the reservation store (Redis) until the URL expires.
-/// `POST /api/v1/jobs/{id}/start` checks the object is there, writes the job row and queues it. No row exists before the start, so nothing waits
-/// for a file that never comes.
+/// `POST /api/v1/uploads` reserves a job id and returns a URL for a staging key; the reservation
+/// (file name, settings, declared size) lives in the reservation store (Redis) until the URL
+/// expires. With `size_bytes`, the length is part of the URL's signature, so storage refuses any
+/// other. `POST /api/v1/jobs/{id}/start` copies the staged object inside storage to a source key
+/// no URL can write, deletes the staged one, probes the copy by ranged reads, and only then writes
+/// the job row and queues it. A PUT after the start changes nothing; no row exists before it.
 struct DirectUploadController: Sendable {
     let store: JobStore
     let reservations: any PersistStore
@@ -28,11 +31,13 @@ struct DirectUploadController: Sendable {
         var quality: String?
         var codec: String?
         var callbackURL: String?
+        /// The length the client declared, if it did (the URL accepts only that length).
+        var size: Int64?
         /// Who reserved it: only they may start it.
         var owner: String?
 
         enum CodingKeys: String, CodingKey {
-            case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", owner
+            case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", size = "size_bytes", owner
         }
     }
 
@@ -64,9 +69,14 @@ struct DirectUploadController: Sendable {
         reservation.callbackURL = try await UploadController.callbackURL(reservation.callbackURL, configuration: configuration)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
         reservation.owner = context.identity.owner
+        if let size = reservation.size {
+            guard size > 0 else { throw APIError(.badRequest, "invalid_request", "size_bytes must be the file's length in bytes, above 0.") }
+            guard size <= configuration.maxUploadBytes else { throw UploadController.tooLarge(configuration.maxUploadBytes) }
+        }
         let id = UUID()
-        let lifetime = configuration.downloadLinkLifetime * 4  // an hour by default: long enough for 2 GiB on a slow line
-        let url = try presigner.signedURL(for: Self.sourceKey(id), method: "PUT", expires: lifetime)
+        // S3 checks a presigned URL when the upload begins, so a long upload that began in time finishes.
+        let lifetime = configuration.uploadLinkLifetime
+        let url = try presigner.signedURL(for: Self.stagingKey(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
         try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime)
         return DirectUpload(jobID: id, uploadURL: url.absoluteString,
                         expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
@@ -75,41 +85,101 @@ struct DirectUploadController: Sendable {
 
     private func start(_ context: MomentsRequestContext) async throws -> UploadAccepted {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
-        let existing = try await store.job(id)
-        if let existing {
-            // Started already: the same answer again (a retried request must not fail); someone else's: not found.
-            guard existing.owner == context.identity.owner else { throw APIError.jobNotFound() }
-            return UploadAccepted(jobID: existing.id, estimatedTime: nil)
-        }
+        if let started = try await startedJob(id, owner: context.identity.owner) { return started }
         guard let reservation = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self),
               reservation.owner == context.identity.owner else {
             throw APIError(.notFound, "job_not_found", "There is no upload with this id, or its upload URL has expired.")
         }
-        let object = try await uploadedObject(id)
-        guard object.size > 0 else { throw APIError(.badRequest, "missing_file", "The uploaded file is empty.") }
-        guard object.size <= configuration.maxUploadBytes else {
-            try? await storage.delete(key: Self.sourceKey(id))
-            throw UploadController.tooLarge(configuration.maxUploadBytes)
+        // One start at a time per upload: a second one would copy and probe again, and its failure
+        // would delete the source the first one queued.
+        guard try await reservations.claim(key: Self.startKey(id), value: true, expires: .seconds(600)) else {
+            throw APIError(.conflict, "start_in_progress", "This upload is being started; ask again in a few seconds.")
         }
-        _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
-                                          sourceKey: Self.sourceKey(id), sourceSize: object.size,
-                                          targetDuration: Double(reservation.targetDuration ?? HighlightLimits.defaultTargetDuration),
-                                          quality: try UploadController.quality(reservation.quality),
-                                          codec: try UploadController.codec(reservation.codec),
-                                          callbackURL: reservation.callbackURL), identity: context.identity)
-        try? await reservations.remove(key: Self.reservationKey(id))
-        return UploadAccepted(jobID: id, estimatedTime: nil)
+        do {
+            let accepted = try await start(id, reservation: reservation, context: context)
+            try? await reservations.remove(key: Self.startKey(id))
+            return accepted
+        } catch {
+            try? await reservations.remove(key: Self.startKey(id))
+            throw error
+        }
     }
 
-    private func uploadedObject(_ id: UUID) async throws -> ObjectInfo {
+    /// Starts the upload `id`, holding its start claim.
+    private func start(_ id: UUID, reservation: Reservation, context: MomentsRequestContext) async throws -> UploadAccepted {
+        if let started = try await startedJob(id, owner: context.identity.owner) { return started }
+        let staged = try await stagedObject(id)
+        guard staged.size > 0 else { throw APIError(.badRequest, "missing_file", "The uploaded file is empty.") }
+        guard staged.size <= configuration.maxUploadBytes else {
+            try? await storage.delete(key: Self.stagingKey(id))
+            throw UploadController.tooLarge(configuration.maxUploadBytes)
+        }
+        if let declared = reservation.size, declared != staged.size {
+            try? await storage.delete(key: Self.stagingKey(id))
+            throw APIError(.badRequest, "upload_size_mismatch",
+                           "The uploaded file has \(staged.size) bytes, not the \(declared) declared; upload it again.")
+        }
+        // From here on the job reads a copy no URL can write: a PUT after this changes nothing.
+        let sourceKey = Self.sourceKey(id)
+        try await storage.copy(from: Self.stagingKey(id), to: sourceKey)
+        try? await storage.delete(key: Self.stagingKey(id))
         do {
-            return try await storage.head(key: Self.sourceKey(id))
+            let info = try await probe(sourceKey, size: staged.size)
+            _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
+                                              sourceKey: sourceKey, sourceSize: staged.size,
+                                              targetDuration: Double(reservation.targetDuration ?? HighlightLimits.defaultTargetDuration),
+                                              quality: try UploadController.quality(reservation.quality),
+                                              codec: try UploadController.codec(reservation.codec),
+                                              callbackURL: reservation.callbackURL), identity: context.identity)
+            try? await reservations.remove(key: Self.reservationKey(id))
+            context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
+                                                          "duration": "\(info.duration)", "direct": "true"])
+            return UploadAccepted(jobID: id, estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
+        } catch {
+            try? await storage.delete(key: sourceKey)  // no job, no orphaned source
+            throw error
+        }
+    }
+
+    /// The answer for an upload started already (a retried start must not fail); someone else's is not found.
+    private func startedJob(_ id: UUID, owner: String?) async throws -> UploadAccepted? {
+        guard let existing = try await store.job(id) else { return nil }
+        guard existing.owner == owner else { throw APIError.jobNotFound() }
+        return UploadAccepted(jobID: existing.id, estimatedTime: nil)
+    }
+
+    private func stagedObject(_ id: UUID) async throws -> ObjectInfo {
+        do {
+            return try await storage.head(key: Self.stagingKey(id))
         } catch where error.code == .notFound {
             throw APIError(.conflict, "upload_missing", "The file has not arrived yet: PUT it to the upload URL first, then start the job.")
         }
     }
 
+    /// Probes the stored source by ranged reads (on a thread of its own; they block): the same
+    /// checks and answers as a multipart upload's probe, and 503 when storage fails under it.
+    private func probe(_ key: String, size: Int64) async throws -> MediaInfo {
+        let input = StoredObjectInput(storage: storage, key: key, size: size)
+        let name = key.split(separator: "/").last.map(String.init) ?? key
+        do {
+            return try await UploadController.probe { () throws(MomentsError) in try MediaProbe.probe(input, name: name) }
+        } catch let error as APIError {
+            switch input.failure {
+            case nil: throw error
+            case let failure? where failure.code == .tooLarge:
+                throw APIError(.unsupportedMediaType, ErrorCode.corruptMedia.rawValue,
+                               "The video's index could not be found in its first \(input.budget >> 20) MiB read; the file looks damaged. Export it again and retry. \(UploadController.accepted)")
+            case let failure?: throw failure  // storage's own answer (404, 503) from the error middleware
+            }
+        }
+    }
+
+    /// Where the client's PUT lands: nothing reads it but `start`.
+    static func stagingKey(_ id: UUID) -> String { "uploads/\(id.uuidString.lowercased())" }
+
     static func sourceKey(_ id: UUID) -> String { "sources/\(id.uuidString.lowercased())-direct" }
 
     static func reservationKey(_ id: UUID) -> String { "upload:\(id.uuidString.lowercased())" }
+
+    static func startKey(_ id: UUID) -> String { "upload-start:\(id.uuidString.lowercased())" }
 }

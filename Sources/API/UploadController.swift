@@ -199,10 +199,15 @@ struct UploadController: Sendable {
 
     /// Reads the container and streams (no decoding) on a thread of its own.
     static func probe(_ file: URL) async throws -> MediaInfo {
+        try await probe { () throws(MomentsError) in try MediaProbe.probe(file.path) }
+    }
+
+    /// Runs a probe on a thread of its own (it blocks); a refusal is 415 with the probe's code.
+    static func probe(_ work: @escaping @Sendable () throws(MomentsError) -> MediaInfo) async throws -> MediaInfo {
         let result: Result<MediaInfo, MomentsError> = await withCheckedContinuation { continuation in
             Thread {
                 do throws(MomentsError) {
-                    continuation.resume(returning: .success(try MediaProbe.probe(file.path)))
+                    continuation.resume(returning: .success(try work()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

@@ -21,6 +21,8 @@
 // Macros Swift cannot import.
 static inline int moments_averror_eagain(void) { return AVERROR(EAGAIN); }
 static inline int moments_averror_eof(void) { return AVERROR_EOF; }
+static inline int moments_averror_eio(void) { return AVERROR(EIO); }
+static inline int moments_averror_einval(void) { return AVERROR(EINVAL); }
 static inline int moments_averror_enomem(void) { return AVERROR(ENOMEM); }
 static inline int moments_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
 static inline int moments_averror_decoder_not_found(void) { return AVERROR_DECODER_NOT_FOUND; }

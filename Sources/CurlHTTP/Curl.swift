@@ -95,7 +95,7 @@ public enum Curl {
         if code == CURLE_ABORTED_BY_CALLBACK && state.isCancelled {
             return .failure(CurlFailure(code: CurlFailure.cancelledCode, message: "the transfer was cancelled"))
         }
-        if let failure = state.failure { return .failure(CurlFailure(code: -2, message: failure)) }
+        if let failure = state.failure { return .failure(failure) }
         guard code == CURLE_OK else {
             return .failure(CurlFailure(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
         }

@@ -12,10 +12,14 @@ public struct CurlRequest: Sendable {
     }
 
     public enum Sink: Sendable {
-        /// Keep the body in memory (replies of a few kilobytes: XML, errors).
+        /// Keep the body in memory (replies of a few kilobytes: XML, errors; cut at 64 KiB).
         case memory
-        /// Write a successful (2xx) body to this file; error bodies still go to memory.
-        case file(URL)
+        /// Keep a successful (2xx) body of at most `limit` bytes whole in memory (a range of an
+        /// object); a longer one fails the transfer with `CurlFailure.tooLargeCode`.
+        case bytes(limit: Int)
+        /// Write a successful (2xx) body to this file; error bodies still go to memory. A body
+        /// longer than `limit` bytes fails the transfer with `CurlFailure.tooLargeCode`.
+        case file(URL, limit: Int64? = nil)
     }
 
     public var method: String
@@ -59,8 +63,12 @@ public struct CurlFailure: Error, Sendable {
     public var code: Int
     public var message: String
 
+    /// The code of a failure on this machine (a file that cannot be read or written).
+    public static let localCode = -2
     /// The code of a transfer stopped because its task was cancelled.
     public static let cancelledCode = -3
+    /// The code of a transfer stopped because the body outgrew the sink's limit.
+    public static let tooLargeCode = -4
 
     /// The calling task was cancelled: the transfer stopped at once (curl's progress callback).
     public var isCancelled: Bool { code == Self.cancelledCode }

@@ -11,7 +11,7 @@ final class TransferState: @unchecked Sendable {
 
     var headers: [String: String] = [:]
     var memory: [UInt8] = []
-    var failure: String?
+    var failure: CurlFailure?
     var uploadLength: Int64 = 0
     private var status = 0
     private var uploadBytes: [UInt8] = []
@@ -19,6 +19,8 @@ final class TransferState: @unchecked Sendable {
     private var input: FileHandle?
     private var uploadRemaining: Int64 = 0
     private var output: FileHandle?
+    private var received: Int64 = 0
+    private var limit: Int64?
     private static let memoryLimit = 64 * 1024
 
     func open(_ request: CurlRequest) throws(CurlFailure) {
@@ -29,21 +31,25 @@ final class TransferState: @unchecked Sendable {
             uploadLength = Int64(bytes.count)
         case .file(let url, let offset, let length):
             guard let handle = FileHandle(forReadingAtPath: url.path) else {
-                throw CurlFailure(code: -2, message: "The file \(url.lastPathComponent) could not be opened for upload.")
+                throw CurlFailure(code: CurlFailure.localCode, message: "The file \(url.lastPathComponent) could not be opened for upload.")
             }
             do { try handle.seek(toOffset: UInt64(offset)) } catch {
-                throw CurlFailure(code: -2, message: "The file \(url.lastPathComponent) could not be read.")
+                throw CurlFailure(code: CurlFailure.localCode, message: "The file \(url.lastPathComponent) could not be read.")
             }
             input = handle
             uploadLength = length
             uploadRemaining = length
         }
-        if case .file(let url) = request.sink {
+        switch request.sink {
+        case .memory: break
+        case .bytes(let limit): self.limit = Int64(limit)
+        case .file(let url, let limit):
             guard FileManager.default.createFile(atPath: url.path, contents: nil),
                   let handle = FileHandle(forWritingAtPath: url.path) else {
-                throw CurlFailure(code: -2, message: "The file \(url.lastPathComponent) could not be created.")
+                throw CurlFailure(code: CurlFailure.localCode, message: "The file \(url.lastPathComponent) could not be created.")
             }
             output = handle
+            self.limit = limit
         }
     }
 
@@ -64,11 +70,24 @@ final class TransferState: @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if let output, (200..<300).contains(status) {
+        guard (200..<300).contains(status) else {
+            if memory.count < Self.memoryLimit { memory.append(contentsOf: bytes.prefix(Self.memoryLimit - memory.count)) }
+            return true
+        }
+        received += Int64(bytes.count)
+        if let limit, received > limit {
+            failure = CurlFailure(code: CurlFailure.tooLargeCode, message: "The reply is longer than the \(limit) bytes expected.")
+            return false
+        }
+        if let output {
             do { try output.write(contentsOf: Data(bytes)) } catch {
-                failure = "The download could not be written to disk (is it full?)."
+                failure = CurlFailure(code: CurlFailure.localCode, message: "The download could not be written to disk (is it full?).")
                 return false
             }
+            return true
+        }
+        if limit != nil {
+            memory.append(contentsOf: bytes)
             return true
         }
         if memory.count < Self.memoryLimit { memory.append(contentsOf: bytes.prefix(Self.memoryLimit - memory.count)) }
@@ -80,7 +99,7 @@ final class TransferState: @unchecked Sendable {
             let wanted = Int(min(Int64(buffer.count), uploadRemaining))
             guard wanted > 0 else { return 0 }
             guard let data = try? input.read(upToCount: wanted), !data.isEmpty else {
-                failure = "The file being uploaded ended early or could not be read."
+                failure = CurlFailure(code: CurlFailure.localCode, message: "The file being uploaded ended early or could not be read.")
                 return moments_curl_read_abort()
             }
             data.copyBytes(to: buffer.bindMemory(to: UInt8.self), count: data.count)

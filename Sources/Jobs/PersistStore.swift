@@ -13,6 +13,19 @@ public protocol PersistStore: Sendable {
     func remove(key: String) async throws
 }
 
+extension PersistStore {
+    /// Stores `value` under `key` unless something is there already; false when something was
+    /// (a claim only one caller wins).
+    public func claim<Value: Codable & Sendable>(key: String, value: Value, expires: Duration?) async throws -> Bool {
+        do {
+            try await create(key: key, value: value, expires: expires)
+            return true
+        } catch let error as PersistError where error == .duplicate {
+            return false
+        }
+    }
+}
+
 /// A `PersistStore` refusal.
 public struct PersistError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String

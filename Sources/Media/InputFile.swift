@@ -4,6 +4,7 @@ import CFFmpeg
 public final class InputFile {
     package let pointer: UnsafeMutablePointer<AVFormatContext>
     public let path: String
+    private let reader: InputReader?
 
     /// The demuxers an upload may be read with: MOV/MP4/3GP, Matroska/WebM, AVI and MPEG-TS. The
     /// rest stay shut, above all the playlists (HLS, concat) that open other files by name.
@@ -14,21 +15,52 @@ public final class InputFile {
     /// Throws the FFmpeg error of whichever step failed (`EINVAL` for a format not allowed).
     public init(path: String, demuxers: [String]? = InputFile.uploadDemuxers) throws(FFmpegError) {
         self.path = path
+        reader = nil
+        pointer = try Self.open(path, io: nil, demuxers: demuxers)
+        // From here on `deinit` closes the context, including when stream info fails.
+        try check(avformat_find_stream_info(pointer, nil), "avformat_find_stream_info")
+    }
+
+    /// Opens and probes bytes that are not a local file (an object in storage read by ranges, a
+    /// buffer in memory), through FFmpeg's custom I/O: no protocol is opened at all. `name` only
+    /// labels the input. A failure of `source` fails the read with `EIO` (the source knows why).
+    public init(reading source: any RandomAccessInput, name: String, demuxers: [String]? = InputFile.uploadDemuxers) throws(FFmpegError) {
+        path = name
+        let reader = InputReader(source)
+        self.reader = reader
+        guard let io = reader.makeContext() else { throw FFmpegError(moments_averror_enomem(), "avio_alloc_context") }
+        do {
+            pointer = try Self.open(name, io: io, demuxers: demuxers)
+        } catch {
+            InputReader.free(io)
+            throw error
+        }
+        try check(avformat_find_stream_info(pointer, nil), "avformat_find_stream_info")
+    }
+
+    private static func open(_ path: String, io: UnsafeMutablePointer<AVIOContext>?, demuxers: [String]?) throws(FFmpegError) -> UnsafeMutablePointer<AVFormatContext> {
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
+        if let io {
+            guard let allocated = avformat_alloc_context() else { throw FFmpegError(moments_averror_enomem(), "avformat_alloc_context") }
+            allocated.pointee.pb = io
+            allocated.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+            context = allocated
+        }
         var options: OpaquePointer? = nil
-        av_dict_set(&options, "protocol_whitelist", "file", 0)
+        av_dict_set(&options, "protocol_whitelist", io == nil ? "file" : "", 0)
         if let demuxers { av_dict_set(&options, "format_whitelist", demuxers.joined(separator: ","), 0) }
         defer { av_dict_free(&options) }
+        // On failure FFmpeg frees the context (ours too) but never a custom `pb`.
         try check(avformat_open_input(&context, path, nil, &options), "avformat_open_input")
         guard let opened = context else { throw FFmpegError(moments_averror_enomem(), "avformat_open_input") }
-        pointer = opened
-        // From here on `deinit` closes the context, including when stream info fails.
-        try check(avformat_find_stream_info(opened, nil), "avformat_find_stream_info")
+        return opened
     }
 
     deinit {
         var p: UnsafeMutablePointer<AVFormatContext>? = pointer
+        let io = reader != nil ? pointer.pointee.pb : nil
         avformat_close_input(&p)
+        if let io { InputReader.free(io) }
     }
 
     public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }

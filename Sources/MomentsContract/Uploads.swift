@@ -77,16 +77,22 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var quality: String?
     public var codec: String?
     public var callbackURL: String?
+    /// The file's length: the upload URL then accepts exactly that many bytes.
+    public var sizeBytes: Int64?
 
-    public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil) {
+    public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
+                sizeBytes: Int64? = nil) {
         self.filename = filename
         self.targetDuration = targetDuration
         self.quality = quality
         self.codec = codec
         self.callbackURL = callbackURL
+        self.sizeBytes = sizeBytes
     }
 
-    enum CodingKeys: String, CodingKey { case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url" }
+    enum CodingKeys: String, CodingKey {
+        case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", sizeBytes = "size_bytes"
+    }
 }
 
 public struct DirectUpload: Codable, Equatable, Sendable {

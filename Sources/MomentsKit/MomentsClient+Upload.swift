@@ -56,7 +56,7 @@ extension MomentsClient {
             "POST", "api/v1/uploads",
             body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
                                                  quality: quality.rawValue, callbackURL: callbackURL,
-                                                 codec: codec == .auto ? nil : codec.rawValue)),
+                                                 codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size)),
             idempotent: false)
         guard let target = URL(string: reservation.uploadURL) else {
             throw MomentsClientError.invalid("The server's upload URL is not a URL.")

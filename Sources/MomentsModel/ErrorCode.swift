@@ -20,6 +20,8 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case storageError = "storage_error"
     /// The uploaded source is no longer in storage (deleted or expired): uploading again is the only fix.
     case sourceMissing = "source_missing"
+    /// The stored source is longer than the file that was accepted: it is not the same file.
+    case sourceChanged = "source_changed"
     /// An attempt reported no progress for `WORKER_STALL_SECONDS` and was stopped.
     case attemptStalled = "attempt_stalled"
     /// An attempt ran past its deadline (a multiple of the time it expected) and was stopped.
@@ -29,7 +31,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     public var isPermanent: Bool {
         switch self {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
-             .resolutionTooLarge, .invalidArgument, .sourceMissing:
+             .resolutionTooLarge, .invalidArgument, .sourceMissing, .sourceChanged:
             true
         case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError, .attemptStalled, .attemptTimeout:
             false

@@ -7,9 +7,15 @@ public protocol ObjectStore: Sendable {
     /// Stores the file at `file` under `key`, replacing any object there (readers see old or new, never half).
     @discardableResult
     func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo
-    /// Writes the object to `file` (created or replaced).
+    /// Writes the object to `file` (created or replaced). An object longer than `limit` bytes
+    /// fails with `tooLarge` as soon as the bytes show it, and leaves no file.
     @discardableResult
-    func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo
+    func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo
+    /// `length` bytes of the object from `offset` (fewer at its end): a window into a big object.
+    func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8]
+    /// Copies the object `source` to `key` inside the store (no bytes through this machine).
+    @discardableResult
+    func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo
     /// The object's size and type; throws `notFound` if there is none.
     func head(key: String) async throws(StorageError) -> ObjectInfo
     /// Removes the object; removing one that is not there succeeds.
@@ -20,12 +26,25 @@ public protocol ObjectStore: Sendable {
 
 extension ObjectStore {
     public var presigning: (any PresigningObjectStore)? { nil }
+
+    /// Writes the object to `file` (created or replaced), whatever its length.
+    @discardableResult
+    public func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo {
+        try await get(key: key, to: file, limit: nil)
+    }
 }
 
 /// An object store that signs short-lived URLs a client uses to GET or PUT an object directly.
 public protocol PresigningObjectStore: ObjectStore {
-    /// A URL for `method` (GET or PUT) on `key`, valid for `expires`.
-    func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL
+    /// A URL for `method` (GET or PUT) on `key`, valid for `expires`. With `contentLength`, the
+    /// store accepts a PUT only of exactly that many bytes (the length is part of the signature).
+    func signedURL(for key: String, method: String, expires: Duration, contentLength: Int64?) throws(StorageError) -> URL
+}
+
+extension PresigningObjectStore {
+    public func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL {
+        try signedURL(for: key, method: method, expires: expires, contentLength: nil)
+    }
 }
 
 public struct ObjectInfo: Sendable, Equatable {
@@ -56,6 +75,8 @@ public enum StorageErrorCode: String, Sendable {
     case invalidConfiguration = "invalid_configuration"
     /// The calling task was cancelled and the transfer stopped.
     case cancelled
+    /// The object is longer than the reader allowed.
+    case tooLarge = "too_large"
 }
 
 /// Object keys: relative, `/`-separated, no empty, `.` or `..` segments, no control characters,

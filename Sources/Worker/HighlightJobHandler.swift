@@ -50,7 +50,8 @@ public struct HighlightJobHandler: JobHandler {
         await context.progress(0, stage: "downloading", message: "Fetching your video")
         let source = folder.appendingPathComponent("source.\(Self.fileExtension(of: job.originalFilename))")
         do {
-            try await storage.get(key: job.sourceKey, to: source)
+            // Never more than the file that was accepted.
+            try await storage.get(key: job.sourceKey, to: source, limit: job.sourceSize)
         } catch {
             throw Self.failure(error, whileDoing: "fetching the uploaded video")
         }
@@ -159,6 +160,9 @@ public struct HighlightJobHandler: JobHandler {
         case .notFound:
             return JobFailure(code: ErrorCode.sourceMissing.rawValue,
                               message: "The uploaded video is no longer available. Please upload it again.", retryable: false)
+        case .tooLarge:
+            return JobFailure(code: ErrorCode.sourceChanged.rawValue,
+                              message: "The stored video is not the file that was accepted (it is longer). Please upload it again.", retryable: false)
         case .ioError:
             return JobFailure(code: ErrorCode.ioError.rawValue, message: "The worker ran into a disk problem while \(what).", retryable: true)
         case .forbidden, .unavailable, .invalidKey, .invalidConfiguration, .cancelled:

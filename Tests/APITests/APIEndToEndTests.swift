@@ -75,19 +75,28 @@ struct APIEndToEndTests {
     @Test("Direct upload: a presigned PUT straight to storage, then start; cancel through the API")
     func directUploadAndCancel() async throws {
         try await System.withSystem { base in
+            let size = try FileManager.default.attributesOfItem(atPath: TestFootage.twentySeconds)[.size] as? Int ?? 0
             let reserve = try curl(["-X", "POST", "-H", "Content-Type: application/json",
-                                    "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low", "codec": "h264"}"#, "\(base)/api/v1/uploads"])
+                                    "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low", "codec": "h264", "size_bytes": \#(size)}"#,
+                                    "\(base)/api/v1/uploads"])
             #expect(reserve.status == 200, "\(reserve.body)")
             let reserved = try System.json(reserve.body)
             let id = try #require(reserved["job_id"] as? String)
             let url = try #require(reserved["upload_url"] as? String)
             let early = try System.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
             #expect(early.status == 409 && early.code == "upload_missing")
+            // The length is signed into the URL: SeaweedFS refuses any other.
+            #expect(try curl(["-X", "PUT", "--upload-file", "/etc/hostname", url]).status == 403)
             #expect(try curl(["-X", "PUT", "--upload-file", TestFootage.twentySeconds, url]).status == 200)
             let started = try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"])
             let startedID = try System.json(started.body)["job_id"] as? String
             #expect(started.status == 200 && startedID == id, "\(started.body)")
             #expect(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]).status == 200, "starting twice is harmless")
+            // The URL is still valid, but a PUT after the start lands where the job never reads.
+            let garbage = FileManager.default.temporaryDirectory.appendingPathComponent("moments-garbage-\(id).bin")
+            try Data(repeating: 0x5A, count: size).write(to: garbage)
+            defer { try? FileManager.default.removeItem(at: garbage) }
+            #expect(try curl(["-X", "PUT", "--upload-file", garbage.path, url]).status == 200)
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
                 (try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
             }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ServiceTestSupport
+import Storage
 import Testing
 
 /// Both ways in, in process: a multipart upload, and a direct upload (reserve, PUT to storage,
@@ -54,6 +55,50 @@ struct UploadTests {
             let details = try await api.get("/api/v1/jobs/\(id)").json()
             #expect(details["original_filename"] as? String == "big.mov" && details["target_duration"] as? Double == 6)
             #expect(details["codec"] as? String == "h264" && details["quality"] as? String == "low")
+
+            // The job reads a copy under a key no URL names; the staged upload is gone, and a PUT
+            // after the start (the URL is still valid) changes nothing the job reads.
+            let job = try #require(try await api.store.job(id))
+            let footageSize = Int64(try InProcessAPI.footage.count)
+            #expect(job.sourceKey != key && job.sourceSize == footageSize)
+            #expect(try await api.storage.head(key: job.sourceKey).size == job.sourceSize)
+            let staged = await #expect(throws: StorageError.self) { try await api.storage.head(key: key) }
+            #expect(staged?.code == .notFound)
+            _ = try await api.storage.put(key: key, from: URL(fileURLWithPath: "/etc/hostname"), contentType: "video/mp4")
+            #expect(try await api.storage.head(key: job.sourceKey).size == job.sourceSize)
+        }
+    }
+
+    @Test("Direct upload checks at start: the declared size is signed into the URL and must match; a file that is no video is refused 415 and its copy deleted")
+    func directUploadChecks() async throws {
+        try await InProcessAPI.run(presigning: true) { api in
+            let footage = URL(fileURLWithPath: TestFootage.twentySeconds)
+            let size = try InProcessAPI.footage.count
+            let tooBig = try await api.post("/api/v1/uploads", json: ["size_bytes": 3 << 30]).error()
+            #expect(tooBig.status == 413 && tooBig.code == "file_too_large")
+            let zero = try await api.post("/api/v1/uploads", json: ["size_bytes": 0]).error()
+            #expect(zero.status == 400 && zero.code == "invalid_request")
+
+            let declared = try await api.post("/api/v1/uploads", json: ["filename": "clip.mov", "size_bytes": size + 1]).json()
+            let url = try #require(URL(string: declared["upload_url"] as? String ?? ""))
+            #expect(url.query?.contains("X-Content-Length=\(size + 1)") == true, "the length is part of the signature: \(url)")
+            _ = try await api.storage.put(key: String(url.path.dropFirst()), from: footage, contentType: "video/mp4")
+            let id = try #require(declared["job_id"] as? String)
+            let mismatch = try await api.send(.post, "/api/v1/jobs/\(id)/start").error()
+            #expect(mismatch.status == 400 && mismatch.code == "upload_size_mismatch", "\(mismatch)")
+
+            let text = FileManager.default.temporaryDirectory.appendingPathComponent("moments-list-\(UUID()).mov")
+            try Data(repeating: UInt8(ascii: "x"), count: 5000).write(to: text)
+            defer { try? FileManager.default.removeItem(at: text) }
+            let reserved = try await api.post("/api/v1/uploads", json: ["filename": "list.mov", "size_bytes": 5000]).json()
+            let textURL = try #require(URL(string: reserved["upload_url"] as? String ?? ""))
+            _ = try await api.storage.put(key: String(textURL.path.dropFirst()), from: text, contentType: "video/mp4")
+            let textID = try #require(reserved["job_id"] as? String)
+            let refused = try await api.send(.post, "/api/v1/jobs/\(textID)/start").error()
+            #expect(refused.status == 415 && refused.code == "not_a_video", "\(refused)")
+            #expect(try await api.store.job(try #require(UUID(uuidString: textID))) == nil, "no job")
+            let objects = try FileManager.default.subpathsOfDirectory(atPath: api.storage.root.path).filter { !$0.hasSuffix("/") }
+            #expect(!objects.contains { $0.hasPrefix("sources/") && $0.contains(textID) }, "the refused copy is deleted: \(objects)")
         }
     }
 }

@@ -163,6 +163,57 @@ struct S3ObjectStoreTests {
         }
     }
 
+    @Test("A PUT URL signed with a length takes exactly that many bytes: storage refuses a longer or shorter body")
+    func presignedLength() async throws {
+        let store = try Self.store()
+        try await Self.withScratch { folder in
+            let exact = folder.appendingPathComponent("exact.bin"), longer = folder.appendingPathComponent("longer.bin")
+            try Self.makeFile(exact, size: 300_000)
+            try Self.makeFile(longer, size: 300_001)
+            let key = Self.key("sized.mp4")
+            let put = try store.presignedURL(key: key, method: "PUT", expires: .seconds(300), contentLength: 300_000)
+            #expect(put.query?.contains("X-Amz-SignedHeaders=content-length%3Bhost") == true, "\(put)")
+            #expect(try curl(["-X", "PUT", "--upload-file", longer.path, put.absoluteString]).status == 403)
+            let short = try curl(["-X", "PUT", "-H", "Content-Length: 10", "--data-binary", "0123456789", put.absoluteString])
+            #expect(short.status == 403)
+            let missing = await #expect(throws: StorageError.self) { try await store.head(key: key) }
+            #expect(missing?.code == .notFound, "neither wrong length was stored")
+            #expect(try curl(["-X", "PUT", "--upload-file", exact.path, put.absoluteString]).status == 200)
+            #expect(try await store.head(key: key).size == 300_000)
+            try await store.delete(key: key)
+        }
+    }
+
+    @Test("Ranged reads, server-side copies, and downloads capped at a length (a longer object fails too_large and leaves no file)")
+    func rangesCopiesAndCaps() async throws {
+        let store = try Self.store()
+        try await Self.withScratch { folder in
+            let original = folder.appendingPathComponent("original.bin")
+            try Self.makeFile(original, size: 1_000_000)
+            let bytes = try [UInt8](Data(contentsOf: original))
+            let key = Self.key("ranged.bin"), copied = Self.key("copied.bin")
+            try await store.put(key: key, from: original, contentType: "application/octet-stream")
+            #expect(try await store.read(key: key, offset: 0, length: 10) == Array(bytes[0..<10]))
+            #expect(try await store.read(key: key, offset: 999_990, length: 100) == Array(bytes[999_990...]), "fewer at the end")
+            #expect(try await store.read(key: key, offset: 500_000, length: 262_144) == Array(bytes[500_000..<762_144]))
+
+            let info = try await store.copy(from: key, to: copied)
+            #expect(info.size == 1_000_000 && info.key == copied)
+            let copy = folder.appendingPathComponent("copy.bin")
+            try await store.get(key: copied, to: copy, limit: 1_000_000)
+            #expect(FileManager.default.contentsEqual(atPath: original.path, andPath: copy.path))
+            let missing = await #expect(throws: StorageError.self) { try await store.copy(from: Self.key("nope.bin"), to: Self.key("x.bin")) }
+            #expect(missing?.code == .notFound)
+
+            let capped = folder.appendingPathComponent("capped.bin")
+            let refused = await #expect(throws: StorageError.self) { try await store.get(key: copied, to: capped, limit: 999_999) }
+            #expect(refused?.code == .tooLarge, "\(String(describing: refused))")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["copy.bin", "original.bin"])
+            try await store.delete(key: key)
+            try await store.delete(key: copied)
+        }
+    }
+
     @Test("S3_PUBLIC_ENDPOINT: presigned URLs name the address clients use, and storage verifies them there")
     func publicEndpoint() async throws {
         let direct = try Self.configuration()

@@ -30,7 +30,13 @@ struct FencedResultTests {
             }
             return try await inner.put(key: key, from: file, contentType: contentType)
         }
-        func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo { try await inner.get(key: key, to: file) }
+        func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo {
+            try await inner.get(key: key, to: file, limit: limit)
+        }
+        func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
+            try await inner.read(key: key, offset: offset, length: length)
+        }
+        func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo { try await inner.copy(from: source, to: key) }
         func head(key: String) async throws(StorageError) -> ObjectInfo { try await inner.head(key: key) }
         func delete(key: String) async throws(StorageError) { try await inner.delete(key: key) }
     }

@@ -135,6 +135,28 @@ struct HighlightJobTests {
         }
     }
 
+    @Test("A stored source longer than the file accepted is never downloaded whole: the job fails at once with source_changed")
+    func changedSource() async throws {
+        let storage = try Self.s3()
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
+                let id = UUID()
+                let key = "sources/\(id.uuidString.lowercased()).mp4"
+                let stored = try await storage.put(key: key, from: URL(fileURLWithPath: Self.footage), contentType: "video/mp4")
+                _ = try await jobs.submit(NewJob(id: id, sourceKey: key, sourceSize: stored.size - 1000))
+                let worker = QueueWorker(configuration: Self.configuration(), jobs: jobs,
+                                         handler: HighlightJobHandler(storage: storage), logger: TestServices.logger)
+                let task = Task { await worker.run() }
+                defer { task.cancel() }
+                #expect(try await TestServices.eventually { try await store.job(id)?.status == .failed })
+                let job = try #require(try await store.job(id))
+                #expect(job.errorCode == "source_changed" && job.attempt == 1, "\(String(describing: job.errorCode))")
+                try await storage.delete(key: key)
+            }
+        }
+    }
+
     @Test("Cancelling a job while the engine runs stops it within 2 s and leaves no files and no result")
     func cancelWhileRendering() async throws {
         try await Self.run(source: Self.footage, target: 15, quality: .high) { store, storage, id, work in

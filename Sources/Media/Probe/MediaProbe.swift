@@ -30,14 +30,45 @@ public enum MediaProbe {
         do {
             input = try InputFile(path: path)
         } catch {
-            if error.code == -ENOENT || error.code == -EACCES || error.code == -EIO {
-                throw MomentsError(.ioError, "The file could not be read (\(error.reason)).")
-            }
-            if looksLikeVideoContainer(path) {
-                throw MomentsError(.corruptMedia, "This video file is damaged or incomplete (it may have been cut off while uploading or copying). Export it again and retry.")
-            }
-            throw MomentsError(.notAVideo, notAVideoSentence)
+            throw failure(error, head: head(path))
         }
+        return try inspect(input, size: size, limits: limits)
+    }
+
+    /// Probes bytes that are not a local file (an object in storage read by ranges, a buffer in
+    /// memory) as `probe(_:limits:)` probes a file. A failing source ends in `ioError`.
+    public static func probe(_ source: any RandomAccessInput, name: String, limits: MediaLimits = MediaLimits()) throws(MomentsError) -> MediaInfo {
+        try open(source, name: name, limits: limits).1
+    }
+
+    /// Opens `source` through custom I/O, picks the streams and checks them against `limits`.
+    public static func open(_ source: any RandomAccessInput, name: String, limits: MediaLimits) throws(MomentsError) -> (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?) {
+        if source.size == 0 { throw MomentsError(.notAVideo, "The file is empty (0 bytes). Upload the video again.") }
+        let input: InputFile
+        do {
+            input = try InputFile(reading: source, name: name)
+        } catch {
+            var head = [UInt8](repeating: 0, count: Int(min(source.size, 380)))
+            let count = (try? head.withUnsafeMutableBytes { try source.read(at: 0, into: $0) }) ?? 0
+            throw failure(error, head: Array(head.prefix(count)))
+        }
+        return try inspect(input, size: source.size, limits: limits)
+    }
+
+    /// The error for an input FFmpeg could not open: unreadable, damaged (it starts like a video
+    /// container) or not a video at all.
+    static func failure(_ error: FFmpegError, head: [UInt8]) -> MomentsError {
+        if error.code == -ENOENT || error.code == -EACCES || error.code == -EIO {
+            return MomentsError(.ioError, "The file could not be read (\(error.reason)).")
+        }
+        if looksLikeVideoContainer(head) {
+            return MomentsError(.corruptMedia, "This video file is damaged or incomplete (it may have been cut off while uploading or copying). Export it again and retry.")
+        }
+        return MomentsError(.notAVideo, notAVideoSentence)
+    }
+
+    /// Picks the streams of an opened input and checks them against `limits`.
+    static func inspect(_ input: InputFile, size: Int64, limits: MediaLimits) throws(MomentsError) -> (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?) {
         // Demuxers that claim any bytes (raw text, images) are not videos for us.
         let rejectedFormats: Set<String> = ["tty", "image2", "image2pipe", "txt", "srt", "ass", "webvtt", "lrc", "microdvd", "subviewer", "mpl2", "jacosub", "sami", "vplayer", "pjs", "realtext", "stl", "aqtitle"]
         if rejectedFormats.contains(input.formatName) { throw MomentsError(.notAVideo, notAVideoSentence) }
@@ -84,11 +115,15 @@ public enum MediaProbe {
         }
     }
 
-    /// Whether the file starts like a video container (so a failure to open it means damage, not a wrong file).
-    static func looksLikeVideoContainer(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+    /// The file's first bytes (enough for `looksLikeVideoContainer`).
+    static func head(_ path: String) -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
         defer { try? handle.close() }
-        let head = [UInt8](handle.readData(ofLength: 380))
+        return [UInt8](handle.readData(ofLength: 380))
+    }
+
+    /// Whether the bytes start like a video container (so a failure to open it means damage, not a wrong file).
+    static func looksLikeVideoContainer(_ head: [UInt8]) -> Bool {
         guard head.count >= 12 else { return false }
         let box = String(decoding: head[4..<8], as: UTF8.self)
         if ["ftyp", "moov", "mdat", "wide", "free", "skip"].contains(box) { return true }  // MP4, MOV, 3GP

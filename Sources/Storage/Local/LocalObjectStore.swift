@@ -53,15 +53,36 @@ public struct LocalObjectStore: ObjectStore {
         return ObjectInfo(key: key, size: Self.size(of: destination), contentType: contentType)
     }
 
-    public func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo {
+    public func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo {
         let source = try location(of: key)
         guard FileManager.default.fileExists(atPath: source.path) else { throw StorageError(.notFound, "There is no object \(key).") }
+        if let limit, Self.size(of: source) > limit {
+            throw StorageError(.tooLarge, "The object \(key) is longer than the \(limit) bytes expected.")
+        }
         do {
             try Self.copyAtomically(from: source, to: file)
         } catch {
             throw StorageError(.ioError, "The object \(key) could not be copied to \(file.lastPathComponent).")
         }
         return ObjectInfo(key: key, size: Self.size(of: file))
+    }
+
+    public func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
+        let source = try location(of: key)
+        guard let handle = FileHandle(forReadingAtPath: source.path) else { throw StorageError(.notFound, "There is no object \(key).") }
+        defer { try? handle.close() }
+        do {
+            try handle.seek(toOffset: UInt64(max(offset, 0)))
+            return [UInt8](try handle.read(upToCount: max(length, 0)) ?? Data())
+        } catch {
+            throw StorageError(.ioError, "The object \(key) could not be read.")
+        }
+    }
+
+    public func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo {
+        let origin = try location(of: source)
+        guard FileManager.default.fileExists(atPath: origin.path) else { throw StorageError(.notFound, "There is no object \(source).") }
+        return try await put(key: key, from: origin, contentType: "application/octet-stream")
     }
 
     public func head(key: String) async throws(StorageError) -> ObjectInfo {

@@ -33,12 +33,12 @@ public struct S3ObjectStore: PresigningObjectStore {
         return ObjectInfo(key: key, size: size, contentType: contentType)
     }
 
-    public func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo {
+    public func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo {
         try ObjectKey.validate(key)
         // Into a temporary file beside the destination, renamed when complete: never a half file.
         let partial = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).\(UUID().uuidString).part")
         defer { try? FileManager.default.removeItem(at: partial) }
-        let response = try await send("GET", key: key, sink: .file(partial), what: "fetch \(key)")
+        let response = try await send("GET", key: key, sink: .file(partial, limit: limit), what: "fetch \(key)")
         let size = try Self.fileSize(partial)
         if let expected = response.headers["content-length"].flatMap(Int64.init), expected != size {
             throw StorageError(.unavailable, "The download of \(key) ended early (\(size) of \(expected) bytes).")
@@ -47,6 +47,28 @@ public struct S3ObjectStore: PresigningObjectStore {
             throw StorageError(.ioError, "The object \(key) could not be saved to \(file.lastPathComponent).")
         }
         return ObjectInfo(key: key, size: size, contentType: response.headers["content-type"])
+    }
+
+    public func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
+        try ObjectKey.validate(key)
+        guard offset >= 0, length > 0 else { return [] }
+        let response = try await send("GET", key: key, headers: [("Range", "bytes=\(offset)-\(offset + Int64(length) - 1)")],
+                                      sink: .bytes(limit: length), what: "read \(key)")
+        return response.body
+    }
+
+    public func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo {
+        try ObjectKey.validate(source)
+        try ObjectKey.validate(key)
+        let origin = "/\(configuration.bucket)/\(SigV4Signer.encode(source, keepSlash: true))"
+        let response = try await send("PUT", key: key, headers: [("x-amz-copy-source", origin)], what: "copy \(source) to \(key)")
+        // S3 may answer 200 and report a failed copy in the body.
+        if Self.xmlValue("Code", in: response.body) != nil {
+            var failed = response
+            failed.status = 500
+            throw Self.error(for: failed, method: "PUT", what: "copy \(source) to \(key)", bucket: configuration.bucket)
+        }
+        return try await head(key: key)
     }
 
     public func head(key: String) async throws(StorageError) -> ObjectInfo {
@@ -69,20 +91,23 @@ public struct S3ObjectStore: PresigningObjectStore {
 
     public var presigning: (any PresigningObjectStore)? { self }
 
-    public func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL {
-        try presignedURL(key: key, method: method, expires: expires)
+    public func signedURL(for key: String, method: String, expires: Duration, contentLength: Int64?) throws(StorageError) -> URL {
+        try presignedURL(key: key, method: method, expires: expires, contentLength: contentLength)
     }
 
     /// A URL anyone can use with plain HTTP to GET (download) or PUT (upload) the object until it
-    /// expires. S3 allows at most 7 days.
-    public func presignedURL(key: String, method: String = "GET", expires: Duration, date: Date = Date()) throws(StorageError) -> URL {
+    /// expires. S3 allows at most 7 days. With `contentLength`, the length is a signed header: a
+    /// PUT of any other length fails the signature check.
+    public func presignedURL(key: String, method: String = "GET", expires: Duration, contentLength: Int64? = nil,
+                             date: Date = Date()) throws(StorageError) -> URL {
         try ObjectKey.validate(key)
         let seconds = Int(expires.components.seconds)
         guard (1...604_800).contains(seconds) else {
             throw StorageError(.invalidKey, "A presigned URL must expire within 1 second to 7 days.")
         }
         let target = location(key: key, query: [], endpoint: configuration.publicEndpoint ?? configuration.endpoint)
-        let request = SigV4Request(method: method, path: target.path, headers: [("Host", target.host)],
+        let length = contentLength.map { [("Content-Length", String($0))] } ?? []
+        let request = SigV4Request(method: method, path: target.path, headers: [("Host", target.host)] + length,
                                    payloadHash: SigV4Signer.unsignedPayload)
         let signature = signer.presign(request, date: date, expires: seconds)
         return URL(string: target.url(query: signature.additions))!
@@ -205,6 +230,7 @@ public struct S3ObjectStore: PresigningObjectStore {
                 retryable = error.message
             case .failure(let failure):
                 if failure.isCancelled { throw StorageError(.cancelled, "Cancelled while trying to \(what).") }
+                if failure.code == CurlFailure.tooLargeCode { throw StorageError(.tooLarge, "Could not \(what): \(failure.message)") }
                 guard failure.code >= 0 else { throw StorageError(.ioError, failure.message) }
                 let reason = "The storage service could not be reached to \(what) (\(failure.message))."
                 guard failure.isTransient else { throw StorageError(.unavailable, reason) }

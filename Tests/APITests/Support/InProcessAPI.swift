@@ -140,7 +140,17 @@ struct SigningLocalStore: PresigningObjectStore {
         try await local.put(key: key, from: file, contentType: contentType)
     }
 
-    func get(key: String, to file: URL) async throws(StorageError) -> ObjectInfo { try await local.get(key: key, to: file) }
+    func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo {
+        try await local.get(key: key, to: file, limit: limit)
+    }
+
+    func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
+        try await local.read(key: key, offset: offset, length: length)
+    }
+
+    func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo {
+        try await local.copy(from: source, to: key)
+    }
 
     func head(key: String) async throws(StorageError) -> ObjectInfo { try await local.head(key: key) }
 
@@ -148,7 +158,8 @@ struct SigningLocalStore: PresigningObjectStore {
 
     var presigning: (any PresigningObjectStore)? { self }
 
-    func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL {
-        URL(string: "https://storage.test/\(key)?X-Method=\(method)&X-Expires=\(expires.components.seconds)")!
+    func signedURL(for key: String, method: String, expires: Duration, contentLength: Int64?) throws(StorageError) -> URL {
+        let length = contentLength.map { "&X-Content-Length=\($0)" } ?? ""
+        return URL(string: "https://storage.test/\(key)?X-Method=\(method)&X-Expires=\(expires.components.seconds)\(length)")!
     }
 }
