@@ -37,6 +37,8 @@ public struct APIConfiguration: Sendable {
     /// Where a `callback_url` may point (`WEBHOOK_ALLOW_PRIVATE`, `WEBHOOK_ALLOWED_PORTS`); the
     /// workers check it again at each delivery.
     public var callbacks: DestinationPolicy
+    /// What a scrape of `/metrics` must send as its bearer token (`METRICS_TOKEN`); nil: no token.
+    public var metricsToken: String?
 
     public struct RateLimits: Sendable {
         /// Uploads (and upload reservations) per window and device; 0 turns the limit off.
@@ -55,7 +57,8 @@ public struct APIConfiguration: Sendable {
     public init(host: String = "0.0.0.0", port: Int = 8000, maxUploadBytes: Int64 = 2 << 30, publicURL: String? = nil,
                 uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900),
                 uploadLinkLifetime: Duration = .seconds(900), authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
-                trustedProxyHops: Int = 0, webhooksEnabled: Bool = false, callbacks: DestinationPolicy = DestinationPolicy()) {
+                trustedProxyHops: Int = 0, webhooksEnabled: Bool = false, callbacks: DestinationPolicy = DestinationPolicy(),
+                metricsToken: String? = nil) {
         self.host = host
         self.port = port
         self.maxUploadBytes = maxUploadBytes
@@ -69,6 +72,7 @@ public struct APIConfiguration: Sendable {
         self.trustedProxyHops = trustedProxyHops
         self.webhooksEnabled = webhooksEnabled
         self.callbacks = callbacks
+        self.metricsToken = metricsToken
     }
 
     public init(environment: Settings) throws(SettingError) {
@@ -98,6 +102,15 @@ public struct APIConfiguration: Sendable {
                   rateLimit: rateLimit,
                   trustedProxyHops: try Setting.integer("TRUSTED_PROXY_HOPS", in: environment, default: 0, range: 0...10),
                   webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty,
-                  callbacks: try DestinationPolicy(environment: environment))
+                  callbacks: try DestinationPolicy(environment: environment),
+                  metricsToken: try Self.metricsToken(environment))
+    }
+
+    static func metricsToken(_ environment: Settings) throws(SettingError) -> String? {
+        guard let token = environment["METRICS_TOKEN"], !token.isEmpty else { return nil }
+        guard token.count >= 16, token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            throw SettingError("METRICS_TOKEN must be at least 16 printable characters without spaces (e.g. openssl rand -hex 24).")
+        }
+        return token
     }
 }

@@ -59,7 +59,7 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     let router = Router(context: MomentsRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: ErrorMiddleware())
-    MetricsController(registry: metrics, jobs: services.jobs).addRoutes(to: router)
+    MetricsController(registry: metrics, jobs: services.jobs, token: configuration.metricsToken).addRoutes(to: router)
     OpenAPIDocument().addRoutes(to: router)
     HealthController(jobs: services.jobs, storage: services.storage).addRoutes(to: router)
     let quota = Quota(jobs: services.jobs, freeMonthlyHighlights: configuration.freeMonthlyHighlights)

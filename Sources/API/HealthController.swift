@@ -5,30 +5,50 @@ import Jobs
 import Storage
 
 /// `GET /health`: the process answers. `GET /ready`: PostgreSQL, Redis and storage answer too
-/// (503 naming what does not).
+/// (503 naming what does not). Readiness is checked at most once per `readinessMaxAge` (2 s)
+/// however often it is asked, so a flood of `/ready` costs the stores nothing; the answer says
+/// when it was checked.
 struct HealthController: Sendable {
-    let jobs: Jobs
-    let storage: any ObjectStore
+    let readiness: CachedValue<Readiness>
+    static let readinessMaxAge: Duration = .seconds(2)
+
+    init(jobs: Jobs, storage: any ObjectStore) {
+        readiness = CachedValue(maxAge: Self.readinessMaxAge) { await Self.check(jobs: jobs, storage: storage) }
+    }
 
     struct Health: ResponseEncodable {
         var status: String
         var checks: [String: String]?
+        /// When the stores were last asked (ISO 8601 with milliseconds).
+        var checkedAt: String?
+
+        enum CodingKeys: String, CodingKey { case status, checks, checkedAt = "checked_at" }
+    }
+
+    struct Readiness: Sendable {
+        var checks: [String: Bool]
+        var at: Date
     }
 
     func addRoutes(to router: Router<MomentsRequestContext>) {
         router.get("health") { _, _ in Health(status: "ok", checks: nil) }
         router.get("ready") { _, _ in
-            async let database = jobs.store.isReachable()
-            async let redis = jobs.isQueueReachable()
-            async let objects = storageReachable()
-            let checks = ["postgresql": await database, "redis": await redis, "storage": await objects]
-            let ready = checks.values.allSatisfy { $0 }
-            let body = Health(status: ready ? "ready" : "unavailable", checks: checks.mapValues { $0 ? "ok" : "unreachable" })
+            let readiness = await readiness.value
+            let ready = readiness.checks.values.allSatisfy { $0 }
+            let body = Health(status: ready ? "ready" : "unavailable", checks: readiness.checks.mapValues { $0 ? "ok" : "unreachable" },
+                              checkedAt: readiness.at.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
             return EditedResponse(status: ready ? .ok : .serviceUnavailable, response: body)
         }
     }
 
-    private func storageReachable() async -> Bool {
+    private static func check(jobs: Jobs, storage: any ObjectStore) async -> Readiness {
+        async let database = jobs.store.isReachable()
+        async let redis = jobs.isQueueReachable()
+        async let objects = storageReachable(storage)
+        return Readiness(checks: ["postgresql": await database, "redis": await redis, "storage": await objects], at: Date())
+    }
+
+    private static func storageReachable(_ storage: any ObjectStore) async -> Bool {
         do {
             _ = try await storage.head(key: "health/probe")
             return true

@@ -8,20 +8,53 @@ import Prometheus
 /// (this node), and, read at scrape time from the shared stores, the queue (depth, delayed, in
 /// flight, dead letters, oldest wait), jobs by status, and the last hour's processing time and
 /// real-time factor (the same figures on every node: take one node's, do not sum them).
+///
+/// With `METRICS_TOKEN` set, a scrape must send `Authorization: Bearer <token>` (401
+/// `metrics_token_required` otherwise); the shared stores are read at most once per
+/// `refreshInterval` (5 s) however often it is scraped.
 struct MetricsController: Sendable {
     let registry: PrometheusCollectorRegistry
     let jobs: Jobs
+    let token: String?
+    private let refreshed: CachedValue<Void>
     var store: JobStore { jobs.store }
+    static let refreshInterval: Duration = .seconds(5)
+
+    init(registry: PrometheusCollectorRegistry, jobs: Jobs, token: String?) {
+        self.registry = registry
+        self.jobs = jobs
+        self.token = token
+        refreshed = CachedValue(maxAge: Self.refreshInterval) { await Self.refresh(registry: registry, jobs: jobs) }
+    }
 
     func addRoutes(to router: Router<MomentsRequestContext>) {
-        router.get("metrics") { _, _ in
-            await refresh()
+        router.get("metrics") { request, _ in
+            try authorize(request)
+            await refreshed.value
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
     }
 
-    private func refresh() async {
+    private func authorize(_ request: Request) throws {
+        guard let token else { return }
+        let sent = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
+        guard Self.equalInConstantTime(sent, token) else {
+            throw APIError(.unauthorized, "metrics_token_required", "Scrape /metrics with Authorization: Bearer and the METRICS_TOKEN.",
+                           headers: [.wwwAuthenticate: #"Bearer realm="metrics""#])
+        }
+    }
+
+    /// Compares without stopping at the first difference, so timing tells nothing about the token.
+    static func equalInConstantTime(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) { difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
+        return difference == 0
+    }
+
+    private static func refresh(registry: PrometheusCollectorRegistry, jobs: Jobs) async {
+        let store = jobs.store
         if let stats = try? await jobs.stats() {
             registry.makeGauge(name: "moments_queue_ready", help: "Jobs ready to start, not yet taken").set(to: Double(stats.ready))
             registry.makeGauge(name: "moments_queue_delayed", help: "Jobs waiting out a retry delay").set(to: Double(stats.delayed))
