@@ -45,7 +45,7 @@ struct RateLimiter: Sendable {
             return
         }
         guard let wait else { return }
-        let seconds = max(1, Int(wait.inSeconds.rounded(.up)))
+        let seconds = max(1, Int(saturating: wait.inSeconds.rounded(.up)))
         throw APIError(.tooManyRequests, "rate_limited",
                        "Too many \(what) in a short time. Please wait \(seconds) second\(seconds == 1 ? "" : "s") and try again.",
                        headers: [.retryAfter: String(seconds)])

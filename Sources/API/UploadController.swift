@@ -82,7 +82,7 @@ struct UploadController: Sendable {
         }
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
         // Measured: about 8x real time at 1080p on two cores, plus queueing and transfers.
-        return UploadAccepted(jobID: id, estimatedTime: Int((info.duration / 8).rounded(.up)) + 5)
+        return UploadAccepted(jobID: id, estimatedTime: Int(saturating: (info.duration / 8).rounded(.up)) + 5)
     }
 
     /// Streams the body through `FormReader`: the `file` part goes to `file`, the other parts are

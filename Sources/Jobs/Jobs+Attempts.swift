@@ -48,7 +48,7 @@ extension Jobs {
             logger.warning("dead-lettered: no attempts left")
             await deadLetter(delivery, logger: logger)
         case .notYet(let runAfter):
-            let wait = Duration.milliseconds(Int(max(0, runAfter.timeIntervalSinceNow) * 1000))
+            let wait = Duration.milliseconds(Int(saturating: max(0, runAfter.timeIntervalSinceNow) * 1000))
             await afterTruth("delay", logger: logger) { try await queue.retry(delivery, after: wait) }
         case .heldByAnother(let holder, _):
             // Left alone: if that worker finishes it acknowledges, if it dies the lease lapses again.

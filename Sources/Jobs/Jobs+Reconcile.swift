@@ -40,7 +40,7 @@ extension Jobs {
             let known = try await queue.contains(pending.map(\.id))
             for (job, isKnown) in zip(pending, known) where !isKnown {
                 let wait = max(0, min(job.runAfter.timeIntervalSinceNow, 86_400 * 365))
-                if try await queue.enqueue(job.id, delay: .milliseconds(Int(wait * 1000))) { report.restoredPending += 1 }
+                if try await queue.enqueue(job.id, delay: .milliseconds(Int(saturating: wait * 1000))) { report.restoredPending += 1 }
             }
         }
         try await Self.everyPage(batch, id: \.id, { try await store.lapsedLeases(after: $0, limit: batch) }) { lapsed in

@@ -75,6 +75,17 @@ public struct Bitstream: Sendable, Equatable {
         return kind
     }
 
+    /// Whether the NAL units' length prefixes tile `bytes` exactly: a packet whose lengths do not add
+    /// up has been damaged, and copying it would hand the damage to every player.
+    public func isWellFormed(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var end = 0
+        forEachNAL(in: bytes) { offset, size in
+            end = offset + size
+            return true
+        }
+        return end == bytes.count && end > 0
+    }
+
     /// Rewrites every HEVC CRA slice NAL unit in `bytes` as BLA_W_LP (type 21 → 16): the slice
     /// headers of the two are the same, so the change is one byte per slice. A decoder then drops
     /// the RASL pictures that would follow and starts cleanly here. Returns how many were rewritten.

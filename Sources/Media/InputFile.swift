@@ -140,6 +140,8 @@ public struct MediaStream {
     public var sampleRate: Int { Int(parameters.pointee.sample_rate) }
     public var channels: Int { Int(parameters.pointee.ch_layout.nb_channels) }
     public var bitsPerRawSample: Int { Int(parameters.pointee.bits_per_raw_sample) }
+    /// How many pictures the decoder holds back to reorder them (0: presented in decode order).
+    public var reorderDepth: Int { Int(parameters.pointee.video_delay) }
     /// The decoded pictures' pixel format, when the stream is video and says.
     public var pixelFormat: PixelFormat? {
         guard mediaType == .video, parameters.pointee.format >= 0 else { return nil }
@@ -196,6 +198,6 @@ public struct MediaStream {
     }
 
     public func ticks(_ seconds: Double) -> Int64 {
-        Int64((seconds * Double(timeBase.denominator) / Double(timeBase.numerator)).rounded(.down))
+        Int64(saturating: (seconds * Double(timeBase.denominator) / Double(timeBase.numerator)).rounded(.down))
     }
 }

@@ -62,8 +62,8 @@ public struct Analysis: Sendable {
 
     /// The seconds that overlap `start..<end` (`seconds[i]` covers `i..<i+1`).
     func seconds(overlapping start: Double, _ end: Double) -> ArraySlice<SecondFeatures> {
-        let first = max(0, Int(start.rounded(.down)))
-        let last = min(seconds.count, Int(end.rounded(.up)))
+        let first = max(0, Int(saturating: start.rounded(.down)))
+        let last = min(seconds.count, Int(saturating: end.rounded(.up)))
         return first < last ? seconds[first..<last] : []
     }
 }

@@ -68,9 +68,9 @@ struct AudioFeatures: Sendable {
         func decibels(_ energy: Double) -> Double { energy > 1e-9 ? 10 * log10(energy) : Self.silence }
         var loudness = [Double](repeating: Self.silence, count: seconds)
         var onsets = [Int](repeating: 0, count: seconds)
-        let offset = Int((startTime / AudioScanner.window).rounded())
+        let offset = Int(saturating: (startTime / AudioScanner.window).rounded())
         for second in 0..<seconds {
-            let from = second * perSecond - offset, to = from + perSecond
+            let from = (second * perSecond).subtractingReportingOverflow(offset).partialValue, to = from.addingReportingOverflow(perSecond).partialValue
             let slice = energies[max(0, min(energies.count, from))..<max(0, min(energies.count, to))]
             guard !slice.isEmpty else { continue }
             loudness[second] = decibels(slice.reduce(0) { $0 + Double($1) } / Double(slice.count))
@@ -80,7 +80,7 @@ struct AudioFeatures: Sendable {
             let before = energies[(i - 4)..<i].reduce(0) { $0 + Double($1) } / 4
             let now = Double(energies[i])
             if decibels(now) > -40 && decibels(now) - decibels(before) >= 8 {
-                let second = Int(Double(i + offset) * AudioScanner.window)
+                let second = Int(saturating: (Double(i) + Double(offset)) * AudioScanner.window)
                 if second >= 0 && second < seconds { onsets[second] += 1 }
             }
         }

@@ -26,7 +26,7 @@ enum FeatureTimeline {
         let sharpnessValues = samples.map(\.sharpness).filter { $0 > 0 }.sorted()
         let typicalSharpness = sharpnessValues.isEmpty ? 1 : max(1e-6, sharpnessValues[sharpnessValues.count / 2])
         let bytes = (0..<count).map { second -> Double in
-            let absolute = Int((Double(second) + origin).rounded(.down))
+            let absolute = Int(saturating: (Double(second) + origin).rounded(.down))
             return absolute >= 0 && absolute < video.bytesPerSecond.count ? Double(video.bytesPerSecond[absolute]) : 0
         }
         let sortedBytes = bytes.filter { $0 > 0 }.sorted()

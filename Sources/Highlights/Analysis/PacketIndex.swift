@@ -22,9 +22,15 @@ public struct PacketIndex: Sendable {
     /// False once a packet had no timestamps or the file ended in damage: such a stream is not copied.
     public private(set) var isComplete = true
 
+    /// Whether the stream reorders pictures (B-frames): then some presentation time must differ
+    /// from its decode time, or the container's timestamps are wrong.
+    let reorders: Bool
+    private var presentedOutOfDecodeOrder = false
+
     init(stream: MediaStream) {
         secondsPerTick = Double(stream.timeBase.numerator) / Double(max(1, stream.timeBase.denominator))
         bitstream = stream.bitstream
+        reorders = stream.reorderDepth > 0
     }
 
     mutating func add(_ packet: Packet) {
@@ -32,12 +38,19 @@ public struct PacketIndex: Sendable {
             isComplete = false
             return
         }
+        if let bitstream, !bitstream.isWellFormed(packet.bytes) { isComplete = false }
+        if pts != dts { presentedOutOfDecodeOrder = true }
         let kind = bitstream?.pictureKind(packet.bytes) ?? .unknown
         entries.append(Entry(pts: pts, dts: dts, size: Int32(clamping: packet.size), isKeyframe: packet.isKeyframe,
                              kind: kind, position: packet.position ?? -1))
     }
 
     mutating func markIncomplete() { isComplete = false }
+
+    /// False when the stream reorders pictures but every packet says it is presented when it is
+    /// decoded: the container's composition offsets are missing or damaged, so its timestamps
+    /// cannot be copied.
+    public var timestampsAgreeWithStream: Bool { !reorders || presentedOutOfDecodeOrder || entries.isEmpty }
 
     public var count: Int { entries.count }
 

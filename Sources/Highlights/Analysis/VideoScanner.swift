@@ -139,7 +139,7 @@ final class VideoScanner {
         let t = time(of: packet)
         frameTimes.append(t)
         packets.add(packet)
-        let second = max(0, Int(t))
+        let second = max(0, Int(saturating: t))
         if second < 100_000 {
             if bytesPerSecond.count <= second { bytesPerSecond.append(contentsOf: repeatElement(0, count: second - bytesPerSecond.count + 1)) }
             bytesPerSecond[second] += packet.size

@@ -95,7 +95,7 @@ final class SegmentSound {
     /// `outputStart..<outputEnd`; `stream` is nil for a source without sound.
     init(stream: MediaStream?, origin: Double, start: Double, outputStart: Double, outputEnd: Double) {
         let rate = Double(Renderer.sampleRate)
-        samples = Int((outputEnd * rate).rounded()) - Int((outputStart * rate).rounded())
+        samples = Int(saturating: (outputEnd * rate).rounded()) - Int(saturating: (outputStart * rate).rounded())
         isDone = stream == nil
         self.stream = stream
         self.start = start
@@ -106,7 +106,7 @@ final class SegmentSound {
     /// (negative: its first samples come before the segment and are dropped); nil once past the end.
     func take(_ frame: Frame) throws -> (samples: Frame, offset: Int)? {
         guard !isDone, let stream, let ticks = frame.timestamp else { return nil }
-        let offset = Int(((stream.seconds(ticks) - origin - start) * Double(Renderer.sampleRate)).rounded())
+        let offset = Int(saturating: ((stream.seconds(ticks) - origin - start) * Double(Renderer.sampleRate)).rounded())
         if offset >= samples { isDone = true; return nil }
         let converted = try resampler.convert(frame)
         if offset + converted.sampleCount >= samples { isDone = true }

@@ -59,21 +59,21 @@ final class CopyRenderer {
             // The RASL pictures of the segment's first CRA reference the GOP before it.
             let packets = (first.packet..<grid.packet(before: range.end, of: entries.count))
                 .filter { $0 >= first.gopEnd || entries[$0].kind != .rasl }
-                .map { Planned(packet: $0, pts: entries[$0].pts - start + offset) }
+                .map { Planned(packet: $0, pts: entries[$0].pts &- start &+ offset) }
             plans.append(SegmentPlan(packets: packets, start: start, end: end))
-            offset += end - start
+            offset &+= end &- start  // wrapping: a damaged index cannot trap, only fail the muxer
         }
         // The k-th packet decodes at the k-th presentation time, less one composition offset that
         // keeps every decode time at or before its presentation time.
         let presented = plans.flatMap { $0.packets.map(\.pts) }
         let order = presented.sorted()
-        let composition = zip(order, presented).map { $0 - $1 }.max().map { max(0, $0) } ?? 0
+        let composition = zip(order, presented).map { $0 &- $1 }.max().map { max(0, $0) } ?? 0
         var k = 0
         var previous = Int64.min
         for s in plans.indices {
             for j in plans[s].packets.indices {
-                var dts = order[k] - composition
-                if previous != .min && dts <= previous { dts = previous + 1 }  // equal timestamps in a damaged source
+                var dts = order[k] &- composition
+                if previous != .min && dts <= previous { dts = previous &+ 1 }  // equal timestamps in a damaged source
                 plans[s].packets[j].dts = dts
                 previous = dts
                 k += 1

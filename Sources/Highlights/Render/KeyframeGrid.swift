@@ -57,9 +57,9 @@ struct KeyframeGrid: Sendable {
                                 end: index.seconds(earliest) - origin, endTicks: earliest))
         }
         let last = entries.map(\.pts).max() ?? 0
-        let lastTicks = Int64((frameInterval / index.secondsPerTick).rounded())
+        let lastTicks = Int64(saturating: (frameInterval / index.secondsPerTick).rounded())
         self.points = points
-        streamEndTicks = last + max(1, lastTicks)
+        streamEndTicks = last.addingReportingOverflow(max(1, lastTicks)).overflow ? .max : last + max(1, lastTicks)
         streamEnd = index.seconds(streamEndTicks) - origin
     }
 

@@ -42,6 +42,9 @@ public struct RenderDecision: Sendable, Codable, Equatable {
         guard packets.isComplete, packets.count > 0 else {
             return encode("the file is damaged or has packets without timestamps")
         }
+        guard packets.timestampsAgreeWithStream else {
+            return encode("the stream reorders pictures but the container gives none of them a composition offset")
+        }
         guard abs(info.sampleAspectRatio - 1) < 1e-3 else {
             return encode(String(format: "the pixels are not square (sample aspect ratio %.3f)", info.sampleAspectRatio))
         }

@@ -27,6 +27,9 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
     struct Stopped: Error {}
 
+    /// The closest two output pictures may be, in 90 kHz ticks (1/240 s: the fastest phone slow motion).
+    static let minimumSpacing: Int64 = 375
+
     func read(_ segments: [Segment], into queue: RenderQueue) throws {
         func put(_ item: RenderItem) throws { if !queue.put(item) { throw Stopped() } }
         let videoDecoder = try Decoder(stream: video, options: .video(for: info, threads: 2, analysis: false))
@@ -52,11 +55,14 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 let t = video.seconds(ticks) - origin
                 if t < segment.start - 1e-6 { return }
                 if t >= segment.end - 1e-6 { videoDone = true; return }
+                // A picture less than 1/240 s after the last one kept (a duplicate, a timestamp
+                // going back, a damaged stts) is dropped, as a VFR muxer drops it: no player
+                // shows it, and timestamps 1 tick apart break some.
+                let pts = Int64(saturating: ((outputStart + t - segment.start) * 90_000).rounded())
+                if lastPTS >= 0 && pts < lastPTS + Self.minimumSpacing { return }
                 var picture = try pictures.prepare(frame)
                 // The decoder reuses `frame`: a picture passed through as it is needs its own reference.
                 if picture === frame { picture = try frame.clone() }
-                var pts = Int64(((outputStart + t - segment.start) * 90_000).rounded())
-                if pts <= lastPTS { pts = lastPTS + 1 }
                 lastPTS = pts
                 picture.pts = pts
                 picture.pictureType = .unspecified

@@ -26,7 +26,7 @@ public enum SegmentSelector {
         var total = 0.0
         let bins = max(3, Int((target / 4).rounded()))
         var covered = Set<Int>()
-        func bin(_ s: Segment) -> Int { min(bins - 1, Int((s.start + s.end) / 2 / duration * Double(bins))) }
+        func bin(_ s: Segment) -> Int { min(bins - 1, max(0, Int(saturating: (s.start + s.end) / 2 / duration * Double(bins)))) }
         let tau = max(0.5, 0.5 * duration / target)
 
         while target - total > tolerance {
@@ -69,7 +69,7 @@ public enum SegmentSelector {
                     var s = start, e = start + length
                     if s - shot.start < edgeMargin { s = shot.start; e = s + length }
                     if shot.end - e < edgeMargin { e = shot.end; s = max(shot.start, e - length) }
-                    let key = "\(Int(s * 1000))-\(Int(e * 1000))"
+                    let key = "\(Int(saturating: s * 1000))-\(Int(saturating: e * 1000))"
                     if seen.insert(key).inserted {
                         result.append(Segment(start: s, end: e, score: meanScore(analysis, s, e), reasons: [], shot: index))
                     }
@@ -92,7 +92,7 @@ public enum SegmentSelector {
 
     static func similarity(_ analysis: Analysis, _ a: Segment, _ b: Segment) -> Double {
         func signature(_ s: Segment) -> [Float] {
-            let second = min(analysis.signatures.count - 1, max(0, Int((s.start + s.end) / 2)))
+            let second = min(analysis.signatures.count - 1, max(0, Int(saturating: (s.start + s.end) / 2)))
             return second >= 0 ? analysis.signatures[second] : []
         }
         let x = signature(a), y = signature(b)
@@ -124,7 +124,7 @@ public enum SegmentSelector {
         return reasons
     }
 
-    static func clock(_ t: Double) -> String { String(format: "%d:%02d", Int(t) / 60, Int(t) % 60) }
+    static func clock(_ t: Double) -> String { String(format: "%d:%02d", Int(saturating: t) / 60, Int(saturating: t) % 60) }
 
     // MARK: Short sources
 
@@ -136,8 +136,8 @@ public enum SegmentSelector {
             var t = shot.start
             let seconds = analysis.seconds
             while t < shot.end {
-                let f = seconds[min(seconds.count - 1, Int(t))]
-                let next = min(shot.end, Double(Int(t) + 1))
+                let f = seconds[min(seconds.count - 1, max(0, Int(saturating: t)))]
+                let next = min(shot.end, Double(Int(saturating: t)) + 1)
                 if f.isUsable {
                     if runStart == nil { runStart = t }
                 } else if let s = runStart {

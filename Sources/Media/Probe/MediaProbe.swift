@@ -136,7 +136,7 @@ public enum MediaProbe {
     static let notAVideoSentence = "This file is not a video we can read. Try exporting it as MP4 or MOV."
 
     static func clock(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded())
+        let s = Int(saturating: seconds.rounded())
         return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
     }
 }
