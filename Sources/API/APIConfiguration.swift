@@ -46,11 +46,15 @@ public struct APIConfiguration: Sendable {
         /// Uploads, reservations and device registrations per window and client address; 0 turns it off.
         public var uploadsPerIP: Int
         public var window: Duration
+        /// Device registrations per day and client address (IPv6: per /64); 0 turns it off. Each
+        /// new device starts a fresh free quota, so this bounds how often one network resets it.
+        public var registrationsPerDay: Int
 
-        public init(uploadsPerOwner: Int = 10, uploadsPerIP: Int = 30, window: Duration = .seconds(60)) {
+        public init(uploadsPerOwner: Int = 10, uploadsPerIP: Int = 30, window: Duration = .seconds(60), registrationsPerDay: Int = 10) {
             self.uploadsPerOwner = uploadsPerOwner
             self.uploadsPerIP = uploadsPerIP
             self.window = window
+            self.registrationsPerDay = registrationsPerDay
         }
     }
 
@@ -93,7 +97,8 @@ public struct APIConfiguration: Sendable {
         let rateLimit = RateLimits(
             uploadsPerOwner: try Setting.integer("RATE_LIMIT_UPLOADS_PER_OWNER", in: environment, default: 10, range: 0...100_000),
             uploadsPerIP: try Setting.integer("RATE_LIMIT_UPLOADS_PER_IP", in: environment, default: 30, range: 0...100_000),
-            window: .seconds(try Setting.integer("RATE_LIMIT_WINDOW_SECONDS", in: environment, default: 60, range: 1...86_400)))
+            window: .seconds(try Setting.integer("RATE_LIMIT_WINDOW_SECONDS", in: environment, default: 60, range: 1...86_400)),
+            registrationsPerDay: try Setting.integer("REGISTRATIONS_PER_IP_PER_DAY", in: environment, default: 10, range: 0...1_000_000))
         self.init(host: environment["HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0.0", port: port,
                   maxUploadBytes: Int64(maxUpload), publicURL: publicURL, uploadDirectory: uploadDirectory,
                   uploadLinkLifetime: .seconds(try Setting.integer("DIRECT_UPLOAD_URL_SECONDS", in: environment, default: 900, range: 60...3600)),

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -28,26 +29,41 @@ struct RateLimiter: Sendable {
         try await admit(keys, what: "uploads", logger: context.logger)
     }
 
-    /// Counts a device registration against its address (apart from its uploads).
+    /// Counts a device registration against its address (apart from its uploads): per window, and
+    /// per day, so that registering new devices cannot reset the free plan's quota more than
+    /// `registrationsPerDay` times. An IPv6 client counts by its /64, which one subscriber holds whole.
     func admitRegistration(_ request: Request, context: MomentsRequestContext) async throws {
-        guard limits.uploadsPerIP > 0, let ip = clientAddress(request, context: context) else { return }
-        try await admit([RateLimitKey("ratelimit:devices-ip:\(ip)", limit: limits.uploadsPerIP)], what: "device registrations",
-                        logger: context.logger)
+        guard let ip = clientAddress(request, context: context) else { return }
+        if limits.uploadsPerIP > 0 {
+            try await admit([RateLimitKey("ratelimit:devices-ip:\(ip)", limit: limits.uploadsPerIP)], what: "device registrations",
+                            logger: context.logger)
+        }
+        if limits.registrationsPerDay > 0 {
+            try await admit([RateLimitKey("ratelimit:devices-day:\(Self.subscriber(ip))", limit: limits.registrationsPerDay)],
+                            window: .seconds(86_400), what: "new devices from this network today", logger: context.logger)
+        }
     }
 
-    private func admit(_ keys: [RateLimitKey], what: String, logger: Logger) async throws {
+    /// The address an IPv4 client has, or the /64 an IPv6 client's address lies in.
+    static func subscriber(_ ip: String) -> String {
+        guard let address = IPAddress(ip), address.bytes.count == 16 else { return ip }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(address.bytes[$0]) << 8 | UInt16(address.bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
+
+    private func admit(_ keys: [RateLimitKey], window: Duration? = nil, what: String, logger: Logger) async throws {
         guard !keys.isEmpty else { return }
         let wait: Duration?
         do {
-            wait = try await store.admit(keys, window: limits.window)
+            wait = try await store.admit(keys, window: window ?? limits.window)
         } catch {
             logger.warning("rate limit not checked: the store did not answer", metadata: ["error": "\(error)"])
             return
         }
         guard let wait else { return }
         let seconds = max(1, Int(saturating: wait.inSeconds.rounded(.up)))
-        throw APIError(.tooManyRequests, "rate_limited",
-                       "Too many \(what) in a short time. Please wait \(seconds) second\(seconds == 1 ? "" : "s") and try again.",
+        let when = seconds <= 120 ? "\(seconds) second\(seconds == 1 ? "" : "s")" : "about \((seconds + 1799) / 3600) hour\(seconds > 5400 ? "s" : "")"
+        throw APIError(.tooManyRequests, "rate_limited", "Too many \(what). Please wait \(when) and try again.",
                        headers: [.retryAfter: String(seconds)])
     }
 

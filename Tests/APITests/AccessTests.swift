@@ -147,4 +147,24 @@ struct AccessTests {
             #expect(try await api.upload(file, headers: third).status == 415)
         }
     }
+
+    @Test("New devices per network per day are limited (IPv6 counts by /64), so new devices cannot reset the free quota all day")
+    func registrationsPerDay() async throws {
+        try await InProcessAPI.run(["AUTH_REQUIRED": "true", "TRUSTED_PROXY_HOPS": "1", "REGISTRATIONS_PER_IP_PER_DAY": "3"]) { api in
+            func register(_ address: String) async throws -> InProcessAPI.Reply {
+                try await api.post("/api/v1/devices", json: [:], headers: [HTTPField.Name("X-Forwarded-For")!: address])
+            }
+            for _ in 0..<3 { #expect(try await register("203.0.113.5").status == 201) }
+            let refused = try await register("203.0.113.5")
+            let error = try refused.error()
+            #expect(refused.status == 429 && error.code == "rate_limited" && error.message.contains("hour"), "\(error)")
+            let wait = Int(refused.header("Retry-After") ?? "") ?? 0
+            #expect(wait > 86_000 && wait <= 86_400, "a day's window: \(wait)")
+            #expect(try await register("203.0.113.6").status == 201, "another address has its own count")
+
+            for host in ["1", "ffff", "abcd:1"] { #expect(try await register("2001:db8:1:2::\(host)").status == 201) }
+            #expect(try await register("2001:db8:1:2:9::1").status == 429, "the same /64")
+            #expect(try await register("2001:db8:1:3::1").status == 201, "the next /64 is another subscriber")
+        }
+    }
 }
