@@ -85,7 +85,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel"]),
+        .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.

@@ -93,23 +93,57 @@ struct UploadController: Sendable {
             throw APIError(.internalServerError, "internal_error", "The upload could not be stored for processing. Please try again.")
         }
         defer { try? handle.close() }
-        var reader = FormReader(boundary: boundary) { bytes in
-            do { try handle.write(contentsOf: bytes) } catch { throw Self.noRoom }
-        }
+        let spool = Spool(handle)
+        var reader = FormReader(boundary: boundary) { bytes in spool.append(bytes) }
         var received: Int64 = 0
         do {
             for try await buffer in body {
                 received += Int64(buffer.readableBytes)
                 if received > configuration.maxUploadBytes { throw Self.tooLarge(configuration.maxUploadBytes) }
                 try reader.consume(buffer)
+                try await spool.writeIfFull()
             }
-            return try reader.finish()
+            let form = try reader.finish()
+            try await spool.write()
+            return form
         } catch let error as APIError {
             throw error
         } catch let failure as FormFailure {
             throw Self.refusal(failure)
         } catch {
             throw APIError(.badRequest, "invalid_request", "The multipart body could not be read: it ended early or is malformed.")
+        }
+    }
+
+    /// The file part's bytes on their way to disk: gathered in memory up to `chunk` (1 MiB), then
+    /// written in one go on a blocking-work thread, never on the cooperative pool that serves
+    /// requests. The request waits for each write, so a slow disk slows its sender, not the node.
+    final class Spool: @unchecked Sendable {
+        let handle: FileHandle
+        private var pending: [UInt8] = []
+        static let chunk = 1 << 20
+
+        init(_ handle: FileHandle) {
+            self.handle = handle
+            pending.reserveCapacity(Self.chunk)
+        }
+
+        func append(_ bytes: UnsafeRawBufferPointer) { pending.append(contentsOf: bytes) }
+
+        func writeIfFull() async throws {
+            if pending.count >= Self.chunk { try await write() }
+        }
+
+        /// Writes what is gathered; 507 `insufficient_storage` when the disk refuses it.
+        func write() async throws {
+            guard !pending.isEmpty else { return }
+            let bytes = pending, handle = handle
+            pending.removeAll(keepingCapacity: true)
+            do {
+                try await BlockingWork.run { try handle.write(contentsOf: bytes) }
+            } catch {
+                throw UploadController.noRoom
+            }
         }
     }
 

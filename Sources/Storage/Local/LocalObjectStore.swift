@@ -1,4 +1,5 @@
 import Foundation
+import MomentsModel
 
 /// Objects as files under one root folder, for single-machine installs.
 ///
@@ -43,7 +44,7 @@ public struct LocalObjectStore: ObjectStore {
         let destination = try location(of: key)
         do {
             try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Self.copyAtomically(from: file, to: destination)
+            try await BlockingWork.run { try Self.copyAtomically(from: file, to: destination) }
         } catch {
             if !FileManager.default.fileExists(atPath: file.path) {
                 throw StorageError(.ioError, "The file to store (\(file.lastPathComponent)) does not exist.")
@@ -60,7 +61,7 @@ public struct LocalObjectStore: ObjectStore {
             throw StorageError(.tooLarge, "The object \(key) is longer than the \(limit) bytes expected.")
         }
         do {
-            try Self.copyAtomically(from: source, to: file)
+            try await BlockingWork.run { try Self.copyAtomically(from: source, to: file) }
         } catch {
             throw StorageError(.ioError, "The object \(key) could not be copied to \(file.lastPathComponent).")
         }

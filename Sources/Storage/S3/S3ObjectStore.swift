@@ -26,7 +26,7 @@ public struct S3ObjectStore: PresigningObjectStore {
         if size >= configuration.multipartThreshold {
             try await multipartUpload(key: key, file: file, size: size, contentType: contentType)
         } else {
-            let hash = try Self.sha256(file, offset: 0, length: size)
+            let hash = try await BlockingWork.run { () throws(StorageError) in try Self.sha256(file, offset: 0, length: size) }
             _ = try await send("PUT", key: key, headers: [("Content-Type", contentType)], payloadHash: hash,
                                body: .file(file, offset: 0, length: size), what: "store \(key)")
         }
@@ -151,7 +151,7 @@ public struct S3ObjectStore: PresigningObjectStore {
             while offset < size {
                 let length = min(partSize, size - offset)
                 let number = etags.count + 1
-                let hash = try Self.sha256(file, offset: offset, length: length)
+                let hash = try await BlockingWork.run { [offset] () throws(StorageError) in try Self.sha256(file, offset: offset, length: length) }
                 let response = try await send("PUT", key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
                                               payloadHash: hash, body: .file(file, offset: offset, length: length),
                                               what: "upload part \(number) of \(key)")
