@@ -59,4 +59,18 @@ extension JobStore {
             return count
         }
     }
+
+    /// The source and result keys of the jobs `ids` that still exist (what storage may keep).
+    public func objectKeys(ofJobs ids: [UUID]) async throws(JobStoreError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try await database("read the jobs' object keys") { client, logger in
+            let rows = try await client.query("SELECT source_key, result_key FROM jobs WHERE id = ANY(\(ids))", logger: logger)
+            var keys = Set<String>()
+            for try await (source, result) in rows.decode((String, String?).self) {
+                keys.insert(source)
+                if let result { keys.insert(result) }
+            }
+            return keys
+        }
+    }
 }

@@ -20,6 +20,9 @@ public protocol ObjectStore: Sendable {
     func head(key: String) async throws(StorageError) -> ObjectInfo
     /// Removes the object; removing one that is not there succeeds.
     func delete(key: String) async throws(StorageError)
+    /// Up to `limit` objects whose keys start with `prefix`, in key order, after the key `after`
+    /// (nil: from the first). An empty page is the end.
+    func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject]
     /// The store's URL signer, when it can hand out URLs for direct transfers (S3 can; a folder cannot).
     var presigning: (any PresigningObjectStore)? { get }
 }
@@ -44,6 +47,19 @@ public protocol PresigningObjectStore: ObjectStore {
 extension PresigningObjectStore {
     public func signedURL(for key: String, method: String, expires: Duration) throws(StorageError) -> URL {
         try signedURL(for: key, method: method, expires: expires, contentLength: nil)
+    }
+}
+
+/// One object of a listing.
+public struct StoredObject: Sendable, Equatable {
+    public var key: String
+    public var size: Int64
+    public var lastModified: Date
+
+    public init(key: String, size: Int64, lastModified: Date) {
+        self.key = key
+        self.size = size
+        self.lastModified = lastModified
     }
 }
 

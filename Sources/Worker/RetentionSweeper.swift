@@ -58,14 +58,20 @@ public struct RetentionSweeper: Sendable {
         public var objectsFailed = 0
         /// Job rows deleted.
         public var jobsDeleted = 0
+        /// Objects no job names (a refused attempt's result, the source of an insert that failed,
+        /// a direct upload never started), deleted once older than `orphanGrace`.
+        public var orphansDeleted = 0
 
-        public init(objectsExpired: Int = 0, objectsFailed: Int = 0, jobsDeleted: Int = 0) {
+        public init(objectsExpired: Int = 0, objectsFailed: Int = 0, jobsDeleted: Int = 0, orphansDeleted: Int = 0) {
             self.objectsExpired = objectsExpired
             self.objectsFailed = objectsFailed
             self.jobsDeleted = jobsDeleted
+            self.orphansDeleted = orphansDeleted
         }
 
-        public var description: String { "objects_expired=\(objectsExpired) objects_failed=\(objectsFailed) jobs_deleted=\(jobsDeleted)" }
+        public var description: String {
+            "objects_expired=\(objectsExpired) objects_failed=\(objectsFailed) jobs_deleted=\(jobsDeleted) orphans_deleted=\(orphansDeleted)"
+        }
     }
 
     let store: JobStore
@@ -133,8 +139,50 @@ public struct RetentionSweeper: Sendable {
                 if deleted == 0 { break }
             }
         }
+        do {
+            report.orphansDeleted = try await sweepOrphans(now: now)
+        } catch {
+            logger.warning("could not sweep storage for orphaned objects; the next sweep tries again", metadata: ["error": "\(error)"])
+        }
         if report != Report() { logger.notice("retention sweep", metadata: ["report": "\(report)"]) }
         return report
+    }
+
+    /// How old an object no job names must be before it goes: a source is stored a moment before
+    /// its row is written and a result a moment before its job completes, so a day is ample.
+    static let orphanGrace: TimeInterval = 86_400
+    /// A direct upload's staged object is never named by a job; past the longest upload URL (an
+    /// hour) and a margin, it is abandoned.
+    static let stagedGrace: TimeInterval = 2 * 3600
+
+    /// Lists `sources/`, `results/` and `uploads/` a page at a time and deletes the objects no job
+    /// names (looked up by the job id in the key) once they are older than their grace. Keys that
+    /// name no job id are not ours and stay.
+    func sweepOrphans(now: Date) async throws -> Int {
+        var deleted = 0
+        for (prefix, grace) in [("sources/", Self.orphanGrace), ("results/", Self.orphanGrace), ("uploads/", Self.stagedGrace)] {
+            var after: String? = nil
+            while !Task.isCancelled {
+                let page = try await storage.list(prefix: prefix, after: after, limit: 500)
+                guard let last = page.last else { break }
+                after = last.key
+                let old = page.filter { $0.lastModified < now.addingTimeInterval(-grace) }
+                let owners = old.compactMap { object in Self.jobID(in: object.key).map { (object.key, $0) } }
+                let kept = prefix == "uploads/" ? [] : try await store.objectKeys(ofJobs: owners.map(\.1))
+                for (key, _) in owners where !kept.contains(key) {
+                    try await storage.delete(key: key)
+                    deleted += 1
+                }
+            }
+        }
+        return deleted
+    }
+
+    /// The job id a key of ours starts with after its folder (`sources/<id>…`, `results/<id>-<attempt>.mp4`).
+    static func jobID(in key: String) -> UUID? {
+        guard let slash = key.firstIndex(of: "/") else { return nil }
+        let name = key[key.index(after: slash)...]
+        return name.count >= 36 ? UUID(uuidString: String(name.prefix(36))) : nil
     }
 
     private func expireObjects(of job: JobRecord) async throws(StorageError) {

@@ -214,6 +214,31 @@ struct S3ObjectStoreTests {
         }
     }
 
+    @Test("Listing by prefix pages through the keys in order, with sizes and times")
+    func listing() async throws {
+        let store = try Self.store()
+        try await Self.withScratch { folder in
+            let file = folder.appendingPathComponent("x.bin")
+            try Self.makeFile(file, size: 5)
+            let prefix = "tests/\(UUID().uuidString.lowercased())/list/"
+            let keys = (0..<7).map { "\(prefix)\($0) & <\($0)>.mp4" }  // characters S3 escapes in its XML
+            for key in keys { try await store.put(key: key, from: file, contentType: "video/mp4") }
+            var seen: [StoredObject] = []
+            var after: String? = nil
+            while true {
+                let page = try await store.list(prefix: prefix, after: after, limit: 3)
+                guard let last = page.last else { break }
+                #expect(page.count <= 3)
+                seen += page
+                after = last.key
+            }
+            #expect(seen.map(\.key) == keys.sorted())
+            #expect(seen.allSatisfy { $0.size == 5 && abs($0.lastModified.timeIntervalSinceNow) < 120 })
+            #expect(try await store.list(prefix: prefix + "none/", after: nil, limit: 10).isEmpty)
+            for key in keys { try await store.delete(key: key) }
+        }
+    }
+
     @Test("S3_PUBLIC_ENDPOINT: presigned URLs name the address clients use, and storage verifies them there")
     func publicEndpoint() async throws {
         let direct = try Self.configuration()

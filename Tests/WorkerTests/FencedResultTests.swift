@@ -37,6 +37,10 @@ struct FencedResultTests {
             try await inner.read(key: key, offset: offset, length: length)
         }
         func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo { try await inner.copy(from: source, to: key) }
+        func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject] {
+            try await inner.list(prefix: prefix, after: after, limit: limit)
+        }
+
         func head(key: String) async throws(StorageError) -> ObjectInfo { try await inner.head(key: key) }
         func delete(key: String) async throws(StorageError) { try await inner.delete(key: key) }
     }

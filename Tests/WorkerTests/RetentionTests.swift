@@ -171,4 +171,43 @@ struct RetentionTests {
             #expect(error.message.hasPrefix(refusal), "\(error.message)")
         }
     }
+
+    @Test("Objects no job names (a refused attempt's result, a source whose insert failed, a direct upload never started) go once past their grace; named, young and foreign ones stay")
+    func orphans() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-orphans-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storage = try LocalObjectStore(root: folder)
+        try await TestServices.withDatabase { store, _ in
+            let id = UUID()
+            let name = id.uuidString.lowercased()
+            let job = try await store.create(NewJob(id: id, sourceKey: "sources/\(name).mov", maxAttempts: 3))
+            guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else {
+                throw Failure(description: "could not claim")
+            }
+            #expect(try await store.complete(lease, result: JobResult(resultKey: "results/\(name)-1.mp4", resultSize: 10)))
+            let old = Date(timeIntervalSinceNow: -3 * 86_400), hours = Date(timeIntervalSinceNow: -3 * 3600)
+            let objects: [(key: String, modified: Date, kept: Bool)] = [
+                ("sources/\(name).mov", old, true),                          // the job's source
+                ("results/\(name)-1.mp4", old, true),                        // its highlight
+                ("results/\(name)-2.mp4", old, false),                       // a fenced-out attempt's upload
+                ("sources/\(UUID().uuidString.lowercased()).mp4", old, false),  // stored, then the insert failed
+                ("sources/\(UUID().uuidString.lowercased()).mp4", hours, true), // the same, but too young to judge
+                ("uploads/\(UUID().uuidString.lowercased())", hours, false),    // staged and never started
+                ("sources/notes.txt", old, true),                            // names no job: not ours
+                ("elsewhere/\(name).mov", old, true),                        // another folder: not ours
+            ]
+            let file = folder.appendingPathComponent("x.bin")
+            try Data(repeating: 1, count: 10).write(to: file)
+            for object in objects {
+                try await storage.put(key: object.key, from: file, contentType: "video/mp4")
+                try FileManager.default.setAttributes([.modificationDate: object.modified], ofItemAtPath: try storage.fileURL(for: object.key).path)
+            }
+            let sweeper = RetentionSweeper(store: store, storage: storage, configuration: RetentionConfiguration(), logger: TestServices.logger)
+            let report = try await sweeper.sweep()
+            #expect(report.orphansDeleted == 3, "\(report)")
+            for object in objects {
+                #expect(try await Self.exists(storage, object.key) == object.kept, "\(object.key)")
+            }
+        }
+    }
 }

@@ -71,6 +71,29 @@ public struct S3ObjectStore: PresigningObjectStore {
         return try await head(key: key)
     }
 
+    public func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject] {
+        var query = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(max(1, min(limit, 1000))))]
+        if let after { query.append(("start-after", after)) }
+        let response = try await send("GET", key: nil, query: query, sink: .bytes(limit: 4 << 20), what: "list \(prefix)")
+        let text = String(decoding: response.body, as: UTF8.self)
+        return text.components(separatedBy: "<Contents>").dropFirst().compactMap { entry in
+            let bytes = Array(entry.utf8)
+            guard let key = Self.xmlValue("Key", in: bytes).map(Self.unescapeXML),
+                  let modified = Self.xmlValue("LastModified", in: bytes).flatMap(Self.timestamp) else { return nil }
+            return StoredObject(key: key, size: Self.xmlValue("Size", in: bytes).flatMap(Int64.init) ?? 0, lastModified: modified)
+        }
+    }
+
+    static func timestamp(_ text: String) -> Date? {
+        try? Date(text, strategy: .iso8601) ?? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    static func unescapeXML(_ text: String) -> String {
+        text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+            .replacingOccurrences(of: "&amp;", with: "&")
+    }
+
     public func head(key: String) async throws(StorageError) -> ObjectInfo {
         try ObjectKey.validate(key)
         let response = try await send("HEAD", key: key, what: "look up \(key)")

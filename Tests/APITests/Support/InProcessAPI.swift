@@ -152,6 +152,10 @@ struct SigningLocalStore: PresigningObjectStore {
         try await local.copy(from: source, to: key)
     }
 
+    func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject] {
+        try await local.list(prefix: prefix, after: after, limit: limit)
+    }
+
     func head(key: String) async throws(StorageError) -> ObjectInfo { try await local.head(key: key) }
 
     func delete(key: String) async throws(StorageError) { try await local.delete(key: key) }
