@@ -8,8 +8,9 @@ import Testing
 /// A corpus of damaged and hostile media, made here from our own fixtures: each file goes through
 /// the real `moments highlight` under a 60 s kill timer and a memory meter, and must end in a
 /// coded error (one `error: <code>: <sentence>` line, no output) or a valid highlight. Never a
-/// crash, a hang, or memory beyond `memoryLimitMB`.
-@Suite("Bad-media corpus", .heavy)
+/// crash, a hang, or memory beyond `memoryLimitMB`. One file at a time (`.serialized`): forty
+/// engines at once on two cores would starve every timed test of the run.
+@Suite("Bad-media corpus", .heavy, .serialized)
 struct MediaCorpusTests {
     static let memoryLimitMB = 400.0
 

@@ -1,8 +1,9 @@
 import MomentsModel
+import ServiceTestSupport
 import Testing
 
 /// The one retry policy: waits double up to a cap, counted or timed, with or without jitter.
-@Suite("Backoff")
+@Suite("Backoff", .quiet)
 struct BackoffTests {
     struct Flaky: Error, Equatable { var retryable: Bool }
 
