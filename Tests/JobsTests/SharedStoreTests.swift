@@ -39,13 +39,16 @@ struct SharedStoreTests {
     func persistence(_ kind: Store) async throws {
         let store = try Self.persist(kind)
         let value = Reservation(filename: "IMG_0042.MOV", seconds: 30)
-        // Seconds, not milliseconds: on a loaded machine two calls can be half a second apart.
-        try await store.set(key: "a", value: value, expires: .seconds(2))
+        // A long life for the checks that need the value there (a loaded 2-core machine can pause a
+        // task for seconds), and a short one, awaited without a deadline, for the expiry.
+        try await store.set(key: "a", value: value, expires: .seconds(60))
         #expect(try await store.get(key: "a", as: Reservation.self) == value)
         await #expect(throws: PersistError.duplicate) { try await store.create(key: "a", value: value, expires: nil) }
         #expect(try await store.get(key: "a", as: Int.self) == nil, "a value of another type reads as nothing")
-        try await Task.sleep(for: .milliseconds(2200))
-        #expect(try await store.get(key: "a", as: Reservation.self) == nil, "expired")
+        try await store.set(key: "short", value: value, expires: .seconds(1))
+        let expired = try await TestServices.eventually(timeout: .seconds(15)) { try await store.get(key: "short", as: Reservation.self) == nil }
+        #expect(expired, "expired")
+        try await store.remove(key: "a")
         try await store.create(key: "a", value: value, expires: nil)
         try await store.remove(key: "a")
         #expect(try await store.get(key: "a", as: Reservation.self) == nil)
