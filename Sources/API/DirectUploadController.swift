@@ -134,7 +134,7 @@ struct DirectUploadController: Sendable {
             try? await reservations.remove(key: Self.reservationKey(id))
             context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
                                                           "duration": "\(info.duration)", "direct": "true"])
-            return UploadAccepted(jobID: id, estimatedTime: Int(saturating: (info.duration / 8).rounded(.up)) + 5)
+            return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info))
         } catch {
             try? await storage.delete(key: sourceKey)  // no job, no orphaned source
             throw error

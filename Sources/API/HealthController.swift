@@ -27,7 +27,8 @@ struct HealthController: Sendable {
 
     struct Readiness: Sendable {
         var checks: [String: Bool]
-        var at: Date
+        /// When the stores were asked, as the answer says it (formatted once per check, not per request).
+        var checkedAt: String
     }
 
     func addRoutes(to router: Router<MomentsRequestContext>) {
@@ -36,7 +37,7 @@ struct HealthController: Sendable {
             let readiness = await readiness.value
             let ready = readiness.checks.values.allSatisfy { $0 }
             let body = Health(status: ready ? "ready" : "unavailable", checks: readiness.checks.mapValues { $0 ? "ok" : "unreachable" },
-                              checkedAt: readiness.at.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
+                              checkedAt: readiness.checkedAt)
             return EditedResponse(status: ready ? .ok : .serviceUnavailable, response: body)
         }
     }
@@ -45,7 +46,8 @@ struct HealthController: Sendable {
         async let database = jobs.store.isReachable()
         async let redis = jobs.isQueueReachable()
         async let objects = storageReachable(storage)
-        return Readiness(checks: ["postgresql": await database, "redis": await redis, "storage": await objects], at: Date())
+        return Readiness(checks: ["postgresql": await database, "redis": await redis, "storage": await objects],
+                         checkedAt: Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
     }
 
     private static func storageReachable(_ storage: any ObjectStore) async -> Bool {

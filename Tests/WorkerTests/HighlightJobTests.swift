@@ -118,41 +118,33 @@ struct HighlightJobTests {
 
     @Test("A source missing from storage fails at once with source_missing")
     func missingSource() async throws {
-        let storage = try Self.s3()
-        try await TestServices.withDatabase { store, _ in
-            try await TestServices.withQueue { queue in
-                let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
-                let id = UUID()
-                _ = try await jobs.submit(NewJob(id: id, sourceKey: "sources/never-uploaded.mp4"))
-                let worker = QueueWorker(configuration: Self.configuration(), jobs: jobs,
-                                         handler: HighlightJobHandler(storage: storage), logger: TestServices.logger)
-                let task = Task { await worker.run() }
-                defer { task.cancel() }
-                #expect(try await TestServices.eventually { try await store.job(id)?.status == .failed })
-                let job = try #require(try await store.job(id))
-                #expect(job.errorCode == "source_missing" && job.attempt == 1)
-            }
-        }
+        let job = try await Self.failedJob(NewJob(id: UUID(), sourceKey: "sources/never-uploaded.mp4"))
+        #expect(job.errorCode == "source_missing" && job.attempt == 1)
     }
 
     @Test("A stored source longer than the file accepted is never downloaded whole: the job fails at once with source_changed")
     func changedSource() async throws {
+        let id = UUID()
+        let key = "sources/\(id.uuidString.lowercased()).mp4"
+        let stored = try await Self.s3().put(key: key, from: URL(fileURLWithPath: Self.footage), contentType: "video/mp4")
+        let job = try await Self.failedJob(NewJob(id: id, sourceKey: key, sourceSize: stored.size - 1000))
+        #expect(job.errorCode == "source_changed" && job.attempt == 1, "\(String(describing: job.errorCode))")
+        try await Self.s3().delete(key: key)
+    }
+
+    /// Submits `job` to a worker over SeaweedFS and returns its row once it has failed.
+    static func failedJob(_ job: NewJob) async throws -> JobRecord {
         let storage = try Self.s3()
-        try await TestServices.withDatabase { store, _ in
+        return try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
                 let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
-                let id = UUID()
-                let key = "sources/\(id.uuidString.lowercased()).mp4"
-                let stored = try await storage.put(key: key, from: URL(fileURLWithPath: Self.footage), contentType: "video/mp4")
-                _ = try await jobs.submit(NewJob(id: id, sourceKey: key, sourceSize: stored.size - 1000))
+                _ = try await jobs.submit(job)
                 let worker = QueueWorker(configuration: Self.configuration(), jobs: jobs,
                                          handler: HighlightJobHandler(storage: storage), logger: TestServices.logger)
                 let task = Task { await worker.run() }
                 defer { task.cancel() }
-                #expect(try await TestServices.eventually { try await store.job(id)?.status == .failed })
-                let job = try #require(try await store.job(id))
-                #expect(job.errorCode == "source_changed" && job.attempt == 1, "\(String(describing: job.errorCode))")
-                try await storage.delete(key: key)
+                #expect(try await TestServices.eventually { try await store.job(job.id)?.status == .failed })
+                return try #require(try await store.job(job.id))
             }
         }
     }

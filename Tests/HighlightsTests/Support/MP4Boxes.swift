@@ -66,13 +66,14 @@ struct MP4File {
     }
 
     /// Changes the leaf at `path` (`["moov", "trak:vide", "mdia", "mdhd"]`; `trak:vide` is the
-    /// video track) with `edit`. Records an issue-free no-op if the path is missing: the caller checks.
+    /// video track) with `edit`. False, and nothing changed, when the path is missing.
     @discardableResult
     mutating func edit(_ path: [String], _ edit: (inout [UInt8]) -> Void) -> Bool {
         Self.edit(&boxes, path[...], edit)
     }
 
-    /// Replaces the children of the container at `path`.
+    /// Changes the children of the container at `path`; false when the path is missing.
+    @discardableResult
     mutating func editChildren(_ path: [String], _ edit: (inout [MP4Box]) -> Void) -> Bool {
         Self.editChildren(&boxes, path[...], edit)
     }
