@@ -214,6 +214,13 @@ struct S3ObjectStoreTests {
         }
     }
 
+    @Test("A listing's LastModified reads with milliseconds (AWS, R2) and without (SeaweedFS)")
+    func listingTimestamps() {
+        #expect(S3ObjectStore.timestamp("2026-11-23T10:00:00.250Z")?.timeIntervalSince1970 == 1_795_428_000.25)
+        #expect(S3ObjectStore.timestamp("2026-11-23T10:00:00Z")?.timeIntervalSince1970 == 1_795_428_000)
+        #expect(S3ObjectStore.timestamp("yesterday") == nil)
+    }
+
     @Test("Listing by prefix pages through the keys in order, with sizes and times")
     func listing() async throws {
         let store = try Self.store()

@@ -84,8 +84,9 @@ public struct S3ObjectStore: PresigningObjectStore {
         }
     }
 
+    /// A listing's `LastModified`: AWS and R2 write milliseconds (`…T10:00:00.000Z`), some servers none.
     static func timestamp(_ text: String) -> Date? {
-        try? Date(text, strategy: .iso8601) ?? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))) ?? (try? Date(text, strategy: .iso8601))
     }
 
     static func unescapeXML(_ text: String) -> String {
