@@ -85,6 +85,9 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // The fuzzing target over probe → demux → decode → analysis on in-memory input (scripts/fuzz
+        // builds it with libFuzzer and AddressSanitizer; the plain build writes seeds and replays).
+        .executableTarget(name: "moments-fuzz", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel"]),
         .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),

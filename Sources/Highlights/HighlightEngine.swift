@@ -32,6 +32,13 @@ public struct HighlightEngine: Sendable {
         return try Self.mapErrors { try Analyzer.run(path: input, limits: settings.limits, reporter: reporter) }
     }
 
+    /// Analyses bytes read through `source` (`MemoryInput` for fuzzing); `name` is what messages call it.
+    public func analyze(source: any RandomAccessInput, name: String, settings: HighlightSettings = HighlightSettings(),
+                        cancellation: CancellationFlag = CancellationFlag()) throws(MomentsError) -> Analysis {
+        let reporter = ProgressReporter(cancellation: cancellation, handler: { _ in })
+        return try Self.mapErrors { try Analyzer.run(source: source, name: name, limits: settings.limits, reporter: reporter) }
+    }
+
     /// Returns freed heap memory to the system (glibc keeps it otherwise), so peak RSS is the
     /// larger of analysis and render, not their sum.
     static func releaseFreeMemory() {

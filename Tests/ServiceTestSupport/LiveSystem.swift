@@ -104,6 +104,10 @@ public final class MomentsProcess: @unchecked Sendable {
     /// SIGTERM: what an orchestrator sends first.
     public func terminate() { process.terminate() }
 
+    /// SIGSTOP freezes the process (to the rest of the system, a partition: it neither renews nor
+    /// answers); SIGCONT lets it go on where it was.
+    public func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
     public func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)

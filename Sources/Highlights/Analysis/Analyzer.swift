@@ -6,7 +6,18 @@ import MomentsModel
 enum Analyzer {
     static func run(path: String, limits: MediaLimits, reporter: ProgressReporter) throws -> Analysis {
         try reporter.report(.probing, 0)
-        let (input, probed, videoStream, audioStream) = try MediaProbe.open(path, limits: limits)
+        return try run(opened: MediaProbe.open(path, limits: limits), limits: limits, reporter: reporter)
+    }
+
+    /// The same pass over bytes read through `source` (in memory when fuzzing, storage ranges).
+    static func run(source: any RandomAccessInput, name: String, limits: MediaLimits, reporter: ProgressReporter) throws -> Analysis {
+        try reporter.report(.probing, 0)
+        return try run(opened: MediaProbe.open(source, name: name, limits: limits), limits: limits, reporter: reporter)
+    }
+
+    private static func run(opened: (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?), limits: MediaLimits,
+                            reporter: ProgressReporter) throws -> Analysis {
+        let (input, probed, videoStream, audioStream) = opened
         var info = probed
         let video: VideoScanner
         do {

@@ -26,6 +26,8 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     public var partSize: Int64
     /// Tries per request for timeouts, dropped connections, 429 and 5xx.
     public var maxAttempts: Int
+    /// Seconds a transfer may move no byte before it is abandoned and tried again (`S3_STALL_SECONDS`).
+    public var stallSeconds: Int = 30
 
     public init(endpoint: URL, bucket: String, region: String = "us-east-1", credentials: SigV4Credentials,
                 addressing: Addressing = .path, multipartThreshold: Int64 = 32 << 20, partSize: Int64 = 16 << 20,
@@ -51,7 +53,8 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
 /// - `STORAGE_URL=s3://BUCKET` with `S3_ENDPOINT`, `S3_REGION` (default `us-east-1`; `auto` for R2),
 ///   `S3_ACCESS_KEY_ID`, `S3_SECRET_ACCESS_KEY`, optional `S3_SESSION_TOKEN` and `S3_ADDRESSING`
 ///   (`path` or `virtual`; default `virtual` for amazonaws.com endpoints, `path` otherwise), and
-///   optional `S3_PUBLIC_ENDPOINT` for the address presigned URLs name.
+///   optional `S3_PUBLIC_ENDPOINT` for the address presigned URLs name, and optional
+///   `S3_STALL_SECONDS` (default 30), how long a request may move no byte before it is tried again.
 public enum StorageConfiguration {
     public static func store(environment: Settings) throws(StorageError) -> any ObjectStore {
         guard let raw = environment["STORAGE_URL"], !raw.isEmpty else {
@@ -99,6 +102,11 @@ public enum StorageConfiguration {
                 throw StorageError(.invalidConfiguration, "S3_PUBLIC_ENDPOINT must be an http:// or https:// URL.")
             }
             configuration.publicEndpoint = url
+        }
+        do {
+            configuration.stallSeconds = try Setting.integer("S3_STALL_SECONDS", in: environment, default: 30, range: 1...600)
+        } catch {
+            throw StorageError(.invalidConfiguration, error.message)
         }
         return configuration
     }

@@ -243,7 +243,8 @@ public struct S3ObjectStore: PresigningObjectStore {
                                       headers: [("Host", target.host)] + headers, payloadHash: payloadHash)
             let signature = signer.signHeaders(signed, date: Date(), includeContentHashHeader: true)
             let request = CurlRequest(method: method, url: target.url(query: query),
-                                      headers: headers + signature.additions, body: body, sink: sink)
+                                      headers: headers + signature.additions, body: body, sink: sink,
+                                      stallTimeout: configuration.stallSeconds)
             let retryable: String
             switch await Curl.perform(request) {
             case .success(let response) where (200..<300).contains(response.status):

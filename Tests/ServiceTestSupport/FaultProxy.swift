@@ -1,0 +1,177 @@
+import Foundation
+
+/// A TCP proxy on a free local port in front of an HTTP server (SeaweedFS in the fault tests) that
+/// reads each request's head and, as `plan` says, passes the exchange through untouched, answers
+/// with an error status itself, or holds the connection open without a word. Every request is
+/// recorded with what was done to it, so a test can show its faults really happened.
+///
+/// Our clients open a connection per request, so one connection is one exchange. Passing bytes
+/// through unchanged keeps SigV4 signatures valid: the signed `Host` is the proxy's address, and
+/// that is the `Host` the server receives.
+public final class FaultProxy: @unchecked Sendable {
+    public enum Fault: Sendable, Equatable {
+        case pass
+        /// Answers with this status and an S3 error body, after reading the request's body.
+        case status(Int)
+        /// Reads what comes and never answers, until the client gives up.
+        case silence
+    }
+
+    public struct Exchange: Sendable, CustomStringConvertible {
+        public var method: String
+        public var path: String
+        public var fault: Fault
+        public var description: String { "\(method) \(path) → \(fault)" }
+    }
+
+    public let port: Int
+    private let listener: Int32
+    private let upstreamPort: Int
+    private let plan: @Sendable (_ method: String, _ path: String, _ earlier: [Exchange]) -> Fault
+    private let lock = NSLock()
+    private var recorded: [Exchange] = []
+    private var closed = false
+
+    /// Listens on 127.0.0.1; `plan` decides each request from its method, path and the exchanges before it.
+    public init(upstreamPort: Int, plan: @escaping @Sendable (_ method: String, _ path: String, _ earlier: [Exchange]) -> Fault) throws {
+        self.upstreamPort = upstreamPort
+        self.plan = plan
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = Self.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 64) == 0 else {
+            Glibc.close(descriptor)
+            throw LiveSystem.Failure("the fault proxy could not listen: errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        listener = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    /// Every request so far, in arrival order.
+    public var exchanges: [Exchange] { lock.withLock { recorded } }
+
+    public func close() {
+        lock.withLock { closed = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+    }
+
+    deinit { close() }
+
+    private var isClosed: Bool { lock.withLock { closed } }
+
+    private func acceptLoop() {
+        while !isClosed {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else {
+                if errno == EINTR { continue }
+                return
+            }
+            Thread.detachNewThread { [self] in serve(client) }
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { Glibc.close(client) }
+        // The request's head, and whatever of its body came with it.
+        var head = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while head.range(of: Data("\r\n\r\n".utf8)) == nil {
+            let count = read(client, &buffer, buffer.count)
+            guard count > 0, head.count < 1 << 20 else { return }
+            head.append(contentsOf: buffer[0..<count])
+        }
+        let text = String(decoding: head.prefix(upTo: head.range(of: Data("\r\n\r\n".utf8))!.upperBound), as: UTF8.self)
+        let requestLine = text.prefix { $0 != "\r" }.split(separator: " ")
+        let method = requestLine.first.map(String.init) ?? "", path = requestLine.dropFirst().first.map(String.init) ?? ""
+        let fault = lock.withLock {
+            let fault = plan(method, path, recorded)
+            recorded.append(Exchange(method: method, path: path, fault: fault))
+            return fault
+        }
+        switch fault {
+        case .pass:
+            pass(client, first: head)
+        case .status(let status):
+            let headEnd = head.range(of: Data("\r\n\r\n".utf8))!.upperBound
+            var remaining = Self.contentLength(text) - (head.count - headEnd)
+            while remaining > 0 {
+                let count = read(client, &buffer, min(buffer.count, remaining))
+                guard count > 0 else { return }
+                remaining -= count
+            }
+            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(status == 503 ? "SlowDown" : "InternalError")</Code>"
+                + "<Message>injected by the fault proxy</Message></Error>"
+            let reply = "HTTP/1.1 \(status) Injected\r\nContent-Type: application/xml\r\nContent-Length: \(body.utf8.count)\r\n"
+                + "Connection: close\r\n\r\n\(body)"
+            Self.writeAll(client, Data(reply.utf8))
+        case .silence:
+            while !isClosed, read(client, &buffer, buffer.count) > 0 {}
+        }
+    }
+
+    /// Connects upstream, sends what was read, then copies both ways until either side closes.
+    private func pass(_ client: Int32, first: Data) {
+        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(upstream) }
+        var address = Self.loopback(port: upstreamPort)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0, Self.writeAll(upstream, first) else { return }
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            Self.copy(from: upstream, to: client)
+            shutdown(client, Int32(SHUT_WR))
+            done.signal()
+        }
+        Self.copy(from: client, to: upstream)
+        shutdown(upstream, Int32(SHUT_WR))
+        done.wait()
+    }
+
+    private static func copy(from source: Int32, to destination: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(source, &buffer, buffer.count)
+            guard count > 0, writeAll(destination, Data(buffer[0..<count])) else { return }
+        }
+    }
+
+    @discardableResult
+    private static func writeAll(_ descriptor: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                guard written > 0 else { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    private static func contentLength(_ head: String) -> Int {
+        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+            return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+        }
+        return 0
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}
