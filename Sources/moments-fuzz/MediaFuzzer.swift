@@ -8,8 +8,8 @@ import MomentsModel
 /// (container and stream checks), the demuxer, the decoders and the analysis pass (scene, motion
 /// and audio features). Built twice by `scripts/fuzz`:
 ///
-/// - with `-sanitize=fuzzer,address -D FUZZING`, libFuzzer's `main` calls `LLVMFuzzerTestOneInput`
-///   for every input it makes, under AddressSanitizer and LeakSanitizer;
+/// - with `-sanitize=fuzzer,address -D FUZZING`, libFuzzer's driver runs every input it makes
+///   under AddressSanitizer and LeakSanitizer;
 /// - plainly (the package's own build), `moments-fuzz` writes the seed corpus with our encoder
 ///   (`seeds DIR`) and replays files (`replay FILE…`: the regression fixtures in `Fuzz/regressions`).
 enum MediaFuzzer {
@@ -60,6 +60,19 @@ enum MediaFuzzer {
 }
 
 #if FUZZING
+/// libFuzzer's driver, which parses its flags from the command line and calls `callback` per input.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+
+/// The executable's entry point under SwiftPM (which names it `<target>_main`): hands over to libFuzzer.
+@_cdecl("moments_fuzz_main")
+func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc, vector = argv
+    return runFuzzerDriver(&count, &vector) { data, size in fuzzOneInput(data, size) }
+}
+
+/// One input (libFuzzer's own `main`, linked in as well, names this symbol).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     MediaFuzzer.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])

@@ -1,4 +1,6 @@
 import Foundation
+import Media
+import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Synchronization
@@ -49,5 +51,55 @@ struct EngineTests {
         let elapsed = try #require(cancelledAt.withLock { $0 }).duration(to: .now)
         #expect(elapsed < .seconds(1))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
+    /// 12 s of 1280×720 with one keyframe at the start: a segment at 11 s needs 11 s of pictures
+    /// decoded that are never shown (the pre-roll).
+    static let oneKeyframe: SyntheticVideo = {
+        var video = SyntheticVideo(width: 1280, height: 720, frameRate: 30, scenes: [
+            .init(frames: 180, camera: .pan(pixelsPerFrame: 3), toneHz: 220),
+            .init(frames: 180, camera: .shaky(amplitude: 4), transitionIn: .cut, toneHz: 330),
+        ])
+        video.gopSize = 360
+        video.audio = nil
+        video.encoderOptions = ["preset": "ultrafast", "x264-params": "scenecut=0"]
+        return video
+    }()
+
+    @Test("cancelling during a segment's pre-roll stops the render's reader before it decodes the pre-roll")
+    func cancelDuringPreRoll() throws {
+        let source = try Fixtures.path("one-keyframe.mp4", Self.oneKeyframe)
+        let late = Segment(start: 11, end: 12, score: 1, reasons: [], shot: 1)
+        /// Runs the reader over the late segment; the time until its first picture (nil: none came) and how it ended.
+        func read(cancelled: Bool) throws -> (firstPicture: Duration?, elapsed: Duration, error: (any Error)?) {
+            let (input, info, video, _) = try MediaProbe.open(source, limits: MediaLimits())
+            let flag = CancellationFlag()
+            if cancelled { flag.cancel() }
+            let reader = try SegmentReader(input: input, video: video, audio: nil, info: info, origin: 0,
+                                           geometry: OutputGeometry(info: info, quality: .low), cancellation: flag)
+            let queue = RenderQueue(capacity: 4)
+            let ended = Mutex<(any Error)?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            let started = ContinuousClock.now
+            Thread {
+                do { try reader.read([late], into: queue) } catch { ended.withLock { $0 = error } }
+                queue.fail(ended.withLock { $0 } ?? MomentsError(.internalError, "the reader ended"))
+                done.signal()
+            }.start()
+            var firstPicture: Duration?
+            while firstPicture == nil, let item = try? queue.take() {
+                if case .video = item { firstPicture = started.duration(to: .now) }
+            }
+            queue.close()
+            done.wait()
+            return (firstPicture, started.duration(to: .now), ended.withLock { $0 })
+        }
+        let full = try read(cancelled: false)
+        let preRoll = try #require(full.firstPicture, "the uncancelled reader delivers the segment's first picture")
+        #expect(preRoll > .milliseconds(100), "the fixture's pre-roll takes time to decode: \(preRoll)")
+        let stopped = try read(cancelled: true)
+        #expect(stopped.firstPicture == nil)
+        #expect((stopped.error as? MomentsError)?.code == .cancelled, "\(String(describing: stopped.error))")
+        #expect(stopped.elapsed < preRoll / 4, "stopped after \(stopped.elapsed), the pre-roll takes \(preRoll)")
     }
 }

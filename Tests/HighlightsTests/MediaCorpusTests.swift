@@ -208,6 +208,16 @@ struct MediaCorpusTests {
         #expect(outcomes["not_a_video"] == nil, "\(outcomes)")
     }
 
+    @Test("every input that once crashed, leaked or hung the fuzzing target (Fuzz/regressions)")
+    func fuzzingRegressions() throws {
+        let folder = TestServices.repository.appendingPathComponent("Fuzz/regressions")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(!names.isEmpty)
+        for name in names {
+            _ = try Self.check(try Self.bytes(of: folder.appendingPathComponent(name).path), ext: "bin", name: "Fuzz/regressions/\(name)")
+        }
+    }
+
     /// Runs `moments highlight` on the bytes under a kill timer and the memory meter; checks the
     /// outcome and returns the code (nil for a highlight).
     static func check(_ bytes: [UInt8], ext: String, name: String, damagedSamples: Bool = false) throws -> (code: String?, peakMB: Double) {
