@@ -5,6 +5,7 @@ import JobStore
 import MomentsContract
 import MomentsModel
 import Storage
+import Synchronization
 
 /// The one error shape clients see: `{"error": {"code": "...", "message": "..."}}` with an HTTP
 /// status. Internals (SQL, Redis, curl, paths) never reach it; they are logged.
@@ -37,13 +38,39 @@ public struct APIError: HTTPResponseError, Equatable {
                                              "The service is busy or a part of it is down. Please try again in a minute.")
 }
 
+/// The methods each route answers, known once every route is added: a known address asked with
+/// another method gets 405 and `Allow`, not 404.
+final class RouteTable: Sendable {
+    private let routes = Mutex<[(path: RouterPath, method: HTTPRequest.Method)]>([])
+
+    func record(_ descriptions: [Router<MomentsRequestContext>.RouteDescription]) {
+        routes.withLock { $0 = descriptions.map { ($0.path, $0.method) } }
+    }
+
+    /// The methods routes at `path` answer (empty: no route has this address).
+    func methods(at path: String) -> [HTTPRequest.Method] {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        return routes.withLock { routes in
+            routes.filter { route in
+                route.path.components.count == parts.count && zip(route.path.components, parts).allSatisfy { $0 ~= $1 }
+            }.map(\.method)
+        }
+    }
+}
+
 /// Maps every error to an `APIError`, in this one place, and logs what the client does not see.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    var routes = RouteTable()
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
+        } catch let error as any HTTPResponseError where error.status == .notFound && !routes.methods(at: request.uri.path).isEmpty {
+            let allowed = Set(routes.methods(at: request.uri.path).map(\.rawValue)).sorted()
+            throw APIError(.methodNotAllowed, "method_not_allowed", "This address answers \(allowed.joined(separator: ", ")) only.",
+                           headers: [.allow: allowed.joined(separator: ", ")])
         } catch let error as any HTTPResponseError {
             // Hummingbird's own (404 for an unknown route, 405 …): same shape, its status.
             let code = error.status == .notFound ? "not_found" : "http_\(error.status.code)"

@@ -58,7 +58,8 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     let store = services.store
     let router = Router(context: MomentsRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
-    router.add(middleware: ErrorMiddleware())
+    let errors = ErrorMiddleware<MomentsRequestContext>()
+    router.add(middleware: errors)
     MetricsController(registry: metrics, jobs: services.jobs, token: configuration.metricsToken).addRoutes(to: router)
     OpenAPIDocument().addRoutes(to: router)
     HealthController(jobs: services.jobs, storage: services.storage).addRoutes(to: router)
@@ -70,5 +71,6 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub).addRoutes(to: api.group("jobs"))
     DirectUploadController(store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
                            quota: quota, limiter: limiter).addRoutes(to: api)
+    errors.routes.record(router.routes)
     return router
 }

@@ -26,6 +26,9 @@ struct RequestErrorTests {
                 ("not a job id", try await api.get("/api/v1/jobs/not-a-uuid/status"), 404, "job_not_found"),
                 ("cancel an unknown job", try await api.send(.delete, "/api/v1/jobs/\(UUID().uuidString)"), 404, "job_not_found"),
                 ("an unknown route", try await api.get("/api/v1/nowhere"), 404, "not_found"),
+                ("a known address, another method", try await api.send(.put, "/api/v1/jobs/\(UUID().uuidString)/status"), 405,
+                 "method_not_allowed"),
+                ("POST to /ready", try await api.send(.post, "/ready"), 405, "method_not_allowed"),
             ]
             for (name, reply, status, code) in try await hostileForms(api, video: video) {
                 let error = try reply.error()
@@ -36,6 +39,7 @@ struct RequestErrorTests {
                 #expect(error.status == status && error.code == code, "\(name): \(error)")
                 #expect(error.message.hasSuffix("."), "\(name): a sentence: \(error.message)")
             }
+            #expect(try await api.send(.put, "/ready").headers[.allow] == "GET", "405 names the methods the address answers")
             #expect(try await api.store.listJobs().isEmpty, "no refused request left a job")
             #expect(try await api.queue.stats().ready == 0)
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: api.uploads.path)

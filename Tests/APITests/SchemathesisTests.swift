@@ -1,0 +1,39 @@
+import Foundation
+import ServiceTestSupport
+import Testing
+
+/// Schemathesis (PyPI; `scripts/test` installs it) against the served `/openapi.yaml` of a running
+/// `moments api` with a device token: generated requests, valid and invalid, to every operation.
+/// No answer may be a 5xx, and every answer must match its documented status, content type,
+/// headers and schema; schema-violating requests must be refused and undocumented methods get 405.
+/// (Schema-valid requests may still be refused: a PNG is a valid multipart file but not a video.)
+@Suite("OpenAPI conformance (Schemathesis against the running API)", .heavy)
+struct SchemathesisTests {
+    static let checks = ["not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
+                         "response_headers_conformance", "negative_data_rejection", "unsupported_method"]
+
+    @Test("no 5xx; statuses, content types and schemas as documented; invalid requests refused")
+    func conformance() async throws {
+        let tool = try TestServices.environment("MOMENTS_SCHEMATHESIS")
+        // Limits high enough that generated traffic is not simply rate-limited away.
+        let settings = ["AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "100000", "RATE_LIMIT_UPLOADS_PER_IP": "100000",
+                        "REGISTRATIONS_PER_IP_PER_DAY": "1000000", "FREE_MONTHLY_HIGHLIGHTS": "100000"]
+        try await LiveSystem.withSystem(workers: 0, settings: settings) { base in
+            let auth = try LiveSystem.device(base)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = ["run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",
+                                 "--seed", "20261123", "--no-color", "--request-timeout", "30"] + auth
+            process.environment = ProcessInfo.processInfo.environment.merging(["SCHEMATHESIS_HOOKS": ""]) { $1 }
+            process.currentDirectoryURL = FileManager.default.temporaryDirectory
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(text.suffix(6000))")
+            #expect(text.contains(" passed"), "\(text.suffix(2000))")
+        }
+    }
+}
