@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""Clients for scripts/load and scripts/abuse (standard library only).
+
+load:  CLIENTS clients act as the app does for SECONDS: register a device, upload a clip, poll its
+       status every POLL seconds until it ends, download the highlight, and again. Every answer that
+       is not the expected one is an error. Prints one JSON object: counts, latencies, errors.
+abuse: the hostile requests of issue 14 against a running API, while one well-behaved client polls
+       a job's status and times every answer: multipart floods (a part header with no line break,
+       200,000 tiny fields, a second file part, a truncated file part, a huge field), and 1000
+       Server-Sent-Events connections held open at once. Each abusive request must end in a 4xx with
+       the error shape (or, for SSE, an open stream or 429); prints one JSON object.
+"""
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000, 1)
+
+
+class Client:
+    def __init__(self, base, token=None, timeout=60):
+        self.url = urllib.parse.urlparse(base)
+        self.token = token
+        self.timeout = timeout
+
+    def request(self, method, path, body=None, headers=None):
+        connection = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=self.timeout)
+        headers = dict(headers or {})
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        try:
+            started = time.monotonic()
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+            return response.status, data, time.monotonic() - started
+        finally:
+            connection.close()
+
+    def register(self, name):
+        status, data, _ = self.request("POST", "/api/v1/devices", json.dumps({"name": name}), {"Content-Type": "application/json"})
+        if status != 201:
+            raise RuntimeError(f"registration answered {status}: {data[:200]!r}")
+        self.token = json.loads(data)["token"]
+        return self.token
+
+
+def multipart(fields, files, boundary=None):
+    boundary = boundary or uuid.uuid4().hex
+    chunks = []
+    for name, value in fields:
+        chunks.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
+    for name, filename, content in files:
+        chunks.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+                      f"Content-Type: video/mp4\r\n\r\n".encode() + content + b"\r\n")
+    chunks.append(f"--{boundary}--\r\n".encode())
+    return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
+
+
+# MARK: load
+
+def load(base, clients, seconds, video_path, poll):
+    video = open(video_path, "rb").read()
+    lock = threading.Lock()
+    figures = {"uploads": 0, "completed": 0, "failed_jobs": 0, "downloads": 0, "polls": 0, "errors": []}
+    upload_times, poll_times = [], []
+    deadline = time.monotonic() + seconds
+
+    def error(text):
+        with lock:
+            figures["errors"].append(text)
+
+    def run(index):
+        client = Client(base)
+        try:
+            client.register(f"load-{index}")
+        except Exception as exc:  # noqa: BLE001 (any failure is an error of the run)
+            error(f"client {index}: {exc}")
+            return
+        while time.monotonic() < deadline:
+            body, content_type = multipart([("target_duration", "5"), ("quality", "low")], [("file", f"clip-{index}.mp4", video)])
+            try:
+                status, data, took = client.request("POST", "/api/v1/upload", body, {"Content-Type": content_type})
+            except Exception as exc:  # noqa: BLE001
+                error(f"upload: {exc!r}")
+                continue
+            if status != 200:
+                error(f"upload answered {status}: {data[:200]!r}")
+                time.sleep(1)
+                continue
+            job = json.loads(data)["job_id"]
+            with lock:
+                figures["uploads"] += 1
+                upload_times.append(took)
+            while True:
+                time.sleep(poll)
+                try:
+                    status, data, took = client.request("GET", f"/api/v1/jobs/{job}/status")
+                except Exception as exc:  # noqa: BLE001
+                    error(f"poll: {exc!r}")
+                    continue
+                with lock:
+                    figures["polls"] += 1
+                    poll_times.append(took)
+                if status != 200:
+                    error(f"poll answered {status}: {data[:200]!r}")
+                    continue
+                state = json.loads(data)["status"]
+                if state == "completed":
+                    status, data, _ = client.request("GET", f"/api/v1/jobs/{job}/download")
+                    with lock:
+                        figures["completed"] += 1
+                        figures["downloads"] += status == 200 and data[4:8] == b"ftyp"
+                    if status != 200:
+                        error(f"download answered {status}")
+                    break
+                if state in ("failed", "cancelled"):
+                    error(f"job {job} ended {state}: {data[:300]!r}")
+                    with lock:
+                        figures["failed_jobs"] += 1
+                    break
+                if time.monotonic() > deadline + 600:
+                    error(f"job {job} still {state} 10 minutes after the run")
+                    break
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join()
+    figures.update({
+        "clients": clients, "seconds": round(time.monotonic() - started, 1),
+        "upload_ms_p50": percentile(upload_times, 0.5), "upload_ms_p99": percentile(upload_times, 0.99),
+        "poll_ms_p50": percentile(poll_times, 0.5), "poll_ms_p99": percentile(poll_times, 0.99),
+        "error_count": len(figures["errors"]), "errors": figures["errors"][:20],
+    })
+    return figures
+
+
+# MARK: abuse
+
+def raw_exchange(base, head, body_chunks, timeout=60):
+    """Sends a hand-made request (no client library between us and the bytes) while reading the
+    answer: a server may answer and stop reading long before the body is sent. The status, body
+    and seconds until the whole answer came."""
+    url = urllib.parse.urlparse(base)
+    sock = socket.create_connection((url.hostname, url.port), timeout=timeout)
+    started = time.monotonic()
+
+    def send():
+        try:
+            sock.sendall(head)
+            for chunk in body_chunks:
+                sock.sendall(chunk)
+        except OSError:
+            pass  # answered and closed, or stopped reading: the answer is what counts
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    data = b""
+    try:
+        while True:
+            if b"\r\n\r\n" in data:
+                head_part, rest = data.split(b"\r\n\r\n", 1)
+                length = next((int(line.split(b":", 1)[1]) for line in head_part.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), None)
+                if length is not None and len(rest) >= length:
+                    break
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            data += piece
+    except (OSError, socket.timeout):
+        pass
+    took = time.monotonic() - started
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
+    sender.join(timeout=5)
+    status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else 0
+    body = data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else b""
+    return status, body, took
+
+
+def flood(base, token, name, boundary, body_chunks, length):
+    head = (f"POST /api/v1/upload HTTP/1.1\r\nHost: moments\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n").encode()
+    status, body, took = raw_exchange(base, head, body_chunks)
+    try:
+        code = json.loads(body)["error"]["code"]
+    except Exception:  # noqa: BLE001
+        code = None
+    return {"case": name, "status": status, "code": code, "seconds": round(took, 2), "ok": 400 <= status < 500 and code is not None}
+
+
+def abuse(base, video_path, sse_connections):
+    video = open(video_path, "rb").read()
+    good = Client(base)
+    good.register("well-behaved")
+    body, content_type = multipart([("target_duration", "5"), ("quality", "low")], [("file", "good.mp4", video)])
+    status, data, _ = good.request("POST", "/api/v1/upload", body, {"Content-Type": content_type})
+    if status != 200:
+        raise RuntimeError(f"the well-behaved upload answered {status}: {data[:200]!r}")
+    job = json.loads(data)["job_id"]
+
+    # The well-behaved client polls all along and times each answer.
+    stop = threading.Event()
+    poll_times, poll_errors = [], []
+
+    def poll():
+        while not stop.is_set():
+            try:
+                status, _, took = good.request("GET", f"/api/v1/jobs/{job}/status")
+                poll_times.append(took)
+                if status != 200:
+                    poll_errors.append(status)
+            except Exception as exc:  # noqa: BLE001
+                poll_errors.append(repr(exc))
+            time.sleep(0.1)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    attacker = Client(base)
+    token = attacker.register("attacker")
+    results = []
+
+    def stream(parts):
+        for part in parts:
+            yield part
+
+    b = "x" + uuid.uuid4().hex
+    # 1. A part header that never ends: 64 MiB of header bytes with no line break.
+    chunk = b"A" * (1 << 20)
+    head = f"--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp4\"\r\nX-Long: ".encode()
+    results.append(flood(base, token, "part header with no line break (64 MiB)", b,
+                         stream([head] + [chunk] * 64), len(head) + 64 * len(chunk)))
+    # 2. 200,000 tiny fields.
+    fields = b"".join(f"--{b}\r\nContent-Disposition: form-data; name=\"f{i}\"\r\n\r\n1\r\n".encode() for i in range(200_000))
+    results.append(flood(base, token, "200,000 tiny fields", b, stream([fields, f"--{b}--\r\n".encode()]), len(fields) + len(b) + 6))
+    # 3. Two file parts.
+    body, _ = multipart([], [("file", "a.mp4", video), ("file", "b.mp4", video)], boundary=b)
+    results.append(flood(base, token, "a second file part", b, stream([body]), len(body)))
+    # 4. A file part cut short (the body ends without its closing boundary).
+    body, _ = multipart([("quality", "low")], [("file", "a.mp4", video)], boundary=b)
+    cut = body[: len(body) // 2]
+    results.append(flood(base, token, "a truncated file part", b, stream([cut]), len(cut)))
+    # 5. One field of 256 MiB.
+    head = f"--{b}\r\nContent-Disposition: form-data; name=\"quality\"\r\n\r\n".encode()
+    results.append(flood(base, token, "a 256 MiB form field", b, stream([head] + [chunk] * 256), len(head) + 256 * len(chunk)))
+    # 6. 1000 part headers of 8 KiB each.
+    headers = "".join(f"X-H{i}: {'v' * 8000}\r\n" for i in range(1000)).encode()
+    part = f"--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp4\"\r\n".encode() + headers + b"\r\n"
+    results.append(flood(base, token, "1000 part headers of 8 KiB", b, stream([part]), len(part)))
+
+    # 7. SSE connections held open at once, from as many devices as the per-device limit needs.
+    url = urllib.parse.urlparse(base)
+    sockets, opened, refused, other = [], 0, 0, []
+    devices = []
+    for i in range(max(1, sse_connections // 10)):
+        c = Client(base)
+        c.register(f"sse-{i}")
+        body, content_type = multipart([("target_duration", "5")], [("file", "s.mp4", video)])
+        status, data, _ = c.request("POST", "/api/v1/upload", body, {"Content-Type": content_type})
+        if status == 200:
+            devices.append((c.token, json.loads(data)["job_id"]))
+    sse_started = time.monotonic()
+    for i in range(sse_connections):
+        token_i, job_i = devices[i % len(devices)] if devices else (token, job)
+        try:
+            sock = socket.create_connection((url.hostname, url.port), timeout=30)
+            sock.sendall(f"GET /api/v1/jobs/{job_i}/events HTTP/1.1\r\nHost: moments\r\nAuthorization: Bearer {token_i}\r\n"
+                         f"Accept: text/event-stream\r\n\r\n".encode())
+            sockets.append(sock)
+        except OSError as exc:
+            other.append(repr(exc))
+    for sock in sockets:
+        try:
+            first = sock.recv(4096)
+            status = int(first.split(b" ", 2)[1]) if first.startswith(b"HTTP/1.1 ") else 0
+            if status == 200:
+                opened += 1
+            elif status == 429:
+                refused += 1
+            else:
+                other.append(status)
+        except OSError as exc:
+            other.append(repr(exc))
+    held_seconds = time.monotonic() - sse_started
+    time.sleep(5)  # held open while the well-behaved client keeps polling
+    for sock in sockets:
+        sock.close()
+    results.append({"case": f"{sse_connections} SSE connections at once", "open": opened, "refused_429": refused,
+                    "other": other[:10], "seconds_to_open": round(held_seconds, 1), "ok": not other})
+    stop.set()
+    poller.join()
+    return {
+        "cases": results, "all_refused_cleanly": all(r["ok"] for r in results),
+        "good_client_polls": len(poll_times), "good_client_errors": poll_errors[:10],
+        "good_client_poll_ms_p50": percentile(poll_times, 0.5), "good_client_poll_ms_p99": percentile(poll_times, 0.99),
+        "good_client_poll_ms_max": percentile(poll_times, 1.0),
+    }
+
+
+if __name__ == "__main__":
+    mode, base = sys.argv[1], sys.argv[2]
+    if mode == "load":
+        print(json.dumps(load(base, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5], float(os.environ.get("LOAD_POLL_SECONDS", "2")))))
+    elif mode == "abuse":
+        print(json.dumps(abuse(base, sys.argv[3], int(sys.argv[4]))))
+    else:
+        sys.exit("usage: loadtest.py load BASE CLIENTS SECONDS VIDEO | abuse BASE VIDEO SSE_CONNECTIONS")
