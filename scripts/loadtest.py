@@ -28,6 +28,19 @@ def percentile(values, p):
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000, 1)
 
 
+def exchange(host, port, method, path, body, headers, timeout):
+    """One request on a connection of its own: status, response headers, body, seconds."""
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        started = time.monotonic()
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        data = response.read()
+        return response.status, response.headers, data, time.monotonic() - started
+    finally:
+        connection.close()
+
+
 class Client:
     def __init__(self, base, token=None, timeout=60):
         self.url = urllib.parse.urlparse(base)
@@ -35,18 +48,22 @@ class Client:
         self.timeout = timeout
 
     def request(self, method, path, body=None, headers=None):
-        connection = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=self.timeout)
         headers = dict(headers or {})
         if self.token:
             headers["Authorization"] = "Bearer " + self.token
-        try:
-            started = time.monotonic()
-            connection.request(method, path, body=body, headers=headers)
-            response = connection.getresponse()
-            data = response.read()
-            return response.status, data, time.monotonic() - started
-        finally:
-            connection.close()
+        status, _, data, took = exchange(self.url.hostname, self.url.port, method, path, body, headers, self.timeout)
+        return status, data, took
+
+    def download(self, path):
+        """GET as the app does: a 302 to presigned storage is followed, without our token."""
+        status, answer, data, _ = exchange(self.url.hostname, self.url.port, "GET", path, None,
+                                           {"Authorization": "Bearer " + self.token}, self.timeout)
+        if status != 302:
+            return status, data
+        target = urllib.parse.urlparse(answer.get("Location", ""))
+        status, _, data, _ = exchange(target.hostname, target.port or 80, "GET",
+                                      target.path + ("?" + target.query if target.query else ""), None, {}, self.timeout)
+        return status, data
 
     def register(self, name):
         status, data, _ = self.request("POST", "/api/v1/devices", json.dumps({"name": name}), {"Content-Type": "application/json"})
@@ -118,12 +135,18 @@ def load(base, clients, seconds, video_path, poll):
                     continue
                 state = json.loads(data)["status"]
                 if state == "completed":
-                    status, data, _ = client.request("GET", f"/api/v1/jobs/{job}/download")
                     with lock:
                         figures["completed"] += 1
-                        figures["downloads"] += status == 200 and data[4:8] == b"ftyp"
-                    if status != 200:
-                        error(f"download answered {status}")
+                    try:
+                        status, data = client.download(f"/api/v1/jobs/{job}/download")
+                    except Exception as exc:  # noqa: BLE001
+                        error(f"download: {exc!r}")
+                        break
+                    if status == 200 and data[4:8] == b"ftyp":
+                        with lock:
+                            figures["downloads"] += 1
+                    else:
+                        error(f"download answered {status} ({len(data)} bytes)")
                     break
                 if state in ("failed", "cancelled"):
                     error(f"job {job} ended {state}: {data[:300]!r}")
