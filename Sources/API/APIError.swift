@@ -67,11 +67,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
-        } catch let error as any HTTPResponseError where error.status == .notFound && !routes.methods(at: request.uri.path).isEmpty {
-            let allowed = Set(routes.methods(at: request.uri.path).map(\.rawValue)).sorted()
-            throw APIError(.methodNotAllowed, "method_not_allowed", "This address answers \(allowed.joined(separator: ", ")) only.",
-                           headers: [.allow: allowed.joined(separator: ", ")])
         } catch let error as any HTTPResponseError {
+            let allowed = error.status == .notFound ? Set(routes.methods(at: request.uri.path).map(\.rawValue)).sorted() : []
+            if !allowed.isEmpty {
+                throw APIError(.methodNotAllowed, "method_not_allowed", "This address answers \(allowed.joined(separator: ", ")) only.",
+                               headers: [.allow: allowed.joined(separator: ", ")])
+            }
             // Hummingbird's own (404 for an unknown route, 405 …): same shape, its status.
             let code = error.status == .notFound ? "not_found" : "http_\(error.status.code)"
             let message = error.status == .notFound ? "There is nothing at this address." : error.status.reasonPhrase
