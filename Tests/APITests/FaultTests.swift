@@ -196,12 +196,7 @@ struct FaultTests {
     }
 
     static func mount(_ arguments: [String], tool: String = "/usr/bin/mount") throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw LiveSystem.Failure("\(tool) \(arguments.joined(separator: " ")) failed") }
+        try TestServices.run(tool, arguments)
     }
 }
 

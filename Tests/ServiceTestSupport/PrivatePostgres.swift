@@ -12,7 +12,7 @@ public final class PrivatePostgres: @unchecked Sendable {
         port = Int.random(in: 16_000..<20_000)
         directory = URL(fileURLWithPath: "/tmp/moments-pg-\(port)-\(UUID().uuidString.prefix(6).lowercased())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", directory.path]) }
+        if getuid() == 0 { try TestServices.run("/usr/bin/chown", ["postgres:postgres", directory.path]) }
         try asPostgres("\(Self.bin)/initdb", ["-D", directory.appendingPathComponent("data").path, "-U", "postgres", "--auth=trust",
                                               "--no-sync", "-E", "UTF8"])
         try start()
@@ -40,31 +40,9 @@ public final class PrivatePostgres: @unchecked Sendable {
 
     private func asPostgres(_ tool: String, _ arguments: [String]) throws {
         if getuid() == 0 {
-            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
+            try TestServices.run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
         } else {
-            try Self.run(tool, arguments)
-        }
-    }
-
-    /// Runs a tool and waits for it with `waitpid` (Foundation's `Process` was seen never to reap a
-    /// `runuser` whose grandchild, the server, lives on).
-    static func run(_ tool: String, _ arguments: [String]) throws {
-        var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for descriptor: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        let argv = ([tool] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, tool, &actions, nil, argv, environ) == 0 else {
-            throw TestServices.Missing(description: "\(tool) could not be started")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        guard status == 0 else {
-            throw TestServices.Missing(description: "\(tool) \(arguments.joined(separator: " ")) exited with status \(status)")
+            try TestServices.run(tool, arguments)
         }
     }
 }

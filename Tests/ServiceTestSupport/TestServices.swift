@@ -131,4 +131,29 @@ public enum TestServices {
         }
         return try await condition()
     }
+
+    // MARK: Tools
+
+    /// Runs a tool to the end, its output discarded, and throws unless it exits 0. Waits with
+    /// `waitpid`: Foundation's `Process.waitUntilExit` was seen never to return (a `runuser` whose
+    /// grandchild, the server, lives on; a `mount` left a zombie while the cooperative pool was busy).
+    public static func run(_ tool: String, _ arguments: [String]) throws {
+        var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for descriptor: Int32 in [0, 1, 2] {
+            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        let argv = ([tool] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, tool, &actions, nil, argv, environ) == 0 else {
+            throw TestServices.Missing(description: "\(tool) could not be started")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        guard status == 0 else {
+            throw TestServices.Missing(description: "\(tool) \(arguments.joined(separator: " ")) exited with status \(status)")
+        }
+    }
 }
