@@ -9,8 +9,9 @@ import Testing
 /// Faults over HTTP against the running system (`moments api` and `moments worker` processes, real
 /// PostgreSQL, Redis and SeaweedFS): the database restarting under load, storage failing and
 /// stalling mid-job, a worker's disk filling up, and a worker frozen past its lease. Whatever
-/// happens, every accepted job completes exactly once and its highlight is whole.
-@Suite("Faults over HTTP (real processes and servers)", .serialized, .heavy)
+/// happens, every accepted job completes exactly once and its highlight is whole. `.alone`: three
+/// processes, a second PostgreSQL and leases of seconds are all this machine should run at once.
+@Suite("Faults over HTTP (real processes and servers)", .serialized, .alone)
 struct FaultTests {
     typealias System = LiveSystem
 

@@ -7,7 +7,8 @@ import Testing
 /// No answer may be a 5xx, and every answer must match its documented status, content type,
 /// headers and schema; schema-violating requests must be refused and undocumented methods get 405.
 /// (Schema-valid requests may still be refused: a PNG is a valid multipart file but not a video.)
-@Suite("OpenAPI conformance (Schemathesis against the running API)", .heavy)
+/// `.alone`: a thousand requests in seconds load the shared PostgreSQL that other suites time.
+@Suite("OpenAPI conformance (Schemathesis against the running API)", .alone)
 struct SchemathesisTests {
     static let checks = ["not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
                          "response_headers_conformance", "negative_data_rejection", "unsupported_method"]
