@@ -262,33 +262,29 @@ def abuse(base, video_path, sse_connections):
     token = attacker.register("attacker")
     results = []
 
-    def stream(parts):
-        for part in parts:
-            yield part
-
     b = "x" + uuid.uuid4().hex
     # 1. A part header that never ends: 64 MiB of header bytes with no line break.
     chunk = b"A" * (1 << 20)
     head = f"--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp4\"\r\nX-Long: ".encode()
     results.append(flood(base, token, "part header with no line break (64 MiB)", b,
-                         stream([head] + [chunk] * 64), len(head) + 64 * len(chunk)))
+                         [head] + [chunk] * 64, len(head) + 64 * len(chunk)))
     # 2. 200,000 tiny fields.
     fields = b"".join(f"--{b}\r\nContent-Disposition: form-data; name=\"f{i}\"\r\n\r\n1\r\n".encode() for i in range(200_000))
-    results.append(flood(base, token, "200,000 tiny fields", b, stream([fields, f"--{b}--\r\n".encode()]), len(fields) + len(b) + 6))
+    results.append(flood(base, token, "200,000 tiny fields", b, [fields, f"--{b}--\r\n".encode()], len(fields) + len(b) + 6))
     # 3. Two file parts.
     body, _ = multipart([], [("file", "a.mp4", video), ("file", "b.mp4", video)], boundary=b)
-    results.append(flood(base, token, "a second file part", b, stream([body]), len(body)))
+    results.append(flood(base, token, "a second file part", b, [body], len(body)))
     # 4. A file part cut short (the body ends without its closing boundary).
     body, _ = multipart([("quality", "low")], [("file", "a.mp4", video)], boundary=b)
     cut = body[: len(body) // 2]
-    results.append(flood(base, token, "a truncated file part", b, stream([cut]), len(cut)))
+    results.append(flood(base, token, "a truncated file part", b, [cut], len(cut)))
     # 5. One field of 256 MiB.
     head = f"--{b}\r\nContent-Disposition: form-data; name=\"quality\"\r\n\r\n".encode()
-    results.append(flood(base, token, "a 256 MiB form field", b, stream([head] + [chunk] * 256), len(head) + 256 * len(chunk)))
+    results.append(flood(base, token, "a 256 MiB form field", b, [head] + [chunk] * 256, len(head) + 256 * len(chunk)))
     # 6. 1000 part headers of 8 KiB each.
     headers = "".join(f"X-H{i}: {'v' * 8000}\r\n" for i in range(1000)).encode()
     part = f"--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp4\"\r\n".encode() + headers + b"\r\n"
-    results.append(flood(base, token, "1000 part headers of 8 KiB", b, stream([part]), len(part)))
+    results.append(flood(base, token, "1000 part headers of 8 KiB", b, [part], len(part)))
 
     # 7. SSE connections held open at once, from as many devices as the per-device limit needs.
     url = urllib.parse.urlparse(base)

@@ -257,10 +257,9 @@ struct APIEndToEndTests {
             #expect(events[2].detail?.contains("lapsed") == true && events[2].attempt == 2)
             let kill = events[1].at, takeover = events[2].at
             #expect(takeover.timeIntervalSince(kill) >= 5, "not before the lease lapsed")
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-sigkill-\(id).mp4")
-            defer { try? FileManager.default.removeItem(at: file) }
-            #expect(try curl(["-L", "-o", file.path, "\(base)/api/v1/jobs/\(id)/download"]).status == 200)
-            #expect(abs(try TestFootage.duration(file.path) - 15) <= 0.5)
+            let highlight = try System.downloadedDuration(base, id: id)
+            #expect(highlight.status == 200)
+            #expect(abs(highlight.duration - 15) <= 0.5)
             // The survivor measured the attempt it finished.
             let metrics = try curl(["http://127.0.0.1:\(metricsPort)/metrics"])
             #expect(metrics.body.contains(#"moments_job_attempts_total{outcome="completed"} 1"#), "\(metrics.body)")

@@ -15,9 +15,12 @@ import Testing
 struct FaultTests {
     typealias System = LiveSystem
 
-    /// Uploads the 20 s footage for a 6 s highlight; the reply's status and job id (nil when refused).
+    /// The highlight's length every upload of these tests asks for.
+    static let target = 6.0
+
+    /// Uploads the 20 s footage for a `target` highlight; the reply's status and job id (nil when refused).
     static func upload(_ base: String) throws -> (status: Int, id: UUID?, body: String) {
-        let reply = try curl(["--max-time", "60", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
+        let reply = try curl(["--max-time", "60", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=\(Int(target))",
                               "-F", "quality=low", "\(base)/api/v1/upload"])
         return (reply.status, (try? System.json(reply.body)["job_id"] as? String).flatMap { UUID(uuidString: $0 ?? "") }, reply.body)
     }
@@ -26,10 +29,9 @@ struct FaultTests {
     static func checkCompletedOnce(_ id: UUID, base: String, store: JobStore, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let events = try await store.events(id)
         #expect(events.filter { $0.to == .completed }.count == 1, "completed exactly once: \(events)", sourceLocation: sourceLocation)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-fault-\(id).mp4")
-        defer { try? FileManager.default.removeItem(at: file) }
-        #expect(try curl(["-L", "-o", file.path, "\(base)/api/v1/jobs/\(id)/download"]).status == 200, sourceLocation: sourceLocation)
-        #expect(abs(try TestFootage.duration(file.path) - 6) <= 0.5, "the highlight is whole", sourceLocation: sourceLocation)
+        let highlight = try System.downloadedDuration(base, id: id)
+        #expect(highlight.status == 200, sourceLocation: sourceLocation)
+        #expect(abs(highlight.duration - target) <= 0.5, "the highlight is whole", sourceLocation: sourceLocation)
     }
 
     /// A job store on `url`, running for the length of `body`.
@@ -80,7 +82,8 @@ struct FaultTests {
                     for id in accepted where (try? await store.job(id)?.status) != .completed { return false }
                     return true
                 }
-                let statuses = try await accepted.asyncMap { try await store.job($0)?.status }
+                var statuses: [JobStatus?] = []
+                for id in accepted { statuses.append(try await store.job(id)?.status) }
                 #expect(done, "every accepted job completed: \(statuses)")
                 for id in accepted { try await Self.checkCompletedOnce(id, base: base, store: store) }
                 let rows = try await store.client.query("SELECT count(*)::int FROM jobs")
@@ -132,8 +135,8 @@ struct FaultTests {
         // Room for the downloaded source and 16 KiB more: the render cannot be written.
         let sourceSize = try #require(try FileManager.default.attributesOfItem(atPath: TestFootage.twentySeconds)[.size] as? Int)
         let size = (sourceSize + (16 << 10) + 4095) / 4096 * 4096
-        try Self.mount(["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", workFolder.path])
-        defer { try? Self.mount(["-l", workFolder.path], tool: "/usr/bin/umount") }
+        try TestServices.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", workFolder.path])
+        defer { try? TestServices.run("/usr/bin/umount", ["-l", workFolder.path]) }
         try await TestServices.withDatabase { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL)
             let (api, base) = try await System.startAPI(environment)
@@ -146,7 +149,7 @@ struct FaultTests {
             }
             let history = try await store.events(id)
             try #require(failed, "the first attempt failed: \(history)")
-            try Self.mount(["-o", "remount,size=256m", workFolder.path])
+            try TestServices.run("/usr/bin/mount", ["-o", "remount,size=256m", workFolder.path])
             let attempt = try #require(try await store.events(id).first { $0.from == .processing && $0.to == .pending })
             #expect(attempt.detail?.contains("io_error") == true && attempt.detail?.lowercased().contains("space") == true,
                     "the failure names the full disk: \(attempt)")
@@ -189,26 +192,14 @@ struct FaultTests {
             let events = try await store.events(id)
             #expect(events.map(\.to) == [.pending, .processing, .processing, .completed], "\(events)")
             #expect(try await store.job(id)?.resultKey == resultKey)
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-frozen-\(id).mp4")
-            defer { try? FileManager.default.removeItem(at: file) }
-            #expect(try curl(["-L", "-o", file.path, "\(base)/api/v1/jobs/\(id)/download"]).status == 200)
-            #expect(abs(try TestFootage.duration(file.path) - 15) <= 0.5, "the highlight is intact")
+            let highlight = try System.downloadedDuration(base, id: id)
+            #expect(highlight.status == 200)
+            #expect(abs(highlight.duration - 15) <= 0.5, "the highlight is intact (uploadAndWaitUntilMidJob asks for 15 s)")
         }
     }
 
-    static func mount(_ arguments: [String], tool: String = "/usr/bin/mount") throws {
-        try TestServices.run(tool, arguments)
-    }
 }
 
 extension Array {
     subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
-}
-
-extension Array where Element: Sendable {
-    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
-        var mapped: [T] = []
-        for element in self { mapped.append(try await transform(element)) }
-        return mapped
-    }
 }

@@ -66,6 +66,15 @@ public enum LiveSystem {
         return id
     }
 
+    /// Downloads job `id`'s highlight through the API (following a redirect to storage) and
+    /// returns the status and the duration ffprobe reads (-1 when there is no file).
+    public static func downloadedDuration(_ base: String, id: UUID, headers: [String] = []) throws -> (status: Int, duration: Double) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-download-\(id)-\(UUID().uuidString.prefix(6)).mp4")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let status = try curl(headers + ["-L", "-o", file.path, "\(base)/api/v1/jobs/\(id)/download"]).status
+        return (status, FileManager.default.fileExists(atPath: file.path) ? try TestFootage.duration(file.path) : -1)
+    }
+
     /// Registers a device and returns the header arguments that send its token.
     public static func device(_ base: String, name: String = "Test iPhone") throws -> [String] {
         let reply = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"name": "\#(name)"}"#, "\(base)/api/v1/devices"])
