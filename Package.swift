@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // C only: FFmpeg's headers and a shim for its macros.
@@ -58,7 +59,7 @@ let package = Package(
         // Every job operation (submit, cancel, retry, record an outcome, reconcile, pause) over the job
         // store and a queue driver; the driver seams (queue, reservations, rate limits) and their
         // in-memory implementations for tests.
-        .target(name: "Jobs", dependencies: ["JobStore", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Jobs", dependencies: ["JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log")]),
         // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).
         .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
@@ -72,8 +73,8 @@ let package = Package(
             "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ], resources: [.embedInCode("Resources/openapi.yaml")]),
+            .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "Mustache", package: "swift-mustache"),
+        ], resources: [.embedInCode("Resources/openapi.yaml"), .embedInCode("Resources/Console")]),
         .executableTarget(
             name: "moments",
             dependencies: [

@@ -39,6 +39,29 @@ public struct APIConfiguration: Sendable {
     public var callbacks: DestinationPolicy
     /// What a scrape of `/metrics` must send as its bearer token (`METRICS_TOKEN`); nil: no token.
     public var metricsToken: String?
+    /// The operator console at `/admin`; nil (no `ADMIN_TOKEN`): off, and `/admin` answers 404.
+    public var console: Console?
+
+    /// The console's settings: `ADMIN_TOKEN` (at least 24 characters; what an operator types to
+    /// sign in) and `ADMIN_SESSION_HOURS` (12: how long a sign-in lasts).
+    public struct Console: Sendable {
+        public var adminToken: String
+        public var sessionLifetime: Duration
+
+        public init(adminToken: String, sessionLifetime: Duration = .seconds(12 * 3600)) {
+            self.adminToken = adminToken
+            self.sessionLifetime = sessionLifetime
+        }
+
+        static func from(_ environment: Settings) throws(SettingError) -> Console? {
+            guard let token = environment["ADMIN_TOKEN"], !token.isEmpty else { return nil }
+            guard token.count >= 24, token.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline }) else {
+                throw SettingError("ADMIN_TOKEN must be at least 24 printable characters without spaces (e.g. openssl rand -hex 24).")
+            }
+            let hours = try Setting.integer("ADMIN_SESSION_HOURS", in: environment, default: 12, range: 1...168)
+            return Console(adminToken: token, sessionLifetime: .seconds(hours * 3600))
+        }
+    }
 
     public struct RateLimits: Sendable {
         /// Uploads (and upload reservations) per window and device; 0 turns the limit off.
@@ -62,7 +85,7 @@ public struct APIConfiguration: Sendable {
                 uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900),
                 uploadLinkLifetime: Duration = .seconds(900), authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
                 trustedProxyHops: Int = 0, webhooksEnabled: Bool = false, callbacks: DestinationPolicy = DestinationPolicy(),
-                metricsToken: String? = nil) {
+                metricsToken: String? = nil, console: Console? = nil) {
         self.host = host
         self.port = port
         self.maxUploadBytes = maxUploadBytes
@@ -77,6 +100,7 @@ public struct APIConfiguration: Sendable {
         self.webhooksEnabled = webhooksEnabled
         self.callbacks = callbacks
         self.metricsToken = metricsToken
+        self.console = console
     }
 
     public init(environment: Settings) throws(SettingError) {
@@ -108,7 +132,7 @@ public struct APIConfiguration: Sendable {
                   trustedProxyHops: try Setting.integer("TRUSTED_PROXY_HOPS", in: environment, default: 0, range: 0...10),
                   webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty,
                   callbacks: try DestinationPolicy(environment: environment),
-                  metricsToken: try Self.metricsToken(environment))
+                  metricsToken: try Self.metricsToken(environment), console: try Console.from(environment))
     }
 
     static func metricsToken(_ environment: Settings) throws(SettingError) -> String? {

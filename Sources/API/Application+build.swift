@@ -36,9 +36,14 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
     let hub = JobEventsHub()
     let router = buildRouter(configuration: configuration, services: services, hub: hub, metrics: metrics)
     let store = services.store
+    var own: [any Service] = [store.client, JobEventsListener(store: store, hub: hub, logger: logger)]
+    if configuration.console != nil {
+        // Bulk actions started in the console run here, on whichever API node claims them.
+        own.append(BulkRunnerService(runner: BulkRunner(jobs: services.jobs, storage: services.storage, name: BulkRunnerService.nodeName())))
+    }
     var app = Application(router: router,
                           configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "moments"),
-                          services: [store.client, JobEventsListener(store: store, hub: hub, logger: logger)] + background,
+                          services: own + background,
                           logger: logger)
     app.beforeServerStarts {
         // Uploads spooled by an API process that died mid-request (nothing written for an hour).
@@ -71,6 +76,33 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub).addRoutes(to: api.group("jobs"))
     DirectUploadController(store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
                            quota: quota, limiter: limiter).addRoutes(to: api)
+    if let console = configuration.console {
+        ConsoleController(jobs: services.jobs, storage: services.storage,
+                          keys: ConsoleKeys(token: console.adminToken, lifetime: console.sessionLifetime), limiter: limiter, hub: hub,
+                          linkLifetime: configuration.downloadLinkLifetime,
+                          secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false).addRoutes(to: router)
+    } else {
+        let off: @Sendable (Request, MomentsRequestContext) async throws -> Response = { _, _ in
+            throw APIError(.notFound, "console_disabled", "The operator console is off: set ADMIN_TOKEN on the API to turn it on.")
+        }
+        router.get("admin", use: off)
+        router.get("admin/**", use: off)
+    }
     errors.routes.record(router.routes)
     return router
+}
+
+/// Runs an API node's `BulkRunner` until graceful shutdown.
+struct BulkRunnerService: Service {
+    let runner: BulkRunner
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await runner.serve() }
+    }
+
+    /// `api-<host>-<pid>-xxxx`: this node in `admin_operations.runner`.
+    static func nodeName() -> String {
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "api"
+        return "api-\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(4).lowercased())"
+    }
 }

@@ -25,4 +25,7 @@ actor CachedValue<Value: Sendable> {
             return value
         }
     }
+
+    /// Forgets the last answer: the next caller works it out afresh (after a change made here).
+    func invalidate() { stored = nil }
 }

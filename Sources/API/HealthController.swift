@@ -21,14 +21,18 @@ struct HealthController: Sendable {
         var checks: [String: String]?
         /// When the stores were last asked (ISO 8601 with milliseconds).
         var checkedAt: String?
+        /// `running` or `paused` (workers take no new jobs; the API still accepts uploads, so a
+        /// paused queue does not make the node unready).
+        var queue: String?
 
-        enum CodingKeys: String, CodingKey { case status, checks, checkedAt = "checked_at" }
+        enum CodingKeys: String, CodingKey { case status, checks, queue, checkedAt = "checked_at" }
     }
 
     struct Readiness: Sendable {
         var checks: [String: Bool]
         /// When the stores were asked, as the answer says it (formatted once per check, not per request).
         var checkedAt: String
+        var paused: Bool?
     }
 
     func addRoutes(to router: Router<MomentsRequestContext>) {
@@ -37,7 +41,7 @@ struct HealthController: Sendable {
             let readiness = await readiness.value
             let ready = readiness.checks.values.allSatisfy { $0 }
             let body = Health(status: ready ? "ready" : "unavailable", checks: readiness.checks.mapValues { $0 ? "ok" : "unreachable" },
-                              checkedAt: readiness.checkedAt)
+                              checkedAt: readiness.checkedAt, queue: readiness.paused.map { $0 ? "paused" : "running" })
             return EditedResponse(status: ready ? .ok : .serviceUnavailable, response: body)
         }
     }
@@ -46,8 +50,10 @@ struct HealthController: Sendable {
         async let database = jobs.store.isReachable()
         async let redis = jobs.isQueueReachable()
         async let objects = storageReachable(storage)
+        async let paused = try? jobs.isPaused()
         return Readiness(checks: ["postgresql": await database, "redis": await redis, "storage": await objects],
-                         checkedAt: Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
+                         checkedAt: Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)),
+                         paused: await paused)
     }
 
     private static func storageReachable(_ storage: any ObjectStore) async -> Bool {

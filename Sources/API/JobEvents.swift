@@ -49,6 +49,27 @@ public actor JobEventsHub {
 
     func changed(_ job: UUID) {
         watchers[job]?.values.forEach { $0.yield(.changed) }
+        everything.values.forEach { $0.yield(job) }
+    }
+
+    // MARK: Every job (the console)
+
+    private var everything: [UUID: AsyncStream<UUID>.Continuation] = [:]
+    /// Console streams open at once on this node, at most.
+    static let everythingLimit = 100
+
+    /// The id of every job that changes, from now on (the newest 256 kept for a slow reader);
+    /// nil when `everythingLimit` streams are open.
+    func watchEverything() -> (token: UUID, changes: AsyncStream<UUID>)? {
+        guard everything.count < Self.everythingLimit else { return nil }
+        let (stream, continuation) = AsyncStream.makeStream(of: UUID.self, bufferingPolicy: .bufferingNewest(256))
+        let token = UUID()
+        everything[token] = continuation
+        return (token, stream)
+    }
+
+    func stopWatchingEverything(_ token: UUID) {
+        everything.removeValue(forKey: token)?.finish()
     }
 
     func keepAlive() {

@@ -9,6 +9,8 @@ public struct MomentsRequestContext: RequestContext, RemoteAddressRequestContext
     public var coreContext: CoreRequestContextStorage
     /// Set by `AuthenticationMiddleware` from the bearer token.
     public var identity: Identity = .anonymous
+    /// Set by the console's middleware for a signed-in operator.
+    var consoleSession: ConsoleSession?
     public let remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {

@@ -44,6 +44,14 @@ struct RateLimiter: Sendable {
         }
     }
 
+    /// Counts a console sign-in attempt against its address: 10 per 15 minutes, so the admin token
+    /// cannot be guessed at speed (always on, whatever the upload limits say).
+    func admitSignIn(_ request: Request, context: MomentsRequestContext) async throws {
+        guard let ip = clientAddress(request, context: context) else { return }
+        try await admit([RateLimitKey("ratelimit:console-sign-in:\(Self.subscriber(ip))", limit: 10)], window: .seconds(900),
+                        what: "sign-in attempts from this address", logger: context.logger)
+    }
+
     /// The address an IPv4 client has, or the /64 an IPv6 client's address lies in.
     static func subscriber(_ ip: String) -> String {
         guard let address = IPAddress(ip), address.bytes.count == 16 else { return ip }

@@ -57,3 +57,33 @@ extension JobStore {
         return outcome
     }
 }
+
+/// The answer to `deleteJob`.
+public enum DeleteOutcome: Sendable, Equatable {
+    /// The row is gone, with its events and webhook deliveries; these objects are the caller's to delete.
+    case deleted(objectKeys: [String])
+    /// Only jobs that ended are deleted (cancel a pending or running one first).
+    case notFinished(JobStatus)
+    case notFound
+}
+
+extension JobStore {
+    /// Deletes an ended job's row; its events and webhook deliveries go with it (ON DELETE
+    /// CASCADE). Answers the keys of the objects it had, for the caller to delete from storage
+    /// (any it cannot are orphans that the retention sweep deletes a day later).
+    public func deleteJob(_ id: UUID) async throws(JobStoreError) -> DeleteOutcome {
+        try await database("delete the job") { client, logger -> DeleteOutcome in
+            let rows = try await client.query("""
+                WITH old AS (SELECT id, status FROM jobs WHERE id = \(id)),
+                d AS (DELETE FROM jobs j USING old WHERE j.id = old.id AND old.status IN ('completed', 'failed', 'cancelled')
+                      RETURNING j.source_key, j.result_key)
+                SELECT old.status, d.source_key, d.result_key FROM old LEFT JOIN d ON true
+                """, logger: logger)
+            for try await (status, source, result) in rows.decode((String, String?, String?).self) {
+                guard let source else { return .notFinished(JobStatus(rawValue: status) ?? .pending) }
+                return .deleted(objectKeys: [source] + (result.map { [$0] } ?? []))
+            }
+            return .notFound
+        }
+    }
+}

@@ -207,6 +207,57 @@ public enum Migrations {
             "ALTER TABLE jobs ADD COLUMN codec text NOT NULL DEFAULT 'auto' CHECK (codec IN ('auto', 'h264'))",
             "COMMENT ON COLUMN jobs.codec IS 'auto: copy the source''s H.264/HEVC between keyframes where it allows, else H.264; h264: always encode H.264 (HDR tone-mapped).'",
         ]),
+        Migration(version: 8, name: "operator console", statements: [
+            // The console's job list: newest first, by (created_at, id) cursors, filtered or not.
+            "CREATE INDEX jobs_created ON jobs (created_at DESC, id DESC)",
+            "CREATE INDEX jobs_status_created ON jobs (status, created_at DESC, id DESC)",
+            "CREATE INDEX jobs_code_created ON jobs (error_code, created_at DESC, id DESC) WHERE error_code IS NOT NULL",
+            // pg_trgm is a trusted extension (PostgreSQL 13+): the database's owner may create it.
+            "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+            "CREATE INDEX jobs_filename_trgm ON jobs USING gin (lower(original_filename) gin_trgm_ops)",
+            """
+            CREATE TABLE workers (
+                id                text PRIMARY KEY,
+                host              text NOT NULL,
+                pid               integer NOT NULL,
+                version           text NOT NULL,
+                concurrency       integer NOT NULL CHECK (concurrency >= 1),
+                started_at        timestamptz NOT NULL DEFAULT now(),
+                last_heartbeat_at timestamptz NOT NULL DEFAULT now(),
+                stopped_at        timestamptz,
+                running           integer NOT NULL DEFAULT 0 CHECK (running >= 0),
+                jobs_finished     bigint NOT NULL DEFAULT 0
+            )
+            """,
+            "COMMENT ON TABLE workers IS 'One row per worker process: written at start, every heartbeat and at a clean stop. A row whose heartbeat is old and that never stopped is a worker that died.'",
+            "CREATE INDEX workers_heartbeat ON workers (last_heartbeat_at DESC)",
+            """
+            CREATE TABLE admin_operations (
+                id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                actor        text NOT NULL,
+                action       text NOT NULL CHECK (action IN ('retry', 'cancel', 'delete', 'pause', 'resume', 'redeliver')),
+                job_id       uuid,
+                filter       jsonb,
+                state        text NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done', 'failed', 'stopped')),
+                matched      integer,
+                done         integer NOT NULL DEFAULT 0,
+                skipped      integer NOT NULL DEFAULT 0,
+                failed       integer NOT NULL DEFAULT 0,
+                message      text,
+                cutoff       timestamptz NOT NULL DEFAULT now(),
+                cursor_at    timestamptz,
+                cursor_id    uuid,
+                runner       text,
+                heartbeat_at timestamptz,
+                created_at   timestamptz NOT NULL DEFAULT now(),
+                finished_at  timestamptz
+            )
+            """,
+            "COMMENT ON TABLE admin_operations IS 'The audit log: every operator action (console or command line), who did it and how it went; a bulk action also keeps its progress and cursor here, so another API node resumes it if its runner dies.'",
+            "CREATE INDEX admin_operations_running ON admin_operations (heartbeat_at NULLS FIRST) WHERE state = 'running'",
+            "ALTER TABLE webhook_deliveries ADD COLUMN redelivery_of bigint REFERENCES webhook_deliveries (id) ON DELETE SET NULL",
+            "COMMENT ON COLUMN webhook_deliveries.redelivery_of IS 'Set on a delivery an operator asked for again: the delivery it repeats.'",
+        ]),
     ]
 }
 

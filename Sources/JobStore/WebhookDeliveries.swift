@@ -67,17 +67,62 @@ extension JobStore {
         }
     }
 
-    /// Every delivery of a job's webhooks, oldest first (for tests and `moments jobs show`).
-    public func webhookDeliveries(job: UUID) async throws(JobStoreError)
-        -> [(event: String, attempts: Int, lastStatus: Int?, lastError: String?, delivered: Bool, gaveUp: Bool)] {
+    /// Every delivery of a job's webhooks, oldest first.
+    public func webhookDeliveries(job: UUID) async throws(JobStoreError) -> [WebhookDeliveryRecord] {
         try await database("read the job's webhooks") { client, logger in
             let rows = try await client.query("""
-                SELECT event, attempts, last_status, last_error, delivered_at IS NOT NULL, gave_up_at IS NOT NULL
-                FROM webhook_deliveries WHERE job_id = \(job) ORDER BY id
+                SELECT \(unescaped: Self.deliveryColumns) FROM webhook_deliveries WHERE job_id = \(job) ORDER BY id
                 """, logger: logger)
-            var list: [(event: String, attempts: Int, lastStatus: Int?, lastError: String?, delivered: Bool, gaveUp: Bool)] = []
-            for try await row in rows.decode((String, Int, Int?, String?, Bool, Bool).self) { list.append(row) }
+            var list: [WebhookDeliveryRecord] = []
+            for try await row in rows.decode(WebhookDeliveryRecord.Row.self) { list.append(WebhookDeliveryRecord(row)) }
             return list
         }
+    }
+
+    /// Sends a job's webhook again: a new delivery of the same event to the same URL, due now,
+    /// that names the one it repeats (which stays as it was, for the record). Nil when there is no
+    /// delivery `id`.
+    public func redeliverWebhook(_ id: Int64) async throws(JobStoreError) -> WebhookDeliveryRecord? {
+        try await database("redeliver the webhook") { client, logger in
+            let rows = try await client.query("""
+                INSERT INTO webhook_deliveries (job_id, url, event, redelivery_of)
+                SELECT job_id, url, event, id FROM webhook_deliveries WHERE id = \(id)
+                RETURNING \(unescaped: Self.deliveryColumns)
+                """, logger: logger)
+            for try await row in rows.decode(WebhookDeliveryRecord.Row.self) { return WebhookDeliveryRecord(row) }
+            return nil
+        }
+    }
+
+    static let deliveryColumns = """
+        id, job_id, url, event, attempts, last_status, last_error, created_at, last_attempt_at, delivered_at, gave_up_at, redelivery_of
+        """
+}
+
+/// One row of `webhook_deliveries`, as operators see it.
+public struct WebhookDeliveryRecord: Sendable, Equatable {
+    public var id: Int64
+    public var jobID: UUID
+    public var url: String
+    public var event: String
+    public var attempts: Int
+    public var lastStatus: Int?
+    public var lastError: String?
+    public var createdAt: Date
+    public var lastAttemptAt: Date?
+    public var deliveredAt: Date?
+    public var gaveUpAt: Date?
+    /// The delivery this one repeats, when an operator asked for it again.
+    public var redeliveryOf: Int64?
+
+    public var delivered: Bool { deliveredAt != nil }
+    public var gaveUp: Bool { gaveUpAt != nil }
+    /// `delivered`, `given up` or `waiting`.
+    public var state: String { delivered ? "delivered" : gaveUp ? "given up" : "waiting" }
+
+    typealias Row = (Int64, UUID, String, String, Int, Int?, String?, Date, Date?, Date?, Date?, Int64?)
+
+    init(_ row: Row) {
+        (id, jobID, url, event, attempts, lastStatus, lastError, createdAt, lastAttemptAt, deliveredAt, gaveUpAt, redeliveryOf) = row
     }
 }

@@ -17,6 +17,8 @@ public final class QueueWorker: Sendable {
     let handler: any JobHandler
     let logger: Logger
     let metrics: WorkerMetrics?
+    /// Jobs running now, and attempts finished since start (for the registry).
+    private let counts = LockedState<(running: Int, finished: Int64)>((0, 0))
 
     public init(configuration: WorkerConfiguration, jobs: Jobs, handler: any JobHandler, metrics: WorkerMetrics? = nil, logger: Logger) {
         self.configuration = configuration
@@ -37,8 +39,44 @@ public final class QueueWorker: Sendable {
                 group.addTask { await self.slotLoop(slot) }
             }
             group.addTask { await self.maintenanceLoop() }
+            group.addTask { await self.registryLoop() }
         }
+        // Recorded even though this task is cancelled (a cancelled task's database calls give up at once).
+        let finished = counts.withLock { $0.finished }
+        await Task { [jobs, configuration, logger] in
+            do {
+                try await jobs.store.workerStopped(configuration.name, finished: finished)
+            } catch {
+                logger.notice("clean stop not recorded in the registry", metadata: ["error": "\(error)"])
+            }
+        }.value
         logger.info("worker stopped")
+    }
+
+    /// Registers this worker and sends its heartbeat (jobs running, attempts finished) every
+    /// `registryHeartbeat`, registering again after any failure (the row may have been pruned).
+    private func registryLoop() async {
+        let identity = WorkerIdentity(id: configuration.name, host: ProcessInfo.processInfo.hostName,
+                                      pid: Int(ProcessInfo.processInfo.processIdentifier), version: MomentsVersion.current,
+                                      concurrency: configuration.concurrency)
+        var registered = false
+        while !Task.isCancelled {
+            do {
+                let (running, finished) = counts.withLock { ($0.running, $0.finished) }
+                if registered {
+                    registered = try await jobs.store.workerHeartbeat(identity.id, running: running, finished: finished)
+                }
+                if !registered {
+                    try await jobs.store.registerWorker(identity)
+                    registered = true
+                }
+            } catch {
+                if Task.isCancelled { break }
+                registered = false
+                logger.notice("registry heartbeat failed; registering again", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: configuration.registryHeartbeat)
+        }
     }
 
     // MARK: Slots
@@ -67,6 +105,11 @@ public final class QueueWorker: Sendable {
                     delivery = try await consumer.next(block: configuration.pollBlock)
                 }
                 backoff.reset()
+                // Paused while this slot was waiting in a blocking read: the job goes back, untouched.
+                if let delivery, try await jobs.isPaused() {
+                    try await jobs.queue.retry(delivery, after: .zero)
+                    continue
+                }
                 if let delivery { await handle(delivery, consumer: consumer.name) }
             } catch {
                 if Task.isCancelled { break }
@@ -119,7 +162,12 @@ public final class QueueWorker: Sendable {
         logger[metadataKey: "job_id"] = "\(delivery.jobID.uuidString.lowercased())"
         guard let (lease, job) = await jobs.claim(delivery, worker: configuration.name, lease: configuration.lease, logger: logger) else { return }
         logger[metadataKey: "attempt"] = "\(lease.attempt)"
+        counts.withLock { $0.running += 1 }
         await run(job, lease: lease, delivery: delivery, consumer: consumer, logger: logger)
+        counts.withLock {
+            $0.running -= 1
+            $0.finished += 1
+        }
     }
 
     private func run(_ job: JobRecord, lease: JobLease, delivery: Delivery, consumer: String, logger: Logger) async {

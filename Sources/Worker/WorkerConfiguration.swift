@@ -35,6 +35,8 @@ public struct WorkerConfiguration: Sendable {
     /// An attempt that reports no progress for this long is stopped and fails `attempt_stalled`
     /// (retried like any passing failure).
     public var stallLimit: Duration = .seconds(300)
+    /// How often the worker tells the registry (`workers`) it is alive, and what it runs.
+    public var registryHeartbeat: Duration = .seconds(5)
     /// No attempt runs longer than this, whatever it expects (`attempt_timeout`).
     public var attemptLimit: Duration = .seconds(7200)
     /// Once the work says how long it expects to take (`JobContext.expect`), its deadline is this

@@ -7,6 +7,7 @@ struct Moments: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moments",
         abstract: "Turns a phone video into a short highlight reel.",
+        version: MomentsVersion.current,
         subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, HealthCommand.self,
                       SubmitCommand.self, StatusCommand.self, DownloadCommand.self])
 }

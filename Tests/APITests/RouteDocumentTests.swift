@@ -22,7 +22,8 @@ struct RouteDocumentTests {
         let services = APIServices(jobs: Jobs(store: store, queue: MemoryQueue(), logger: logger), storage: storage,
                                    reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore())
         let router = buildRouter(configuration: APIConfiguration(), services: services, metrics: PrometheusCollectorRegistry())
-        let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" })
+        // The operator console (/admin) is HTML pages for people, not the API; README documents it.
+        let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" }.filter { !$0.contains(" /admin") })
         let documented = Set(Self.operations(in: OpenAPIDocument.yaml))
         #expect(routed.count >= 15)
         #expect(routed.subtracting(documented).isEmpty, "routes missing from the document: \(routed.subtracting(documented).sorted())")

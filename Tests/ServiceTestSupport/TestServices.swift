@@ -138,22 +138,46 @@ public enum TestServices {
     /// `waitpid`: Foundation's `Process.waitUntilExit` was seen never to return (a `runuser` whose
     /// grandchild, the server, lives on; a `mount` left a zombie while the cooperative pool was busy).
     public static func run(_ tool: String, _ arguments: [String]) throws {
+        let pid = try spawn(tool, arguments)
+        let status = wait(for: pid)
+        guard status == 0 else {
+            throw TestServices.Missing(description: "\(tool) \(arguments.joined(separator: " ")) exited with status \(status)")
+        }
+    }
+
+    /// Starts a tool, its output discarded, and answers its process id (end it with `kill` and `wait(for:)`).
+    public static func spawn(_ tool: String, _ arguments: [String]) throws -> pid_t {
         var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         for descriptor: Int32 in [0, 1, 2] {
             posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
         }
+        // The calling thread (a concurrency or dispatch thread) may block signals, and a child
+        // inherits that mask: it would ignore SIGTERM. Start it with none blocked, defaults restored.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([tool] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        guard posix_spawn(&pid, tool, &actions, nil, argv, environ) == 0 else {
+        guard posix_spawn(&pid, tool, &actions, &attributes, argv, environ) == 0 else {
             throw TestServices.Missing(description: "\(tool) could not be started")
         }
+        return pid
+    }
+
+    /// Waits for a spawned process to end and answers its wait status.
+    @discardableResult
+    public static func wait(for pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        guard status == 0 else {
-            throw TestServices.Missing(description: "\(tool) \(arguments.joined(separator: " ")) exited with status \(status)")
-        }
+        return status
     }
 }

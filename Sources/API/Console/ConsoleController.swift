@@ -1,0 +1,582 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import Jobs
+import Logging
+import MomentsModel
+import NIOCore
+import Storage
+
+/// The operator console at `/admin`: server-rendered pages (Mustache), a little plain JS for live
+/// updates over one SSE stream, its own sign-in (`ADMIN_TOKEN`), a CSRF token on every form that
+/// changes something, and every action through `Operator` (the same code as the command line),
+/// which writes the audit log.
+struct ConsoleController: Sendable {
+    let jobs: Jobs
+    let storage: any ObjectStore
+    let keys: ConsoleKeys
+    let views: ConsoleViews
+    let limiter: RateLimiter
+    let hub: JobEventsHub
+    let linkLifetime: Duration
+    /// Whether the session cookie is marked Secure (the API is served over HTTPS).
+    let secureCookie: Bool
+    private let figures: CachedValue<ConsoleFigures>
+    var store: JobStore { jobs.store }
+
+    init(jobs: Jobs, storage: any ObjectStore, keys: ConsoleKeys, limiter: RateLimiter, hub: JobEventsHub, linkLifetime: Duration,
+         secureCookie: Bool) {
+        self.jobs = jobs
+        self.storage = storage
+        self.keys = keys
+        self.views = ConsoleViews()
+        self.limiter = limiter
+        self.hub = hub
+        self.linkLifetime = linkLifetime
+        self.secureCookie = secureCookie
+        figures = CachedValue(maxAge: .seconds(2)) { await ConsoleFigures.read(jobs) }
+    }
+
+    func addRoutes(to router: Router<MomentsRequestContext>) {
+        let admin = router.group("admin").add(middleware: ConsoleMiddleware(keys: keys, views: views))
+        admin.get("static/:file") { _, context in try asset(context) }
+        admin.get("login") { request, context in signInPage(request, context: context) }
+        admin.post("login") { request, context in try await signIn(request, context: context) }
+        admin.post("logout") { _, _ in signOut() }
+        admin.get { request, context in try await overview(request, context: context) }
+        admin.get("charts") { request, _ in try await charts(request) }
+        admin.get("live") { _, context in try await live(context) }
+        admin.get("jobs") { request, context in try await jobList(request, context: context) }
+        admin.get("jobs/rows") { request, _ in try await jobRows(request) }
+        admin.get("jobs/find") { request, _ in try await find(request) }
+        admin.get("jobs/:id") { request, context in try await jobPage(request, context: context) }
+        admin.get("jobs/:id/summary") { _, context in try await jobSummary(context) }
+        admin.get("jobs/:id/confirm") { request, context in try await confirmJobAction(request, context: context) }
+        admin.post("jobs/:id/:action") { request, context in try await jobAction(request, context: context) }
+        admin.get("bulk") { request, context in try await confirmBulk(request, context: context) }
+        admin.post("bulk") { request, context in try await startBulk(request, context: context) }
+        admin.get("operations") { request, context in try await operations(request, context: context) }
+        admin.get("operations/:number") { _, context in try await operationPage(context) }
+        admin.get("operations/:number/progress") { _, context in try await operationProgress(context) }
+        admin.post("operations/:number/stop") { request, context in try await stopOperation(request, context: context) }
+        admin.post("queue/:action") { request, context in try await queueAction(request, context: context) }
+        admin.post("webhooks/:number/redeliver") { request, context in try await redeliver(request, context: context) }
+        admin.get("workers") { _, context in try await workers(context) }
+        admin.get("workers/rows") { _, _ in try await workerRows() }
+    }
+
+    // MARK: Signing in
+
+    private func asset(_ context: MomentsRequestContext) throws -> Response {
+        guard let name = context.parameters.get("file"), let asset = ConsoleViews.assets[name] else {
+            throw APIError(.notFound, "not_found", "There is no console file by that name.")
+        }
+        var headers = ConsoleViews.securityHeaders
+        headers[.contentType] = asset.type
+        headers[.cacheControl] = "private, max-age=300"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes)))
+    }
+
+    private func signInPage(_ request: Request, context: MomentsRequestContext, next: String? = nil, notice: String? = nil,
+                            status: HTTPResponse.Status = .ok) -> Response {
+        if context.consoleSession != nil, notice == nil { return redirect("/admin") }
+        let next = (next ?? FormFields(request.uri.query ?? "")["next"]).flatMap(Self.safeNext) ?? "/admin"
+        return views.page("login", title: "Sign in", session: nil, notice: notice, status: status, ["next": next])
+    }
+
+    private func signIn(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        try await limiter.admitSignIn(request, context: context)
+        let form = try await Self.form(request, context: context)
+        guard let token = form["token"], keys.isToken(token) else {
+            context.logger.warning("console sign-in refused: wrong admin token")
+            return signInPage(request, context: context, next: form["next"], notice: "That is not the admin token (invalid_admin_token).",
+                              status: .unauthorized)
+        }
+        guard let name = form["name"], name.count <= 40,
+              name.allSatisfy({ $0.isLetter || $0.isNumber || " ._@-".contains($0) }) else {
+            return signInPage(request, context: context, next: form["next"],
+                              notice: "Give your name, up to 40 letters, digits, spaces or . _ @ - (invalid_operator_name).", status: .badRequest)
+        }
+        let (_, cookie) = keys.newSession(name: name)
+        context.logger.notice("operator signed in to the console", metadata: ["operator": "\(name)"])
+        var response = redirect(form["next"].flatMap(Self.safeNext) ?? "/admin")
+        response.setCookie(Cookie(name: ConsoleKeys.cookieName, value: cookie, maxAge: Int(keys.lifetime.inSeconds), path: "/admin",
+                                  secure: secureCookie, httpOnly: true, sameSite: .strict))
+        return response
+    }
+
+    private func signOut() -> Response {
+        var response = redirect("/admin/login")
+        response.setCookie(Cookie(name: ConsoleKeys.cookieName, value: "", maxAge: 0, path: "/admin", secure: secureCookie, httpOnly: true,
+                                  sameSite: .strict))
+        return response
+    }
+
+    /// Only a path inside the console (never `//host`, which a browser reads as another site).
+    static func safeNext(_ next: String) -> String? {
+        next.hasPrefix("/admin") && !next.hasPrefix("//") && !next.contains("\\") ? next : nil
+    }
+
+    // MARK: Overview
+
+    private func overview(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let query = FormFields(request.uri.query ?? "")
+        let range = try Self.range(query)
+        let figures = await figures.value
+        let chartContext = ConsolePages.charts(try await store.throughput(range), range: range)
+        let latest = try await store.listJobs(JobFilter(), limit: 10)
+        var stats = figures.values
+        stats["toggle_action"] = figures.paused ? "resume" : "pause"
+        stats["toggle_label"] = figures.paused ? "Resume the queue" : "Pause the queue"
+        stats["statuses"] = JobStatus.allCases.map { ["name": $0.rawValue, "count": figures.counts[$0] ?? 0] }
+        return views.page("overview", title: "Overview", session: context.consoleSession, nav: "overview", paused: figures.paused,
+                          notice: Self.notice(query), [
+                              "stats": stats, "range": range.rawValue,
+                              "ranges": ThroughputRange.allCases.map { ["name": $0.rawValue, "current": $0 == range] },
+                              "charts": views.render("charts", chartContext),
+                              "latest": views.render("job_rows", ["jobs": latest.jobs.map(ConsolePages.jobRow)]),
+                          ])
+    }
+
+    private func charts(_ request: Request) async throws -> Response {
+        let range = try Self.range(FormFields(request.uri.query ?? ""))
+        return views.fragment("charts", ConsolePages.charts(try await store.throughput(range), range: range))
+    }
+
+    static func range(_ query: FormFields) throws(APIError) -> ThroughputRange {
+        guard let text = query["range"] else { return .hour }
+        guard let range = ThroughputRange(rawValue: text) else {
+            throw APIError(.badRequest, "invalid_range", "'\(text)' is not a chart range: use hour, day or week.")
+        }
+        return range
+    }
+
+    /// The live stream: `tick` with the figures every 2 s, `job` with the id of each job that changes.
+    private func live(_ context: MomentsRequestContext) async throws -> Response {
+        guard let (token, changes) = await hub.watchEverything() else {
+            throw APIError(.tooManyRequests, "too_many_streams",
+                           "Too many console streams are open on this node (at most \(JobEventsHub.everythingLimit)). Close a console tab.")
+        }
+        let hub = self.hub, figures = self.figures
+        enum Event: Sendable { case tick, job(UUID) }
+        let body = ResponseBody { writer in
+            let (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64))
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await id in changes { continuation.yield(.job(id)) }
+                        continuation.finish()
+                    }
+                    group.addTask {
+                        while !Task.isCancelled {
+                            continuation.yield(.tick)
+                            try await Task.sleep(for: .seconds(2))
+                        }
+                    }
+                    defer { group.cancelAll() }
+                    for await event in events {
+                        switch event {
+                        case .tick:
+                            try await writer.write(ByteBuffer(string: "event: tick\ndata: \(await figures.value.json)\n\n"))
+                        case .job(let id):
+                            try await writer.write(ByteBuffer(string: "event: job\ndata: \(id.uuidString.lowercased())\n\n"))
+                        }
+                    }
+                }
+            } catch {
+                await hub.stopWatchingEverything(token)
+                throw error
+            }
+            await hub.stopWatchingEverything(token)
+            try await writer.finish(nil)
+        }
+        var headers = ConsoleViews.securityHeaders
+        headers[.contentType] = "text/event-stream"
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    // MARK: Jobs
+
+    private func jobList(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let query = FormFields(request.uri.query ?? "")
+        let filter = try JobFilter(fields: query)
+        let cursor = try Self.cursor(query)
+        let page = try await store.listJobs(filter, after: cursor, limit: 50)
+        let encoded = FormFields.encode(filter.fields)
+        let figures = await figures.value
+        return views.page("jobs", title: "Jobs", session: context.consoleSession, nav: "jobs", paused: figures.paused,
+                          notice: Self.notice(query), [
+                              "statuses": JobStatus.allCases.map { ["name": $0.rawValue, "selected": filter.statuses == [$0]] },
+                              "filter": Dictionary(uniqueKeysWithValues: filter.fields), "summary": filter.summary, "query": encoded,
+                              "rows": views.render("job_rows", ["jobs": page.jobs.map(ConsolePages.jobRow)]),
+                              "next": page.next?.token ?? "", "first_page": cursor != nil, "live": cursor == nil ? "job" : "",
+                          ])
+    }
+
+    private func jobRows(_ request: Request) async throws -> Response {
+        let query = FormFields(request.uri.query ?? "")
+        let limit = min(max(Int(query["limit"] ?? "") ?? 50, 1), 100)
+        let page = try await store.listJobs(try JobFilter(fields: query), after: try Self.cursor(query), limit: limit)
+        return views.fragment("job_rows", ["jobs": page.jobs.map(ConsolePages.jobRow)])
+    }
+
+    private func find(_ request: Request) async throws -> Response {
+        let text = FormFields(request.uri.query ?? "")["id"] ?? ""
+        guard let id = UUID(uuidString: text) else {
+            throw APIError(.badRequest, "invalid_job_id", "'\(text)' is not a job id: paste the whole id (a UUID).")
+        }
+        guard try await store.job(id) != nil else { throw APIError(.notFound, "job_not_found", "There is no job \(text.lowercased()).") }
+        return redirect("/admin/jobs/\(id.uuidString.lowercased())")
+    }
+
+    static func cursor(_ query: FormFields) throws(APIError) -> JobCursor? {
+        guard let text = query["after"] else { return nil }
+        guard let cursor = JobCursor(token: text) else {
+            throw APIError(.badRequest, "invalid_cursor", "The page link is damaged; go back to the first page.")
+        }
+        return cursor
+    }
+
+    private func job(_ context: MomentsRequestContext) async throws -> JobRecord {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+            throw APIError(.badRequest, "invalid_job_id", "That is not a job id (a UUID).")
+        }
+        guard let job = try await store.job(id) else { throw APIError(.notFound, "job_not_found", "There is no job \(text.lowercased()).") }
+        return job
+    }
+
+    private func jobPage(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let job = try await job(context)
+        async let events = store.events(job.id)
+        async let webhooks = store.webhookDeliveries(job: job.id)
+        async let audit = store.operations(job: job.id, limit: 50)
+        let csrf = context.consoleSession?.csrf ?? ""
+        let history = try await events
+        let figures = await figures.value
+        return views.page("job", title: "Job \(job.id.uuidString.lowercased().prefix(8))", session: context.consoleSession, nav: "jobs",
+                          paused: figures.paused, notice: Self.notice(FormFields(request.uri.query ?? "")), [
+                              "job": ConsolePages.present(["id": job.id.uuidString.lowercased(), "callback_url": job.callbackURL]),
+                              "summary": views.render("job_summary", summaryContext(job)),
+                              "attempts": ConsolePages.attempts(history), "events": history.map(ConsolePages.event),
+                              "segments": (job.segments ?? []).map { segment in
+                                  ["start": String(format: "%.2f", segment.start), "end": String(format: "%.2f", segment.end),
+                                   "length": String(format: "%.2f", segment.end - segment.start), "score": String(format: "%.2f", segment.score)]
+                              },
+                              "webhooks": try await webhooks.map { ConsolePages.webhook($0, csrf: csrf) },
+                              "audit": try await audit.map { ["at": ConsoleFormat.time($0.createdAt), "actor": $0.actor, "action": $0.action.rawValue,
+                                                              "message": $0.message ?? ""] },
+                          ])
+    }
+
+    private func jobSummary(_ context: MomentsRequestContext) async throws -> Response {
+        views.fragment("job_summary", summaryContext(try await job(context)))
+    }
+
+    private func summaryContext(_ job: JobRecord) -> [String: Any] {
+        [
+            "job": ConsolePages.present(["id": job.id.uuidString.lowercased(), "status": job.status.rawValue, "progress": job.progress,
+                                         "stage": job.stage ?? "", "message": job.message ?? "", "error_code": job.errorCode,
+                                         "error_message": job.errorMessage ?? ""]),
+            "can_retry": job.status == .failed, "can_cancel": !job.status.isTerminal, "can_delete": job.status.isTerminal,
+            "fields": ConsolePages.fields(job, storage: storage, linkLifetime: linkLifetime),
+        ]
+    }
+
+    private func confirmJobAction(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let job = try await job(context)
+        let id = job.id.uuidString.lowercased()
+        let action = try Self.jobAction(FormFields(request.uri.query ?? "")["action"])
+        let applies = action.applicableStatuses.contains(job.status)
+        let (heading, text) = switch action {
+        case .retry: ("Retry this job?", "Job \(id) failed (\(job.errorCode ?? "no code")). It goes back to the queue with 3 more attempts.")
+        case .cancel: ("Cancel this job?", "Job \(id) is \(job.status.rawValue). A waiting job leaves the queue; a running one stops within 2 s.")
+        default: ("Delete this job?", "Job \(id) and its history, webhook deliveries, upload and highlight are deleted for good.")
+        }
+        return views.page("confirm", title: heading, session: context.consoleSession, nav: "jobs", [
+            "heading": heading, "text": applies ? text : "Job \(id) is \(job.status.rawValue): it cannot be \(Self.past(action)).",
+            "action": "/admin/jobs/\(id)/\(action.rawValue)", "button": "\(action.rawValue.capitalized) job", "danger": action == .delete,
+            "disabled": !applies, "back": "/admin/jobs/\(id)", "fields": [[String: Any]](),
+           
+        ])
+    }
+
+    private func jobAction(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        _ = try await Self.form(request, context: context)
+        let job = try await job(context)
+        let action = try Self.jobAction(context.parameters.get("action"))
+        let actor = try operatorFor(context)
+        let id = job.id.uuidString.lowercased()
+        switch action {
+        case .retry:
+            if case .notFailed(let status) = try await actor.retry(job.id) {
+                throw APIError(.conflict, "not_failed", "Job \(id) is \(status.rawValue); only failed jobs are retried.")
+            }
+        case .cancel:
+            if case .alreadyFinished(let status) = try await actor.cancel(job.id) {
+                throw APIError(.conflict, "already_finished", "Job \(id) already ended \(status.rawValue); there is nothing to cancel.")
+            }
+        default:
+            if case .notFinished(let status) = try await actor.delete(job.id) {
+                throw APIError(.conflict, "not_finished", "Job \(id) is \(status.rawValue); cancel it before deleting it.")
+            }
+            return redirect("/admin/jobs?notice=deleted")
+        }
+        return redirect("/admin/jobs/\(id)?notice=\(Self.past(action))")
+    }
+
+    static func jobAction(_ text: String?) throws(APIError) -> OperatorAction {
+        guard let text, let action = OperatorAction(rawValue: text), [.retry, .cancel, .delete].contains(action) else {
+            throw APIError(.badRequest, "invalid_action", "'\(text ?? "")' is not a job action: use retry, cancel or delete.")
+        }
+        return action
+    }
+
+    static func past(_ action: OperatorAction) -> String {
+        switch action {
+        case .retry: "retried"
+        case .cancel: "cancelled"
+        case .delete: "deleted"
+        case .pause: "paused"
+        case .resume: "resumed"
+        case .redeliver: "redelivered"
+        }
+    }
+
+    // MARK: Bulk actions
+
+    private func confirmBulk(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let query = FormFields(request.uri.query ?? "")
+        let action = try Self.jobAction(query["action"])
+        let filter = try JobFilter(fields: query)
+        let narrowed = filter.narrowed(to: action.applicableStatuses)
+        var matched = 0
+        if let narrowed { matched = try await store.countJobs(narrowed) }
+        let verb = action.rawValue
+        let text = matched == 0
+            ? "No job matching \(filter.summary) can be \(Self.past(action))."
+            : "This will \(verb) \(matched) job\(matched == 1 ? "" : "s"): \(narrowed?.summary ?? ""). Jobs created from now on are not touched. "
+                + "It runs in batches of 100; its progress and your name go to the audit log."
+        return views.page("confirm", title: "Bulk \(verb)", session: context.consoleSession, nav: "jobs", [
+            "heading": "\(verb.capitalized) every matching job?", "text": text, "action": "/admin/bulk",
+            "button": "\(verb.capitalized) \(matched) job\(matched == 1 ? "" : "s")", "danger": action != .retry, "disabled": matched == 0,
+            "back": "/admin/jobs?\(FormFields.encode(filter.fields))",
+            "fields": ([("action", verb)] + filter.fields).map { ["name": $0.0, "value": $0.1] },
+           
+        ])
+    }
+
+    private func startBulk(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let form = try await Self.form(request, context: context)
+        let action = try Self.jobAction(form["action"])
+        let filter = try JobFilter(fields: form)
+        guard let operation = try await operatorFor(context).startBulk(action, filter: filter, runner: nil) else {
+            throw APIError(.unprocessableContent, "nothing_to_do", "No job matching \(filter.summary) can be \(Self.past(action)).")
+        }
+        context.logger.notice("bulk action started", metadata: ["operation": "\(operation.id)", "action": "\(action.rawValue)",
+                                                               "operator": "\(operation.actor)", "matched": "\(operation.matched ?? 0)"])
+        return redirect("/admin/operations/\(operation.id)")
+    }
+
+    // MARK: The audit log
+
+    private func operations(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let query = FormFields(request.uri.query ?? "")
+        let before = query["before"].flatMap { Int64($0) }
+        let list = try await store.operations(before: before, limit: 50)
+        return views.page("operations", title: "Audit log", session: context.consoleSession, nav: "operations",
+                          paused: await figures.value.paused, notice: Self.notice(query), [
+                              "operations": list.map(ConsolePages.operation),
+                              "older": list.count == 50 ? list.last.map { String($0.id) } ?? "" : "",
+                          ])
+    }
+
+    private func operation(_ context: MomentsRequestContext) async throws -> OperationRecord {
+        guard let number = context.parameters.get("number").flatMap({ Int64($0) }), let operation = try await store.operation(number) else {
+            throw APIError(.notFound, "operation_not_found", "There is no such entry in the audit log.")
+        }
+        return operation
+    }
+
+    private func operationPage(_ context: MomentsRequestContext) async throws -> Response {
+        let operation = try await operation(context)
+        let heading = operation.isBulk ? "Bulk \(operation.action.rawValue) #\(operation.id)" : "\(operation.action.rawValue.capitalized) #\(operation.id)"
+        return views.page("operation", title: heading, session: context.consoleSession, nav: "operations", [
+            "heading": heading, "id": operation.id,
+            "progress": views.render("operation_progress", progressContext(operation, csrf: context.consoleSession?.csrf ?? "")),
+        ])
+    }
+
+    private func operationProgress(_ context: MomentsRequestContext) async throws -> Response {
+        views.fragment("operation_progress", progressContext(try await operation(context), csrf: context.consoleSession?.csrf ?? ""))
+    }
+
+    private func progressContext(_ operation: OperationRecord, csrf: String) -> [String: Any] {
+        var context = ConsolePages.operation(operation)
+        context["total"] = max(operation.matched ?? 1, operation.done + operation.skipped + operation.failed, 1)
+        context["processed"] = operation.done + operation.skipped + operation.failed
+        context["done"] = operation.done
+        context["skipped"] = operation.skipped
+        context["failed"] = operation.failed
+        context["running"] = operation.state == .running
+        context["csrf"] = csrf
+        context["query"] = FormFields.encode((operation.filter ?? JobFilter()).fields)
+        return context
+    }
+
+    private func stopOperation(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        _ = try await Self.form(request, context: context)
+        let operation = try await operation(context)
+        _ = try await store.stopBulk(operation.id, actor: context.consoleSession?.actor ?? "console")
+        return redirect("/admin/operations/\(operation.id)")
+    }
+
+    // MARK: The queue, webhooks and workers
+
+    private func queueAction(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        _ = try await Self.form(request, context: context)
+        let actor = try operatorFor(context)
+        switch context.parameters.get("action") {
+        case "pause": try await actor.pause()
+        case "resume": try await actor.resume()
+        default: throw APIError(.notFound, "not_found", "The queue can be paused or resumed.")
+        }
+        await figures.invalidate()
+        return redirect("/admin?notice=\(context.parameters.get("action") == "pause" ? "paused" : "resumed")")
+    }
+
+    private func redeliver(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        _ = try await Self.form(request, context: context)
+        guard let number = context.parameters.get("number").flatMap({ Int64($0) }),
+              let delivery = try await operatorFor(context).redeliver(number) else {
+            throw APIError(.notFound, "webhook_not_found", "There is no such webhook delivery.")
+        }
+        return redirect("/admin/jobs/\(delivery.jobID.uuidString.lowercased())?notice=redelivered")
+    }
+
+    private func workers(_ context: MomentsRequestContext) async throws -> Response {
+        views.page("workers", title: "Workers", session: context.consoleSession, nav: "workers", paused: await figures.value.paused,
+                   ["rows": views.render("worker_rows", ["workers": try await store.workers().map { ConsolePages.worker($0) }])])
+    }
+
+    private func workerRows() async throws -> Response {
+        views.fragment("worker_rows", ["workers": try await store.workers().map { ConsolePages.worker($0) }])
+    }
+
+    // MARK: Plumbing
+
+    private func operatorFor(_ context: MomentsRequestContext) throws -> Operator {
+        guard let session = context.consoleSession else {
+            throw APIError(.unauthorized, "console_sign_in_required", "Sign in to the console first.")
+        }
+        return Operator(jobs: jobs, storage: storage, actor: session.actor)
+    }
+
+    private func redirect(_ location: String) -> Response {
+        var headers = ConsoleViews.securityHeaders
+        headers[.location] = location
+        return Response(status: .seeOther, headers: headers)
+    }
+
+    /// The fields of a form post (16 KiB at most).
+    static func form(_ request: Request, context: MomentsRequestContext) async throws -> FormFields {
+        var request = request
+        return try await form(&request, context: context)
+    }
+
+    /// The fields of a form post, leaving the collected body in `request` for whoever reads it next.
+    static func form(_ request: inout Request, context: MomentsRequestContext) async throws -> FormFields {
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") ?? false else {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type", "Console forms are sent as application/x-www-form-urlencoded.")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: 16 << 10)
+        } catch {
+            throw APIError(.contentTooLarge, "form_too_large", "A console form is at most 16 KiB.")
+        }
+        return FormFields(String(buffer: body))
+    }
+
+    /// What a `notice=` after an action says (a fixed sentence per action, never text from the URL).
+    static func notice(_ query: FormFields) -> String? {
+        switch query["notice"] {
+        case "retried": "The job is back in the queue."
+        case "cancelled": "The job is cancelled."
+        case "deleted": "The job is deleted."
+        case "paused": "The queue is paused: workers finish what they run and take nothing new."
+        case "resumed": "The queue is running again."
+        case "redelivered": "The webhook is due again; a worker sends it within seconds."
+        default: nil
+        }
+    }
+}
+
+/// Guards the console: security headers on every answer, errors as an HTML page, the session
+/// checked for everything but the sign-in page and static files, and the CSRF token (and, when
+/// the browser sends one, the Origin) checked on every POST but the sign-in itself.
+struct ConsoleMiddleware: RouterMiddleware {
+    typealias Context = MomentsRequestContext
+    let keys: ConsoleKeys
+    let views: ConsoleViews
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let path = request.uri.path
+        context.consoleSession = request.cookies[ConsoleKeys.cookieName].flatMap { keys.session(cookie: $0.value) }
+        do {
+            let open = path.hasPrefix("/admin/static/") || path == "/admin/login"
+            if !open, context.consoleSession == nil {
+                if request.method == .get, path != "/admin/live" {
+                    let next = path + (request.uri.query.map { "?" + $0 } ?? "")
+                    var headers = ConsoleViews.securityHeaders
+                    headers[.location] = "/admin/login?" + FormFields.encode([("next", next)])
+                    return Response(status: .seeOther, headers: headers)
+                }
+                throw APIError(.unauthorized, "console_sign_in_required", "Sign in to the console first (your session may have expired).")
+            }
+            var request = request
+            if request.method == .post, path != "/admin/login" {
+                try checkOrigin(request)
+                try await checkCSRF(&request, context: context)
+            }
+            return try await next(request, context)
+        } catch let error as APIError {
+            return errorPage(error.status, code: error.code, message: error.message, session: context.consoleSession)
+        } catch let error as any CodedError {
+            let mapped = ErrorMiddleware<Context>.map(error)
+            return errorPage(mapped.status, code: mapped.code, message: mapped.message, session: context.consoleSession)
+        } catch let error as any HTTPResponseError {
+            return errorPage(error.status, code: error.status == .notFound ? "not_found" : "http_\(error.status.code)",
+                             message: error.status == .notFound ? "There is no console page at \(path)." : "\(error.status.reasonPhrase).",
+                             session: context.consoleSession)
+        }
+    }
+
+    /// A browser names the page a form came from; a form posted from another site is refused.
+    private func checkOrigin(_ request: Request) throws {
+        guard let origin = request.headers[.origin], origin != "null" else { return }
+        let host = request.head.authority ?? ""
+        guard let url = URL(string: origin), let originHost = url.host else {
+            throw APIError(.forbidden, "cross_origin_request", "This form was posted from another site.")
+        }
+        let originAuthority = originHost + (url.port.map { ":\($0)" } ?? "")
+        guard originAuthority == host || originHost == host else {
+            throw APIError(.forbidden, "cross_origin_request", "This form was posted from another site (\(origin)); post it from the console.")
+        }
+    }
+
+    /// Reads the form (keeping it in the request for the handler) and checks its `csrf` field.
+    private func checkCSRF(_ request: inout Request, context: Context) async throws {
+        guard let session = context.consoleSession else { return }
+        let form = try await ConsoleController.form(&request, context: context)
+        guard let sent = form["csrf"], MetricsController.equalInConstantTime(sent, session.csrf) else {
+            throw APIError(.forbidden, "csrf_token_invalid", "This form lacks the console's CSRF token, or carries another session's. Reload the page and try again.")
+        }
+    }
+
+    private func errorPage(_ status: HTTPResponse.Status, code: String, message: String, session: ConsoleSession?) -> Response {
+        views.page("error", title: "\(status.code) \(status.reasonPhrase)", session: session, status: status,
+                   ["status": status.code, "reason": status.reasonPhrase, "code": code, "message": message])
+    }
+}

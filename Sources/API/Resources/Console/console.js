@@ -1,0 +1,56 @@
+// The console's live updates, over one Server-Sent Events stream (/admin/live):
+//   "tick" (every 2 s): queue figures; elements with data-stat="name" show them.
+//   "job" (a job changed): elements with data-on="job" or data-on="job:<id>" reload their
+//   fragment from data-src. data-on="every:N" reloads every N seconds.
+// No framework, no inline script: the page's Content-Security-Policy allows only this file.
+(function () {
+  "use strict";
+  var pending = new Map();
+
+  function reload(element) {
+    if (pending.has(element)) return;
+    pending.set(element, setTimeout(function () {
+      fetch(element.getAttribute("data-src"), { credentials: "same-origin", headers: { "Accept": "text/html" } })
+        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (html) { if (html !== null) element.innerHTML = html; })
+        .catch(function () {})
+        .finally(function () { pending.delete(element); });
+    }, 300));
+  }
+
+  function listeners(kind) {
+    return Array.prototype.filter.call(document.querySelectorAll("[data-src][data-on]"), function (element) {
+      return element.getAttribute("data-on").split(" ").indexOf(kind) >= 0;
+    });
+  }
+
+  function showStats(stats) {
+    Object.keys(stats).forEach(function (name) {
+      document.querySelectorAll('[data-stat="' + name + '"]').forEach(function (element) {
+        element.textContent = String(stats[name]);
+      });
+    });
+    var state = document.getElementById("queue-state");
+    if (state) state.classList.toggle("paused", stats.paused === true);
+  }
+
+  document.querySelectorAll("[data-src][data-on]").forEach(function (element) {
+    element.getAttribute("data-on").split(" ").forEach(function (kind) {
+      if (kind.indexOf("every:") === 0) {
+        var seconds = Math.max(1, parseInt(kind.slice(6), 10) || 30);
+        setInterval(function () { reload(element); }, seconds * 1000);
+      }
+    });
+  });
+
+  var state = document.getElementById("queue-state");
+  if (!state || typeof EventSource === "undefined") return;
+  var source = new EventSource("/admin/live");
+  source.addEventListener("tick", function (event) {
+    try { showStats(JSON.parse(event.data)); } catch (e) {}
+  });
+  source.addEventListener("job", function (event) {
+    listeners("job").forEach(reload);
+    listeners("job:" + event.data).forEach(reload);
+  });
+})();
