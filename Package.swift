@@ -112,7 +112,7 @@ let package = Package(
             "MomentsKit", "MomentsContract", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),
         ]),
         // The `moments` command: the client commands and the operator's commands, as separate processes.
-        .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport"]),
+        .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
         .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

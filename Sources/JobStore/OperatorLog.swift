@@ -15,6 +15,18 @@ public enum OperatorAction: String, Sendable, CaseIterable, Codable {
         case .pause, .resume, .redeliver: []
         }
     }
+
+    /// `retried`, `cancelled`, `deleted`, …
+    public var pastTense: String {
+        switch self {
+        case .retry: "retried"
+        case .cancel: "cancelled"
+        case .delete: "deleted"
+        case .pause: "paused"
+        case .resume: "resumed"
+        case .redeliver: "redelivered"
+        }
+    }
 }
 
 /// One row of `admin_operations`: an operator's action and, for a bulk action, its progress.

@@ -12,7 +12,7 @@ import Storage
 /// Every API node runs one (`serve`): it claims bulk actions started in the console, and those
 /// whose runner stopped reporting for `staleAfter`. The command line runs its own inline (`run`).
 public struct BulkRunner: Sendable {
-    let storage: any ObjectStore
+    let storage: (any ObjectStore)?
     let jobs: Jobs
     /// This runner's name in `admin_operations.runner`.
     public let name: String
@@ -20,7 +20,7 @@ public struct BulkRunner: Sendable {
     let staleAfter: Duration
     let pollInterval: Duration
 
-    public init(jobs: Jobs, storage: any ObjectStore, name: String, batchSize: Int = 100, staleAfter: Duration = .seconds(30),
+    public init(jobs: Jobs, storage: (any ObjectStore)?, name: String, batchSize: Int = 100, staleAfter: Duration = .seconds(30),
                 pollInterval: Duration = .seconds(1)) {
         self.jobs = jobs
         self.storage = storage

@@ -9,11 +9,12 @@ import Storage
 /// went in `admin_operations`.
 public struct Operator: Sendable {
     public let jobs: Jobs
-    public let storage: any ObjectStore
+    /// Where the jobs' objects are; only deleting needs it (nil: deleting is refused).
+    public let storage: (any ObjectStore)?
     /// Who acts: `console:<name>` or `cli:<user>@<host>`.
     public let actor: String
 
-    public init(jobs: Jobs, storage: any ObjectStore, actor: String) {
+    public init(jobs: Jobs, storage: (any ObjectStore)?, actor: String) {
         self.jobs = jobs
         self.storage = storage
         self.actor = actor
@@ -69,6 +70,9 @@ public struct Operator: Sendable {
     /// Deletes the row, then the objects; answers the keys that could not be deleted (orphans the
     /// retention sweep deletes later).
     func deleteWithoutAudit(_ id: UUID) async throws(JobStoreError) -> (DeleteOutcome, leftBehind: [String]) {
+        guard let storage else {
+            throw JobStoreError(.invalidConfiguration, "Deleting a job deletes its objects too: set STORAGE_URL to where they are.")
+        }
         let outcome = try await store.deleteJob(id)
         guard case .deleted(let keys) = outcome else { return (outcome, []) }
         var leftBehind: [String] = []
@@ -111,6 +115,9 @@ public struct Operator: Sendable {
     /// `runner` (nil: by an API node's `BulkRunner`). Nil when the filter leaves no status the
     /// action applies to (retrying completed jobs).
     public func startBulk(_ action: OperatorAction, filter: JobFilter, runner: String?) async throws(JobStoreError) -> OperationRecord? {
+        if action == .delete, storage == nil {
+            throw JobStoreError(.invalidConfiguration, "Deleting jobs deletes their objects too: set STORAGE_URL to where they are.")
+        }
         guard let narrowed = filter.narrowed(to: action.applicableStatuses) else { return nil }
         let matched = try await store.countJobs(narrowed)
         return try await store.startBulk(actor: actor, action: action, filter: narrowed, matched: matched, runner: runner)

@@ -2,16 +2,18 @@ import ArgumentParser
 import Foundation
 import JobQueue
 import JobStore
+import Jobs
+import Storage
 import MomentsContract
 import MomentsModel
 
-/// `moments jobs list|show|retry|cancel`: what an operator needs without writing SQL. Every
+/// `moments jobs list|show|retry|cancel|delete`: what an operator needs without writing SQL. Every
 /// subcommand reads `DATABASE_URL` and `REDIS_URL` and prints a table, or JSON with `--json`.
 struct JobsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jobs",
-        abstract: "Lists, shows, retries and cancels jobs.",
-        subcommands: [List.self, Show.self, Retry.self, Cancel.self])
+        abstract: "Lists, shows, retries, cancels and deletes jobs, one or every one matching filters.",
+        subcommands: [List.self, Show.self, Retry.self, Cancel.self, Delete.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Lists jobs, newest first.")
@@ -90,60 +92,141 @@ struct JobsCommand: AsyncParsableCommand {
 
     struct Retry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Puts a failed job (dead-lettered ones too) back in the queue with fresh attempts.")
+            abstract: "Puts a failed job (dead-lettered ones too), or every failed job matching filters, back in the queue with fresh attempts.")
 
-        @OptionGroup var target: JobArguments
+        @OptionGroup var selection: JobSelection
         @Option(help: "Attempts it gets from now.") var attempts = 3
 
         func run() async throws {
             try await reportingErrors {
-                let id = try target.jobID()
-                let services = try await Services.fromEnvironment(label: "moments.jobs")
-                let outcome = try await services.run { services -> RequeueOutcome in
-                    try await services.jobs.retry(id, attempts: attempts)
-                }
-                switch outcome {
-                case .requeued(let job):
-                    if target.json { print(try JobsCommand.json(JobStatusReport(job, resultURL: nil))) } else {
-                        print("job \(target.id) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
+                try await selection.act(.retry) { controls, id in
+                    switch try await controls.retry(id, attempts: attempts) {
+                    case .requeued(let job):
+                        if selection.json { print(try JobsCommand.json(JobStatusReport(job, resultURL: nil))) } else {
+                            print("job \(id.uuidString.lowercased()) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
+                        }
+                    case .notFailed(let status):
+                        throw JobStoreError(.conflict, "Job \(id.uuidString.lowercased()) is \(status.rawValue); only failed jobs can be retried.")
+                    case .notFound:
+                        throw JobStoreError(.notFound, "There is no job \(id.uuidString.lowercased()).")
                     }
-                case .notFailed(let status):
-                    throw JobStoreError(.conflict, "Job \(target.id) is \(status.rawValue); only failed jobs can be retried.")
-                case .notFound:
-                    throw JobStoreError(.notFound, "There is no job \(target.id).")
                 }
             }
         }
     }
 
     struct Cancel: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Cancels a pending or running job (a running one stops within 2 s).")
+        static let configuration = CommandConfiguration(
+            abstract: "Cancels a pending or running job, or every one matching filters (a running one stops within 2 s).")
 
-        @OptionGroup var target: JobArguments
+        @OptionGroup var selection: JobSelection
 
         func run() async throws {
             try await reportingErrors {
-                let id = try target.jobID()
-                let services = try await Services.fromEnvironment(label: "moments.jobs")
-                let (outcome, job) = try await services.run { services in
-                    let outcome = try await services.jobs.cancel(id, detail: "cancelled by an operator")
-                    return (outcome, try await services.store.job(id))
-                }
-                switch outcome {
-                case .cancelled(let from):
-                    if target.json, let job { print(try JobsCommand.json(JobStatusReport(job, resultURL: nil))) } else {
-                        print("job \(target.id) cancelled (it was \(from.rawValue))")
+                try await selection.act(.cancel) { controls, id in
+                    switch try await controls.cancel(id) {
+                    case .cancelled(let from):
+                        if selection.json, let job = try await controls.jobs.store.job(id) {
+                            print(try JobsCommand.json(JobStatusReport(job, resultURL: nil)))
+                        } else {
+                            print("job \(id.uuidString.lowercased()) cancelled (it was \(from.rawValue))")
+                        }
+                    case .alreadyFinished(let status):
+                        throw JobStoreError(.conflict, "Job \(id.uuidString.lowercased()) already ended \(status.rawValue); there is nothing to cancel.")
+                    case .notFound:
+                        throw JobStoreError(.notFound, "There is no job \(id.uuidString.lowercased()).")
                     }
-                case .alreadyFinished(let status):
-                    throw JobStoreError(.conflict, "Job \(target.id) already ended \(status.rawValue); there is nothing to cancel.")
-                case .notFound:
-                    throw JobStoreError(.notFound, "There is no job \(target.id).")
                 }
             }
         }
     }
 
-    /// The job id and `--json`, shared by `show`, `retry` and `cancel`.
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Deletes an ended job, or every ended job matching filters: its row, history, webhooks, upload and highlight (needs STORAGE_URL).")
+
+        @OptionGroup var selection: JobSelection
+
+        func run() async throws {
+            try await reportingErrors {
+                try await selection.act(.delete) { controls, id in
+                    switch try await controls.delete(id) {
+                    case .deleted(let keys):
+                        print("job \(id.uuidString.lowercased()) deleted, with \(keys.count) object\(keys.count == 1 ? "" : "s")")
+                    case .notFinished(let status):
+                        throw JobStoreError(.conflict, "Job \(id.uuidString.lowercased()) is \(status.rawValue); cancel it before deleting it.")
+                    case .notFound:
+                        throw JobStoreError(.notFound, "There is no job \(id.uuidString.lowercased()).")
+                    }
+                }
+            }
+        }
+    }
+
+    /// One job by id, or every job matching filters (a bulk action, which needs `--yes`): shared
+    /// by `retry`, `cancel` and `delete`, over the same `Operator` and `BulkRunner` as the console.
+    struct JobSelection: ParsableArguments {
+        @Argument(help: "The job id (or give filters instead).") var id: String?
+        @Option(help: "Every job in this status (bulk).") var status: JobStatus?
+        @Option(help: "Every job created within this long: 90s, 15m, 1h, 2d (bulk).") var since: Age?
+        @Option(help: "Every job that failed with this error code (bulk).") var code: String?
+        @Option(help: "Every job of this owner, a device id (bulk).") var owner: String?
+        @Option(help: "Every job whose file name contains this (bulk).") var file: String?
+        @Flag(help: "Act on every matching job; without it, a bulk action only says how many match.") var yes = false
+        @Flag(help: "Print JSON instead of text (one job).") var json = false
+
+        var filter: JobFilter {
+            JobFilter(statuses: status.map { [$0] } ?? [], errorCode: code, owner: owner?.lowercased(), fileName: file,
+                      createdFrom: since.map { Date().addingTimeInterval(-$0.seconds) })
+        }
+
+        var hasFilters: Bool { status != nil || since != nil || code != nil || owner != nil || file != nil }
+
+        func validate() throws {
+            if id != nil, hasFilters { throw ValidationError("Give a job id or filters, not both.") }
+            if id == nil, !hasFilters {
+                throw ValidationError("Give a job id, or filters (--status, --since, --code, --owner, --file) to act on every matching job.")
+            }
+        }
+
+        /// Runs `one` on the job named by id, or the bulk action on every match.
+        func act(_ action: OperatorAction, one: @escaping @Sendable (Operator, UUID) async throws -> Void) async throws {
+            let environment = try await SettingsSources.load()
+            let services = try await Services.fromEnvironment(label: "moments.jobs", environment: environment)
+            let storage: (any ObjectStore)? = (environment["STORAGE_URL"] ?? "").isEmpty ? nil : try StorageConfiguration.store(environment: environment)
+            let controls = Operator(jobs: services.jobs, storage: storage, actor: Operator.commandLineActor)
+            if let id {
+                guard let uuid = UUID(uuidString: id) else { throw JobStoreError(.notFound, "'\(id)' is not a job id (a UUID).") }
+                try await services.run { _ in try await one(controls, uuid) }
+                return
+            }
+            let filter = self.filter, yes = self.yes
+            try await services.run { services in
+                guard let narrowed = filter.narrowed(to: action.applicableStatuses) else {
+                    print("no job matching \(filter.summary) can be \(action.pastTense)")
+                    return
+                }
+                guard yes else {
+                    let matched = try await services.store.countJobs(narrowed)
+                    print("\(matched) job\(matched == 1 ? "" : "s") match (\(narrowed.summary)); add --yes to \(action.rawValue) them")
+                    return
+                }
+                let runner = BulkRunner(jobs: services.jobs, storage: storage, name: Operator.commandLineActor + "-\(ProcessInfo.processInfo.processIdentifier)")
+                guard let operation = try await controls.startBulk(action, filter: filter, runner: runner.name) else { return }
+                print("\(action.rawValue): \(operation.matched ?? 0) matching job\(operation.matched == 1 ? "" : "s") (\(narrowed.summary)); audit log #\(operation.id)")
+                let ended = await runner.run(operation) { progress in
+                    print("  \(progress.done + progress.skipped + progress.failed) of \(progress.matched ?? 0): \(progress.done) done, "
+                          + "\(progress.skipped) skipped, \(progress.failed) failed")
+                }
+                print("\(ended.state.rawValue): \(ended.done) \(action.pastTense), \(ended.skipped) skipped (no longer \(action.applicableStatuses.map(\.rawValue).joined(separator: " or "))), \(ended.failed) failed")
+                if ended.state != .done || ended.failed > 0 {
+                    throw JobStoreError(.unavailable, "The bulk \(action.rawValue) did not finish cleanly (audit log #\(operation.id)); run it again to go on.")
+                }
+            }
+        }
+    }
+
+    /// The job id and `--json`, for `show`.
     struct JobArguments: ParsableArguments {
         @Argument(help: "The job id.") var id: String
         @Flag(help: "Print JSON instead of text.") var json = false

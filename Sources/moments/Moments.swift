@@ -8,7 +8,7 @@ struct Moments: AsyncParsableCommand {
         commandName: "moments",
         abstract: "Turns a phone video into a short highlight reel.",
         version: MomentsVersion.current,
-        subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, HealthCommand.self,
+        subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, WebhooksCommand.self, HealthCommand.self,
                       SubmitCommand.self, StatusCommand.self, DownloadCommand.self])
 }
 

@@ -10,7 +10,7 @@ struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
         abstract: "Looks at and repairs the job queue.",
-        subcommands: [Stats.self, Pause.self, Resume.self, Reconcile.self, DrillWorker.self, DrillSubmit.self, Bench.self])
+        subcommands: [Stats.self, Pause.self, Resume.self, Workers.self, Reconcile.self, DrillWorker.self, DrillSubmit.self, Bench.self])
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Prints queue depth, oldest waiting age, in-flight and dead-letter counts.")
@@ -37,6 +37,37 @@ struct QueueCommand: AsyncParsableCommand {
         }
     }
 
+    struct Workers: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lists the workers heard from in the last day: alive, stopped cleanly, or lost (heartbeats stopped).")
+
+        @Flag(help: "Print JSON instead of a table.") var json = false
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try await Services.fromEnvironment(label: "moments.queue")
+                let workers = try await services.run { services in try await services.store.workers() }
+                let now = Date()
+                if json {
+                    let rows: [[String: Any]] = workers.map { worker in
+                        ["id": worker.id, "state": worker.state, "host": worker.host, "pid": worker.pid, "version": worker.version,
+                         "concurrency": worker.concurrency, "running": worker.running, "jobs_finished": worker.jobsFinished,
+                         "started_at": worker.startedAt.formatted(.iso8601), "last_heartbeat_at": worker.lastHeartbeatAt.formatted(.iso8601),
+                         "current_jobs": worker.currentJobs.map { $0.uuidString.lowercased() }]
+                    }
+                    print(String(decoding: try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys]), as: UTF8.self))
+                    return
+                }
+                print(JobsCommand.table(["worker", "state", "version", "concurrency", "running", "finished", "last heartbeat", "jobs"], workers.map { worker in
+                    [worker.id, worker.state, worker.version, "\(worker.concurrency)", "\(worker.running)", "\(worker.jobsFinished)",
+                     "\(Int(now.timeIntervalSince(worker.lastHeartbeatAt)))s ago",
+                     worker.currentJobs.map { String($0.uuidString.lowercased().prefix(8)) }.joined(separator: " ")]
+                }))
+                if workers.isEmpty { print("(no worker in the last day)") }
+            }
+        }
+    }
+
     struct Reconcile: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Runs one reconciler pass now: puts back jobs Redis lost and recovers lapsed leases.")
@@ -59,7 +90,7 @@ struct QueueCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let services = try await Services.fromEnvironment(label: "moments.queue")
-                try await services.run { services in try await services.jobs.pause() }
+                try await services.run { services in try await services.controls.pause() }
                 print("queue paused: workers take no new jobs until `moments queue resume`")
             }
         }
@@ -71,7 +102,7 @@ struct QueueCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let services = try await Services.fromEnvironment(label: "moments.queue")
-                try await services.run { services in try await services.jobs.resume() }
+                try await services.run { services in try await services.controls.resume() }
                 print("queue resumed")
             }
         }

@@ -21,6 +21,10 @@ struct Services {
     /// Every job operation, over the store and the queue.
     var jobs: Jobs { Jobs(store: store, queue: queue, logger: logger) }
 
+    /// An operator's controls from the command line (audited as `cli:<user>@<host>`), for
+    /// actions that touch no stored object.
+    var controls: Operator { Operator(jobs: jobs, storage: nil, actor: Operator.commandLineActor) }
+
     /// The stores from `environment`, or from the settings `SettingsSources` reads when nil.
     static func fromEnvironment(label: String, environment: Settings? = nil) async throws -> Services {
         let environment = if let environment { environment } else { try await SettingsSources.load() }

@@ -1,6 +1,7 @@
 import Foundation
 import JobQueue
 import JobStore
+import PostgresNIO
 import ServiceTestSupport
 import Testing
 
@@ -47,7 +48,7 @@ struct AdminCommandTests {
             #expect(retry.status == 0 && retry.out.contains("pending again"), "\(retry.out) \(retry.err)")
             let retried = try #require(try await store.job(failed.id))
             #expect(retried.status == .pending && retried.errorCode == nil && retried.maxAttempts == retried.attempt + 3)
-            #expect(try await store.events(failed.id).last?.detail == "retried by an operator")
+            #expect(try await store.events(failed.id).last?.detail?.hasPrefix("retried by cli:") == true)
             let queue = RedisQueue(client: RedisClient(configuration: try RedisConfiguration(url: try TestServices.redisURL(database: 9)),
                                                        logger: TestServices.logger),
                                    keys: QueueKeys(prefix: prefix), logger: TestServices.logger)
@@ -66,6 +67,79 @@ struct AdminCommandTests {
             let notAnID = try TestServices.moments(["jobs", "cancel", "nope"], environment: environment)
             #expect(notAnID.status == 1 && notAnID.err.contains("is not a job id"))
             try? await queue.destroy()
+        }
+    }
+
+    @Test("Bulk retry, cancel and delete by filter (a count first, then --yes), queue pause and resume, workers, webhook redelivery; all audited")
+    func bulkCommands() async throws {
+        try await TestServices.withDatabase { store, databaseURL in
+            let objects = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: objects.appendingPathComponent("sources"), withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: objects) }
+            let environment = ["DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+                               "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "LOG_LEVEL": "error", "STORAGE_URL": objects.absoluteString]
+            // Four failed with one code, one with another, two pending; each with a source object.
+            var failed: [UUID] = []
+            for (index, code) in ["corrupt_media", "corrupt_media", "corrupt_media", "corrupt_media", "too_long"].enumerated() {
+                let key = "sources/failed-\(index)"
+                try Data("x".utf8).write(to: objects.appendingPathComponent(key))
+                let job = try await store.create(NewJob(originalFilename: "f\(index).mov", sourceKey: key, maxAttempts: 1))
+                guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else { return }
+                _ = try await store.fail(lease, code: code, message: "planted", retryable: false, retryDelay: .zero)
+                failed.append(job.id)
+            }
+            let pending = [try await store.create(NewJob(originalFilename: "p1.mov", sourceKey: "sources/p1")),
+                           try await store.create(NewJob(originalFilename: "p2.mov", sourceKey: "sources/p2"))]
+
+            let count = try TestServices.moments(["jobs", "retry", "--code", "corrupt_media"], environment: environment)
+            #expect(count.status == 0 && count.out.contains("4 jobs match") && count.out.contains("add --yes"), "\(count.out) \(count.err)")
+            #expect(try await store.job(failed[0])?.status == .failed, "nothing happens without --yes")
+            let both = try TestServices.moments(["jobs", "retry", failed[0].uuidString, "--code", "x"], environment: environment)
+            #expect(both.status != 0 && both.err.contains("not both"))
+
+            let retry = try TestServices.moments(["jobs", "retry", "--code", "corrupt_media", "--since", "1h", "--yes"], environment: environment)
+            #expect(retry.status == 0 && retry.out.contains("done: 4 retried, 0 skipped"), "\(retry.out) \(retry.err)")
+            for id in failed.prefix(4) { #expect(try await store.job(id)?.status == .pending) }
+            #expect(try await store.job(failed[4])?.status == .failed)
+
+            let cancel = try TestServices.moments(["jobs", "cancel", "--status", "pending", "--file", "P", "--yes"], environment: environment)
+            #expect(cancel.status == 0 && cancel.out.contains("done: 2 cancelled"), "\(cancel.out) \(cancel.err)")
+            for job in pending { #expect(try await store.job(job.id)?.status == .cancelled) }
+
+            let refused = try TestServices.moments(["jobs", "delete", failed[0].uuidString], environment: environment)
+            #expect(refused.status == 1 && refused.err.contains("cancel it before deleting"), "\(refused.err)")
+            let delete = try TestServices.moments(["jobs", "delete", failed[4].uuidString], environment: environment)
+            #expect(delete.status == 0 && delete.out.contains("deleted"), "\(delete.out) \(delete.err)")
+            #expect(try await store.job(failed[4]) == nil)
+            #expect(!FileManager.default.fileExists(atPath: objects.appendingPathComponent("sources/failed-4").path), "its source is gone")
+            let noStorage = try TestServices.moments(["jobs", "delete", "--status", "cancelled", "--yes"],
+                                                     environment: environment.merging(["STORAGE_URL": ""]) { $1 })
+            #expect(noStorage.status == 1 && noStorage.err.contains("STORAGE_URL"), "\(noStorage.err)")
+            let bulkDelete = try TestServices.moments(["jobs", "delete", "--status", "cancelled", "--yes"], environment: environment)
+            #expect(bulkDelete.status == 0 && bulkDelete.out.contains("done: 2 deleted"), "\(bulkDelete.out) \(bulkDelete.err)")
+
+            #expect(try TestServices.moments(["queue", "pause"], environment: environment).status == 0)
+            #expect(try TestServices.moments(["queue", "stats"], environment: environment).out.contains("PAUSED"))
+            #expect(try TestServices.moments(["queue", "resume"], environment: environment).status == 0)
+            let workers = try TestServices.moments(["queue", "workers"], environment: environment)
+            #expect(workers.status == 0 && workers.out.contains("(no worker in the last day)"), "\(workers.out) \(workers.err)")
+
+            // A webhook delivery (as the trigger writes one), sent again.
+            try await store.client.query("""
+                INSERT INTO webhook_deliveries (job_id, url, event, delivered_at) VALUES (\(failed[1]), 'https://example.com/hook', 'job.failed', now())
+                """, logger: TestServices.logger)
+            let first = try #require(try await store.webhookDeliveries(job: failed[1]).first)
+            let redeliver = try TestServices.moments(["webhooks", "redeliver", "\(first.id)"], environment: environment)
+            #expect(redeliver.status == 0 && redeliver.out.contains("repeats \(first.id)"), "\(redeliver.out) \(redeliver.err)")
+            let deliveries = try await store.webhookDeliveries(job: failed[1])
+            #expect(deliveries.count == 2 && deliveries[1].redeliveryOf == first.id && deliveries[1].state == "waiting")
+            #expect(try TestServices.moments(["webhooks", "list", failed[1].uuidString], environment: environment).out.contains("job.failed"))
+            #expect(try TestServices.moments(["webhooks", "redeliver", "999999"], environment: environment).err.contains("not_found"))
+
+            let audit = try await store.operations(limit: 100)
+            #expect(audit.allSatisfy { $0.actor.hasPrefix("cli:") })
+            #expect(Set(audit.map(\.action)) == [.retry, .cancel, .delete, .pause, .resume, .redeliver], "\(audit.map(\.action))")
+            #expect(audit.contains { $0.action == .retry && $0.isBulk && $0.done == 4 && $0.state == .done })
         }
     }
 

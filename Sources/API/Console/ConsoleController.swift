@@ -294,7 +294,7 @@ struct ConsoleController: Sendable {
         default: ("Delete this job?", "Job \(id) and its history, webhook deliveries, upload and highlight are deleted for good.")
         }
         return views.page("confirm", title: heading, session: context.consoleSession, nav: "jobs", [
-            "heading": heading, "text": applies ? text : "Job \(id) is \(job.status.rawValue): it cannot be \(Self.past(action)).",
+            "heading": heading, "text": applies ? text : "Job \(id) is \(job.status.rawValue): it cannot be \(action.pastTense).",
             "action": "/admin/jobs/\(id)/\(action.rawValue)", "button": "\(action.rawValue.capitalized) job", "danger": action == .delete,
             "disabled": !applies, "back": "/admin/jobs/\(id)", "fields": [[String: Any]](),
            
@@ -322,7 +322,7 @@ struct ConsoleController: Sendable {
             }
             return redirect("/admin/jobs?notice=deleted")
         }
-        return redirect("/admin/jobs/\(id)?notice=\(Self.past(action))")
+        return redirect("/admin/jobs/\(id)?notice=\(action.pastTense)")
     }
 
     static func jobAction(_ text: String?) throws(APIError) -> OperatorAction {
@@ -330,17 +330,6 @@ struct ConsoleController: Sendable {
             throw APIError(.badRequest, "invalid_action", "'\(text ?? "")' is not a job action: use retry, cancel or delete.")
         }
         return action
-    }
-
-    static func past(_ action: OperatorAction) -> String {
-        switch action {
-        case .retry: "retried"
-        case .cancel: "cancelled"
-        case .delete: "deleted"
-        case .pause: "paused"
-        case .resume: "resumed"
-        case .redeliver: "redelivered"
-        }
     }
 
     // MARK: Bulk actions
@@ -354,7 +343,7 @@ struct ConsoleController: Sendable {
         if let narrowed { matched = try await store.countJobs(narrowed) }
         let verb = action.rawValue
         let text = matched == 0
-            ? "No job matching \(filter.summary) can be \(Self.past(action))."
+            ? "No job matching \(filter.summary) can be \(action.pastTense)."
             : "This will \(verb) \(matched) job\(matched == 1 ? "" : "s"): \(narrowed?.summary ?? ""). Jobs created from now on are not touched. "
                 + "It runs in batches of 100; its progress and your name go to the audit log."
         return views.page("confirm", title: "Bulk \(verb)", session: context.consoleSession, nav: "jobs", [
@@ -371,7 +360,7 @@ struct ConsoleController: Sendable {
         let action = try Self.jobAction(form["action"])
         let filter = try JobFilter(fields: form)
         guard let operation = try await operatorFor(context).startBulk(action, filter: filter, runner: nil) else {
-            throw APIError(.unprocessableContent, "nothing_to_do", "No job matching \(filter.summary) can be \(Self.past(action)).")
+            throw APIError(.unprocessableContent, "nothing_to_do", "No job matching \(filter.summary) can be \(action.pastTense).")
         }
         context.logger.notice("bulk action started", metadata: ["operation": "\(operation.id)", "action": "\(action.rawValue)",
                                                                "operator": "\(operation.actor)", "matched": "\(operation.matched ?? 0)"])
