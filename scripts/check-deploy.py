@@ -205,6 +205,37 @@ for role in ("api", "worker"):
         fail(str(path.relative_to(ROOT)), "restartPolicyType")
 print("check-deploy: deploy/railway: api.json, worker.json")
 
+# ---- Monitoring: the dashboard's and the alerts' metrics exist ------------------------------
+emitted: set[str] = set()
+for source in (ROOT / "Sources").rglob("*.swift"):
+    text = source.read_text()
+    emitted.update(re.findall(r'name: "(moments_[a-z_]+)"', text))
+    for metric, unit in re.findall(r'namespace: "moments", metricName: "([a-z_]+)", unitName: "([a-z_]+)"', text):
+        emitted.add(f"moments_{metric}_{unit}")
+
+
+def unknown_metrics(expression: str) -> list[str]:
+    names = re.findall(r"\b(moments_[a-z_]+)", expression)
+    def known(name: str) -> bool:
+        return name in emitted or any(name.endswith(s) and name[: -len(s)] in emitted for s in ("_bucket", "_sum", "_count"))
+    return [n for n in names if not known(n)]
+
+
+dashboard = json.loads((ROOT / "deploy/monitoring/grafana-dashboard.json").read_text())
+queries = [(p["title"], t["expr"]) for p in dashboard.get("panels", []) for t in p.get("targets", [])]
+if not queries:
+    fail("deploy/monitoring/grafana-dashboard.json", "has no panel queries")
+for title, expression in queries:
+    for name in unknown_metrics(expression):
+        fail("deploy/monitoring/grafana-dashboard.json", f"panel '{title}' queries {name}, which no code emits")
+rules = yaml.safe_load((ROOT / "deploy/monitoring/alerts.yml").read_text())
+alerts = [r for g in rules["groups"] for r in g["rules"]]
+for rule in alerts:
+    for name in unknown_metrics(rule["expr"]):
+        fail("deploy/monitoring/alerts.yml", f"alert {rule['alert']} uses {name}, which no code emits")
+print(f"check-deploy: deploy/monitoring: {len(queries)} dashboard queries and {len(alerts)} alerts name only the "
+      f"{len(emitted)} metrics the code emits")
+
 if failures:
     print("check-deploy: FAILED", file=sys.stderr)
     for failure in failures:

@@ -70,6 +70,12 @@ struct MetricsController: Sendable {
                 registry.makeGauge(name: "moments_jobs", labels: [("status", status.rawValue)], help: "Jobs by status").set(to: Double(count))
             }
         }
+        if let workers = try? await store.workers(within: .seconds(3600)) {
+            registry.makeGauge(name: "moments_workers_alive", help: "Workers whose registry heartbeat is recent (all API nodes report the same)")
+                .set(to: Double(workers.filter(\.alive).count))
+            registry.makeGauge(name: "moments_workers_lost", help: "Workers of the last hour whose heartbeats stopped without a clean stop")
+                .set(to: Double(workers.filter { $0.state == "lost" }.count))
+        }
         if let recent = try? await store.recentProcessing(within: .seconds(3600)) {
             for (quantile, seconds) in [("0.5", recent.p50Seconds), ("0.95", recent.p95Seconds)] {
                 registry.makeGauge(name: "moments_processing_seconds", labels: [("quantile", quantile)],

@@ -24,7 +24,7 @@ public struct Operator: Sendable {
 
     /// `cli:<user>@<host>`, for the command line.
     public static var commandLineActor: String {
-        let user = ProcessInfo.processInfo.environment["USER"] ?? ProcessInfo.processInfo.environment["LOGNAME"] ?? "unknown"
+        let user = ProcessInfo.processInfo.userName
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "localhost"
         return "cli:\(user)@\(host)"
     }
