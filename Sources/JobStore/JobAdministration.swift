@@ -12,21 +12,10 @@ public enum RequeueOutcome: Sendable, Equatable {
 }
 
 extension JobStore {
-    /// Jobs newest first, optionally of one status, created since a time, of one owner.
+    /// Jobs newest first, optionally of one status, created since a time, of one owner (the first page of `listJobs(_:)`).
     public func listJobs(status: JobStatus? = nil, since: Date? = nil, owner: String? = nil,
                          limit: Int = 50) async throws(JobStoreError) -> [JobRecord] {
-        try await database("list jobs") { client, logger in
-            let rows = try await client.query("""
-                SELECT \(unescaped: Self.columns) FROM jobs
-                WHERE (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
-                  AND (\(since)::timestamptz IS NULL OR created_at >= \(since))
-                  AND (\(owner)::text IS NULL OR owner = \(owner))
-                ORDER BY created_at DESC LIMIT \(limit)
-                """, logger: logger)
-            var jobs: [JobRecord] = []
-            for try await row in rows { jobs.append(try Self.record(row)) }
-            return jobs
-        }
+        try await listJobs(JobFilter(statuses: status.map { [$0] } ?? [], owner: owner, createdFrom: since), limit: limit).jobs
     }
 
     /// Puts a failed job back to `pending` for an operator (`moments jobs retry`): its error is

@@ -21,16 +21,24 @@ struct JobsCommand: AsyncParsableCommand {
         @Option(help: "Only jobs in this status: pending, processing, completed, failed or cancelled.") var status: JobStatus?
         @Option(help: "Only jobs created within this long: 90s, 15m, 1h, 2d.") var since: Age?
         @Option(help: "Only jobs of this owner (a device id).") var owner: String?
-        @Option(help: "At most this many.") var limit = 50
+        @Option(help: "Only jobs that failed with this error code.") var code: String?
+        @Option(help: "Only jobs whose file name contains this (any case).") var file: String?
+        @Option(help: "At most this many (1 to 500).") var limit = 50
         @Flag(help: "Print JSON instead of a table.") var json = false
+        @Flag(help: "Print PostgreSQL's EXPLAIN ANALYZE of the query instead of the jobs (the console's list runs the same query).")
+        var explain = false
 
         func run() async throws {
             try await reportingErrors {
                 let services = try await Services.fromEnvironment(label: "moments.jobs")
-                let jobs = try await services.run { services in
-                    try await services.store.listJobs(status: status, since: since.map { Date().addingTimeInterval(-$0.seconds) },
-                                                      owner: owner?.lowercased(), limit: max(1, limit))
+                let filter = JobFilter(statuses: status.map { [$0] } ?? [], errorCode: code, owner: owner?.lowercased(), fileName: file,
+                                       createdFrom: since.map { Date().addingTimeInterval(-$0.seconds) })
+                let limit = max(1, min(limit, 500))
+                if explain {
+                    print(try await services.run { services in try await services.store.explainListJobs(filter, limit: limit) })
+                    return
                 }
+                let jobs = try await services.run { services in try await services.store.listJobs(filter, limit: limit).jobs }
                 if json {
                     print(try JobsCommand.json(jobs.map { JobDetails($0, resultURL: nil) }))
                     return
