@@ -380,15 +380,18 @@ struct ConsoleController: Sendable {
                           ])
     }
 
-    private func operation(_ context: MomentsRequestContext) async throws -> OperationRecord {
-        guard let number = context.parameters.get("number").flatMap({ Int64($0) }), let operation = try await store.operation(number) else {
-            throw APIError(.notFound, "operation_not_found", "There is no such entry in the audit log.")
-        }
-        return operation
+    /// The audit log entry the path names. (Two guards, not one: Swift 6.3's optimizer crashed
+    /// splitting this coroutine when the `try await` sat in a combined `guard let`.)
+    private func loadOperation(_ context: MomentsRequestContext) async throws -> OperationRecord {
+        let missing = APIError(.notFound, "operation_not_found", "There is no such entry in the audit log.")
+        guard let number = context.parameters.get("number").flatMap({ Int64($0) }) else { throw missing }
+        let found: OperationRecord? = try await store.operation(number)
+        guard let found else { throw missing }
+        return found
     }
 
     private func operationPage(_ context: MomentsRequestContext) async throws -> Response {
-        let operation = try await operation(context)
+        let operation = try await loadOperation(context)
         let heading = operation.isBulk ? "Bulk \(operation.action.rawValue) #\(operation.id)" : "\(operation.action.rawValue.capitalized) #\(operation.id)"
         return views.page("operation", title: heading, session: context.consoleSession, nav: "operations", [
             "heading": heading, "id": operation.id,
@@ -397,7 +400,7 @@ struct ConsoleController: Sendable {
     }
 
     private func operationProgress(_ context: MomentsRequestContext) async throws -> Response {
-        views.fragment("operation_progress", progressContext(try await operation(context), csrf: context.consoleSession?.csrf ?? ""))
+        views.fragment("operation_progress", progressContext(try await loadOperation(context), csrf: context.consoleSession?.csrf ?? ""))
     }
 
     private func progressContext(_ operation: OperationRecord, csrf: String) -> [String: Any] {
@@ -415,7 +418,7 @@ struct ConsoleController: Sendable {
 
     private func stopOperation(_ request: Request, context: MomentsRequestContext) async throws -> Response {
         _ = try await Self.form(request, context: context)
-        let operation = try await operation(context)
+        let operation = try await loadOperation(context)
         _ = try await store.stopBulk(operation.id, actor: context.consoleSession?.actor ?? "console")
         return redirect("/admin/operations/\(operation.id)")
     }
@@ -436,10 +439,10 @@ struct ConsoleController: Sendable {
 
     private func redeliver(_ request: Request, context: MomentsRequestContext) async throws -> Response {
         _ = try await Self.form(request, context: context)
-        guard let number = context.parameters.get("number").flatMap({ Int64($0) }),
-              let delivery = try await operatorFor(context).redeliver(number) else {
-            throw APIError(.notFound, "webhook_not_found", "There is no such webhook delivery.")
-        }
+        let missing = APIError(.notFound, "webhook_not_found", "There is no such webhook delivery.")
+        guard let number = context.parameters.get("number").flatMap({ Int64($0) }) else { throw missing }
+        let redelivered: WebhookDeliveryRecord? = try await operatorFor(context).redeliver(number)
+        guard let delivery = redelivered else { throw missing }
         return redirect("/admin/jobs/\(delivery.jobID.uuidString.lowercased())?notice=redelivered")
     }
 
