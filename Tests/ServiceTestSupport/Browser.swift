@@ -71,10 +71,6 @@ public final class Browser: @unchecked Sendable {
 
     public var url: String { get throws { try command("GET", "url") as? String ?? "" } }
 
-    public var title: String { get throws { try command("GET", "title") as? String ?? "" } }
-
-    public var source: String { get throws { try command("GET", "source") as? String ?? "" } }
-
     /// The element's text as shown (CSS applied); throws when there is none.
     public func text(_ css: String) throws -> String {
         try command("GET", "element/\(try element(css))/text") as? String ?? ""

@@ -98,7 +98,7 @@ struct ConsoleController: Sendable {
             return signInPage(request, context: context, next: form["next"],
                               notice: "Give your name, up to 40 letters, digits, spaces or . _ @ - (invalid_operator_name).", status: .badRequest)
         }
-        let (_, cookie) = keys.newSession(name: name)
+        let cookie = keys.newSession(name: name)
         context.logger.notice("operator signed in to the console", metadata: ["operator": "\(name)"])
         var response = redirect(form["next"].flatMap(Self.safeNext) ?? "/admin")
         response.setCookie(Cookie(name: ConsoleKeys.cookieName, value: cookie, maxAge: Int(keys.lifetime.inSeconds), path: "/admin",
@@ -302,7 +302,6 @@ struct ConsoleController: Sendable {
     }
 
     private func jobAction(_ request: Request, context: MomentsRequestContext) async throws -> Response {
-        _ = try await Self.form(request, context: context)
         let job = try await job(context)
         let action = try Self.jobAction(context.parameters.get("action"))
         let actor = try operatorFor(context)
@@ -417,7 +416,6 @@ struct ConsoleController: Sendable {
     }
 
     private func stopOperation(_ request: Request, context: MomentsRequestContext) async throws -> Response {
-        _ = try await Self.form(request, context: context)
         let operation = try await loadOperation(context)
         _ = try await store.stopBulk(operation.id, actor: context.consoleSession?.actor ?? "console")
         return redirect("/admin/operations/\(operation.id)")
@@ -426,7 +424,6 @@ struct ConsoleController: Sendable {
     // MARK: The queue, webhooks and workers
 
     private func queueAction(_ request: Request, context: MomentsRequestContext) async throws -> Response {
-        _ = try await Self.form(request, context: context)
         let actor = try operatorFor(context)
         switch context.parameters.get("action") {
         case "pause": try await actor.pause()
@@ -438,7 +435,6 @@ struct ConsoleController: Sendable {
     }
 
     private func redeliver(_ request: Request, context: MomentsRequestContext) async throws -> Response {
-        _ = try await Self.form(request, context: context)
         let missing = APIError(.notFound, "webhook_not_found", "There is no such webhook delivery.")
         guard let number = context.parameters.get("number").flatMap({ Int64($0) }) else { throw missing }
         let redelivered: WebhookDeliveryRecord? = try await operatorFor(context).redeliver(number)

@@ -11,16 +11,14 @@ struct ConsoleFigures: Sendable {
     var queue: QueueStats?
     var counts: [JobStatus: Int]
     var workersAlive: Int
-    var paused: Bool
+    var paused: Bool { queue?.paused ?? false }
 
     static func read(_ jobs: Jobs) async -> ConsoleFigures {
         async let queue = try? jobs.stats()
         async let counts = try? jobs.store.countsByStatus()
         async let workers = try? jobs.store.workers(within: JobStore.workerLivenessWindow)
-        async let paused = try? jobs.isPaused()
         let stats = await queue
-        return ConsoleFigures(queue: stats, counts: await counts ?? [:], workersAlive: (await workers ?? []).filter(\.alive).count,
-                              paused: await paused ?? stats?.paused ?? false)
+        return ConsoleFigures(queue: stats, counts: await counts ?? [:], workersAlive: (await workers ?? []).filter(\.alive).count)
     }
 
     /// What the page shows and the live stream sends, by `data-stat` name.

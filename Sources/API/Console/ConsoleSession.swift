@@ -30,14 +30,13 @@ struct ConsoleKeys: Sendable {
         keyBytes = Array(SHA256.hash(data: Data("moments-console-session-v1:\(token)".utf8)))
     }
 
-    /// A new session for `name`, and the cookie value that carries it.
-    func newSession(name: String, now: Date = Date()) -> (ConsoleSession, cookie: String) {
+    /// The cookie value that carries a new session for `name`.
+    func newSession(name: String, now: Date = Date()) -> String {
         var generator = SystemRandomNumberGenerator()
         let nonce = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
         let expires = Int64(now.timeIntervalSince1970 + lifetime.inSeconds)
         let payload = "v1.\(expires).\(nonce).\(Self.base64url(Data(name.utf8)))"
-        let session = ConsoleSession(name: name, expires: Date(timeIntervalSince1970: Double(expires)), nonce: nonce, csrf: csrf(nonce))
-        return (session, payload + "." + mac(payload))
+        return payload + "." + mac(payload)
     }
 
     /// The session a cookie carries, if its signature holds and it has not expired.
