@@ -23,6 +23,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // OTLP over HTTP only: the gRPC exporter (and grpc-swift) stays out of the build.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // C only: FFmpeg's headers and a shim for its macros.
@@ -59,13 +63,17 @@ let package = Package(
         // Every job operation (submit, cancel, retry, record an outcome, reconcile, pause) over the job
         // store and a queue driver; the driver seams (queue, reservations, rate limits) and their
         // in-memory implementations for tests.
-        .target(name: "Jobs", dependencies: ["JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Jobs", dependencies: [
+            "JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+        ]),
         // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).
         .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
         .target(name: "Worker", dependencies: [
             "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
         ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
@@ -74,6 +82,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
         ], resources: [.embedInCode("Resources/openapi.yaml"), .embedInCode("Resources/Console")]),
         .executableTarget(
             name: "moments",
@@ -84,6 +93,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "OTel", package: "swift-otel"), .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The fuzzing target over probe → demux → decode → analysis on in-memory input (scripts/fuzz

@@ -117,6 +117,8 @@ for source in (ROOT / "Sources").rglob("*.swift"):
     read |= set(re.findall(r'environment\["([A-Z][A-Z0-9_]+)"\]', text))
     read |= set(re.findall(r'Setting\.(?:integer|boolean)\("([A-Z][A-Z0-9_]+)"', text))
     read |= set(re.findall(r'required\("([A-Z][A-Z0-9_]+)"\)', text))
+    # The OpenTelemetry variables Moments itself looks at (the rest go to swift-otel as they are).
+    read |= set(re.findall(r'variables\["(OTEL_[A-Z0-9_]+)"\]', text))
 read = {name for name in read if not name.startswith(("MOMENTS_DEBUG_", "XDG_"))}
 for name in sorted(read - example):
     fail(".env.example", f"{name} is read by the code but not listed")
@@ -210,6 +212,8 @@ emitted: set[str] = set()
 for source in (ROOT / "Sources").rglob("*.swift"):
     text = source.read_text()
     emitted.update(re.findall(r'name: "(moments_[a-z_]+)"', text))
+    # Metrics renamed on their way to the registry (HTTPMetrics: "hb.requests": "moments_http_requests_total").
+    emitted.update(re.findall(r'"[a-z.]+": "(moments_[a-z_]+)"', text))
     for metric, unit in re.findall(r'namespace: "moments", metricName: "([a-z_]+)", unitName: "([a-z_]+)"', text):
         emitted.add(f"moments_{metric}_{unit}")
 

@@ -43,14 +43,25 @@ public struct APIConfiguration: Sendable {
     public var console: Console?
 
     /// The console's settings: `ADMIN_TOKEN` (at least 24 characters; what an operator types to
-    /// sign in) and `ADMIN_SESSION_HOURS` (12: how long a sign-in lasts).
+    /// sign in), `ADMIN_SESSION_HOURS` (12: how long a sign-in lasts) and `TRACE_URL_TEMPLATE`
+    /// (optional: where a job's trace id links to, e.g.
+    /// `https://grafana.example.com/explore?left={"queries":[{"query":"{trace_id}"}]}`).
     public struct Console: Sendable {
         public var adminToken: String
         public var sessionLifetime: Duration
+        /// An http(s) URL with `{trace_id}` where the trace id goes.
+        public var traceURLTemplate: String?
 
-        public init(adminToken: String, sessionLifetime: Duration = .seconds(12 * 3600)) {
+        public init(adminToken: String, sessionLifetime: Duration = .seconds(12 * 3600), traceURLTemplate: String? = nil) {
             self.adminToken = adminToken
             self.sessionLifetime = sessionLifetime
+            self.traceURLTemplate = traceURLTemplate
+        }
+
+        /// The link for `traceID`, when there is a template.
+        func traceURL(_ traceID: String?) -> String? {
+            guard let traceID, let traceURLTemplate else { return nil }
+            return traceURLTemplate.replacingOccurrences(of: "{trace_id}", with: traceID)
         }
 
         static func from(_ environment: Settings) throws(SettingError) -> Console? {
@@ -59,7 +70,13 @@ public struct APIConfiguration: Sendable {
                 throw SettingError("ADMIN_TOKEN must be at least 24 printable characters without spaces (e.g. openssl rand -hex 24).")
             }
             let hours = try Setting.integer("ADMIN_SESSION_HOURS", in: environment, default: 12, range: 1...168)
-            return Console(adminToken: token, sessionLifetime: .seconds(hours * 3600))
+            let template = environment["TRACE_URL_TEMPLATE"].flatMap { $0.isEmpty ? nil : $0 }
+            if let template {
+                guard template.hasPrefix("https://") || template.hasPrefix("http://"), template.contains("{trace_id}") else {
+                    throw SettingError("TRACE_URL_TEMPLATE must be an http:// or https:// URL with {trace_id} where the trace id goes, not '\(template)'.")
+                }
+            }
+            return Console(adminToken: token, sessionLifetime: .seconds(hours * 3600), traceURLTemplate: template)
         }
     }
 

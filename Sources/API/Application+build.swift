@@ -29,9 +29,11 @@ public struct APIServices: Sendable {
 
 /// Builds the API: the routes of CLIENT-CONTRACT.md, health checks, one error shape. The job
 /// store's connection pool runs as one of the application's services, and the migrations are
-/// applied before the server takes requests. `background` runs beside it (workers in `moments dev`).
+/// applied before the server takes requests. `background` runs beside it (workers in `moments dev`);
+/// `telemetry` (the span exporter) runs first, so that it stops last. `metrics` is what `/metrics`
+/// renders: the request metrics land there once `HTTPMetrics.bootstrap(registry:)` named it.
 public func buildApplication(configuration: APIConfiguration, services: APIServices, background: [any Service] = [],
-                             metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+                             telemetry: [any Service] = [], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
                              logger: Logger) -> some ApplicationProtocol {
     let hub = JobEventsHub()
     let router = buildRouter(configuration: configuration, services: services, hub: hub, metrics: metrics)
@@ -43,7 +45,7 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
     }
     var app = Application(router: router,
                           configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "moments"),
-                          services: own + background,
+                          services: telemetry + own + background,
                           logger: logger)
     app.beforeServerStarts {
         // Uploads spooled by an API process that died mid-request (nothing written for an hour).
@@ -62,7 +64,10 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
                         metrics: PrometheusCollectorRegistry) -> Router<MomentsRequestContext> {
     let store = services.store
     let router = Router(context: MomentsRequestContext.self)
-    router.add(middleware: RequestMetricsMiddleware(registry: metrics))
+    // Outermost: the request's span (continuing an incoming traceparent), then its metrics
+    // (`HTTPMetrics` names them), then errors turned into responses.
+    router.add(middleware: TracingMiddleware())
+    router.add(middleware: MetricsMiddleware())
     let errors = ErrorMiddleware<MomentsRequestContext>()
     router.add(middleware: errors)
     MetricsController(registry: metrics, jobs: services.jobs, token: configuration.metricsToken).addRoutes(to: router)
@@ -79,7 +84,7 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     if let console = configuration.console {
         ConsoleController(jobs: services.jobs, storage: services.storage,
                           keys: ConsoleKeys(token: console.adminToken, lifetime: console.sessionLifetime), limiter: limiter, hub: hub,
-                          linkLifetime: configuration.downloadLinkLifetime,
+                          linkLifetime: configuration.downloadLinkLifetime, traceURL: console.traceURL,
                           secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false).addRoutes(to: router)
     } else {
         let off: @Sendable (Request, MomentsRequestContext) async throws -> Response = { _, _ in

@@ -87,30 +87,3 @@ struct MetricsController: Sendable {
         }
     }
 }
-
-/// Counts requests by route, method and status and records their latency.
-struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    let registry: PrometheusCollectorRegistry
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let start = ContinuousClock.now
-        var status = 500
-        defer {
-            let route = context.endpointPath ?? "unmatched"
-            registry.makeCounter(name: "moments_http_requests_total",
-                                 labels: [("route", route), ("method", request.method.rawValue), ("status", String(status))]).increment()
-            registry.makeDurationHistogram(name: "moments_http_request_duration_seconds", labels: [("route", route)],
-                                           buckets: [.milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(500),
-                                                     .seconds(2), .seconds(10), .seconds(60)])
-                .record(ContinuousClock.now - start)
-        }
-        do {
-            let response = try await next(request, context)
-            status = Int(response.status.code)
-            return response
-        } catch let error as any HTTPResponseError {
-            status = Int(error.status.code)
-            throw error
-        }
-    }
-}

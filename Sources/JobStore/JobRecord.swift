@@ -15,10 +15,13 @@ public struct NewJob: Sendable {
     public var maxAttempts: Int
     /// Gets a signed POST when the job ends.
     public var callbackURL: String?
+    /// The trace the job continues (propagation headers: W3C `traceparent`, `tracestate`); nil
+    /// when tracing is off. `Jobs.submit` fills it from the submitting task's span.
+    public var traceContext: [String: String]?
 
     public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
                 sourceSize: Int64? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration), quality: Quality = .high, codec: VideoCodecChoice = .auto,
-                maxAttempts: Int = 3, callbackURL: String? = nil) {
+                maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil) {
         self.id = id
         self.owner = owner
         self.originalFilename = originalFilename
@@ -29,6 +32,7 @@ public struct NewJob: Sendable {
         self.codec = codec
         self.maxAttempts = maxAttempts
         self.callbackURL = callbackURL
+        self.traceContext = traceContext
     }
 }
 
@@ -68,6 +72,18 @@ public struct JobRecord: Sendable, Equatable {
     public var sourceDeletedAt: Date?
     /// When the retention sweep deleted the highlight and the source; the download answers 410 after.
     public var resultExpiredAt: Date?
+    /// The trace the job belongs to (propagation headers), when it was submitted with tracing on.
+    public var traceContext: [String: String]? = nil
+
+    /// The trace id (32 hex digits) of `traceContext`'s W3C `traceparent`, for people to look up.
+    public var traceID: String? { traceContext?["traceparent"].flatMap(Self.traceID(of:)) }
+
+    /// The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<flags>`); nil when malformed.
+    public static func traceID(of traceparent: String) -> String? {
+        let parts = traceparent.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count >= 4, parts[1].count == 32, parts[1].allSatisfy(\.isHexDigit) else { return nil }
+        return String(parts[1])
+    }
 }
 
 /// One row of `job_events`: a status change.

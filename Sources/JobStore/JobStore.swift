@@ -55,10 +55,10 @@ public struct JobStore: Sendable {
                 let rows = try await connection.query("""
                     WITH t AS (
                         INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
-                                          codec, max_attempts, stage, message, callback_url)
+                                          codec, max_attempts, stage, message, callback_url, trace_context)
                         VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
                                 \(job.targetDuration), \(job.quality.rawValue), \(job.codec.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
-                                \(job.callbackURL))
+                                \(job.callbackURL), \(Self.traceJSON(job.traceContext))::jsonb)
                         ON CONFLICT (id) DO NOTHING
                         RETURNING \(unescaped: Self.columns)),
                     e AS (INSERT INTO job_events (job_id, to_status, attempt, detail) SELECT id, 'pending', 0, 'created' FROM t)
@@ -108,12 +108,19 @@ public struct JobStore: Sendable {
         id, owner, status, progress, stage, message, error_code, error_message, original_filename, source_key, source_size,
         result_key, result_size, target_duration, quality, codec, source_duration, segments_selected, attempt, max_attempts,
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
-        callback_url, source_deleted_at, result_expired_at
+        callback_url, source_deleted_at, result_expired_at, trace_context::text AS trace_context
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
     static let qualifiedColumns = columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
         .joined(separator: ", ")
+
+    /// `traceContext` as a JSON object for `jobs.trace_context`; nil when there is none.
+    static func traceJSON(_ traceContext: [String: String]?) -> String? {
+        guard let traceContext, !traceContext.isEmpty,
+              let data = try? JSONEncoder().encode(traceContext) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
 
     static func record(_ row: PostgresRow) throws -> JobRecord {
         let r = row.makeRandomAccess()
@@ -137,7 +144,9 @@ public struct JobStore: Sendable {
             segments: try r["segments"].decode(String?.self).flatMap { try? JSONDecoder().decode([SelectedSegment].self, from: Data($0.utf8)) },
             callbackURL: try r["callback_url"].decode(String?.self),
             sourceDeletedAt: try r["source_deleted_at"].decode(Date?.self),
-            resultExpiredAt: try r["result_expired_at"].decode(Date?.self))
+            resultExpiredAt: try r["result_expired_at"].decode(Date?.self),
+            traceContext: try r["trace_context"].decode(String?.self)
+                .flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) })
     }
 
     /// Runs database work, turning any failure into a `JobStoreError` whose message says what could

@@ -258,6 +258,10 @@ public enum Migrations {
             "ALTER TABLE webhook_deliveries ADD COLUMN redelivery_of bigint REFERENCES webhook_deliveries (id) ON DELETE SET NULL",
             "COMMENT ON COLUMN webhook_deliveries.redelivery_of IS 'Set on a delivery an operator asked for again: the delivery it repeats.'",
         ]),
+        Migration(version: 9, name: "trace context", statements: [
+            "ALTER TABLE jobs ADD COLUMN trace_context jsonb CHECK (jsonb_typeof(trace_context) = 'object')",
+            "COMMENT ON COLUMN jobs.trace_context IS 'The trace the job belongs to, as the request that created it was traced (W3C traceparent and tracestate): each attempt and webhook delivery continues it. NULL when tracing was off.'",
+        ]),
     ]
 }
 

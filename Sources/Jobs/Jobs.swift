@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import Logging
 import MomentsModel
+import Tracing
 
 /// Every job operation, over the job store (PostgreSQL: the truth) and a queue driver (Redis in
 /// production): the API, the command line and the worker all go through it, and nothing else
@@ -27,10 +28,30 @@ public struct Jobs: Sendable {
     /// exist. Submitting the same job again (same id and source) writes nothing and queues it only
     /// if it is still pending and the queue lost it: a retried request is one job. `monthlyLimit`:
     /// the owner's plan, checked under a lock with the insert.
+    ///
+    /// Traced as a producer span under the caller's (the upload request's): the job keeps that
+    /// span's context, so its attempts and webhooks join the same trace.
     public func submit(_ job: NewJob, monthlyLimit: Int? = nil) async throws(JobStoreError) -> CreateOutcome {
-        let outcome = try await store.create(job, monthlyLimit: monthlyLimit)
-        if case .created(let record) = outcome, record.status == .pending {
-            await afterTruth("queue the job", job: record.id) { try await queue.enqueue(record.id) }
+        let span = startSpan("job submit", context: ServiceContext.current ?? .topLevel, ofKind: .producer)
+        defer { span.end() }
+        span.attributes["moments.job.id"] = job.id.uuidString.lowercased()
+        var job = job
+        if job.traceContext == nil { job.traceContext = JobTrace.headers(of: span.context) }
+        let outcome: CreateOutcome
+        do {
+            outcome = try await store.create(job, monthlyLimit: monthlyLimit)
+        } catch {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error))
+            throw error
+        }
+        switch outcome {
+        case .created(let record):
+            if record.status == .pending {
+                await afterTruth("queue the job", job: record.id) { try await queue.enqueue(record.id) }
+            }
+        case .quotaExceeded:
+            span.attributes["moments.job.refused"] = "quota_exceeded"
         }
         return outcome
     }

@@ -6,6 +6,7 @@ import Media
 import MomentsContract
 import MomentsModel
 import Storage
+import Tracing
 
 /// The real work of a job: fetch the source from storage, run the highlight engine, store the result.
 ///
@@ -49,11 +50,14 @@ public struct HighlightJobHandler: JobHandler {
 
         await context.progress(0, stage: "downloading", message: "Fetching your video")
         let source = folder.appendingPathComponent("source.\(Self.fileExtension(of: job.originalFilename))")
-        do {
-            // Never more than the file that was accepted.
-            try await storage.get(key: job.sourceKey, to: source, limit: job.sourceSize)
-        } catch {
-            throw Self.failure(error, whileDoing: "fetching the uploaded video")
+        try await withSpan("download", ofKind: .client) { span in
+            span.attributes["moments.object.key"] = job.sourceKey
+            do {
+                // Never more than the file that was accepted.
+                try await storage.get(key: job.sourceKey, to: source, limit: job.sourceSize)
+            } catch {
+                throw Self.failure(error, whileDoing: "fetching the uploaded video")
+            }
         }
         try Task.checkCancellation()
         // What the attempt may take from here: about half the source's length at worst (4K HDR on
@@ -69,11 +73,13 @@ public struct HighlightJobHandler: JobHandler {
 
         await context.progress(97, stage: "uploading", message: "Saving your highlight")
         let key = Self.resultKey(for: job.id, attempt: context.lease.attempt)
-        let stored: ObjectInfo
-        do {
-            stored = try await storage.put(key: key, from: output, contentType: "video/mp4")
-        } catch {
-            throw Self.failure(error, whileDoing: "saving the highlight")
+        let stored = try await withSpan("upload", ofKind: .client) { span in
+            span.attributes["moments.object.key"] = key
+            do {
+                return try await storage.put(key: key, from: output, contentType: "video/mp4")
+            } catch {
+                throw Self.failure(error, whileDoing: "saving the highlight")
+            }
         }
         // Cancelled or not from here on, the result goes back to the worker: it knows, from the
         // store, whether the job is still this attempt's, and deletes the result if not.
@@ -110,24 +116,30 @@ public struct HighlightJobHandler: JobHandler {
             }
         }
         let engine = self.engine
+        let stages = StageSpans(parent: ServiceContext.current)
         let outcome: Result<HighlightReport, any Error>
         do {
-            outcome = .success(try await run(engine, source: source, output: output, settings: settings, cancellation: cancellation, sink: sink))
+            outcome = .success(try await run(engine, source: source, output: output, settings: settings, cancellation: cancellation,
+                                             stages: stages, sink: sink))
         } catch {
             outcome = .failure(error)
         }
+        stages.end(failure: outcome.failure)
         await forward.value  // the last progress write lands before the job moves on
         return try outcome.get()
     }
 
     private func run(_ engine: HighlightEngine, source: URL, output: URL, settings: HighlightSettings, cancellation: CancellationFlag,
-                     sink: AsyncStream<ProgressUpdate>.Continuation) async throws -> HighlightReport {
+                     stages: StageSpans, sink: AsyncStream<ProgressUpdate>.Continuation) async throws -> HighlightReport {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HighlightReport, any Error>) in
                 let thread = Thread {
                     do throws(MomentsError) {
                         let report = try engine.highlight(input: source.path, output: output.path, settings: settings,
-                                                          cancellation: cancellation) { sink.yield($0) }
+                                                          cancellation: cancellation) { update in
+                            stages.enter(update.stage)
+                            sink.yield(update)
+                        }
                         sink.finish()
                         continuation.resume(returning: report)
                     } catch {
@@ -168,5 +180,55 @@ public struct HighlightJobHandler: JobHandler {
         case .forbidden, .unavailable, .invalidKey, .invalidConfiguration, .cancelled:
             return JobFailure(code: ErrorCode.storageError.rawValue, message: "Storage failed while \(what): \(error.message)", retryable: true)
         }
+    }
+}
+
+/// The engine's stages (probe, analyse, select, render, finish) as spans under the attempt's, one
+/// open at a time: the engine reports its progress from its own thread, and the first report of a
+/// stage ends the previous stage's span and opens the next.
+final class StageSpans: Sendable {
+    private let parent: ServiceContext?
+    private let open = LockedState<(stage: Stage, span: any Span)?>(nil)
+
+    init(parent: ServiceContext?) {
+        self.parent = parent
+    }
+
+    func enter(_ stage: Stage) {
+        guard let parent else { return }  // not traced
+        open.withLock { current in
+            guard current?.stage != stage else { return }
+            current?.span.end()
+            current = (stage, startSpan(Self.name(of: stage), context: parent))
+        }
+    }
+
+    /// Ends the open span; `failure` marks it as the stage that failed.
+    func end(failure: (any Error)?) {
+        open.withLock { current in
+            if let failure, let span = current?.span {
+                span.recordError(failure)
+                span.setStatus(SpanStatus(code: .error))
+            }
+            current?.span.end()
+            current = nil
+        }
+    }
+
+    static func name(of stage: Stage) -> String {
+        switch stage {
+        case .probing: "probe"
+        case .analyzing: "analyse"
+        case .selecting: "select"
+        case .rendering: "render"
+        case .finishing: "finish"
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -3,6 +3,7 @@ import JobStore
 import Jobs
 import Logging
 import MomentsModel
+import Tracing
 
 /// Takes jobs from the queue and runs them with a `JobHandler`, `concurrency` at a time.
 ///
@@ -163,14 +164,27 @@ public final class QueueWorker: Sendable {
         guard let (lease, job) = await jobs.claim(delivery, worker: configuration.name, lease: configuration.lease, logger: logger) else { return }
         logger[metadataKey: "attempt"] = "\(lease.attempt)"
         counts.withLock { $0.running += 1 }
-        await run(job, lease: lease, delivery: delivery, consumer: consumer, logger: logger)
+        // One span per attempt, in the trace the job was submitted in; the handler's stages and
+        // every log line of the attempt (trace_id, span_id) fall under it.
+        let span = startSpan("job attempt", context: JobTrace.context(of: job), ofKind: .consumer)
+        span.updateAttributes { attributes in
+            JobTrace.describe(job, in: &attributes)
+            attributes["moments.job.attempt"] = lease.attempt
+            attributes["moments.worker"] = configuration.name
+        }
+        let ended = await ServiceContext.$current.withValue(span.context) {
+            await run(job, lease: lease, delivery: delivery, consumer: consumer, logger: logger)
+        }
+        span.attributes["moments.attempt.outcome"] = ended.rawValue
+        if ended == .failed || ended == .retrying { span.setStatus(SpanStatus(code: .error, message: "the attempt \(ended.rawValue)")) }
+        span.end()
         counts.withLock {
             $0.running -= 1
             $0.finished += 1
         }
     }
 
-    private func run(_ job: JobRecord, lease: JobLease, delivery: Delivery, consumer: String, logger: Logger) async {
+    private func run(_ job: JobRecord, lease: JobLease, delivery: Delivery, consumer: String, logger: Logger) async -> AttemptEnd {
         logger.info("job started", metadata: ["attempt": "\(lease.attempt)", "max_attempts": "\(job.maxAttempts)"])
         let context = JobContext(lease: lease, store: jobs.store, logger: logger, progressInterval: configuration.progressInterval)
         let interruption = LockedState<Interruption?>(nil)
@@ -202,6 +216,7 @@ public final class QueueWorker: Sendable {
         if ended == .completed { await letGo(of: job, logger: logger) }
         let seconds = (ContinuousClock.now - started).inSeconds
         metrics?.record(ended, seconds: seconds, sourceDuration: try? outcome.get().sourceDuration)
+        return ended
     }
 
     /// Keeps the lease while the work runs: renewals on their own schedule, and a cancellation

@@ -2,10 +2,12 @@ import Crypto
 import CurlHTTP
 import Foundation
 import JobStore
+import Jobs
 import Logging
 import MomentsContract
 import MomentsModel
 import Storage
+import Tracing
 
 /// How webhooks are sent: `WEBHOOK_SECRET` signs them (without it none are sent and uploads with a
 /// `callback_url` are refused), `WEBHOOK_MAX_ATTEMPTS` (8) with backoff from `WEBHOOK_RETRY_BASE_SECONDS`
@@ -61,6 +63,7 @@ public struct WebhookConfiguration: Sendable {
 /// - `Moments-Event`: `job.completed`, `job.failed` or `job.cancelled`
 /// - `Moments-Delivery`: the delivery's id, the same on every retry (receivers drop repeats by it)
 /// - `Moments-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with WEBHOOK_SECRET>`
+/// - `traceparent` (and `tracestate`), when tracing is on: the delivery's span in the job's trace
 ///
 /// A 2xx reply is delivered; 410 Gone stops at once; anything else (or no reply) is retried with
 /// backoff until `maxAttempts`, then given up. Every attempt is recorded on the row.
@@ -107,19 +110,42 @@ public struct WebhookDispatcher: Sendable {
                 try await store.recordWebhookAttempt(delivery, .failed(status: nil, error: "the job no longer exists", retryAt: nil))
                 return
             }
-            outcome = await attempt(delivery, job: job, secret: secret)
+            // A client span in the job's trace; the POST carries its traceparent.
+            let span = startSpan("webhook \(delivery.event)", context: JobTrace.context(of: job), ofKind: .client)
+            defer { span.end() }
+            span.updateAttributes { attributes in
+                JobTrace.describe(job, in: &attributes)
+                attributes["http.request.method"] = "POST"
+                attributes["server.address"] = URLComponents(string: delivery.url)?.host
+                attributes["moments.webhook.delivery"] = Int(delivery.id)
+                attributes["moments.webhook.attempt"] = delivery.attempt
+            }
+            outcome = await ServiceContext.$current.withValue(span.context) {
+                let outcome = await attempt(delivery, job: job, secret: secret)
+                record(outcome, of: delivery, logger: logger)
+                return outcome
+            }
+            switch outcome {
+            case .delivered(let status): span.attributes["http.response.status_code"] = status
+            case .failed(let status, let error, _):
+                span.attributes["http.response.status_code"] = status
+                span.setStatus(SpanStatus(code: .error, message: error))
+            }
         } catch {
             logger.warning("webhook attempt not made", metadata: ["error": "\(error)"])
             return  // the row's lease lapses and it is tried again
         }
+        do { try await store.recordWebhookAttempt(delivery, outcome) } catch {
+            logger.warning("webhook attempt not recorded", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func record(_ outcome: WebhookAttemptOutcome, of delivery: WebhookDelivery, logger: Logger) {
         switch outcome {
         case .delivered(let status): logger.info("webhook delivered", metadata: ["status": "\(status)", "attempt": "\(delivery.attempt)"])
         case .failed(let status, let error, let retryAt):
             logger.warning(retryAt == nil ? "webhook given up" : "webhook failed; will retry",
                            metadata: ["status": "\(status.map(String.init) ?? "none")", "error": "\(error)", "attempt": "\(delivery.attempt)"])
-        }
-        do { try await store.recordWebhookAttempt(delivery, outcome) } catch {
-            logger.warning("webhook attempt not recorded", metadata: ["error": "\(error)"])
         }
     }
 
@@ -138,11 +164,13 @@ public struct WebhookDispatcher: Sendable {
             return .failed(status: nil, error: "refused: the callback URL \(error.reason)", retryAt: error.transient ? retryAt : nil)
         }
         let timestamp = Int(Date().timeIntervalSince1970)
+        var headers: [(String, String)] = [("Content-Type", "application/json"), ("User-Agent", "Moments-Webhooks/1"),
+                                           ("Moments-Event", delivery.event), ("Moments-Delivery", String(delivery.id)),
+                                           ("Moments-Signature", Self.signature(body, timestamp: timestamp, secret: secret))]
+        for (name, value) in (JobTrace.headers() ?? [:]).sorted(by: { $0.key < $1.key }) { headers.append((name, value)) }
         var request = CurlRequest(
             method: "POST", url: delivery.url,
-            headers: [("Content-Type", "application/json"), ("User-Agent", "Moments-Webhooks/1"),
-                      ("Moments-Event", delivery.event), ("Moments-Delivery", String(delivery.id)),
-                      ("Moments-Signature", Self.signature(body, timestamp: timestamp, secret: secret))],
+            headers: headers,
             body: .bytes(Array(body)), stallTimeout: configuration.timeoutSeconds, connectTimeout: min(5, configuration.timeoutSeconds),
             totalTimeout: configuration.timeoutSeconds)
         request.destination = destination

@@ -2,6 +2,7 @@ import API
 import ArgumentParser
 import Foundation
 import Hummingbird
+import Prometheus
 import ServiceLifecycle
 import Storage
 import Worker
@@ -12,16 +13,20 @@ struct APICommand: AsyncParsableCommand {
         abstract: "Serves the HTTP API until SIGTERM.",
         discussion: """
             Reads PORT (8000), HOST (0.0.0.0), MAX_UPLOAD_BYTES (2 GiB), PUBLIC_URL, UPLOAD_DIR, DATABASE_URL, REDIS_URL, \
-            STORAGE_URL and S3_*. Applies migrations before it takes requests.
+            STORAGE_URL and S3_*, ADMIN_TOKEN for the console, OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_*) for tracing. \
+            Applies migrations before it takes requests.
             """)
 
     func run() async throws {
         try await reportingErrors {
             let environment = try await SettingsSources.load()
             let services = try await Services.fromEnvironment(label: "moments.api", environment: environment)
+            let telemetry = try Telemetry.bootstrap(environment: environment, serviceName: "moments-api", logger: services.logger)
+            let metrics = PrometheusCollectorRegistry()
+            HTTPMetrics.bootstrap(registry: metrics)
             let app = buildApplication(configuration: try APIConfiguration(environment: environment),
                                        services: services.api(storage: try StorageConfiguration.store(environment: environment)),
-                                       logger: services.logger)
+                                       telemetry: telemetry, metrics: metrics, logger: services.logger)
             try await app.runService()
         }
     }

@@ -22,12 +22,14 @@ struct DevCommand: AsyncParsableCommand {
                 environment["STORAGE_URL"] = "file://" + FileManager.default.currentDirectoryPath + "/.data/objects"
             }
             let services = try await Services.fromEnvironment(label: "moments.dev", environment: environment)
+            let telemetry = try Telemetry.bootstrap(environment: environment, serviceName: "moments", logger: services.logger)
             let storage = try StorageConfiguration.store(environment: environment)
             let work = try WorkerCommand.highlightWork(environment, services: services, storage: storage)
             let (worker, metrics) = try services.workerService(work.configuration, handler: work.handler, sweeper: work.sweeper,
                                                                environment: environment)
+            HTTPMetrics.bootstrap(registry: metrics.registry)
             let app = buildApplication(configuration: try APIConfiguration(environment: environment), services: services.api(storage: storage),
-                                       background: [worker], metrics: metrics.registry, logger: services.logger)
+                                       background: [worker], telemetry: telemetry, metrics: metrics.registry, logger: services.logger)
             services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])
             try await app.runService()
         }

@@ -80,6 +80,7 @@ struct JobsCommand: AsyncParsableCommand {
                     ("attempt", "\(job.attempt) of \(job.maxAttempts)"), ("lease", job.leaseOwner.map { "\($0) until \(JobsCommand.shortDate(job.leaseExpiresAt))" }),
                     ("created", JobsCommand.shortDate(job.createdAt)), ("started", job.startedAt.map(JobsCommand.shortDate)),
                     ("ended", job.completedAt.map(JobsCommand.shortDate)), ("callback", job.callbackURL),
+                    ("trace", job.traceID),
                 ]
                 for (name, value) in fields where value != nil { print("\(name.padding(toLength: 10, withPad: " ", startingAt: 0))\(value!)") }
                 print("\nhistory")

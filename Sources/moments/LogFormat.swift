@@ -1,11 +1,13 @@
 import Foundation
 import Logging
 import MomentsModel
+import OTel
 import Synchronization
 
 /// How log lines look: `LOG_FORMAT=json` (one JSON object per line, what Railway, Render and
 /// Kubernetes log collectors parse), `text` (swift-log's own lines), or unset: JSON unless standard
-/// error is a terminal. Set up once, before the first logger is made.
+/// error is a terminal. Set up once, before the first logger is made. Either way a line written
+/// inside a traced span carries its `trace_id` and `span_id` (see `Telemetry`).
 enum LogFormat: String {
     case json, text
 
@@ -23,7 +25,13 @@ enum LogFormat: String {
         once.withLock { done in
             guard !done else { return }
             done = true
-            if format == .json { LoggingSystem.bootstrap { JSONLogHandler(label: $0) } }
+            let traced = OTel.makeLoggingMetadataProvider()
+            switch format {
+            case .json: LoggingSystem.bootstrap({ label, provider in JSONLogHandler(label: label, metadataProvider: provider) },
+                                                metadataProvider: traced)
+            case .text: LoggingSystem.bootstrap({ label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
+                                                metadataProvider: traced)
+            }
         }
     }
 

@@ -60,12 +60,13 @@ struct Services {
 
     /// Runs a worker with `handler` until SIGINT or SIGTERM, with the webhook sender beside it and,
     /// unless `METRICS_PORT` is 0, `/metrics` and `/health` on that port (9090 by default).
+    /// `telemetry` (the span exporter, when tracing is on) runs first and stops last.
     func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper? = nil,
-                   environment: Settings) async throws {
+                   telemetry: [any Service] = [], environment: Settings) async throws {
         let (service, metrics) = try workerService(configuration, handler: handler, sweeper: sweeper, environment: environment)
         let port = try Setting.integer("METRICS_PORT", in: environment, default: 9090, range: 0...65535)
         guard port > 0 else {
-            let group = ServiceGroup(configuration: .init(services: [store.client, service], gracefulShutdownSignals: [.sigterm, .sigint],
+            let group = ServiceGroup(configuration: .init(services: telemetry + [store.client, service], gracefulShutdownSignals: [.sigterm, .sigint],
                                                           logger: logger))
             try await group.run()
             return
@@ -77,7 +78,7 @@ struct Services {
         }
         router.get("health") { _, _ in "ok" }
         let app = Application(router: router, configuration: .init(address: .hostname("0.0.0.0", port: port), serverName: "moments-worker"),
-                              services: [store.client, service], logger: logger)
+                              services: telemetry + [store.client, service], logger: logger)
         try await app.runService()
     }
 

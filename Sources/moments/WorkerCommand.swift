@@ -14,7 +14,7 @@ struct WorkerCommand: AsyncParsableCommand {
             WORKER_STALL_SECONDS (300), WORKER_ATTEMPT_TIMEOUT_SECONDS (7200) and \
             WORK_DIR (the system's temporary folder), METRICS_PORT (9090; 0 for none), WEBHOOK_SECRET and WEBHOOK_*, \
             DELETE_SOURCE_AFTER_SUCCESS (true), RESULT_RETENTION_DAYS (30), JOB_RETENTION_DAYS (90) and \
-            RETENTION_SWEEP_SECONDS (3600). Applies migrations at start-up. On SIGTERM it stops taking \
+            RETENTION_SWEEP_SECONDS (3600), OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_*) for tracing. Applies migrations at start-up. On SIGTERM it stops taking \
             jobs, lets running ones finish within the grace period and gives the others back.
             """)
 
@@ -24,7 +24,9 @@ struct WorkerCommand: AsyncParsableCommand {
             let services = try await Services.fromEnvironment(label: "moments.worker", environment: environment)
             let storage = try StorageConfiguration.store(environment: environment)
             let work = try Self.highlightWork(environment, services: services, storage: storage)
-            try await services.runWorker(work.configuration, handler: work.handler, sweeper: work.sweeper, environment: environment)
+            let telemetry = try Telemetry.bootstrap(environment: environment, serviceName: "moments-worker", logger: services.logger)
+            try await services.runWorker(work.configuration, handler: work.handler, sweeper: work.sweeper, telemetry: telemetry,
+                                         environment: environment)
         }
     }
 }

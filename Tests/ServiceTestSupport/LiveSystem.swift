@@ -12,17 +12,20 @@ public enum LiveSystem {
 
     /// Starts the API and `workers` workers on a fresh database (or `databaseURL`) and Redis
     /// database 9; stops them after. `settings` are added to the environment (anonymous use
-    /// unless they say `AUTH_REQUIRED`).
+    /// unless they say `AUTH_REQUIRED`). With `logs`, each process writes its standard error to a
+    /// file there (`api.log`, `worker-1.log`, …) instead of the test's.
     public static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
-                                  settings: [String: String] = [:], databaseURL: String? = nil,
+                                  settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
                                   _ body: @Sendable (String) async throws -> Void) async throws {
         @Sendable func start(_ databaseURL: String) async throws {
             var extra = settings
             extra["MAX_UPLOAD_BYTES"] = extra["MAX_UPLOAD_BYTES"] ?? "\(maxUploadBytes)"
             if let storageURL { extra["STORAGE_URL"] = storageURL }
             let environment = try Self.environment(databaseURL: databaseURL, extra)
-            let (api, base) = try await Self.startAPI(environment)
-            let processes = try [api] + (0..<workers).map { _ in try MomentsProcess(["worker"], environment: environment) }
+            let (api, base) = try await Self.startAPI(environment, log: logs?.appendingPathComponent("api.log"))
+            let processes = try [api] + (0..<workers).map { index in
+                try MomentsProcess(["worker"], environment: environment, log: logs?.appendingPathComponent("worker-\(index + 1).log"))
+            }
             defer { processes.forEach { $0.stop() } }
             try await body(base)
         }
@@ -44,8 +47,8 @@ public enum LiveSystem {
     }
 
     /// Starts `moments api` and waits until it is ready; returns it and its base URL.
-    public static func startAPI(_ environment: [String: String]) async throws -> (MomentsProcess, String) {
-        let api = try MomentsProcess(["api"], environment: environment)
+    public static func startAPI(_ environment: [String: String], log: URL? = nil) async throws -> (MomentsProcess, String) {
+        let api = try MomentsProcess(["api"], environment: environment, log: log)
         let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
         let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
         guard ready else { throw Failure("the API did not become ready within 30 s") }
@@ -100,11 +103,16 @@ public enum LiveSystem {
 public final class MomentsProcess: @unchecked Sendable {
     private let process = Process()
 
-    public init(_ arguments: [String], environment: [String: String]) throws {
+    /// Standard error goes to `log` when given (created or emptied), else to the test's.
+    public init(_ arguments: [String], environment: [String: String], log: URL? = nil) throws {
         process.executableURL = TestServices.momentsBinary
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = FileHandle.nullDevice
+        if let log {
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: log)
+        }
         try process.run()
     }
 

@@ -20,13 +20,15 @@ struct ConsoleController: Sendable {
     let limiter: RateLimiter
     let hub: JobEventsHub
     let linkLifetime: Duration
+    /// Where a job's trace id links to (`TRACE_URL_TEMPLATE`).
+    let traceURL: @Sendable (String?) -> String?
     /// Whether the session cookie is marked Secure (the API is served over HTTPS).
     let secureCookie: Bool
     private let figures: CachedValue<ConsoleFigures>
     var store: JobStore { jobs.store }
 
     init(jobs: Jobs, storage: any ObjectStore, keys: ConsoleKeys, limiter: RateLimiter, hub: JobEventsHub, linkLifetime: Duration,
-         secureCookie: Bool) {
+         traceURL: @escaping @Sendable (String?) -> String? = { _ in nil }, secureCookie: Bool) {
         self.jobs = jobs
         self.storage = storage
         self.keys = keys
@@ -34,6 +36,7 @@ struct ConsoleController: Sendable {
         self.limiter = limiter
         self.hub = hub
         self.linkLifetime = linkLifetime
+        self.traceURL = traceURL
         self.secureCookie = secureCookie
         figures = CachedValue(maxAge: .seconds(2)) { await ConsoleFigures.read(jobs) }
     }
@@ -279,7 +282,7 @@ struct ConsoleController: Sendable {
                                          "stage": job.stage ?? "", "message": job.message ?? "", "error_code": job.errorCode,
                                          "error_message": job.errorMessage ?? ""]),
             "can_retry": job.status == .failed, "can_cancel": !job.status.isTerminal, "can_delete": job.status.isTerminal,
-            "fields": ConsolePages.fields(job, storage: storage, linkLifetime: linkLifetime),
+            "fields": ConsolePages.fields(job, storage: storage, linkLifetime: linkLifetime, traceURL: traceURL(job.traceID)),
         ]
     }
 

@@ -132,8 +132,9 @@ enum ConsolePages {
          "jobs": worker.currentJobs.map { ["id": $0.uuidString.lowercased(), "short": String($0.uuidString.lowercased().prefix(8))] }]
     }
 
-    /// The job's fields, with links to its objects where storage signs URLs.
-    static func fields(_ job: JobRecord, storage: any ObjectStore, linkLifetime: Duration) -> [[String: Any]] {
+    /// The job's fields, with links to its objects where storage signs URLs, and to its trace
+    /// where `TRACE_URL_TEMPLATE` says where traces are.
+    static func fields(_ job: JobRecord, storage: any ObjectStore, linkLifetime: Duration, traceURL: String? = nil) -> [[String: Any]] {
         func link(_ key: String?) -> String? {
             guard let key, let signer = storage.presigning else { return nil }
             return try? signer.signedURL(for: key, method: "GET", expires: linkLifetime).absoluteString
@@ -153,6 +154,7 @@ enum ConsolePages {
             ("ended", job.completedAt.map { ConsoleFormat.time($0) }, nil),
             ("took", job.startedAt.flatMap { start in job.completedAt.map { ConsoleFormat.span($0.timeIntervalSince(start)) } }, nil),
             ("callback", job.callbackURL, nil),
+            ("trace", job.traceID, traceURL),
         ]
         fields.removeAll { $0.1 == nil || $0.1 == "" }
         return fields.map { present(["name": $0.0, "value": $0.1 ?? "", "href": $0.2]) }
