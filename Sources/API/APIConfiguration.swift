@@ -41,6 +41,10 @@ public struct APIConfiguration: Sendable {
     public var metricsToken: String?
     /// The operator console at `/admin`; nil (no `ADMIN_TOKEN`): off, and `/admin` answers 404.
     public var console: Console?
+    /// Whether a request's W3C `traceparent` is continued (`TRACE_CONTINUE_INCOMING`, false): only
+    /// where every caller is trusted (a gateway that starts the traces). Otherwise any client could
+    /// put its jobs into traces of its choosing, or mark them unsampled and untraced.
+    public var continueIncomingTraces = false
 
     /// The console's settings: `ADMIN_TOKEN` (at least 24 characters; what an operator types to
     /// sign in), `ADMIN_SESSION_HOURS` (12: how long a sign-in lasts) and `TRACE_URL_TEMPLATE`
@@ -150,6 +154,7 @@ public struct APIConfiguration: Sendable {
                   webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty,
                   callbacks: try DestinationPolicy(environment: environment),
                   metricsToken: try Self.metricsToken(environment), console: try Console.from(environment))
+        continueIncomingTraces = try Setting.boolean("TRACE_CONTINUE_INCOMING", in: environment, default: false)
     }
 
     static func metricsToken(_ environment: Settings) throws(SettingError) -> String? {

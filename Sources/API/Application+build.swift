@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
@@ -64,8 +65,9 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
                         metrics: PrometheusCollectorRegistry) -> Router<MomentsRequestContext> {
     let store = services.store
     let router = Router(context: MomentsRequestContext.self)
-    // Outermost: the request's span (continuing an incoming traceparent), then its metrics
-    // (`HTTPMetrics` names them), then errors turned into responses.
+    // Outermost: the request's span (a new trace, unless incoming ones are trusted), then its
+    // metrics (`HTTPMetrics` names them), then errors turned into responses.
+    if !configuration.continueIncomingTraces { router.add(middleware: IncomingTraceMiddleware()) }
     router.add(middleware: TracingMiddleware())
     router.add(middleware: MetricsMiddleware())
     let errors = ErrorMiddleware<MomentsRequestContext>()
@@ -111,3 +113,16 @@ struct BulkRunnerService: Service {
         return "api-\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(4).lowercased())"
     }
 }
+
+/// Drops a request's trace propagation headers (`traceparent`, `tracestate`, `baggage`) before
+/// `TracingMiddleware` reads them, so that each request from the public starts a trace of ours.
+struct IncomingTraceMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard propagationHeaders.contains(where: { request.headers[$0] != nil }) else { return try await next(request, context) }
+        var head = request.head
+        for name in propagationHeaders { head.headerFields[values: name] = [] }
+        return try await next(Request(head: head, body: request.body), context)
+    }
+}
+
+private let propagationHeaders: [HTTPField.Name] = ["traceparent", "tracestate", "baggage"].compactMap { HTTPField.Name($0) }

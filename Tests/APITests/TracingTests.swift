@@ -28,7 +28,9 @@ struct TracingTests {
                 "LOG_FORMAT": "json", "LOG_LEVEL": "info",
                 "ADMIN_TOKEN": Self.adminToken, "TRACE_URL_TEMPLATE": "https://tempo.example.com/trace/{trace_id}",
             ], databaseURL: databaseURL, logs: logs) { base in
-                let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=5",
+                // A client's traceparent (here: unsampled, which would turn the job's tracing off) is not continued.
+                let hostile = "00-0123456789abcdef0123456789abcdef-0123456789abcdef-00"
+                let upload = try curl(["-H", "traceparent: \(hostile)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=5",
                                        "-F", "quality=low", "-F", "callback_url=\(endpoint)/hook", "\(base)/api/v1/upload"])
                 let id = try #require(UUID(uuidString: try System.json(upload.body)["job_id"] as? String ?? ""), "\(upload.body)")
                 let done = try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.status == .completed }
@@ -38,6 +40,7 @@ struct TracingTests {
 
                 // The trace the job row keeps is the one every span of the job is in.
                 let traceID = try #require(try await store.job(id)?.traceID, "the job keeps its trace context")
+                #expect(traceID != "0123456789abcdef0123456789abcdef", "a trace of its own, not the client's")
                 let wanted: Set = ["/api/v1/upload", "job submit", "job attempt", "download", "probe", "analyse", "select", "render",
                                    "upload", "webhook job.completed"]
                 var spans: [ExportedSpan] = []
