@@ -136,7 +136,12 @@ struct ConsoleBrowserTests {
         try await browser.wait("the confirmation") { try browser.exists("#confirm-button") }
         try browser.screenshot("confirm")
         try browser.click("#confirm-button")
-        try await browser.wait("the retry to complete", timeout: .seconds(90)) { try browser.text("#job-status") == "completed" }
+        do {
+            try await browser.wait("the retry to complete", timeout: .seconds(90)) { try browser.text("#job-status") == "completed" }
+        } catch {
+            let row = try await store.job(failing)
+            throw System.Failure("\(error); in the store the job is \(row?.status.rawValue ?? "gone") at \(row?.progress ?? -1) %")
+        }
 
         // Bulk-cancelling a filtered set (paused, so they wait), with progress in the audit log.
         try browser.go("\(base)/admin")
