@@ -46,12 +46,14 @@ struct DirectUploadController: Sendable {
         group.post("jobs/{id}/start") { request, context in try await start(context) }
     }
 
-    private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> DirectUpload {
+    private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> EditedResponse<DirectUpload> {
         guard let presigner = storage.presigning else {
             throw APIError(.conflict, "direct_upload_unavailable",
                            "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
         }
-        try await quota.checkRoom(context.identity)
+        let idempotency = Idempotency(store: store)
+        let key = try Idempotency.key(of: request)
+        if try await idempotency.earlierJob(owner: context.identity.owner, key: key) == nil { try await quota.checkRoom(context.identity) }
         try await limiter.admitUpload(request, context: context)
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
@@ -73,14 +75,24 @@ struct DirectUploadController: Sendable {
             guard size > 0 else { throw APIError(.badRequest, "invalid_request", "size_bytes must be the file's length in bytes, above 0.") }
             guard size <= configuration.maxUploadBytes else { throw UploadController.tooLarge(configuration.maxUploadBytes) }
         }
-        let id = UUID()
+        var id = UUID()
+        var replayed = false
+        if let key {
+            // The same reservation again: the same job id, with a fresh URL for its staging key.
+            let fingerprint = try await Idempotency.fingerprint(fields: ["": String(decoding: body.readableBytesView, as: UTF8.self)])
+            let proposed = id
+            id = try await idempotency.claim(owner: context.identity.owner, key: key, endpoint: "uploads", fingerprint: fingerprint,
+                                             proposed: proposed)
+            replayed = id != proposed
+        }
         // S3 checks a presigned URL when the upload begins, so a long upload that began in time finishes.
         let lifetime = configuration.uploadLinkLifetime
         let url = try presigner.signedURL(for: Self.stagingKey(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
         try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime)
-        return DirectUpload(jobID: id, uploadURL: url.absoluteString,
-                        expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
-                        maxSizeBytes: configuration.maxUploadBytes)
+        let reply = DirectUpload(jobID: id, uploadURL: url.absoluteString,
+                                 expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
+                                 maxSizeBytes: configuration.maxUploadBytes)
+        return EditedResponse(headers: replayed ? [Idempotency.replayed: "true"] : [:], response: reply)
     }
 
     private func start(_ context: MomentsRequestContext) async throws -> UploadAccepted {

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
+import MomentsModel
 import Storage
 
 extension JobStatusReport: ResponseEncodable {}
@@ -13,8 +14,9 @@ extension UploadFormats: ResponseEncodable {}
 extension DeviceRegistration: ResponseEncodable {}
 extension Account: ResponseEncodable {}
 extension DirectUpload: ResponseEncodable {}
+extension JobList: ResponseEncodable {}
 
-/// Status, details, download and cancel of one job.
+/// The device's job history; status, details, download and cancel of one job.
 struct JobsController: Sendable {
     let jobs: Jobs
     var store: JobStore { jobs.store }
@@ -23,6 +25,7 @@ struct JobsController: Sendable {
     let hub: JobEventsHub
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
+        group.get { request, context in try await list(request, context: context) }
         group.get("{id}/status") { request, context in
             let job = try await job(context)
             return JobStatusReport(job, resultURL: resultURL(job, request))
@@ -40,6 +43,38 @@ struct JobsController: Sendable {
         group.delete("{id}") { request, context in
             try await cancel(try await job(context), request: request)
         }
+    }
+
+    /// `GET /api/v1/jobs?status=completed,failed&limit=20&cursor=…`: the device's jobs (anonymous
+    /// use: the anonymous ones), newest first.
+    private func list(_ request: Request, context: MomentsRequestContext) async throws -> JobList {
+        let query = request.uri.queryParameters
+        var statuses: [JobStatus] = []
+        if let text = query["status"].map(String.init), !text.isEmpty {
+            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let status = JobStatus(rawValue: name.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                    throw APIError(.badRequest, "invalid_status",
+                                   "status must be one or more of pending, processing, completed, failed, cancelled, separated by commas.")
+                }
+                statuses.append(status)
+            }
+        }
+        var limit = 20
+        if let text = query["limit"].map(String.init) {
+            guard let value = Int(text), (1...100).contains(value) else {
+                throw APIError(.badRequest, "invalid_limit", "limit must be a whole number from 1 to 100.")
+            }
+            limit = value
+        }
+        var cursor: JobCursor?
+        if let text = query["cursor"].map(String.init), !text.isEmpty {
+            guard let parsed = JobCursor(token: text) else {
+                throw APIError(.badRequest, "invalid_cursor", "cursor must be a next_cursor from an earlier page, unchanged.")
+            }
+            cursor = parsed
+        }
+        let page = try await store.ownJobs(owner: context.identity.owner, statuses: statuses, after: cursor, limit: limit)
+        return JobList(jobs: page.jobs.map { JobStatusReport($0, resultURL: resultURL($0, request)) }, nextCursor: page.next?.token)
     }
 
     private func job(_ context: MomentsRequestContext) async throws -> JobRecord {

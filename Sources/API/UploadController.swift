@@ -41,13 +41,17 @@ struct UploadController: Sendable {
         group.get("upload/formats") { _, _ in Self.formats(maxSizeBytes: configuration.maxUploadBytes) }
     }
 
-    private func upload(_ request: Request, context: MomentsRequestContext) async throws -> UploadAccepted {
+    private func upload(_ request: Request, context: MomentsRequestContext) async throws -> EditedResponse<UploadAccepted> {
         guard let type = request.headers[.contentType], type.lowercased().hasPrefix("multipart/form-data"),
               let boundary = Self.boundary(type) else {
             throw APIError(.badRequest, "invalid_request", "Send the video as multipart/form-data with a part named 'file'.")
         }
-        // Refused before a byte of the video is read: over quota, too fast, or too large.
-        try await quota.checkRoom(context.identity)
+        let owner = context.identity.owner
+        let idempotency = Idempotency(store: quota.store)
+        let key = try Idempotency.key(of: request)
+        // Refused before a byte of the video is read: over quota, too fast, or too large. (The
+        // retry of a request that took the owner's last highlight is not over quota.)
+        if try await idempotency.earlierJob(owner: owner, key: key) == nil { try await quota.checkRoom(context.identity) }
         try await limiter.admitUpload(request, context: context)
         if let length = request.headers[.contentLength].flatMap(Int64.init), length > configuration.maxUploadBytes {
             throw Self.tooLarge(configuration.maxUploadBytes)
@@ -67,7 +71,16 @@ struct UploadController: Sendable {
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
         let info = try await Self.probe(temporary)
 
-        let id = UUID()
+        var id = UUID()
+        if let key {
+            let fingerprint = try await Idempotency.fingerprint(fields: form.fields.merging(["": filename]) { $1 }, file: temporary)
+            id = try await idempotency.claim(owner: owner, key: key, endpoint: "upload", fingerprint: fingerprint, proposed: id)
+            if try await quota.store.job(id) != nil {
+                context.logger.info("upload repeated under its idempotency key", metadata: ["job_id": "\(id.uuidString.lowercased())"])
+                return EditedResponse(headers: [Idempotency.replayed: "true"],
+                                      response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info)))
+            }
+        }
         let name = Self.sanitize(filename)
         let ext = (name as NSString).pathExtension.lowercased()
         let sourceKey = "sources/\(id.uuidString.lowercased())\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
@@ -81,7 +94,7 @@ struct UploadController: Sendable {
             throw error
         }
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
-        return UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info))
+        return EditedResponse(response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info)))
     }
 
     /// Seconds until the highlight is likely ready. Measured: about 8x real time at 1080p on two

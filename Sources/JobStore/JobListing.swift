@@ -105,6 +105,38 @@ extension JobStore {
         }
     }
 
+    /// The jobs of one owner (nil: anonymous use), newest first, a page at a time: what a device
+    /// sees of its history (`GET /api/v1/jobs`). Any of `statuses` (empty: all). Served by
+    /// `jobs_owner_list` whatever the filter.
+    public func ownJobs(owner: String?, statuses: [JobStatus] = [], after cursor: JobCursor? = nil,
+                        limit: Int = 20) async throws(JobStoreError) -> JobPage {
+        let limit = min(max(limit, 1), 100)
+        let statuses = statuses.isEmpty ? nil : statuses.map(\.rawValue)
+        return try await database("list the owner's jobs") { client, logger in
+            let query: PostgresQuery = owner.map { owner in
+                """
+                SELECT \(unescaped: Self.columns) FROM jobs
+                WHERE owner = \(owner)
+                  AND (\(statuses)::text[] IS NULL OR status = ANY(\(statuses)))
+                  AND (\(cursor?.createdAt)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.createdAt), \(cursor?.id)))
+                ORDER BY created_at DESC, id DESC LIMIT \(limit + 1)
+                """
+            } ?? """
+                SELECT \(unescaped: Self.columns) FROM jobs
+                WHERE owner IS NULL
+                  AND (\(statuses)::text[] IS NULL OR status = ANY(\(statuses)))
+                  AND (\(cursor?.createdAt)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.createdAt), \(cursor?.id)))
+                ORDER BY created_at DESC, id DESC LIMIT \(limit + 1)
+                """
+            let rows = try await client.query(query, logger: logger)
+            var jobs: [JobRecord] = []
+            for try await row in rows { jobs.append(try Self.record(row)) }
+            let more = jobs.count > limit
+            if more { jobs.removeLast() }
+            return JobPage(jobs: jobs, next: more ? jobs.last.map { JobCursor(createdAt: $0.createdAt, id: $0.id) } : nil)
+        }
+    }
+
     /// PostgreSQL's `EXPLAIN (ANALYZE, BUFFERS)` of exactly the statement `listJobs` sends.
     public func explainListJobs(_ filter: JobFilter, after cursor: JobCursor? = nil, limit: Int = 50) async throws(JobStoreError) -> String {
         try await database("explain the job list", timeout: .seconds(60)) { client, logger in

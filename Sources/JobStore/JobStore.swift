@@ -42,13 +42,16 @@ public struct JobStore: Sendable {
 
     /// Inserts a `pending` job unless its owner has `monthlyLimit` highlights this calendar month
     /// (UTC) already. The count and the insert happen under a lock per owner, so concurrent uploads
-    /// cannot both take the last one. Failed and cancelled jobs do not count.
+    /// cannot both take the last one. Failed and cancelled jobs do not count, and neither does a job
+    /// whose id exists already (the same submission again).
     public func create(_ job: NewJob, monthlyLimit: Int?) async throws(JobStoreError) -> CreateOutcome {
         let inserted = try await database("create the job") { client, logger -> CreateOutcome? in
             try await client.withTransaction(logger: logger) { connection in
                 if let owner = job.owner, let limit = monthlyLimit {
                     let lock = Int64(bitPattern: Self.fnv1a("moments-quota:\(owner)"))
                     try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
+                    // The same job submitted again (a retried request) spends nothing.
+                    if try await connection.query("SELECT 1 FROM jobs WHERE id = \(job.id)", logger: logger).hasRows() { return nil }
                     let used = try await Self.monthlyUsage(owner: owner, on: connection, logger: logger).used
                     if used >= limit { return .quotaExceeded(used: used, limit: limit) }
                 }

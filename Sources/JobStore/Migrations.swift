@@ -262,6 +262,25 @@ public enum Migrations {
             "ALTER TABLE jobs ADD COLUMN trace_context jsonb CHECK (jsonb_typeof(trace_context) = 'object')",
             "COMMENT ON COLUMN jobs.trace_context IS 'The trace the job belongs to, as the request that created it was traced (W3C traceparent and tracestate): each attempt and webhook delivery continues it. NULL when tracing was off.'",
         ]),
+        Migration(version: 10, name: "idempotency keys and own job lists", statements: [
+            """
+            CREATE TABLE idempotency_keys (
+                owner       text NOT NULL,
+                key         text NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+                endpoint    text NOT NULL CHECK (endpoint IN ('upload', 'uploads')),
+                fingerprint text NOT NULL,
+                job_id      uuid NOT NULL,
+                created_at  timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (owner, key)
+            )
+            """,
+            "COMMENT ON TABLE idempotency_keys IS 'Idempotency-Key headers of submissions, per owner (empty for anonymous use), for 24 hours: the same key with the same request answers the same job; with another request it is refused. The retention sweep deletes older ones.'",
+            "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
+            // A device's own jobs, newest first by (created_at, id) cursors (GET /api/v1/jobs); it
+            // serves the monthly usage count too, so the narrower index goes.
+            "CREATE INDEX jobs_owner_list ON jobs (owner, created_at DESC, id DESC)",
+            "DROP INDEX jobs_owner_created",
+        ]),
     ]
 }
 

@@ -52,6 +52,26 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
     }
 }
 
+/// `GET /api/v1/jobs`: a page of the device's jobs, newest first, each as `/status` shows it.
+public struct JobList: Codable, Equatable, Sendable {
+    public var jobs: [JobStatusReport]
+    /// Pass as `cursor` for the next page; null on the last one.
+    public var nextCursor: String?
+
+    public init(jobs: [JobStatusReport], nextCursor: String?) {
+        self.jobs = jobs
+        self.nextCursor = nextCursor
+    }
+
+    enum CodingKeys: String, CodingKey { case jobs, nextCursor = "next_cursor" }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(jobs, forKey: .jobs)
+        try c.encode(nextCursor, forKey: .nextCursor)
+    }
+}
+
 /// A part of the source that the highlight shows, in source seconds.
 public struct SelectedSegment: Codable, Equatable, Sendable {
     public var start: Double

@@ -13,8 +13,14 @@ extension MomentsClient {
     /// `progress` is called as bytes go out (from a background thread).
     /// `codec` `.h264` asks for a newly encoded H.264 highlight; `.auto` (the default) lets the server
     /// copy the video's own H.264 or HEVC where it can.
+    ///
+    /// The submission carries an `Idempotency-Key`, so it is retried on network trouble and 5xx
+    /// like any safe call: a retry whose first try reached the server gets the same job and spends
+    /// no second highlight. Pass `idempotencyKey` (and keep it, e.g. with the file's record) to
+    /// make a submission repeated after the app was suspended or relaunched the same job too; by
+    /// default each call makes a new key.
     public func upload(file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high, codec: VideoCodecChoice = .auto,
-                       callbackURL: String? = nil,
+                       callbackURL: String? = nil, idempotencyKey: String = UUID().uuidString,
                        progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
         let size: Int64
         do {
@@ -25,17 +31,17 @@ extension MomentsClient {
         if size >= directUploadThreshold {
             do {
                 return try await directUpload(file: file, size: size, targetDuration: targetDuration, quality: quality,
-                                              codec: codec, callbackURL: callbackURL, progress: progress)
+                                              codec: codec, callbackURL: callbackURL, idempotencyKey: idempotencyKey, progress: progress)
             } catch where error.code == "direct_upload_unavailable" {
                 // The server stores files itself (local storage): fall back to multipart.
             }
         }
         return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
-                                         progress: progress)
+                                         idempotencyKey: idempotencyKey, progress: progress)
     }
 
     func multipartUpload(file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                         progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+                         idempotencyKey: String, progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
         if codec != .auto { fields.append(("codec", codec.rawValue)) }
         if let callbackURL { fields.append(("callback_url", callbackURL)) }
@@ -44,20 +50,23 @@ extension MomentsClient {
         var request = request("POST", "api/v1/upload")
         request.setValue("multipart/form-data; boundary=\(form.boundary)", forHTTPHeaderField: "Content-Type")
         request.setValue(String(form.size), forHTTPHeaderField: "Content-Length")
-        let result = try await Transfer.perform(request, body: .file(form.url), timeout: timeout, sent: { sent, _ in
-            progress?(TransferProgress(bytes: min(sent, form.size), total: form.size))
-        })
+        request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        let result = try await retrying { () async throws(MomentsClientError) in
+            try await Transfer.perform(request, body: .file(form.url), timeout: self.timeout, sent: { sent, _ in
+                progress?(TransferProgress(bytes: min(sent, form.size), total: form.size))
+            })
+        }
         return try decode(result)
     }
 
     func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                      progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+                      idempotencyKey: String, progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         let reservation: DirectUpload = try await send(
             "POST", "api/v1/uploads",
             body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
                                                  quality: quality.rawValue, callbackURL: callbackURL,
                                                  codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size)),
-            idempotent: false)
+            headers: ["Idempotency-Key": idempotencyKey], idempotent: true)
         guard let target = URL(string: reservation.uploadURL) else {
             throw MomentsClientError.invalid("The server's upload URL is not a URL.")
         }

@@ -78,6 +78,15 @@ public struct MomentsClient: Sendable {
         try await send("GET", "api/v1/jobs/\(job.uuidString.lowercased())")
     }
 
+    /// A page of this device's jobs, newest first: any of `statuses` (empty: all), `limit` (1–100)
+    /// a page; `cursor` is the `nextCursor` of the page before (nil: the first page).
+    public func jobs(statuses: [JobStatus] = [], limit: Int = 20, cursor: String? = nil) async throws(MomentsClientError) -> JobList {
+        var query: [URLQueryItem] = [URLQueryItem(name: "limit", value: String(limit))]
+        if !statuses.isEmpty { query.append(URLQueryItem(name: "status", value: statuses.map(\.rawValue).joined(separator: ","))) }
+        if let cursor { query.append(URLQueryItem(name: "cursor", value: cursor)) }
+        return try await send("GET", "api/v1/jobs", query: query)
+    }
+
     /// Cancels a pending or running job; answers its status (`cancelled`). A job that already ended
     /// answers 409 `already_finished`.
     @discardableResult
@@ -188,9 +197,15 @@ public struct MomentsClient: Sendable {
     }
 
     /// A JSON call: `GET`s are always retried on transient trouble, others only when `idempotent`.
-    func send<T: Decodable>(_ method: String, _ path: String, body: Data? = nil, idempotent: Bool? = nil) async throws(MomentsClientError) -> T {
+    func send<T: Decodable>(_ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
+                            idempotent: Bool? = nil) async throws(MomentsClientError) -> T {
         var request = request(method, path)
+        if !query.isEmpty, let url = request.url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            components.queryItems = query
+            request.url = components.url
+        }
         if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let repeatable = idempotent ?? (method == "GET")
         let exchange = { [timeout] () async throws(MomentsClientError) -> Transfer.Result in
             try await Transfer.perform(request, body: body.map { .data($0) } ?? .none, timeout: timeout)

@@ -61,6 +61,8 @@ public struct RetentionSweeper: Sendable {
         /// Objects no job names (a refused attempt's result, the source of an insert that failed,
         /// a direct upload never started), deleted once older than `orphanGrace`.
         public var orphansDeleted = 0
+        /// Idempotency keys past their day.
+        public var keysDeleted = 0
 
         public init(objectsExpired: Int = 0, objectsFailed: Int = 0, jobsDeleted: Int = 0, orphansDeleted: Int = 0) {
             self.objectsExpired = objectsExpired
@@ -70,7 +72,7 @@ public struct RetentionSweeper: Sendable {
         }
 
         public var description: String {
-            "objects_expired=\(objectsExpired) objects_failed=\(objectsFailed) jobs_deleted=\(jobsDeleted) orphans_deleted=\(orphansDeleted)"
+            "objects_expired=\(objectsExpired) objects_failed=\(objectsFailed) jobs_deleted=\(jobsDeleted) orphans_deleted=\(orphansDeleted) keys_deleted=\(keysDeleted)"
         }
     }
 
@@ -138,6 +140,11 @@ public struct RetentionSweeper: Sendable {
                 report.jobsDeleted += deleted
                 if deleted == 0 { break }
             }
+        }
+        while !Task.isCancelled {
+            let deleted = try await store.deleteExpiredIdempotencyKeys()
+            report.keysDeleted += deleted
+            if deleted == 0 { break }
         }
         do {
             report.orphansDeleted = try await sweepOrphans(now: now)

@@ -57,6 +57,9 @@ struct MomentsKitEndToEndTests {
             let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value
             #expect(received.all.last?.bytes == size, "download progress reaches the file's size")
             #expect(try await client.account().usage.used == 1)
+            let history = try await client.jobs(statuses: [.completed], limit: 5)
+            #expect(history.jobs.map(\.jobID) == [accepted.jobID] && history.jobs.first?.resultURL != nil && history.nextCursor == nil)
+            #expect(try await client.jobs(statuses: [.failed]).jobs.isEmpty)
         }
     }
 

@@ -58,4 +58,43 @@ struct MomentsKitRedirectTests {
         #expect(authorization["api"] == .some("Bearer mdt_secret-device-token"))
         #expect(authorization["storage"] == .some(nil), "the token never reaches storage: \(authorization)")
     }
+
+    @Test("An upload that meets a 503 is sent again with the same Idempotency-Key, and a new upload gets a new key")
+    func uploadsRetryUnderOneKey() async throws {
+        let keys = Mutex<[String]>([])
+        let port = Int.random(in: 9_100..<9_900)
+        let job = UUID()
+        let router = Router()
+        router.post("api/v1/upload") { request, _ -> Response in
+            _ = try await request.body.collect(upTo: 1 << 20)
+            let seen = keys.withLock { keys in
+                keys.append(request.headers[HTTPField.Name("Idempotency-Key")!] ?? "")
+                return keys.count
+            }
+            // The first try of the first upload fails as a server that lost its database does.
+            if seen == 1 {
+                return Response(status: .serviceUnavailable, headers: [.contentType: "application/json"],
+                                body: .init(byteBuffer: ByteBuffer(string: #"{"error": {"code": "service_unavailable", "message": "Try again."}}"#)))
+            }
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: try MomentsJSON.encoder.encode(UploadAccepted(jobID: job, estimatedTime: 7)))))
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
+        let server = Task { try await app.run() }
+        defer { server.cancel() }
+        let client = MomentsClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-idempotent-\(job).mov")
+        try Data(repeating: 7, count: 4096).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let up = try await TestServices.eventually(timeout: .seconds(10)) { (try? curl(["http://127.0.0.1:\(port)/"]).status) ?? 0 != 0 }
+        #expect(up)
+
+        let accepted = try await client.upload(file: file, targetDuration: 10)
+        #expect(accepted.jobID == job)
+        _ = try await client.upload(file: file, targetDuration: 10)
+        let sent = keys.withLock { $0 }
+        #expect(sent.count == 3, "one retry: \(sent)")
+        #expect(!sent[0].isEmpty && sent[0] == sent[1], "the retry repeats its key: \(sent)")
+        #expect(sent[2] != sent[0], "a new upload, a new key")
+    }
 }

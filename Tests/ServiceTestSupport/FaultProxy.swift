@@ -15,6 +15,9 @@ public final class FaultProxy: @unchecked Sendable {
         case status(Int)
         /// Reads what comes and never answers, until the client gives up.
         case silence
+        /// Passes the request through and waits for the whole answer, then closes the client's
+        /// connection without a byte of it: the server did the work, the client never hears.
+        case dropResponse
     }
 
     public struct Exchange: Sendable, CustomStringConvertible {
@@ -116,6 +119,34 @@ public final class FaultProxy: @unchecked Sendable {
             Self.writeAll(client, Data(reply.utf8))
         case .silence:
             while !isClosed, read(client, &buffer, buffer.count) > 0 {}
+        case .dropResponse:
+            dropResponse(client, first: head)
+        }
+    }
+
+    private func dropResponse(_ client: Int32, first: Data) {
+        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer {
+            shutdown(client, Int32(SHUT_RDWR))  // the copying thread's read returns
+            Glibc.close(upstream)
+        }
+        var address = Self.loopback(port: upstreamPort)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0, Self.writeAll(upstream, first) else { return }
+        Thread.detachNewThread { Self.copy(from: client, to: upstream) }
+        // The answer's head, then as many body bytes as it announces.
+        var answer = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if let end = answer.range(of: Data("\r\n\r\n".utf8))?.upperBound {
+                let length = Self.contentLength(String(decoding: answer.prefix(upTo: end), as: UTF8.self))
+                if answer.count - end >= length { return }
+            }
+            let count = read(upstream, &buffer, buffer.count)
+            guard count > 0 else { return }
+            answer.append(contentsOf: buffer[0..<count])
         }
     }
 

@@ -1,0 +1,80 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import MomentsModel
+
+/// `Idempotency-Key` on the submissions (`POST /api/v1/upload`, `POST /api/v1/uploads`), as
+/// Stripe and the IETF draft define it: a client that lost the answer (a dropped connection, a
+/// timeout, the app suspended) sends the same request with the same key again and gets the same
+/// job, without spending a second highlight of its quota. Keys are per owner and live 24 hours
+/// (`idempotency_keys`); the same key with a different request is refused (422
+/// `idempotency_key_reused`).
+///
+/// The key is recorded with the job id the request is given before anything is created under that
+/// id, so a request that died half-way is finished by its retry under the same id: the job row
+/// and its source key follow from the id, and the store creates a job once.
+struct Idempotency: Sendable {
+    let store: JobStore
+
+    static let header = HTTPField.Name("Idempotency-Key")!
+    /// Set on an answer that repeats an earlier request's job.
+    static let replayed = HTTPField.Name("Idempotent-Replayed")!
+
+    /// The request's key: 1 to 255 visible ASCII characters; nil without the header.
+    static func key(of request: Request) throws -> String? {
+        guard let value = request.headers[header] else { return nil }
+        guard (1...255).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw APIError(.badRequest, "invalid_idempotency_key",
+                           "Idempotency-Key must be 1 to 255 visible ASCII characters without spaces (a new UUID for each new upload is a good one).")
+        }
+        return value
+    }
+
+    /// The job id an earlier request with `key` was given, when one was (for skipping the quota's
+    /// early check: the retry of a request that took the last highlight must not be refused).
+    func earlierJob(owner: String?, key: String?) async throws -> UUID? {
+        guard let key else { return nil }
+        return try await store.idempotencyKey(owner: owner, key: key)?.jobID
+    }
+
+    /// The job id this request works under: `proposed` when the key is new (or expired), else the
+    /// id the key was first given, if the request is the same (endpoint and fingerprint).
+    func claim(owner: String?, key: String, endpoint: String, fingerprint: String, proposed: UUID) async throws -> UUID {
+        let record = try await store.claimIdempotencyKey(owner: owner, key: key, endpoint: endpoint, fingerprint: fingerprint, jobID: proposed)
+        guard record.endpoint == endpoint, record.fingerprint == fingerprint else {
+            throw APIError(.unprocessableContent, "idempotency_key_reused",
+                           "This Idempotency-Key came with a different request in the last 24 hours. Use a new key for a new upload.")
+        }
+        return record.jobID
+    }
+
+    /// A fingerprint of what a request asks for: its settings (sorted by name) and, for a
+    /// multipart upload, the file's name and SHA-256 (read on a thread of its own).
+    static func fingerprint(fields: [String: String], file: URL? = nil) async throws -> String {
+        var hasher = SHA256()
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            hasher.update(data: Data("\(name.utf8.count):\(name)=\(value.utf8.count):\(value);".utf8))
+        }
+        if let file {
+            let digest = try await BlockingWork.run { () throws(APIError) in try Self.sha256(of: file) }
+            hasher.update(data: Data("file=".utf8) + digest)
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    private static func sha256(of file: URL) throws(APIError) -> Data {
+        guard let handle = FileHandle(forReadingAtPath: file.path) else {
+            throw APIError(.internalServerError, "io_error", "The upload could not be read back.")
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        do {
+            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
+        } catch {
+            throw APIError(.internalServerError, "io_error", "The upload could not be read back.")
+        }
+        return Data(hasher.finalize())
+    }
+}
