@@ -113,6 +113,7 @@ extension JobStore {
         let limit = min(max(limit, 1), 100)
         let statuses = statuses.isEmpty ? nil : statuses.map(\.rawValue)
         return try await database("list the owner's jobs") { client, logger in
+            // Two statements, not `owner IS NOT DISTINCT FROM $1`, which no index serves.
             let query: PostgresQuery = owner.map { owner in
                 """
                 SELECT \(unescaped: Self.columns) FROM jobs
