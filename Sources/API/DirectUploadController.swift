@@ -79,7 +79,7 @@ struct DirectUploadController: Sendable {
         var replayed = false
         if let key {
             // The same reservation again: the same job id, with a fresh URL for its staging key.
-            let fingerprint = try await Idempotency.fingerprint(fields: ["": String(decoding: body.readableBytesView, as: UTF8.self)])
+            let fingerprint = Idempotency.fingerprint(fields: ["": String(decoding: body.readableBytesView, as: UTF8.self)])
             let proposed = id
             id = try await idempotency.claim(owner: context.identity.owner, key: key, endpoint: "uploads", fingerprint: fingerprint,
                                              proposed: proposed)

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobStore
-import MomentsModel
 
 /// `Idempotency-Key` on the submissions (`POST /api/v1/upload`, `POST /api/v1/uploads`), as
 /// Stripe and the IETF draft define it: a client that lost the answer (a dropped connection, a
@@ -51,30 +50,13 @@ struct Idempotency: Sendable {
     }
 
     /// A fingerprint of what a request asks for: its settings (sorted by name) and, for a
-    /// multipart upload, the file's name and SHA-256 (read on a thread of its own).
-    static func fingerprint(fields: [String: String], file: URL? = nil) async throws -> String {
+    /// multipart upload, the SHA-256 of its file (taken as the file was spooled).
+    static func fingerprint(fields: [String: String], fileDigest: Data? = nil) -> String {
         var hasher = SHA256()
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             hasher.update(data: Data("\(name.utf8.count):\(name)=\(value.utf8.count):\(value);".utf8))
         }
-        if let file {
-            let digest = try await BlockingWork.run { () throws(APIError) in try Self.sha256(of: file) }
-            hasher.update(data: Data("file=".utf8) + digest)
-        }
+        if let fileDigest { hasher.update(data: Data("file=".utf8) + fileDigest) }
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
-    }
-
-    private static func sha256(of file: URL) throws(APIError) -> Data {
-        guard let handle = FileHandle(forReadingAtPath: file.path) else {
-            throw APIError(.internalServerError, "io_error", "The upload could not be read back.")
-        }
-        defer { try? handle.close() }
-        var hasher = SHA256()
-        do {
-            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
-        } catch {
-            throw APIError(.internalServerError, "io_error", "The upload could not be read back.")
-        }
-        return Data(hasher.finalize())
     }
 }

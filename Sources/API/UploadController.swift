@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -58,7 +59,8 @@ struct UploadController: Sendable {
         }
         let temporary = configuration.uploadDirectory.appendingPathComponent("moments-upload-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: temporary) }
-        let form = try await receive(request.body, boundary: boundary, into: temporary)
+        // With a key, the file's SHA-256 is taken on its way to disk, for the request's fingerprint.
+        let (form, digest) = try await receive(request.body, boundary: boundary, into: temporary, hashing: key != nil)
 
         guard let filename = form.filename, form.fileBytes > 0 else {
             throw APIError(.badRequest, "missing_file", form.filename == nil
@@ -73,7 +75,7 @@ struct UploadController: Sendable {
 
         var id = UUID()
         if let key {
-            let fingerprint = try await Idempotency.fingerprint(fields: form.fields.merging(["": filename]) { $1 }, file: temporary)
+            let fingerprint = Idempotency.fingerprint(fields: form.fields.merging(["": filename]) { $1 }, fileDigest: digest)
             id = try await idempotency.claim(owner: owner, key: key, endpoint: "upload", fingerprint: fingerprint, proposed: id)
             if try await quota.store.job(id) != nil {
                 context.logger.info("upload repeated under its idempotency key", metadata: ["job_id": "\(id.uuidString.lowercased())"])
@@ -103,13 +105,15 @@ struct UploadController: Sendable {
 
     /// Streams the body through `FormReader`: the `file` part goes to `file`, the other parts are
     /// kept as text, within `FormLimits`. Refuses a body over the limit as soon as it passes it,
-    /// and any other bad body at the first byte that shows it.
-    private func receive(_ body: RequestBody, boundary: String, into file: URL) async throws -> FormReader.Form {
+    /// and any other bad body at the first byte that shows it. `hashing`: also answers the file
+    /// part's SHA-256.
+    private func receive(_ body: RequestBody, boundary: String, into file: URL,
+                         hashing: Bool) async throws -> (FormReader.Form, digest: Data?) {
         guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path) else {
             throw APIError(.internalServerError, "internal_error", "The upload could not be stored for processing. Please try again.")
         }
         defer { try? handle.close() }
-        let spool = Spool(handle)
+        let spool = Spool(handle, hashing: hashing)
         var reader = FormReader(boundary: boundary) { bytes in spool.append(bytes) }
         var received: Int64 = 0
         do {
@@ -121,7 +125,7 @@ struct UploadController: Sendable {
             }
             let form = try reader.finish()
             try await spool.write()
-            return form
+            return (form, spool.digest)
         } catch let error as APIError {
             throw error
         } catch let failure as FormFailure {
@@ -134,15 +138,21 @@ struct UploadController: Sendable {
     /// The file part's bytes on their way to disk: gathered in memory up to `chunk` (1 MiB), then
     /// written in one go on a blocking-work thread, never on the cooperative pool that serves
     /// requests. The request waits for each write, so a slow disk slows its sender, not the node.
+    /// With `hashing`, each chunk goes through SHA-256 on that thread before it is written.
     final class Spool: @unchecked Sendable {
         let handle: FileHandle
         private var pending: [UInt8] = []
+        private var hasher: SHA256?
         static let chunk = 1 << 20
 
-        init(_ handle: FileHandle) {
+        init(_ handle: FileHandle, hashing: Bool = false) {
             self.handle = handle
+            hasher = hashing ? SHA256() : nil
             pending.reserveCapacity(Self.chunk)
         }
+
+        /// The SHA-256 of everything written, once the last write is done (nil without hashing).
+        var digest: Data? { hasher.map { Data($0.finalize()) } }
 
         func append(_ bytes: UnsafeRawBufferPointer) { pending.append(contentsOf: bytes) }
 
@@ -156,7 +166,11 @@ struct UploadController: Sendable {
             let bytes = pending, handle = handle
             pending.removeAll(keepingCapacity: true)
             do {
-                try await BlockingWork.run { try handle.write(contentsOf: bytes) }
+                // The writes are awaited one after another, so the hasher is never used by two threads at once.
+                try await BlockingWork.run { [self] in
+                    hasher?.update(data: bytes)
+                    try handle.write(contentsOf: bytes)
+                }
             } catch {
                 throw UploadController.noRoom
             }

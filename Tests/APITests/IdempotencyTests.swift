@@ -49,6 +49,12 @@ struct IdempotencyTests {
                                                                "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
                                                                "\(base)/api/v1/upload"]))
                 #expect(reused.status == 422 && reused.code == "idempotency_key_reused", "\(reused)")
+                // The same settings and file name with another file (its SHA-256 is part of the request) is another request too.
+                let sameName = URL(fileURLWithPath: TestFootage.twentySeconds).lastPathComponent
+                let otherFile = try System.error(try curl(auth + ["-H", "Expect:", "-H", "Idempotency-Key: \(key)", "-F",
+                                                                  "file=@\(TestFootage.sixSeconds);type=video/mp4;filename=\(sameName)", "-F", "target_duration=5",
+                                                                  "-F", "quality=low", "\(base)/api/v1/upload"]))
+                #expect(otherFile.status == 422 && otherFile.code == "idempotency_key_reused", "\(otherFile)")
 
                 // The second highlight takes the last slot; its retry is not refused for quota, a third upload is.
                 let second = UUID().uuidString

@@ -22,6 +22,20 @@ public enum TestFootage {
         return path
     }()
 
+    /// 6 s at 30 fps, 320×180: two shots and a cut; another file than `twentySeconds`.
+    public static let sixSeconds: String = {
+        FFmpegLog.quiet()
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            .init(frames: 90, camera: .still, toneHz: 262),
+            .init(frames: 90, camera: .pan(pixelsPerFrame: 3), transitionIn: .cut, toneHz: 392),
+        ])
+        video.gopSize = 30
+        video.encoderOptions = ["preset": "veryfast"]
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-6s-\(UUID().uuidString).mp4").path
+        try! video.write(to: path)
+        return path
+    }()
+
     /// The duration ffprobe reads from a file's container, or -1.
     public static func duration(_ path: String) throws -> Double {
         let process = Process()
