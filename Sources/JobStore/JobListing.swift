@@ -96,12 +96,8 @@ extension JobStore {
     public func listJobs(_ filter: JobFilter, after cursor: JobCursor? = nil, limit: Int = 50) async throws(JobStoreError) -> JobPage {
         let limit = min(max(limit, 1), 500)
         return try await database("list jobs") { client, logger in
-            let rows = try await client.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: false), logger: logger)
-            var jobs: [JobRecord] = []
-            for try await row in rows { jobs.append(try Self.record(row)) }
-            let more = jobs.count > limit
-            if more { jobs.removeLast() }
-            return JobPage(jobs: jobs, next: more ? jobs.last.map { JobCursor(createdAt: $0.createdAt, id: $0.id) } : nil)
+            try await Self.page(of: client.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: false), logger: logger),
+                                limit: limit)
         }
     }
 
@@ -113,29 +109,25 @@ extension JobStore {
         let limit = min(max(limit, 1), 100)
         let statuses = statuses.isEmpty ? nil : statuses.map(\.rawValue)
         return try await database("list the owner's jobs") { client, logger in
-            // Two statements, not `owner IS NOT DISTINCT FROM $1`, which no index serves.
-            let query: PostgresQuery = owner.map { owner in
-                """
+            // Not `owner IS NOT DISTINCT FROM`, which no index serves: with its values bound, the
+            // planner folds this to `owner = '…'` or to `owner IS NULL`, as the console's filters fold.
+            try await Self.page(of: client.query("""
                 SELECT \(unescaped: Self.columns) FROM jobs
-                WHERE owner = \(owner)
+                WHERE (owner = \(owner) OR (\(owner)::text IS NULL AND owner IS NULL))
                   AND (\(statuses)::text[] IS NULL OR status = ANY(\(statuses)))
                   AND (\(cursor?.createdAt)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.createdAt), \(cursor?.id)))
                 ORDER BY created_at DESC, id DESC LIMIT \(limit + 1)
-                """
-            } ?? """
-                SELECT \(unescaped: Self.columns) FROM jobs
-                WHERE owner IS NULL
-                  AND (\(statuses)::text[] IS NULL OR status = ANY(\(statuses)))
-                  AND (\(cursor?.createdAt)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.createdAt), \(cursor?.id)))
-                ORDER BY created_at DESC, id DESC LIMIT \(limit + 1)
-                """
-            let rows = try await client.query(query, logger: logger)
-            var jobs: [JobRecord] = []
-            for try await row in rows { jobs.append(try Self.record(row)) }
-            let more = jobs.count > limit
-            if more { jobs.removeLast() }
-            return JobPage(jobs: jobs, next: more ? jobs.last.map { JobCursor(createdAt: $0.createdAt, id: $0.id) } : nil)
+                """, logger: logger), limit: limit)
         }
+    }
+
+    /// A page from rows fetched with `limit + 1`: the extra row only says there is a next page.
+    private static func page(of rows: PostgresRowSequence, limit: Int) async throws -> JobPage {
+        var jobs: [JobRecord] = []
+        for try await row in rows { jobs.append(try record(row)) }
+        let more = jobs.count > limit
+        if more { jobs.removeLast() }
+        return JobPage(jobs: jobs, next: more ? jobs.last.map { JobCursor(createdAt: $0.createdAt, id: $0.id) } : nil)
     }
 
     /// PostgreSQL's `EXPLAIN (ANALYZE, BUFFERS)` of exactly the statement `listJobs` sends.

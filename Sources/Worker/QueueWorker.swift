@@ -168,8 +168,7 @@ public final class QueueWorker: Sendable {
         // every log line of the attempt (trace_id, span_id) fall under it.
         let span = startSpan("job attempt", context: JobTrace.context(of: job), ofKind: .consumer)
         span.updateAttributes { attributes in
-            JobTrace.describe(job, in: &attributes)
-            attributes["moments.job.attempt"] = lease.attempt
+            JobTrace.describe(job, in: &attributes)  // the claimed row: its attempt is the lease's
             attributes["moments.worker"] = configuration.name
         }
         let ended = await ServiceContext.$current.withValue(span.context) {

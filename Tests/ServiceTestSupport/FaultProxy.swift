@@ -125,16 +125,11 @@ public final class FaultProxy: @unchecked Sendable {
     }
 
     private func dropResponse(_ client: Int32, first: Data) {
-        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let upstream = connectUpstream(sending: first) else { return }
         defer {
             shutdown(client, Int32(SHUT_RDWR))  // the copying thread's read returns
             Glibc.close(upstream)
         }
-        var address = Self.loopback(port: upstreamPort)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0, Self.writeAll(upstream, first) else { return }
         Thread.detachNewThread { Self.copy(from: client, to: upstream) }
         // The answer's head, then as many body bytes as it announces.
         var answer = Data()
@@ -150,15 +145,25 @@ public final class FaultProxy: @unchecked Sendable {
         }
     }
 
-    /// Connects upstream, sends what was read, then copies both ways until either side closes.
-    private func pass(_ client: Int32, first: Data) {
+    /// A connection to the server with `first` (what was read of the request) sent on it; nil
+    /// when the server cannot be reached.
+    private func connectUpstream(sending first: Data) -> Int32? {
         let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Glibc.close(upstream) }
         var address = Self.loopback(port: upstreamPort)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0, Self.writeAll(upstream, first) else { return }
+        guard connected == 0, Self.writeAll(upstream, first) else {
+            Glibc.close(upstream)
+            return nil
+        }
+        return upstream
+    }
+
+    /// Connects upstream, sends what was read, then copies both ways until either side closes.
+    private func pass(_ client: Int32, first: Data) {
+        guard let upstream = connectUpstream(sending: first) else { return }
+        defer { Glibc.close(upstream) }
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             Self.copy(from: upstream, to: client)

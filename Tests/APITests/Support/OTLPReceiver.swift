@@ -8,7 +8,6 @@ import Hummingbird
 actor OTLPReceiver {
     let port = Int.random(in: 12_000..<14_000)
     private(set) var spans: [ExportedSpan] = []
-    private(set) var exports = 0
     private(set) var hooks: [[String: String]] = []
     private var server: Task<Void, any Error>?
 
@@ -35,10 +34,7 @@ actor OTLPReceiver {
 
     func stop() { server?.cancel() }
 
-    private func received(_ spans: [ExportedSpan]) {
-        exports += 1
-        self.spans += spans
-    }
+    private func received(_ spans: [ExportedSpan]) { self.spans += spans }
 
     private func receivedHook(_ headers: [String: String]) { hooks.append(headers) }
 }
