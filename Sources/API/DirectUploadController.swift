@@ -35,9 +35,20 @@ struct DirectUploadController: Sendable {
         var size: Int64?
         /// Who reserved it: only they may start it.
         var owner: String?
+        var minSegment: Double?
+        var maxSegment: Double?
+        var maxSegments: Int?
+        var aspect: String?
 
         enum CodingKeys: String, CodingKey {
             case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", size = "size_bytes", owner
+            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+        }
+
+        func choices() throws -> HighlightChoices {
+            try UploadController.choices(minSegment: minSegment.map { String($0) }, maxSegment: maxSegment.map { String($0) },
+                                         maxSegments: maxSegments.map(String.init), aspect: aspect,
+                                         targetDuration: targetDuration ?? HighlightLimits.defaultTargetDuration)
         }
     }
 
@@ -68,6 +79,7 @@ struct DirectUploadController: Sendable {
         _ = try UploadController.targetDuration(reservation.targetDuration.map(String.init))
         _ = try UploadController.quality(reservation.quality)
         _ = try UploadController.codec(reservation.codec)
+        _ = try reservation.choices()
         reservation.callbackURL = try await UploadController.callbackURL(reservation.callbackURL, configuration: configuration)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
         reservation.owner = context.identity.owner
@@ -142,7 +154,8 @@ struct DirectUploadController: Sendable {
                                               targetDuration: Double(reservation.targetDuration ?? HighlightLimits.defaultTargetDuration),
                                               quality: try UploadController.quality(reservation.quality),
                                               codec: try UploadController.codec(reservation.codec),
-                                              callbackURL: reservation.callbackURL), identity: context.identity)
+                                              callbackURL: reservation.callbackURL, choices: try reservation.choices()),
+                                       identity: context.identity)
             try? await reservations.remove(key: Self.reservationKey(id))
             context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
                                                           "duration": "\(info.duration)", "direct": "true"])

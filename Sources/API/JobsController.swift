@@ -28,11 +28,11 @@ struct JobsController: Sendable {
         group.get { request, context in try await list(request, context: context) }
         group.get("{id}/status") { request, context in
             let job = try await job(context)
-            return JobStatusReport(job, resultURL: resultURL(job, request))
+            return JobStatusReport(job, links: links(request))
         }
         group.get("{id}") { request, context in
             let job = try await job(context)
-            return JobDetails(job, resultURL: resultURL(job, request))
+            return JobDetails(job, links: links(request))
         }
         group.get("{id}/download") { request, context in
             try await download(try await job(context), request: request, context: context)
@@ -74,7 +74,8 @@ struct JobsController: Sendable {
             cursor = parsed
         }
         let page = try await store.ownJobs(owner: context.identity.owner, statuses: statuses, after: cursor, limit: limit)
-        return JobList(jobs: page.jobs.map { JobStatusReport($0, resultURL: resultURL($0, request)) }, nextCursor: page.next?.token)
+        let links = links(request)
+        return JobList(jobs: page.jobs.map { JobStatusReport($0, links: links) }, nextCursor: page.next?.token)
     }
 
     private func job(_ context: MomentsRequestContext) async throws -> JobRecord {
@@ -86,13 +87,12 @@ struct JobsController: Sendable {
         return job
     }
 
-    /// The download URL of a completed job, absolute, on this API (which redirects or streams).
-    func resultURL(_ job: JobRecord, _ request: Request) -> String? {
-        guard job.status == .completed else { return nil }
+    /// Where this API serves a job's files (download, poster, thumbnails: it redirects or streams),
+    /// as the client reached it.
+    func links(_ request: Request) -> JobLinks {
         // Behind a proxy (Railway, Render, an ingress) the scheme the client used is in X-Forwarded-Proto.
         let scheme = request.headers[HTTPField.Name("X-Forwarded-Proto")!].flatMap { $0 == "https" ? "https" : nil } ?? "http"
-        let base = configuration.publicURL ?? "\(scheme)://\(request.head.authority ?? "localhost:\(configuration.port)")"
-        return "\(base)/api/v1/jobs/\(job.id.uuidString.lowercased())/download"
+        return JobLinks(base: configuration.publicURL ?? "\(scheme)://\(request.head.authority ?? "localhost:\(configuration.port)")")
     }
 
     private func download(_ job: JobRecord, request: Request, context: MomentsRequestContext) async throws -> Response {
@@ -162,7 +162,7 @@ struct JobsController: Sendable {
             do {
                 func sendIfChanged(_ writer: inout any ResponseBodyWriter) async throws -> Bool {
                     guard let current = try await store.job(job.id) else { return true }
-                    let status = JobStatusReport(current, resultURL: controller.resultURL(current, request))
+                    let status = JobStatusReport(current, links: controller.links(request))
                     if status != last {
                         let json = String(decoding: try MomentsJSON.encoder.encode(status), as: UTF8.self)
                         try await writer.write(ByteBuffer(string: "event: status\ndata: \(json)\n\n"))
@@ -191,7 +191,7 @@ struct JobsController: Sendable {
         case .cancelled:
             // A waiting job leaves the queue now; a running one is stopped by its worker within a second or two.
             guard let cancelled = try await store.job(job.id) else { throw APIError.jobNotFound() }
-            return JobStatusReport(cancelled, resultURL: nil)
+            return JobStatusReport(cancelled, links: JobLinks(base: nil))
         case .alreadyFinished(let status):
             throw APIError(.conflict, "already_finished", "This job already ended \(status.rawValue); there is nothing to cancel.")
         case .notFound:

@@ -70,6 +70,8 @@ struct UploadController: Sendable {
         let duration = try Self.targetDuration(form.fields["target_duration"])
         let quality = try Self.quality(form.fields["quality"])
         let codec = try Self.codec(form.fields["codec"])
+        let choices = try Self.choices(minSegment: form.fields["min_segment"], maxSegment: form.fields["max_segment"],
+                                       maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"], targetDuration: duration)
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
         let info = try await Self.probe(temporary)
 
@@ -90,7 +92,7 @@ struct UploadController: Sendable {
         do {
             _ = try await quota.submit(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
                                               sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
-                                              codec: codec, callbackURL: callbackURL), identity: context.identity)
+                                              codec: codec, callbackURL: callbackURL, choices: choices), identity: context.identity)
         } catch {
             try? await storage.delete(key: sourceKey)  // no job, no orphaned source
             throw error
@@ -238,6 +240,20 @@ struct UploadController: Sendable {
                            "codec must be auto (copy the video's own H.264 or HEVC where possible) or h264 (always H.264).")
         }
         return codec
+    }
+
+    /// The segment and framing choices (API 1.1): each absent or valid, and together possible for a
+    /// highlight of `targetDuration` seconds. The code names the field: `invalid_min_segment`,
+    /// `invalid_max_segment`, `invalid_max_segments`, `invalid_aspect`, or `invalid_segments` when
+    /// they contradict each other.
+    static func choices(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?,
+                        targetDuration: Int) throws -> HighlightChoices {
+        do {
+            return try HighlightChoices.parse(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
+                                              aspect: aspect, targetDuration: Double(targetDuration))
+        } catch {
+            throw APIError(.unprocessableContent, "invalid_\(error.field)", error.message)
+        }
     }
 
     /// An absolute http(s) URL of at most 2,000 characters on an allowed port, whose host resolves

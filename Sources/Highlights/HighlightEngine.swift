@@ -10,13 +10,19 @@ public struct HighlightSettings: Sendable {
     /// `auto` copies the source's video where it allows; `h264` always encodes H.264.
     public var codec: VideoCodecChoice = .auto
     public var limits = MediaLimits()
+    /// The user's segment lengths and count, and the frame's shape.
+    public var choices = HighlightChoices()
 
-    public init(duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits()) {
+    public init(duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits(),
+                choices: HighlightChoices = HighlightChoices()) {
         self.duration = duration
         self.quality = quality
         self.codec = codec
         self.limits = limits
+        self.choices = choices
     }
+
+    var rules: SegmentRules { SegmentRules(choices, target: duration) }
 }
 
 /// The highlight engine: analysis, selection and render of one video. Blocking; run it off the
@@ -93,7 +99,7 @@ extension HighlightEngine {
             // The analysis decoders are gone: give their memory back before the encoder takes its share.
             Self.releaseFreeMemory()
             try reporter.report(.selecting, 0)
-            let selection = SegmentSelector.select(from: analysis, target: settings.duration)
+            let selection = SegmentSelector.select(from: analysis, target: settings.duration, rules: settings.rules)
             let selected = clock.now
             try reporter.report(.rendering, 0)
             let made = try Self.render(analysis, selection.segments, input: input, to: partial, settings: settings, reporter: reporter)
@@ -111,7 +117,9 @@ extension HighlightEngine {
             try reporter.report(.finishing, 1)
             return HighlightReport(
                 input: analysis.info,
-                settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue),
+                settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue,
+                                minSegment: settings.choices.minSegment, maxSegment: settings.choices.maxSegment,
+                                maxSegments: settings.choices.maxSegments, aspect: settings.choices.aspect.rawValue),
                 scenes: analysis.changes, segments: made.segments,
                 output: .init(duration: rendered.duration, width: rendered.width, height: rendered.height,
                               videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
@@ -133,10 +141,13 @@ extension HighlightEngine {
     static func render(_ analysis: Analysis, _ segments: [Segment], input: String, to partial: String, settings: HighlightSettings,
                        reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment], moves: [EdgeMove]) {
         let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
+        let rules = settings.rules
+        // The user's segment choices hold on whichever grid the segments land, to within a frame.
+        let slack = max(0.05, analysis.info.nominalFrameInterval * 1.01)
         func align(to grid: KeyframeGrid) -> AlignedSelection? {
             let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
-                                                score: { SegmentSelector.meanScore(analysis, $0, $1) })
-            return aligned.segments.isEmpty ? nil : aligned
+                                                rules: rules, score: { SegmentSelector.meanScore(analysis, $0, $1) })
+            return aligned.segments.isEmpty || !rules.admits(aligned.segments, slack: slack) ? nil : aligned
         }
         var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
         if let grid {
@@ -150,7 +161,8 @@ extension HighlightEngine {
                     decision = RenderDecision(mode: .encode, reason: "the stream could not be copied (\(mismatch.detail))")
                 }
             } else {
-                decision = RenderDecision(mode: .encode, reason: "no shot is long enough to hold a whole GOP")
+                decision = RenderDecision(mode: .encode, reason: rules == .standard ? "no shot is long enough to hold a whole GOP"
+                                          : "the chosen segment lengths do not fall on the source's keyframes")
             }
         }
         var chosen = (segments: segments, moves: [EdgeMove]())

@@ -4,20 +4,41 @@ import MomentsContract
 // A job row as clients see it: the contract's types (MomentsContract, shared with MomentsKit) made
 // from `JobRecord`.
 
+/// Where a job's files are served: `<api>/api/v1/jobs/<id>/…` on the API that answers.
+public struct JobLinks: Sendable {
+    /// The API's origin, e.g. `https://moments.example.com`; nil when not known (no URLs then).
+    public var base: String?
+
+    public init(base: String?) { self.base = base }
+
+    func url(_ job: JobRecord, _ file: String) -> String? {
+        base.map { "\($0)/api/v1/jobs/\(job.id.uuidString.lowercased())/\(file)" }
+    }
+
+    /// The highlight's download URL once completed.
+    public func result(_ job: JobRecord) -> String? { job.status == .completed ? url(job, "download") : nil }
+    public func poster(_ job: JobRecord) -> String? { job.status == .completed && job.posterKey != nil ? url(job, "poster") : nil }
+    public func thumbnails(_ job: JobRecord) -> String? {
+        job.status == .completed && job.thumbnailsKey != nil ? url(job, "thumbnails") : nil
+    }
+}
+
 extension JobStatusReport {
-    /// The status of `job`; `resultURL` only once it completed.
-    public init(_ job: JobRecord, resultURL: String?) {
+    /// The status of `job`; the URLs only once it completed.
+    public init(_ job: JobRecord, links: JobLinks) {
         self.init(jobID: job.id, status: job.status, progress: job.progress, message: job.message,
-                  resultURL: job.status == .completed ? resultURL : nil, createdAt: job.createdAt, completedAt: job.completedAt,
-                  originalFilename: job.originalFilename, duration: job.sourceDuration, segmentsSelected: job.segmentsSelected)
+                  resultURL: links.result(job), createdAt: job.createdAt, completedAt: job.completedAt,
+                  originalFilename: job.originalFilename, duration: job.sourceDuration, segmentsSelected: job.segmentsSelected,
+                  posterURL: links.poster(job))
     }
 }
 
 extension JobDetails {
-    public init(_ job: JobRecord, resultURL: String?) {
-        self.init(report: JobStatusReport(job, resultURL: resultURL), stage: job.stage, quality: job.quality,
+    public init(_ job: JobRecord, links: JobLinks) {
+        self.init(report: JobStatusReport(job, links: links), stage: job.stage, quality: job.quality,
                   targetDuration: job.targetDuration, errorCode: job.errorCode, errorMessage: job.errorMessage, attempt: job.attempt,
                   maxAttempts: job.maxAttempts, startedAt: job.startedAt, updatedAt: job.updatedAt, sourceSize: job.sourceSize,
-                  resultSize: job.resultSize, segments: job.segments, codec: job.codec)
+                  resultSize: job.resultSize, segments: job.segments, codec: job.codec, choices: job.choices,
+                  thumbnailsURL: links.thumbnails(job))
     }
 }

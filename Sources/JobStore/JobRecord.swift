@@ -18,10 +18,13 @@ public struct NewJob: Sendable {
     /// The trace the job continues (propagation headers: W3C `traceparent`, `tracestate`); nil
     /// when tracing is off. `Jobs.submit` fills it from the submitting task's span.
     public var traceContext: [String: String]?
+    /// The user's segment and framing choices.
+    public var choices: HighlightChoices
 
     public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
                 sourceSize: Int64? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration), quality: Quality = .high, codec: VideoCodecChoice = .auto,
-                maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil) {
+                maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil,
+                choices: HighlightChoices = HighlightChoices()) {
         self.id = id
         self.owner = owner
         self.originalFilename = originalFilename
@@ -33,6 +36,7 @@ public struct NewJob: Sendable {
         self.maxAttempts = maxAttempts
         self.callbackURL = callbackURL
         self.traceContext = traceContext
+        self.choices = choices
     }
 }
 
@@ -74,6 +78,13 @@ public struct JobRecord: Sendable, Equatable {
     public var resultExpiredAt: Date?
     /// The trace the job belongs to (propagation headers), when it was submitted with tracing on.
     public var traceContext: [String: String]? = nil
+    /// The user's segment and framing choices.
+    public var choices = HighlightChoices()
+    /// The poster JPEG and the thumbnail strip, once completed.
+    public var posterKey: String? = nil
+    public var thumbnailsKey: String? = nil
+    /// The source's frame rate, once a worker probed it.
+    public var sourceFrameRate: Double? = nil
 
     /// The trace id (32 hex digits) of `traceContext`'s W3C `traceparent`, for people to look up.
     public var traceID: String? { traceContext?["traceparent"].flatMap(Self.traceID(of:)) }

@@ -58,10 +58,12 @@ public struct JobStore: Sendable {
                 let rows = try await connection.query("""
                     WITH t AS (
                         INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
-                                          codec, max_attempts, stage, message, callback_url, trace_context)
+                                          codec, max_attempts, stage, message, callback_url, trace_context,
+                                          min_segment, max_segment, max_segments, aspect)
                         VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
                                 \(job.targetDuration), \(job.quality.rawValue), \(job.codec.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
-                                \(job.callbackURL), \(Self.traceJSON(job.traceContext))::jsonb)
+                                \(job.callbackURL), \(Self.traceJSON(job.traceContext))::jsonb,
+                                \(job.choices.minSegment), \(job.choices.maxSegment), \(job.choices.maxSegments), \(job.choices.aspect.rawValue))
                         ON CONFLICT (id) DO NOTHING
                         RETURNING \(unescaped: Self.columns)),
                     e AS (INSERT INTO job_events (job_id, to_status, attempt, detail) SELECT id, 'pending', 0, 'created' FROM t)
@@ -111,7 +113,8 @@ public struct JobStore: Sendable {
         id, owner, status, progress, stage, message, error_code, error_message, original_filename, source_key, source_size,
         result_key, result_size, target_duration, quality, codec, source_duration, segments_selected, attempt, max_attempts,
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
-        callback_url, source_deleted_at, result_expired_at, trace_context::text AS trace_context
+        callback_url, source_deleted_at, result_expired_at, trace_context::text AS trace_context,
+        min_segment, max_segment, max_segments, aspect, poster_key, thumbnails_key, source_frame_rate
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
@@ -149,7 +152,12 @@ public struct JobStore: Sendable {
             sourceDeletedAt: try r["source_deleted_at"].decode(Date?.self),
             resultExpiredAt: try r["result_expired_at"].decode(Date?.self),
             traceContext: try r["trace_context"].decode(String?.self)
-                .flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) })
+                .flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) },
+            choices: HighlightChoices(minSegment: try r["min_segment"].decode(Double?.self), maxSegment: try r["max_segment"].decode(Double?.self),
+                                      maxSegments: try r["max_segments"].decode(Int?.self),
+                                      aspect: AspectRatio(rawValue: try r["aspect"].decode(String.self)) ?? .source),
+            posterKey: try r["poster_key"].decode(String?.self), thumbnailsKey: try r["thumbnails_key"].decode(String?.self),
+            sourceFrameRate: try r["source_frame_rate"].decode(Double?.self))
     }
 
     /// Runs database work, turning any failure into a `JobStoreError` whose message says what could

@@ -281,6 +281,25 @@ public enum Migrations {
             "CREATE INDEX jobs_owner_list ON jobs (owner, created_at DESC, id DESC)",
             "DROP INDEX jobs_owner_created",
         ]),
+        Migration(version: 11, name: "highlight choices, poster and thumbnails", statements: [
+            """
+            ALTER TABLE jobs
+                ADD COLUMN min_segment double precision CHECK (min_segment BETWEEN 1 AND 60),
+                ADD COLUMN max_segment double precision CHECK (max_segment BETWEEN 1 AND 60),
+                ADD COLUMN max_segments integer CHECK (max_segments BETWEEN 1 AND 60),
+                ADD COLUMN aspect text NOT NULL DEFAULT 'source' CHECK (aspect IN ('source', '9:16', '1:1', '4:5', '16:9')),
+                ADD COLUMN poster_key text,
+                ADD COLUMN thumbnails_key text,
+                ADD COLUMN source_frame_rate double precision
+            """,
+            "COMMENT ON COLUMN jobs.min_segment IS 'The shortest segment the user allowed, in seconds; NULL: the engine chooses.'",
+            "COMMENT ON COLUMN jobs.max_segment IS 'The longest segment the user allowed, in seconds; NULL: the engine chooses.'",
+            "COMMENT ON COLUMN jobs.max_segments IS 'The most segments the user allowed; NULL: the engine chooses.'",
+            "COMMENT ON COLUMN jobs.aspect IS 'The shape of the highlight''s frame: source, or a crop (9:16, 1:1, 4:5, 16:9) that follows the action.'",
+            "COMMENT ON COLUMN jobs.poster_key IS 'The completed highlight''s poster JPEG in object storage.'",
+            "COMMENT ON COLUMN jobs.thumbnails_key IS 'The completed highlight''s thumbnail strip JPEG (one picture per segment) in object storage.'",
+            "COMMENT ON COLUMN jobs.source_frame_rate IS 'The source''s frame rate, for timeline exports (EDL timecodes, FCPXML frame durations).'",
+        ]),
     ]
 }
 

@@ -17,9 +17,11 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
     /// The source's length in seconds, once known.
     public var duration: Double?
     public var segmentsSelected: Int?
+    /// Set once completed (API 1.1): the highlight's poster JPEG. Left out until then.
+    public var posterURL: String?
 
     public init(jobID: UUID, status: JobStatus, progress: Int, message: String?, resultURL: String?, createdAt: Date,
-                completedAt: Date?, originalFilename: String?, duration: Double?, segmentsSelected: Int?) {
+                completedAt: Date?, originalFilename: String?, duration: Double?, segmentsSelected: Int?, posterURL: String? = nil) {
         self.jobID = jobID
         self.status = status
         self.progress = progress
@@ -30,11 +32,13 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
         self.originalFilename = originalFilename
         self.duration = duration
         self.segmentsSelected = segmentsSelected
+        self.posterURL = posterURL
     }
 
     enum CodingKeys: String, CodingKey {
         case jobID = "job_id", status, progress, message, resultURL = "result_url", createdAt = "created_at"
         case completedAt = "completed_at", originalFilename = "original_filename", duration, segmentsSelected = "segments_selected"
+        case posterURL = "poster_url"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -49,6 +53,8 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
         try c.encode(originalFilename, forKey: .originalFilename)
         try c.encode(duration, forKey: .duration)
         try c.encode(segmentsSelected, forKey: .segmentsSelected)
+        // New in 1.1 and only when there is one, so the seed's answers stay byte for byte.
+        try c.encodeIfPresent(posterURL, forKey: .posterURL)
     }
 }
 
@@ -103,10 +109,15 @@ public struct JobDetails: Codable, Equatable, Sendable {
     public var sourceSize: Int64?
     public var resultSize: Int64?
     public var segments: [SelectedSegment]?
+    /// API 1.1: the user's segment and framing choices (each left out when not made).
+    public var choices: HighlightChoices
+    /// API 1.1: once completed, the thumbnail strip (one picture per segment, left to right).
+    public var thumbnailsURL: String?
 
     public init(report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
                 errorMessage: String?, attempt: Int, maxAttempts: Int, startedAt: Date?, updatedAt: Date,
-                sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?, codec: VideoCodecChoice = .auto) {
+                sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?, codec: VideoCodecChoice = .auto,
+                choices: HighlightChoices = HighlightChoices(), thumbnailsURL: String? = nil) {
         self.report = report
         self.stage = stage
         self.quality = quality
@@ -121,12 +132,16 @@ public struct JobDetails: Codable, Equatable, Sendable {
         self.sourceSize = sourceSize
         self.resultSize = resultSize
         self.segments = segments
+        self.choices = choices
+        self.thumbnailsURL = thumbnailsURL
     }
 
     enum CodingKeys: String, CodingKey {
         case stage, quality, codec, targetDuration = "target_duration", errorCode = "error_code", errorMessage = "error_message"
         case attempt, maxAttempts = "max_attempts", startedAt = "started_at", updatedAt = "updated_at"
         case sourceSize = "source_size", resultSize = "result_size", segments
+        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+        case thumbnailsURL = "thumbnails_url"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -145,6 +160,11 @@ public struct JobDetails: Codable, Equatable, Sendable {
         sourceSize = try c.decodeIfPresent(Int64.self, forKey: .sourceSize)
         resultSize = try c.decodeIfPresent(Int64.self, forKey: .resultSize)
         segments = try c.decodeIfPresent([SelectedSegment].self, forKey: .segments)
+        choices = HighlightChoices(minSegment: try c.decodeIfPresent(Double.self, forKey: .minSegment),
+                                   maxSegment: try c.decodeIfPresent(Double.self, forKey: .maxSegment),
+                                   maxSegments: try c.decodeIfPresent(Int.self, forKey: .maxSegments),
+                                   aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source)
+        thumbnailsURL = try c.decodeIfPresent(String.self, forKey: .thumbnailsURL)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -163,5 +183,11 @@ public struct JobDetails: Codable, Equatable, Sendable {
         try c.encode(sourceSize, forKey: .sourceSize)
         try c.encode(resultSize, forKey: .resultSize)
         try c.encode(segments, forKey: .segments)
+        // New in 1.1, each only when set, so the seed's answers stay byte for byte.
+        try c.encodeIfPresent(choices.minSegment, forKey: .minSegment)
+        try c.encodeIfPresent(choices.maxSegment, forKey: .maxSegment)
+        try c.encodeIfPresent(choices.maxSegments, forKey: .maxSegments)
+        if choices.aspect != .source { try c.encode(choices.aspect, forKey: .aspect) }
+        try c.encodeIfPresent(thumbnailsURL, forKey: .thumbnailsURL)
     }
 }

@@ -79,19 +79,29 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var callbackURL: String?
     /// The file's length: the upload URL then accepts exactly that many bytes.
     public var sizeBytes: Int64?
+    /// API 1.1: segment lengths and count, and the frame's shape.
+    public var minSegment: Double?
+    public var maxSegment: Double?
+    public var maxSegments: Int?
+    public var aspect: String?
 
     public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
-                sizeBytes: Int64? = nil) {
+                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices()) {
         self.filename = filename
         self.targetDuration = targetDuration
         self.quality = quality
         self.codec = codec
         self.callbackURL = callbackURL
         self.sizeBytes = sizeBytes
+        minSegment = choices.minSegment
+        maxSegment = choices.maxSegment
+        maxSegments = choices.maxSegments
+        aspect = choices.aspect == .source ? nil : choices.aspect.rawValue
     }
 
     enum CodingKeys: String, CodingKey {
         case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", sizeBytes = "size_bytes"
+        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
     }
 }
 

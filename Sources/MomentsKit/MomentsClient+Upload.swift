@@ -19,8 +19,11 @@ extension MomentsClient {
     /// no second highlight. Pass `idempotencyKey` (and keep it, e.g. with the file's record) to
     /// make a submission repeated after the app was suspended or relaunched the same job too; by
     /// default each call makes a new key.
+    ///
+    /// `choices` (API 1.1): segment lengths and count, and the frame's shape (`.portrait` makes a
+    /// 9:16 Reel of a landscape clip, the crop following the action).
     public func upload(file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high, codec: VideoCodecChoice = .auto,
-                       callbackURL: String? = nil, idempotencyKey: String = UUID().uuidString,
+                       callbackURL: String? = nil, choices: HighlightChoices = HighlightChoices(), idempotencyKey: String = UUID().uuidString,
                        progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
         let size: Int64
         do {
@@ -31,20 +34,26 @@ extension MomentsClient {
         if size >= directUploadThreshold {
             do {
                 return try await directUpload(file: file, size: size, targetDuration: targetDuration, quality: quality,
-                                              codec: codec, callbackURL: callbackURL, idempotencyKey: idempotencyKey, progress: progress)
+                                              codec: codec, callbackURL: callbackURL, choices: choices, idempotencyKey: idempotencyKey,
+                                              progress: progress)
             } catch where error.code == "direct_upload_unavailable" {
                 // The server stores files itself (local storage): fall back to multipart.
             }
         }
         return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
-                                         idempotencyKey: idempotencyKey, progress: progress)
+                                         choices: choices, idempotencyKey: idempotencyKey, progress: progress)
     }
 
     func multipartUpload(file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                         idempotencyKey: String, progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+                         choices: HighlightChoices = HighlightChoices(), idempotencyKey: String,
+                         progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
         if codec != .auto { fields.append(("codec", codec.rawValue)) }
         if let callbackURL { fields.append(("callback_url", callbackURL)) }
+        if let value = choices.minSegment { fields.append(("min_segment", String(value))) }
+        if let value = choices.maxSegment { fields.append(("max_segment", String(value))) }
+        if let value = choices.maxSegments { fields.append(("max_segments", String(value))) }
+        if choices.aspect != .source { fields.append(("aspect", choices.aspect.rawValue)) }
         let form = try MultipartFile.write(file: file, fields: fields)
         defer { try? FileManager.default.removeItem(at: form.url) }
         var request = request("POST", "api/v1/upload")
@@ -60,12 +69,12 @@ extension MomentsClient {
     }
 
     func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                      idempotencyKey: String, progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+                      choices: HighlightChoices = HighlightChoices(), idempotencyKey: String, progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         let reservation: DirectUpload = try await send(
             "POST", "api/v1/uploads",
             body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
                                                  quality: quality.rawValue, callbackURL: callbackURL,
-                                                 codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size)),
+                                                 codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size, choices: choices)),
             headers: ["Idempotency-Key": idempotencyKey], idempotent: true)
         guard let target = URL(string: reservation.uploadURL) else {
             throw MomentsClientError.invalid("The server's upload URL is not a URL.")

@@ -84,7 +84,8 @@ public struct HighlightJobHandler: JobHandler {
         // Cancelled or not from here on, the result goes back to the worker: it knows, from the
         // store, whether the job is still this attempt's, and deletes the result if not.
         return JobResult(resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
-                         segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) })
+                         segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) },
+                         sourceFrameRate: report.input.frameRate)
     }
 
     /// Deletes the highlight this attempt stored, once the store says the job was cancelled or
@@ -107,7 +108,7 @@ public struct HighlightJobHandler: JobHandler {
 
     /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.
     private func highlight(source: URL, output: URL, job: JobRecord, context: JobContext) async throws -> HighlightReport {
-        let settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec)
+        let settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec, choices: job.choices)
         let cancellation = CancellationFlag()
         let (updates, sink) = AsyncStream.makeStream(of: ProgressUpdate.self, bufferingPolicy: .bufferingNewest(1))
         let forward = Task {

@@ -193,7 +193,7 @@ public struct RetentionSweeper: Sendable {
     }
 
     private func expireObjects(of job: JobRecord) async throws(StorageError) {
-        if let result = job.resultKey { try await storage.delete(key: result) }
+        for key in [job.resultKey, job.posterKey, job.thumbnailsKey].compactMap({ $0 }) { try await storage.delete(key: key) }
         if job.sourceDeletedAt == nil { try await storage.delete(key: job.sourceKey) }
     }
 }

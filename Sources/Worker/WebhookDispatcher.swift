@@ -194,9 +194,8 @@ public struct WebhookDispatcher: Sendable {
             var job: JobDetails
             enum CodingKeys: String, CodingKey { case event, deliveryID = "delivery_id", job }
         }
-        let resultURL = publicURL.map { "\($0)/api/v1/jobs/\(job.id.uuidString.lowercased())/download" }
         return try MomentsJSON.encoder.encode(Body(event: delivery.event, deliveryID: delivery.id,
-                                                  job: JobDetails(job, resultURL: resultURL)))
+                                                  job: JobDetails(job, links: JobLinks(base: publicURL))))
     }
 
     /// `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`.

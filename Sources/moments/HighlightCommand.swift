@@ -20,15 +20,18 @@ struct HighlightCommand: ParsableCommand {
     var codec: VideoCodecChoice = .auto
     @Option(help: "Write a JSON report of the run here.") var report: String?
     @Option(help: "Longest accepted video, in seconds.") var maxDuration = Double(HighlightLimits.maximumSourceDuration)
+    @OptionGroup var choiceOptions: ChoiceOptions
 
     func validate() throws {
         guard duration >= 1, duration <= 3600 else {
             throw ValidationError("--duration must be between 1 and 3600 seconds.")
         }
+        _ = try choiceOptions.choices(target: duration)
     }
 
     func run() throws {
-        let settings = HighlightSettings(duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration))
+        let settings = HighlightSettings(duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration),
+                                         choices: try choiceOptions.choices(target: duration))
         let display = ProgressDisplay()
         let cancellation = CancellationFlag()
         let stop = SignalCancellation(flag: cancellation)

@@ -40,7 +40,7 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 let jobs = try await services.run { services in try await services.store.listJobs(filter, limit: limit).jobs }
                 if json {
-                    print(try JobsCommand.json(jobs.map { JobDetails($0, resultURL: nil) }))
+                    print(try JobsCommand.json(jobs.map { JobDetails($0, links: JobLinks(base: nil)) }))
                     return
                 }
                 let rows = jobs.map { job in
@@ -67,7 +67,7 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 guard let job else { throw JobStoreError(.notFound, "There is no job \(target.id).") }
                 if target.json {
-                    print(try JobsCommand.json(JobDetails(job, resultURL: nil)))
+                    print(try JobsCommand.json(JobDetails(job, links: JobLinks(base: nil))))
                     return
                 }
                 let fields: [(String, String?)] = [
@@ -111,7 +111,7 @@ struct JobsCommand: AsyncParsableCommand {
                 try await selection.act(.retry) { controls, id in
                     switch try await controls.retry(id, attempts: attempts) {
                     case .requeued(let job):
-                        if selection.json { print(try JobsCommand.json(JobStatusReport(job, resultURL: nil))) } else {
+                        if selection.json { print(try JobsCommand.json(JobStatusReport(job, links: JobLinks(base: nil)))) } else {
                             print("job \(id.uuidString.lowercased()) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
                         }
                     case .notFailed(let status):
@@ -136,7 +136,7 @@ struct JobsCommand: AsyncParsableCommand {
                     switch try await controls.cancel(id) {
                     case .cancelled(let from):
                         if selection.json, let job = try await controls.jobs.store.job(id) {
-                            print(try JobsCommand.json(JobStatusReport(job, resultURL: nil)))
+                            print(try JobsCommand.json(JobStatusReport(job, links: JobLinks(base: nil))))
                         } else {
                             print("job \(id.uuidString.lowercased()) cancelled (it was \(from.rawValue))")
                         }

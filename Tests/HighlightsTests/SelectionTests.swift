@@ -3,6 +3,7 @@ import MediaSynth
 import ServiceTestSupport
 import Testing
 @testable import Highlights
+import MomentsModel
 
 @Suite("Segment selection", .heavy)
 struct SelectionTests {
@@ -78,5 +79,68 @@ struct SelectionTests {
         // 20 s of footage; only the transitions (dissolve, and the dark frames of the fade) are left out.
         #expect(selection.total > 17 && selection.total <= analysis.info.duration + 1e-6, "total \(selection.total)")
         for (a, b) in zip(selection.segments, selection.segments.dropFirst()) { #expect(a.end <= b.start) }
+    }
+
+    // MARK: The user's segment choices
+
+    @Test("min_segment and max_segment bound every segment; the total stays on target")
+    func segmentLengthBounds() throws {
+        let analysis = try analysis()
+        let rules = SegmentRules(HighlightChoices(minSegment: 3, maxSegment: 4), target: Self.target)
+        let selection = SegmentSelector.select(from: analysis, target: Self.target, rules: rules)
+        let frame = 1.0 / 30
+        #expect(abs(selection.total - Self.target) <= 0.5, "total \(selection.total)")
+        for segment in selection.segments {
+            #expect(segment.duration >= 3 - frame && segment.duration <= 4 + frame, "\(segment.start)–\(segment.end)")
+        }
+        // Unchosen, the engine makes segments outside those bounds here: the choice changed something.
+        let own = SegmentSelector.select(from: analysis, target: Self.target).segments
+        #expect(own.contains { $0.duration < 3 - frame || $0.duration > 4 + frame }, "\(own.map(\.duration))")
+    }
+
+    @Test("max_segments caps the count; the segments grow so the total stays on target")
+    func segmentCount() throws {
+        let analysis = try analysis()
+        let rules = SegmentRules(HighlightChoices(maxSegments: 2), target: Self.target)
+        let selection = SegmentSelector.select(from: analysis, target: Self.target, rules: rules)
+        #expect(selection.segments.count <= 2 && !selection.segments.isEmpty)
+        #expect(abs(selection.total - Self.target) <= 0.5, "total \(selection.total)")
+        #expect(SegmentSelector.select(from: analysis, target: Self.target).segments.count > 2)
+    }
+
+    @Test("a short source is cut to the chosen lengths instead of shown whole")
+    func shortSourceWithChoices() throws {
+        let path = try Fixtures.path("h264-gop30.mp4", Fixtures.scenes())
+        let analysis = try HighlightEngine().analyze(input: path)
+        let rules = SegmentRules(HighlightChoices(maxSegment: 3), target: 30)
+        let selection = SegmentSelector.select(from: analysis, target: 30, rules: rules)
+        #expect(selection.segments.count >= 3)
+        for segment in selection.segments { #expect(segment.duration <= 3 + 1.0 / 30, "\(segment.start)–\(segment.end)") }
+        for (a, b) in zip(selection.segments, selection.segments.dropFirst()) { #expect(a.end <= b.start) }
+    }
+
+    @Test("choices are checked: ranges, contradictions, an unreachable target")
+    func choiceValidation() throws {
+        func field(_ min: String? = nil, _ max: String? = nil, _ count: String? = nil, _ aspect: String? = nil,
+                   target: Double = 30) -> String? {
+            do {
+                _ = try HighlightChoices.parse(minSegment: min, maxSegment: max, maxSegments: count, aspect: aspect, targetDuration: target)
+                return nil
+            } catch { return error.field }
+        }
+        #expect(field() == nil)
+        #expect(field("", " ", "", "") == nil)
+        #expect(field("0.5") == "min_segment")
+        #expect(field(nil, "61") == "max_segment")
+        #expect(field(nil, "nan") == "max_segment")
+        #expect(field(nil, nil, "0") == "max_segments")
+        #expect(field(nil, nil, "2.5") == "max_segments")
+        #expect(field(nil, nil, nil, "3:4") == "aspect")
+        #expect(field("5", "4") == "segments")
+        #expect(field("20", target: 10) == "segments")
+        #expect(field(nil, "3", "5", target: 30) == "segments")
+        #expect(field(nil, "3", "10", target: 30) == nil)
+        #expect(try HighlightChoices.parse(minSegment: "2.5", maxSegment: nil, maxSegments: nil, aspect: "9:16", targetDuration: 30)
+            == HighlightChoices(minSegment: 2.5, aspect: .portrait))
     }
 }

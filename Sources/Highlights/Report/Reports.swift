@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import MomentsModel
 
 /// How reports are written: pretty, keys sorted, so two runs diff cleanly.
 public enum ReportJSON {
@@ -70,7 +71,14 @@ public struct HighlightReport: Sendable, Codable {
         public var targetDuration: Double
         public var quality: String
         public var codec: String
-        enum CodingKeys: String, CodingKey { case targetDuration = "target_duration", quality, codec }
+        public var minSegment: Double?
+        public var maxSegment: Double?
+        public var maxSegments: Int?
+        public var aspect: String
+        enum CodingKeys: String, CodingKey {
+            case targetDuration = "target_duration", quality, codec
+            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+        }
     }
 
     public struct Output: Sendable, Codable {

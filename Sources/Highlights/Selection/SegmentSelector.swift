@@ -6,21 +6,26 @@ import Foundation
 /// away from one. They are taken greedily by score, discounted for looking like or sitting close to
 /// segments already taken and rewarded for covering a part of the timeline not yet covered; then
 /// their lengths are fitted so the total lands on the target. Same analysis and target, same answer.
+/// `SegmentRules` (the user's segment choices) bound the lengths and the count.
 public enum SegmentSelector {
-    static let minimumLength = 1.5
-    static let maximumLength = 6.0
-    static let lengths: [Double] = [2, 3, 4, 5, 6]
+    static let minimumLength = SegmentRules.standard.shortest
+    static let maximumLength = SegmentRules.standard.longest
     static let step = 0.5
     static let edgeMargin = 0.5
     static let tolerance = 0.5
 
-    public static func select(from analysis: Analysis, target: Double) -> Selection {
+    public static func select(from analysis: Analysis, target: Double, rules: SegmentRules = .standard) -> Selection {
         let duration = analysis.info.duration
         let shots = analysis.shots
-        let candidates = makeCandidates(analysis)
+        let candidates = makeCandidates(analysis, rules: rules)
         let topCandidates = Array(candidates.sorted { ($0.score, -$0.start) > ($1.score, -$1.start) }.prefix(20))
+        var target = target
         if duration <= target + tolerance {
-            return Selection(segments: usableParts(of: analysis), candidates: topCandidates)
+            let usable = usableParts(of: analysis)
+            // A short source is shown whole, unless the user's choices ask for cuts: then as much
+            // of its usable footage as those allow.
+            if rules.admits(usable) { return Selection(segments: usable, candidates: topCandidates) }
+            target = min(target, usable.reduce(0) { $0 + $1.duration })
         }
         var chosen: [Segment] = []
         var total = 0.0
@@ -29,10 +34,10 @@ public enum SegmentSelector {
         func bin(_ s: Segment) -> Int { min(bins - 1, max(0, Int(saturating: (s.start + s.end) / 2 / duration * Double(bins)))) }
         let tau = max(0.5, 0.5 * duration / target)
 
-        while target - total > tolerance {
+        while target - total > tolerance, chosen.count < rules.count ?? .max {
             let remaining = target - total
             var best: (value: Double, segment: Segment)?
-            for c in candidates where c.duration <= remaining + tolerance || remaining >= maximumLength {
+            for c in candidates where c.duration <= remaining + tolerance || remaining >= rules.longest {
                 if chosen.contains(where: { c.start < $0.end + 0.25 && $0.start < c.end + 0.25 }) { continue }
                 var redundancy = 0.0
                 for s in chosen {
@@ -52,18 +57,18 @@ public enum SegmentSelector {
             total += pick.duration
         }
         chosen.sort { $0.start < $1.start }
-        chosen = fit(chosen, to: target, shots: shots, duration: duration)
-        chosen = snap(chosen, to: analysis.frameTimes, target: target, shots: shots)
+        chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
+        chosen = snap(chosen, to: analysis.frameTimes, target: target, shots: shots, rules: rules)
         return Selection(segments: chosen, candidates: topCandidates)
     }
 
     // MARK: Candidates
 
-    static func makeCandidates(_ analysis: Analysis) -> [Segment] {
+    static func makeCandidates(_ analysis: Analysis, rules: SegmentRules = .standard) -> [Segment] {
         var result: [Segment] = []
-        for (index, shot) in analysis.shots.enumerated() where shot.duration >= minimumLength {
+        for (index, shot) in analysis.shots.enumerated() where shot.duration >= rules.shortest {
             var seen = Set<String>()
-            for length in lengths where length <= shot.duration + 1e-9 {
+            for length in rules.lengths where length <= shot.duration + 1e-9 {
                 var start = shot.start
                 while start + length <= shot.end + 1e-9 {
                     var s = start, e = start + length
@@ -155,13 +160,14 @@ public enum SegmentSelector {
             parts = [Segment(start: 0, end: analysis.info.duration, score: meanScore(analysis, 0, analysis.info.duration),
                              reasons: ["the whole video"], shot: 0)]
         }
-        return snap(parts, to: analysis.frameTimes, target: nil, shots: analysis.shots)
+        return snap(parts, to: analysis.frameTimes, target: nil, shots: analysis.shots, rules: .standard)
     }
 
     // MARK: Fitting the total
 
     /// Lengthens (or shortens) segments inside their shots until the total is the target.
-    static func fit(_ segments: [Segment], to target: Double, shots: [Shot], duration: Double) -> [Segment] {
+    static func fit(_ segments: [Segment], to target: Double, shots: [Shot], duration: Double,
+                    rules: SegmentRules = .standard) -> [Segment] {
         var result = segments
         var delta = target - result.reduce(0) { $0 + $1.duration }
         // Grow: end first (towards the next cut), then start, never into a neighbour.
@@ -172,7 +178,7 @@ public enum SegmentSelector {
                 let shot = shots.indices.contains(result[i].shot) ? shots[result[i].shot] : Shot(start: 0, end: duration)
                 let nextStart = i + 1 < result.count ? result[i + 1].start - 0.25 : duration
                 let previousEnd = i > 0 ? result[i - 1].end + 0.25 : 0
-                let cap = pass <= 2 ? maximumLength : .infinity
+                let cap = pass <= 2 || rules.capsEveryPass ? rules.longest : .infinity
                 let roomEnd = max(0, min(shot.end, nextStart) - result[i].end)
                 let grow = min(delta, roomEnd, max(0, cap - result[i].duration))
                 result[i].end += grow
@@ -185,7 +191,7 @@ public enum SegmentSelector {
         }
         // Shrink from the weakest segment's end while too long.
         for i in result.indices.sorted(by: { result[$0].score < result[$1].score }) where delta < -0.01 {
-            let cut = min(-delta, max(0, result[i].duration - minimumLength))
+            let cut = min(-delta, max(0, result[i].duration - rules.shortest))
             result[i].end -= cut
             delta += cut
         }
@@ -194,7 +200,8 @@ public enum SegmentSelector {
 
     /// Puts every edge on a frame (start on a frame, end on the frame after the last one shown) and
     /// corrects the total for the rounding.
-    static func snap(_ segments: [Segment], to frames: [Double], target: Double?, shots: [Shot]) -> [Segment] {
+    static func snap(_ segments: [Segment], to frames: [Double], target: Double?, shots: [Shot],
+                     rules: SegmentRules = .standard) -> [Segment] {
         guard !frames.isEmpty else { return segments }
         func frameAtOrAfter(_ t: Double) -> Double {
             var lo = 0, hi = frames.count
@@ -215,8 +222,9 @@ public enum SegmentSelector {
         let total = result.reduce(0) { $0 + $1.duration }
         if abs(total - target) > 0.25, let i = result.indices.max(by: { result[$0].duration < result[$1].duration }) {
             let wanted = result[i].end + (target - total)
-            let limit = i + 1 < result.count ? result[i + 1].start : frameAtOrAfter(.infinity)
-            result[i].end = max(result[i].start + minimumLength, min(limit, frameAtOrAfter(wanted)))
+            var limit = i + 1 < result.count ? result[i + 1].start : frameAtOrAfter(.infinity)
+            if rules.capsEveryPass { limit = min(limit, frameAtOrAfter(result[i].start + rules.longest)) }
+            result[i].end = max(result[i].start + rules.shortest, min(limit, frameAtOrAfter(wanted)))
         }
         return result
     }

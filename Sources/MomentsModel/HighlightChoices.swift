@@ -1,0 +1,122 @@
+import Foundation
+
+/// The shape of the highlight's frame. Stored with the job and sent by clients; never rename a case.
+public enum AspectRatio: String, Sendable, Codable, CaseIterable {
+    /// The source's own shape.
+    case source
+    /// Portrait: Reels, Shorts, TikTok.
+    case portrait = "9:16"
+    case square = "1:1"
+    /// Instagram's portrait feed post.
+    case feed = "4:5"
+    case landscape = "16:9"
+
+    /// Width over height; nil for `source`.
+    public var ratio: Double? {
+        switch self {
+        case .source: nil
+        case .portrait: 9.0 / 16
+        case .square: 1
+        case .feed: 4.0 / 5
+        case .landscape: 16.0 / 9
+        }
+    }
+}
+
+/// What the person asking for a highlight may choose besides its length and quality: the lengths of
+/// its segments, how many there are, and the frame's shape. Cloudinary's preview API offers the
+/// same segment choices. Nil means the engine's own judgement.
+public struct HighlightChoices: Sendable, Equatable, Codable {
+    /// No segment shorter than this, in seconds.
+    public var minSegment: Double?
+    /// No segment longer than this, in seconds.
+    public var maxSegment: Double?
+    /// At most this many segments.
+    public var maxSegments: Int?
+    public var aspect: AspectRatio
+
+    public init(minSegment: Double? = nil, maxSegment: Double? = nil, maxSegments: Int? = nil, aspect: AspectRatio = .source) {
+        self.minSegment = minSegment
+        self.maxSegment = maxSegment
+        self.maxSegments = maxSegments
+        self.aspect = aspect
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+    }
+
+    /// Segment lengths that may be asked for, in seconds.
+    public static let segmentLengths = 1.0...60.0
+    /// Segment counts that may be asked for.
+    public static let segmentCounts = 1...60
+
+    /// A choice that cannot be honoured: the setting's name (the code's subject) and a sentence.
+    public struct Invalid: Error, Sendable, Equatable {
+        /// `min_segment`, `max_segment`, `max_segments`, `aspect`, or `segments` for a contradiction between them.
+        public var field: String
+        public var message: String
+    }
+
+    /// Reads the choices from text settings (form fields, JSON strings, command-line options): each
+    /// is absent, empty (the default), or valid; then checks them against each other and
+    /// `targetDuration`.
+    public static func parse(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?,
+                             targetDuration: Double) throws(Invalid) -> HighlightChoices {
+        func text(_ value: String?) -> String? {
+            guard let value = value?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
+            return value
+        }
+        func seconds(_ value: String?, field: String) throws(Invalid) -> Double? {
+            guard let value = text(value) else { return nil }
+            guard let number = Double(value), number.isFinite, segmentLengths.contains(number) else {
+                throw Invalid(field: field, message: "\(field) must be a number of seconds from \(Int(segmentLengths.lowerBound)) "
+                    + "to \(Int(segmentLengths.upperBound)).")
+            }
+            return number
+        }
+        var choices = HighlightChoices()
+        choices.minSegment = try seconds(minSegment, field: "min_segment")
+        choices.maxSegment = try seconds(maxSegment, field: "max_segment")
+        if let value = text(maxSegments) {
+            guard let count = Int(value), segmentCounts.contains(count) else {
+                throw Invalid(field: "max_segments", message: "max_segments must be a whole number from \(segmentCounts.lowerBound) "
+                    + "to \(segmentCounts.upperBound).")
+            }
+            choices.maxSegments = count
+        }
+        if let value = text(aspect) {
+            guard let ratio = AspectRatio(rawValue: value.lowercased()) else {
+                throw Invalid(field: "aspect", message: "aspect must be one of "
+                    + AspectRatio.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+            }
+            choices.aspect = ratio
+        }
+        try choices.check(targetDuration: targetDuration)
+        return choices
+    }
+
+    /// Checks the choices against each other and the highlight's length.
+    public func check(targetDuration: Double) throws(Invalid) {
+        if let minSegment, let maxSegment, minSegment > maxSegment {
+            throw Invalid(field: "segments", message: "min_segment (\(Self.format(minSegment)) s) is longer than "
+                + "max_segment (\(Self.format(maxSegment)) s).")
+        }
+        if let minSegment, minSegment > targetDuration {
+            throw Invalid(field: "segments", message: "min_segment (\(Self.format(minSegment)) s) is longer than the whole "
+                + "highlight (target_duration \(Self.format(targetDuration)) s).")
+        }
+        if let maxSegments, let maxSegment, Double(maxSegments) * maxSegment < targetDuration - 0.5 {
+                throw Invalid(field: "segments", message: "\(maxSegments) segment\(maxSegments == 1 ? "" : "s") of at most "
+                    + "\(Self.format(maxSegment)) s cannot fill a \(Self.format(targetDuration)) s highlight: allow more or longer "
+                    + "segments, or ask for a shorter highlight.")
+        }
+    }
+
+    /// Whether every choice is the default.
+    public var isDefault: Bool { self == HighlightChoices() }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)
+    }
+}
