@@ -37,6 +37,12 @@ struct JobsController: Sendable {
         group.get("{id}/download") { request, context in
             try await download(try await job(context), request: request, context: context)
         }
+        group.get("{id}/poster") { request, context in
+            try await still(try await job(context), kind: "poster", request: request, context: context)
+        }
+        group.get("{id}/thumbnails") { request, context in
+            try await still(try await job(context), kind: "thumbnails", request: request, context: context)
+        }
         group.get("{id}/events") { request, context in
             try await events(try await job(context), owner: context.identity.owner ?? "anonymous", request: request)
         }
@@ -96,7 +102,28 @@ struct JobsController: Sendable {
     }
 
     private func download(_ job: JobRecord, request: Request, context: MomentsRequestContext) async throws -> Response {
-        guard job.status == .completed, let key = job.resultKey else {
+        try Self.checkFinished(job)
+        guard let key = job.resultKey else { throw APIError.jobNotFound() }
+        return try await serve(key, type: "video/mp4", filename: "highlight-\(job.id.uuidString.lowercased()).mp4",
+                               request: request, context: context)
+    }
+
+    /// `GET …/poster` and `GET …/thumbnails`: the completed highlight's JPEGs, as the download is served.
+    private func still(_ job: JobRecord, kind: String, request: Request, context: MomentsRequestContext) async throws -> Response {
+        try Self.checkFinished(job)
+        guard let key = kind == "poster" ? job.posterKey : job.thumbnailsKey else {
+            throw APIError(.notFound, "\(kind)_unavailable", kind == "poster"
+                ? "This highlight has no poster (it was made before posters were, or its pictures could not be read)."
+                : "This highlight has no thumbnails (it was made before thumbnails were, or its pictures could not be read).")
+        }
+        return try await serve(key, type: "image/jpeg", filename: "\(kind)-\(job.id.uuidString.lowercased()).jpg",
+                               request: request, context: context, inline: true)
+    }
+
+    /// 409 `not_ready` before the job completed (or when it ended otherwise), 410 `result_expired`
+    /// once the retention sweep deleted its files.
+    static func checkFinished(_ job: JobRecord) throws {
+        guard job.status == .completed else {
             throw APIError(.conflict, "not_ready", job.status.isTerminal
                 ? "This job has no highlight: it ended \(job.status.rawValue)."
                 : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
@@ -104,6 +131,12 @@ struct JobsController: Sendable {
         guard job.resultExpiredAt == nil else {
             throw APIError(.gone, "result_expired", "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
         }
+    }
+
+    /// A stored object: a redirect to a short-lived signed storage URL, or (local storage) the
+    /// file itself with byte ranges.
+    private func serve(_ key: String, type: String, filename: String, request: Request, context: MomentsRequestContext,
+                       inline: Bool = false) async throws -> Response {
         if let presigner = storage.presigning {
             // A short-lived signed storage URL: URLSession follows the redirect.
             let url = try presigner.signedURL(for: key, method: "GET", expires: configuration.downloadLinkLifetime)
@@ -115,8 +148,8 @@ struct JobsController: Sendable {
         let file = try local.fileURL(for: key)
         let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0
         var headers: HTTPFields = [
-            .contentType: "video/mp4", .acceptRanges: "bytes",
-            .contentDisposition: "attachment; filename=\"highlight-\(job.id.uuidString.lowercased()).mp4\"",
+            .contentType: type, .acceptRanges: "bytes",
+            .contentDisposition: "\(inline ? "inline" : "attachment"); filename=\"\(filename)\"",
         ]
         guard let rangeHeader = request.headers[.range] else {
             headers[.contentLength] = String(size)

@@ -12,6 +12,8 @@ public struct HighlightSettings: Sendable {
     public var limits = MediaLimits()
     /// The user's segment lengths and count, and the frame's shape.
     public var choices = HighlightChoices()
+    /// Where to write the poster JPEG and the thumbnail strip JPEG; nil: none.
+    public var stills: StillPaths?
 
     public init(duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits(),
                 choices: HighlightChoices = HighlightChoices()) {
@@ -23,6 +25,17 @@ public struct HighlightSettings: Sendable {
     }
 
     var rules: SegmentRules { SegmentRules(choices, target: duration) }
+}
+
+/// Where a highlight's still pictures go.
+public struct StillPaths: Sendable {
+    public var poster: String?
+    public var thumbnails: String?
+
+    public init(poster: String?, thumbnails: String?) {
+        self.poster = poster
+        self.thumbnails = thumbnails
+    }
 }
 
 /// The highlight engine: analysis, selection and render of one video. Blocking; run it off the
@@ -105,6 +118,9 @@ extension HighlightEngine {
             let made = try Self.render(analysis, selection.segments, input: input, to: partial, settings: settings, reporter: reporter)
             let (rendered, decision) = (made.result, made.decision)
             try reporter.report(.finishing, 0)
+            let stills = try settings.stills.flatMap {
+                try Self.stills(of: analysis, made.segments, input: input, settings: settings, to: $0, reporter: reporter)
+            }
             let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? NSNumber)?.int64Value ?? 0
             do {
                 if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
@@ -129,7 +145,7 @@ extension HighlightEngine {
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
                 analysisRealTimeFactor: analysis.info.duration / max((analyzed - started).inSeconds, 1e-6),
-                decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames)
+                decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames, stills: stills)
         }
     }
 }
@@ -177,6 +193,33 @@ extension HighlightEngine {
                          lean: settings.limits.decodesLean(analysis.info), reporter: reporter).render(chosen.segments, to: partial)
         }
         return (result, decision, chosen.segments, chosen.moves)
+    }
+}
+
+extension HighlightEngine {
+    /// Writes the poster and the thumbnail strip of `segments` to `paths`. Stills the source will
+    /// not give (a picture that does not decode) leave the highlight without them (nil) rather than
+    /// failing it; cancellation still stops it, and a file that cannot be written is an `io_error`.
+    static func stills(of analysis: Analysis, _ segments: [Segment], input: String, settings: HighlightSettings, to paths: StillPaths,
+                       reporter: ProgressReporter) throws -> HighlightReport.Stills? {
+        guard paths.poster != nil || paths.thumbnails != nil else { return nil }
+        let made: Stills.Result
+        do {
+            made = try Stills(path: input, analysis: analysis, geometry: OutputGeometry(info: analysis.info, quality: settings.quality),
+                              cancellation: reporter.cancellation).make(segments)
+        } catch let error as MomentsError {
+            throw error
+        } catch {
+            return nil
+        }
+        do {
+            if let path = paths.poster { try made.poster.write(to: URL(fileURLWithPath: path), options: .atomic) }
+            if let path = paths.thumbnails { try made.strip.write(to: URL(fileURLWithPath: path), options: .atomic) }
+        } catch {
+            throw MomentsError(.ioError, "The highlight's poster or thumbnails could not be saved (\(error.localizedDescription)).")
+        }
+        return .init(posterTime: made.posterTime, posterWidth: made.posterSize.width, posterHeight: made.posterSize.height,
+                     thumbnailTimes: made.thumbnailTimes)
     }
 }
 

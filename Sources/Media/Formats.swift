@@ -22,6 +22,8 @@ public struct PixelFormat: Hashable, Sendable, CustomStringConvertible {
     public static let yuv444p = PixelFormat(AV_PIX_FMT_YUV444P)
     /// 10-bit Y′CbCr 4:4:4 (16-bit little-endian words).
     public static let yuv444p10 = PixelFormat(AV_PIX_FMT_YUV444P10LE)
+    /// 8-bit Y′CbCr 4:2:0 at full range (0–255), what JPEG pictures hold.
+    public static let yuvj420p = PixelFormat(AV_PIX_FMT_YUVJ420P)
     /// 8-bit luma only.
     public static let gray8 = PixelFormat(AV_PIX_FMT_GRAY8)
 

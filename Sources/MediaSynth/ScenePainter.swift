@@ -64,6 +64,8 @@ struct ScenePainter {
                 let phase = t * 5.0 + Double(k) * 2.1
                 objects.append((Int(w * (0.5 + 0.4 * sin(phase * 2.3))), Int(h * (0.5 + 0.35 * cos(phase * 3.1)))))
             }
+        } else if let centre = s.subjectCentre(atLocalFrame: local) {
+            objects.append((Int((w * centre.x).rounded()), Int((h * centre.y).rounded())))
         } else {
             objects.append((Int(w * (0.3 + 0.1 * sin(t * 0.8))), Int(h * 0.5)))
         }
@@ -82,7 +84,7 @@ struct ScenePainter {
         let tile = tiles[look]
         let n = Self.tileSize, mask = n - 1
         let w = video.width, h = video.height
-        let g = Int(max(0, min(1, gain)) * 256)
+        let g = Int(max(0, min(1, gain * video.scenes[scene].light)) * 256)
         // Effects that move the camera: a whip pan's swing (and its motion blur), a zoom.
         var zoom = 1.0, blur = 0
         for effect in video.effects {
@@ -125,6 +127,11 @@ struct ScenePainter {
             let white = UInt8(16 + (219 * g) >> 8)
             for row in 0..<h { (y + row * yStride).update(repeating: white, count: bar) }
         }
+        let focus = video.scenes[scene].blur
+        if focus > 0 {
+            Self.blurRows(y, stride: yStride, width: w, height: h, radius: focus)
+            Self.blurColumns(y, stride: yStride, width: w, height: h, radius: focus)
+        }
         let (cu, cv) = chroma[look]
         let fu = 128 + ((Int(cu) - 128) * g) >> 8, fv = 128 + ((Int(cv) - 128) * g) >> 8
         for row in 0..<((h + 1) / 2) {
@@ -142,6 +149,18 @@ struct ScenePainter {
             for col in 0..<width {
                 let a = max(0, col - radius), b = min(width, col + radius + 1)
                 p[col] = UInt8((line[b] - line[a]) / (b - a))
+            }
+        }
+    }
+
+    /// A vertical box blur of `radius` pixels on each column.
+    private static func blurColumns(_ y: UnsafeMutablePointer<UInt8>, stride: Int, width: Int, height: Int, radius: Int) {
+        var sums = [Int](repeating: 0, count: height + 1)
+        for col in 0..<width {
+            for row in 0..<height { sums[row + 1] = sums[row] + Int(y[row * stride + col]) }
+            for row in 0..<height {
+                let a = max(0, row - radius), b = min(height, row + radius + 1)
+                y[row * stride + col] = UInt8((sums[b] - sums[a]) / (b - a))
             }
         }
     }

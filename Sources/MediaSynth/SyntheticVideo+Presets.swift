@@ -1,4 +1,21 @@
 extension SyntheticVideo {
+    /// 14 s at 30 fps, 320×180, that opens in the dark: 3 s black, 3 s out of focus (blur radius
+    /// 6), 5 s sharp (6–11 s), 3 s out of focus; the bright object is on screen throughout, 1 s GOPs.
+    public static var blackOpening: SyntheticVideo {
+        var black = Scene(frames: 90, camera: .still, toneHz: 220)
+        black.light = 0
+        var soft = Scene(frames: 90, camera: .pan(pixelsPerFrame: 1), transitionIn: .cut, toneHz: 277)
+        soft.blur = 6
+        var softAgain = Scene(frames: 90, camera: .pan(pixelsPerFrame: -1), transitionIn: .cut, toneHz: 415)
+        softAgain.blur = 6
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            black, soft, Scene(frames: 150, camera: .pan(pixelsPerFrame: 1), transitionIn: .cut, toneHz: 330), softAgain,
+        ])
+        video.gopSize = 30
+        video.encoderOptions = ["preset": "veryfast"]
+        return video
+    }
+
     /// The quick-start sample: a minute of 720p30 "phone footage" with hard cuts, a dissolve,
     /// a fade through black, a shaky shot, a pan and one loud, fast event at 40–43 s.
     public static var sample: SyntheticVideo {

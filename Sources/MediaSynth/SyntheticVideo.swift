@@ -4,7 +4,7 @@ import Media
 /// orientation, audio loudness) is known exactly, because it is made here from this description.
 public struct SyntheticVideo: Sendable {
     /// Bump whenever the writer or painter changes what a description produces (caches key on it).
-    public static let writerVersion = 5
+    public static let writerVersion = 6
 
     public enum Transition: Sendable, Equatable {
         /// The next scene starts on the boundary frame.
@@ -41,6 +41,13 @@ public struct SyntheticVideo: Sendable {
         public var look: Int?
         /// Camera offset in pixels added to the scene's own motion (a jump cut reframes).
         public var shift: Int
+        /// How much light the scene has: 1 as painted, 0 black (a lens cap, a pocket).
+        public var light: Double = 1
+        /// Out of focus: a box blur of this radius in pixels over the whole picture.
+        public var blur: Int = 0
+        /// The scene's bright object, when it crosses the frame: its centre moves from x = `from` to
+        /// x = `to` (fractions of the width) at mid-height, evenly over the scene's frames.
+        public var subject: (from: Double, to: Double)? = nil
 
         public init(frames: Int, camera: Camera = .still, transitionIn: Transition = .cut, toneHz: Double = 220,
                     look: Int? = nil, shift: Int = 0) {
@@ -50,6 +57,20 @@ public struct SyntheticVideo: Sendable {
             self.toneHz = toneHz
             self.look = look
             self.shift = shift
+        }
+
+        public static func == (a: Scene, b: Scene) -> Bool {
+            a.frames == b.frames && a.camera == b.camera && a.transitionIn == b.transitionIn && a.toneHz == b.toneHz
+                && a.look == b.look && a.shift == b.shift && a.light == b.light && a.blur == b.blur
+                && a.subject?.from == b.subject?.from && a.subject?.to == b.subject?.to
+        }
+
+        /// Where the scene's subject is at its frame `local`, as fractions of the width and height; nil
+        /// when the scene has no subject crossing it.
+        public func subjectCentre(atLocalFrame local: Int) -> (x: Double, y: Double)? {
+            guard let subject else { return nil }
+            let t = frames > 1 ? Double(min(max(local, 0), frames - 1)) / Double(frames - 1) : 0
+            return (subject.from + (subject.to - subject.from) * t, 0.5)
         }
     }
 

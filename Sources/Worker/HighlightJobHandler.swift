@@ -38,6 +38,10 @@ public struct HighlightJobHandler: JobHandler {
 
     /// Where an attempt stores its job's highlight.
     public static func resultKey(for id: UUID, attempt: Int) -> String { "results/\(id.uuidString.lowercased())-\(attempt).mp4" }
+    /// Where an attempt stores its job's poster or thumbnail strip (`kind`).
+    public static func stillKey(for id: UUID, attempt: Int, _ kind: String) -> String {
+        "results/\(id.uuidString.lowercased())-\(attempt)-\(kind).jpg"
+    }
 
     public func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
         let folder = workDirectory.appendingPathComponent("moments-job-\(job.id.uuidString.lowercased())-\(context.lease.attempt)")
@@ -68,16 +72,27 @@ public struct HighlightJobHandler: JobHandler {
         }
 
         let output = folder.appendingPathComponent("highlight.mp4")
-        let report = try await highlight(source: source, output: output, job: job, context: context)
+        let stills = StillPaths(poster: folder.appendingPathComponent("poster.jpg").path,
+                                thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
+        let report = try await highlight(source: source, output: output, stills: stills, job: job, context: context)
         try Task.checkCancellation()
 
         await context.progress(97, stage: "uploading", message: "Saving your highlight")
         let key = Self.resultKey(for: job.id, attempt: context.lease.attempt)
+        let stillKeys = report.stills == nil ? nil
+            : (poster: Self.stillKey(for: job.id, attempt: context.lease.attempt, "poster"),
+               thumbnails: Self.stillKey(for: job.id, attempt: context.lease.attempt, "thumbnails"))
         let stored = try await withSpan("upload", ofKind: .client) { span in
             span.attributes["moments.object.key"] = key
             do {
-                return try await storage.put(key: key, from: output, contentType: "video/mp4")
+                let stored = try await storage.put(key: key, from: output, contentType: "video/mp4")
+                if let stillKeys, let poster = stills.poster, let thumbnails = stills.thumbnails {
+                    _ = try await storage.put(key: stillKeys.poster, from: URL(fileURLWithPath: poster), contentType: "image/jpeg")
+                    _ = try await storage.put(key: stillKeys.thumbnails, from: URL(fileURLWithPath: thumbnails), contentType: "image/jpeg")
+                }
+                return stored
             } catch {
+                for key in [key, stillKeys?.poster, stillKeys?.thumbnails].compactMap({ $0 }) { try? await storage.delete(key: key) }
                 throw Self.failure(error, whileDoing: "saving the highlight")
             }
         }
@@ -85,13 +100,13 @@ public struct HighlightJobHandler: JobHandler {
         // store, whether the job is still this attempt's, and deletes the result if not.
         return JobResult(resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
                          segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) },
-                         sourceFrameRate: report.input.frameRate)
+                         sourceFrameRate: report.input.frameRate, posterKey: stillKeys?.poster, thumbnailsKey: stillKeys?.thumbnails)
     }
 
     /// Deletes the highlight this attempt stored, once the store says the job was cancelled or
     /// taken over.
     public func discard(_ result: JobResult) async {
-        try? await storage.delete(key: result.resultKey)
+        for key in result.keys { try? await storage.delete(key: key) }
     }
 
     /// Deletes the source of a completed job when so configured. A failed delete is left to the
@@ -107,8 +122,9 @@ public struct HighlightJobHandler: JobHandler {
     }
 
     /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.
-    private func highlight(source: URL, output: URL, job: JobRecord, context: JobContext) async throws -> HighlightReport {
-        let settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec, choices: job.choices)
+    private func highlight(source: URL, output: URL, stills: StillPaths, job: JobRecord, context: JobContext) async throws -> HighlightReport {
+        var settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec, choices: job.choices)
+        settings.stills = stills
         let cancellation = CancellationFlag()
         let (updates, sink) = AsyncStream.makeStream(of: ProgressUpdate.self, bufferingPolicy: .bufferingNewest(1))
         let forward = Task {

@@ -21,6 +21,8 @@ struct HighlightCommand: ParsableCommand {
     @Option(help: "Write a JSON report of the run here.") var report: String?
     @Option(help: "Longest accepted video, in seconds.") var maxDuration = Double(HighlightLimits.maximumSourceDuration)
     @OptionGroup var choiceOptions: ChoiceOptions
+    @Option(help: "Write the highlight's poster (its best picture that is neither dark nor blurred) here, as JPEG.") var poster: String?
+    @Option(help: "Write a strip of thumbnails, one per segment, here, as JPEG.") var thumbnails: String?
 
     func validate() throws {
         guard duration >= 1, duration <= 3600 else {
@@ -30,8 +32,9 @@ struct HighlightCommand: ParsableCommand {
     }
 
     func run() throws {
-        let settings = HighlightSettings(duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration),
+        var settings = HighlightSettings(duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration),
                                          choices: try choiceOptions.choices(target: duration))
+        settings.stills = StillPaths(poster: poster, thumbnails: thumbnails)
         let display = ProgressDisplay()
         let cancellation = CancellationFlag()
         let stop = SignalCancellation(flag: cancellation)

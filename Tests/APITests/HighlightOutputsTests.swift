@@ -57,4 +57,47 @@ struct HighlightOutputsTests {
             #expect(direct.status == 422 && direct.code == "invalid_segments", "\(direct)")
         }
     }
+
+    @Test("Poster and thumbnail strip: the best picture, not a black or blurred one, on a clip that opens in the dark")
+    func posterAndThumbnails() async throws {
+        try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
+            let auth = try System.device(base)
+            let (id, details) = try await Self.highlight(base, auth, file: TestFootage.blackOpening, fields: ["target_duration": "6"])
+            let posterURL = try #require(details["poster_url"] as? String, "\(details)")
+            #expect(posterURL.hasSuffix("/api/v1/jobs/\(id)/poster"))
+            #expect((details["thumbnails_url"] as? String)?.hasSuffix("/api/v1/jobs/\(id)/thumbnails") == true)
+            let status = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
+            #expect(status["poster_url"] as? String == posterURL)
+
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-stills-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let poster = folder.appendingPathComponent("poster.jpg").path
+            let strip = folder.appendingPathComponent("strip.jpg").path
+            #expect(try curl(auth + ["-o", "/dev/null", posterURL]).status == 302, "a redirect to signed storage, as the download")
+            #expect(try curl(auth + ["-L", "-o", poster, posterURL]).status == 200)
+            #expect(try curl(auth + ["-L", "-o", strip, "\(base)/api/v1/jobs/\(id)/thumbnails"]).status == 200)
+            let head = try Data(contentsOf: URL(fileURLWithPath: poster)).prefix(3)
+            #expect(Array(head) == [0xFF, 0xD8, 0xFF], "a JPEG")
+
+            // What each part of the fixture looks like, read the same way as the poster.
+            let (w, h) = (320, 180)
+            let black = TestFootage.look(try TestFootage.grey(TestFootage.blackOpening, at: 1.5, width: w, height: h), width: w)
+            let soft = TestFootage.look(try TestFootage.grey(TestFootage.blackOpening, at: 4.5, width: w, height: h), width: w)
+            let sharp = TestFootage.look(try TestFootage.grey(TestFootage.blackOpening, at: 8.5, width: w, height: h), width: w)
+            let shown = TestFootage.look(try TestFootage.grey(poster, width: w, height: h), width: w)
+            #expect(black.mean < 20 && sharp.mean > 80 && soft.sharpness * 2 < sharp.sharpness, "the fixture: \(black) \(soft) \(sharp)")
+            #expect(shown.mean > black.mean + 50, "not black: \(shown) against \(black)")
+            #expect(shown.sharpness > 0.7 * sharp.sharpness && shown.sharpness > 1.5 * soft.sharpness,
+                    "not blurred: \(shown) against sharp \(sharp) and out of focus \(soft)")
+
+            // One picture per segment, each as tall as the strip, side by side.
+            let segments = try #require(details["segments"] as? [Any])
+            let size = try TestFootage.pictureSize(strip)
+            #expect(size.height == 180 && size.width == 320 * segments.count, "\(size) for \(segments.count) segments")
+
+            let notReady = try System.error(try curl(auth + ["\(base)/api/v1/jobs/\(UUID().uuidString.lowercased())/poster"]))
+            #expect(notReady.status == 404 && notReady.code == "job_not_found", "\(notReady)")
+        }
+    }
 }

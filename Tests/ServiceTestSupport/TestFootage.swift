@@ -36,6 +36,57 @@ public enum TestFootage {
         return path
     }()
 
+    /// `SyntheticVideo.blackOpening`: 3 s black, 3 s out of focus, 5 s sharp, 3 s out of focus.
+    public static let blackOpening: String = {
+        FFmpegLog.quiet()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-dark-\(UUID().uuidString).mp4").path
+        try! SyntheticVideo.blackOpening.write(to: path)
+        return path
+    }()
+
+    /// A picture of `path` (a video at `time` seconds, or an image) as 8-bit grey, `width` × `height`, read by ffmpeg.
+    public static func grey(_ path: String, at time: Double? = nil, width: Int, height: Int) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-v", "error"] + (time.map { ["-ss", String($0)] } ?? []) + ["-i", path, "-frames:v", "1",
+            "-vf", "scale=\(width):\(height),format=gray", "-f", "rawvideo", "-"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return [UInt8](data)
+    }
+
+    /// Mean brightness and mean absolute Laplacian (edge strength) of a grey picture.
+    public static func look(_ grey: [UInt8], width: Int) -> (mean: Double, sharpness: Double) {
+        guard width > 2, grey.count >= width * 3 else { return (0, 0) }
+        let height = grey.count / width
+        var edges = 0, count = 0
+        for row in 1..<(height - 1) {
+            for column in 1..<(width - 1) {
+                let i = row * width + column
+                edges += abs(4 * Int(grey[i]) - Int(grey[i - 1]) - Int(grey[i + 1]) - Int(grey[i - width]) - Int(grey[i + width]))
+                count += 1
+            }
+        }
+        return (Double(grey.reduce(0) { $0 + Int($1) }) / Double(grey.count), Double(edges) / Double(max(1, count)))
+    }
+
+    /// Width and height of a picture or video's first stream, as ffprobe reads them; (0, 0) when it cannot.
+    public static func pictureSize(_ path: String) throws -> (width: Int, height: Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+        process.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        return parts.count == 2 ? (parts[0], parts[1]) : (0, 0)
+    }
+
     /// The duration ffprobe reads from a file's container, or -1.
     public static func duration(_ path: String) throws -> Double {
         let process = Process()

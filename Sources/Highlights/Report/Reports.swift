@@ -110,6 +110,19 @@ public struct HighlightReport: Sendable, Codable {
         public var total: Double
     }
 
+    /// The poster and the thumbnail strip, when asked for: which source times they show.
+    public struct Stills: Sendable, Codable {
+        public var posterTime: Double
+        public var posterWidth: Int
+        public var posterHeight: Int
+        /// One per segment, in order.
+        public var thumbnailTimes: [Double]
+        enum CodingKeys: String, CodingKey {
+            case posterTime = "poster_time", posterWidth = "poster_width", posterHeight = "poster_height"
+            case thumbnailTimes = "thumbnail_times"
+        }
+    }
+
     public var input: MediaInfo
     public var settings: Settings
     public var scenes: [SceneChange]
@@ -122,9 +135,10 @@ public struct HighlightReport: Sendable, Codable {
     public var analysisRealTimeFactor: Double
     public var decodedFrames: Int
     public var totalFrames: Int
+    public var stills: Stills? = nil
 
     enum CodingKeys: String, CodingKey {
-        case input, settings, scenes, segments, output, render, timings
+        case input, settings, scenes, segments, output, render, timings, stills
         case realTimeFactor = "real_time_factor", analysisRealTimeFactor = "analysis_real_time_factor"
         case decodedFrames = "decoded_frames", totalFrames = "total_frames"
     }

@@ -1,0 +1,215 @@
+import Foundation
+import Media
+
+/// The still pictures of a highlight: a poster (the best-scoring picture the highlight shows that
+/// is neither dark nor blurred) and a thumbnail strip (one picture per segment, left to right), as
+/// JPEG, upright, at the highlight's own picture (tone-mapped when the source is HDR).
+///
+/// Candidates come from the analysis (the best usable seconds inside the segments); each is then
+/// decoded and looked at, because a second's average can hide a fade to black or a whip pan. A
+/// picture darker than `darkLuma` is never chosen while another candidate is not; among the rest,
+/// the analysis's score and the picture's own sharpness decide.
+final class Stills {
+    struct Result {
+        var poster: Data
+        var posterTime: Double
+        var posterSize: (width: Int, height: Int)
+        var strip: Data
+        var thumbnailTimes: [Double]
+    }
+
+    /// Height of each picture in the strip (its width follows the picture's shape).
+    static let thumbnailHeight = 180
+    /// Mean luma (limited range, 16 black … 235 white) below which a picture counts as dark.
+    static let darkLuma = 40.0
+    /// How many candidates the poster looks at.
+    static let posterCandidates = 6
+
+    private let input: InputFile
+    private let video: MediaStream
+    private let analysis: Analysis
+    private let geometry: OutputGeometry
+    private let pictures: PicturePipeline
+    private let decoder: Decoder
+    private let cancellation: CancellationFlag
+
+    init(path: String, analysis: Analysis, geometry: OutputGeometry, cancellation: CancellationFlag) throws {
+        let (input, _, video, _) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
+        input.discardAll(except: [video.index])
+        self.input = input
+        self.video = video
+        self.analysis = analysis
+        self.geometry = geometry
+        self.cancellation = cancellation
+        pictures = try PicturePipeline(geometry: geometry, info: analysis.info)
+        decoder = try Decoder(stream: video, options: .video(for: analysis.info, threads: 2, analysis: false))
+    }
+
+    func make(_ segments: [Segment]) throws -> Result {
+        let frame = 1 / max(1, analysis.info.frameRate)
+        // Candidate times: the middle of each second the segments show (inside the segment), best first.
+        var candidates: [(time: Double, score: Double, segment: Int)] = []
+        for (index, segment) in segments.enumerated() {
+            for second in analysis.seconds(overlapping: segment.start, segment.end) {
+                let time = min(max(second.time + 0.5, segment.start + frame), max(segment.start, segment.end - 2 * frame))
+                candidates.append((time, second.isUsable ? second.score : second.score - 10, index))
+            }
+            if analysis.seconds(overlapping: segment.start, segment.end).isEmpty {
+                candidates.append(((segment.start + segment.end) / 2, -20, index))
+            }
+        }
+        candidates.sort { ($0.score, -$0.time) > ($1.score, -$1.time) }
+
+        var looked: [(time: Double, picture: Frame, look: Look, score: Double)] = []
+        for candidate in candidates.prefix(Self.posterCandidates) {
+            try cancellation.check()
+            let picture = try grab(at: candidate.time)
+            looked.append((candidate.time, picture, Look(picture), candidate.score))
+        }
+        guard !looked.isEmpty else { throw StillsError() }
+        let sharpest = looked.map(\.look.sharpness).max() ?? 1
+        let best = looked.max { value($0) < value($1) }!
+        func value(_ c: (time: Double, picture: Frame, look: Look, score: Double)) -> Double {
+            (c.look.mean < Self.darkLuma ? -100 : 0) + c.score + 0.5 * c.look.sharpness / max(sharpest, 1e-6)
+        }
+        let upright = geometry.rotation % 180 == 0 ? (geometry.scaledWidth, geometry.scaledHeight)
+            : (geometry.scaledHeight, geometry.scaledWidth)
+        let poster = try Self.jpeg(best.picture, geometry: geometry, width: upright.0, height: upright.1)
+
+        // One picture per segment: its best candidate that is not dark.
+        let thumbWidth = max(2, Int((Double(Self.thumbnailHeight) * Double(upright.0) / Double(upright.1)) / 2) * 2)
+        let strip = try Frame.video(width: thumbWidth * segments.count, height: Self.thumbnailHeight, format: .yuvj420p)
+        let fitter = try FilterGraph(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,
+                                     description: Self.uprightChain(geometry) + "scale=\(thumbWidth):\(Self.thumbnailHeight):flags=bicubic:"
+                                        + Self.toJFIF)
+        var times: [Double] = []
+        for index in segments.indices {
+            try cancellation.check()
+            let own = candidates.filter { $0.segment == index }
+            var chosen: (time: Double, picture: Frame)?
+            for candidate in own.prefix(3) {
+                if let seen = looked.first(where: { $0.time == candidate.time }) {
+                    chosen = (seen.time, seen.picture)
+                } else {
+                    chosen = (candidate.time, try grab(at: candidate.time))
+                }
+                if Look(chosen!.picture).mean >= Self.darkLuma { break }
+            }
+            guard let chosen else { continue }
+            times.append(chosen.time)
+            try fitter.filter(chosen.picture) { small in Self.copy(small, into: strip, x: thumbWidth * index) }
+        }
+        let stripJPEG = try Self.encodeJPEG(strip)
+        return Result(poster: poster, posterTime: best.time, posterSize: upright, strip: stripJPEG, thumbnailTimes: times)
+    }
+
+    /// The picture shown at `time` (source seconds), prepared as the render prepares it.
+    private func grab(at time: Double) throws -> Frame {
+        let origin = analysis.origin
+        try input.seek(stream: video, to: time + origin)
+        decoder.flush()
+        let frame = Frame()
+        let packet = Packet()
+        var found: Frame?
+        var last: Frame?
+        func take(_ decoded: Frame) throws {
+            guard found == nil, let ticks = decoded.timestamp else { return }
+            let t = video.seconds(ticks) - origin
+            // The picture on screen at `time` is the last one starting at or before it.
+            if t <= time + 1e-6 {
+                last = try decoded.clone()
+            } else {
+                found = try last ?? decoded.clone()
+            }
+        }
+        while found == nil {
+            let more: Bool
+            do { more = try input.read(into: packet) } catch { more = false }
+            guard more else { try decoder.decode(nil, into: frame, take); break }
+            if packet.streamIndex == video.index { try decoder.decode(packet, into: frame, take) }
+        }
+        guard let picture = found ?? last else { throw StillsError() }
+        return try pictures.prepare(picture)
+    }
+
+    /// Turns stored-orientation pictures upright (a filter chain prefix, empty or ending in a comma).
+    static func uprightChain(_ geometry: OutputGeometry) -> String {
+        switch (geometry.rotation % 360 + 360) % 360 {
+        case 90: "transpose=clock,"
+        case 180: "hflip,vflip,"
+        case 270: "transpose=cclock,"
+        default: ""
+        }
+    }
+
+    /// The scale options and format that turn the render's pictures (BT.709, limited range) into
+    /// what JPEG readers assume (JFIF: BT.601 matrix, full range).
+    static let toJFIF = "in_color_matrix=bt709:out_color_matrix=bt601:in_range=limited:out_range=full,format=yuvj420p"
+
+    static func jpeg(_ picture: Frame, geometry: OutputGeometry, width: Int, height: Int) throws -> Data {
+        let graph = try FilterGraph(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,
+                                    description: uprightChain(geometry) + "scale=" + toJFIF)
+        var data = Data()
+        try graph.filter(picture) { upright in data = try encodeJPEG(upright) }
+        return data
+    }
+
+    /// One full-range 4:2:0 picture as a baseline JPEG (quality about 90).
+    static func encodeJPEG(_ picture: Frame) throws -> Data {
+        var settings = Encoder.Video(codec: "mjpeg", width: picture.width, height: picture.height, pixelFormat: .yuvj420p,
+                                     timeBase: Rational(1, 25), frameRate: Rational(25, 1),
+                                     options: ["flags": "+qscale", "global_quality": String(3 * 118)])
+        settings.color = ColorDescription(primaries: .unspecified, transfer: .unspecified, space: .unspecified, range: .full)
+        let encoder = try Encoder(video: settings, globalHeader: false)
+        var data = Data()
+        let frame = try picture.clone()
+        frame.pts = 0
+        try encoder.encode(frame) { data.append(contentsOf: $0.bytes) }
+        try encoder.encode(nil) { data.append(contentsOf: $0.bytes) }
+        return data
+    }
+
+    /// Copies `picture` (yuvj420p, even sizes) into `strip` with its left edge at `x` (even).
+    static func copy(_ picture: Frame, into strip: Frame, x: Int) {
+        for plane in 0..<3 {
+            let (source, sourceStride) = picture.plane(plane)
+            let (target, targetStride) = strip.plane(plane)
+            let shift = plane == 0 ? 0 : 1
+            let width = min(picture.width >> shift, (strip.width >> shift) - (x >> shift))
+            for row in 0..<(min(picture.height, strip.height) >> shift) {
+                (target + row * targetStride + (x >> shift)).update(from: source + row * sourceStride, count: width)
+            }
+        }
+    }
+
+    /// How a decoded picture looks: mean luma and edge strength.
+    struct Look {
+        var mean: Double
+        /// Mean absolute Laplacian of the luma on a 2-pixel grid: high when sharp, low when blurred or flat.
+        var sharpness: Double
+
+        init(_ picture: Frame) {
+            let (luma, stride) = picture.plane(0)
+            let width = picture.width, height = picture.height
+            var sum = 0, edges = 0, count = 0, samples = 0
+            var row = 1
+            while row < height - 1 {
+                let line = luma + row * stride
+                var column = 1
+                while column < width - 1 {
+                    let c = Int(line[column])
+                    sum += c
+                    samples += 1
+                    edges += abs(4 * c - Int(line[column - 1]) - Int(line[column + 1]) - Int(line[column - stride]) - Int(line[column + stride]))
+                    count += 1
+                    column += 2
+                }
+                row += 2
+            }
+            mean = samples > 0 ? Double(sum) / Double(samples) : 0
+            sharpness = count > 0 ? Double(edges) / Double(count) : 0
+        }
+    }
+
+    struct StillsError: Error {}
+}

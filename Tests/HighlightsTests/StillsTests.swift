@@ -1,0 +1,49 @@
+import Foundation
+import MediaSynth
+import MomentsModel
+import ServiceTestSupport
+import Testing
+@testable import Highlights
+
+@Suite("Poster and thumbnails", .heavy)
+struct StillsTests {
+    @Test("the poster skips black and out-of-focus pictures the highlight shows; one thumbnail per segment, each from its own segment")
+    func posterAvoidsDarkAndBlur() throws {
+        let path = try Fixtures.path("black-opening.mp4", SyntheticVideo.blackOpening)
+        let analysis = try HighlightEngine().analyze(input: path)
+        // A highlight that shows everything, darkness and blur included.
+        let segments = [Segment(start: 0, end: 5.5, score: 0, reasons: [], shot: 0),
+                        Segment(start: 6, end: 14, score: 0, reasons: [], shot: 2)]
+        let geometry = OutputGeometry(info: analysis.info, quality: .high)
+        let stills = try Stills(path: path, analysis: analysis, geometry: geometry, cancellation: CancellationFlag()).make(segments)
+        // The sharp scene is 6–11 s (frames 180–329).
+        #expect(stills.posterTime >= 6 && stills.posterTime < 11, "poster at \(stills.posterTime)")
+        #expect(stills.thumbnailTimes.count == 2)
+        #expect(stills.thumbnailTimes[0] >= 3 && stills.thumbnailTimes[0] < 5.5, "not the black opening: \(stills.thumbnailTimes)")
+        #expect(stills.thumbnailTimes[1] >= 6 && stills.thumbnailTimes[1] < 11, "\(stills.thumbnailTimes)")
+        #expect(stills.posterSize.width == 320 && stills.posterSize.height == 180)
+        #expect(Array(stills.poster.prefix(2)) == [0xFF, 0xD8] && Array(stills.strip.prefix(2)) == [0xFF, 0xD8])
+    }
+
+    @Test("a rotated source's poster is upright")
+    func rotatedPoster() throws {
+        var video = SyntheticVideo.blackOpening
+        video.rotation = 90
+        // A white bar down the stored picture's left edge: the top edge once turned upright.
+        video.orientationMarker = true
+        let path = try Fixtures.path("black-opening-rotated.mp4", video)
+        let analysis = try HighlightEngine().analyze(input: path)
+        let segments = [Segment(start: 6, end: 11, score: 0, reasons: [], shot: 2)]
+        let geometry = OutputGeometry(info: analysis.info, quality: .high)
+        let stills = try Stills(path: path, analysis: analysis, geometry: geometry, cancellation: CancellationFlag()).make(segments)
+        #expect(stills.posterSize.width == 180 && stills.posterSize.height == 320, "\(stills.posterSize)")
+        let file = Fixtures.scratch().appendingPathComponent("poster.jpg")
+        try stills.poster.write(to: file)
+        let size = try TestFootage.pictureSize(file.path)
+        #expect(size.width == 180 && size.height == 320, "portrait as stored in the JPEG: \(size)")
+        let grey = try TestFootage.grey(file.path, width: 180, height: 320)
+        let top = grey.prefix(180 * 8).reduce(0) { $0 + Int($1) } / (180 * 8)
+        let bottom = grey.suffix(180 * 8).reduce(0) { $0 + Int($1) } / (180 * 8)
+        #expect(top > bottom + 50, "the marker is along the top: top \(top), bottom \(bottom)")
+    }
+}
