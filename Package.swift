@@ -52,6 +52,8 @@ let package = Package(
         .target(name: "Storage", dependencies: [
             "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
         ]),
+        // A highlight as an editor's timeline: CMX 3600 EDL, FCPXML 1.10, OpenTimelineIO. Foundation only.
+        .target(name: "Timelines"),
         // The API's JSON (CLIENT-CONTRACT.md): encoded by the server, decoded by MomentsKit. Foundation only.
         .target(name: "MomentsContract", dependencies: ["MomentsModel"]),
         // The client SDK: MomentsClient (URLSession) and @Observable view models. Foundation and Observation only.
@@ -78,7 +80,7 @@ let package = Package(
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
-            "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP",
+            "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP", "Timelines",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "Mustache", package: "swift-mustache"),
@@ -88,7 +90,7 @@ let package = Package(
             name: "moments",
             dependencies: [
                 "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "CurlHTTP", "JobStore", "Jobs", "JobQueue", "Worker", "API",
-                "MomentsKit",
+                "MomentsKit", "Timelines",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -100,6 +102,7 @@ let package = Package(
         // The fuzzing target over probe → demux → decode → analysis on in-memory input (scripts/fuzz
         // builds it with libFuzzer and AddressSanitizer; the plain build writes seeds and replays).
         .executableTarget(name: "moments-fuzz", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel"]),
+        .testTarget(name: "TimelinesTests", dependencies: ["Timelines"]),
         .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),

@@ -6,6 +6,8 @@ import JobStore
 import Jobs
 import MomentsModel
 import Storage
+import Timelines
+import NIOCore
 
 extension JobStatusReport: ResponseEncodable {}
 extension JobDetails: ResponseEncodable {}
@@ -39,6 +41,9 @@ struct JobsController: Sendable {
         }
         group.get("{id}/poster") { request, context in
             try await still(try await job(context), kind: "poster", request: request, context: context)
+        }
+        group.get("{id}/timeline") { request, context in
+            try Self.timeline(try await job(context), request: request)
         }
         group.get("{id}/thumbnails") { request, context in
             try await still(try await job(context), kind: "thumbnails", request: request, context: context)
@@ -120,14 +125,41 @@ struct JobsController: Sendable {
                                request: request, context: context, inline: true)
     }
 
+    static func notReady(_ job: JobRecord) -> APIError {
+        APIError(.conflict, "not_ready", job.status.isTerminal
+            ? "This job has no highlight: it ended \(job.status.rawValue)."
+            : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
+    }
+
+    /// `GET …/timeline?format=edl|fcpxml|otio`: the highlight's cut as an editor's timeline over the
+    /// source (named by its file name, for the editor to link to the file on its disk).
+    static func timeline(_ job: JobRecord, request: Request) throws -> Response {
+        let text = request.uri.queryParameters["format"].map { String($0).lowercased() } ?? ""
+        guard let format = TimelineFormat(rawValue: text) else {
+            throw APIError(.badRequest, "invalid_format", "format must be edl (CMX 3600), fcpxml (Final Cut Pro XML 1.10) or otio (OpenTimelineIO).")
+        }
+        guard job.status == .completed else { throw notReady(job) }
+        guard let segments = job.segments, !segments.isEmpty, let media = job.sourceMedia, let duration = job.sourceDuration else {
+            throw APIError(.notFound, "timeline_unavailable", "This highlight was made before timelines were; upload the video again for one.")
+        }
+        let file = job.originalFilename ?? "source.mp4"
+        let stem = (file as NSString).deletingPathExtension
+        let timeline = EditTimeline(name: "\(stem) highlight", sourceName: file,
+                                    sourceURL: file.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? file,
+                                    frameRate: media.frameRate, sourceDuration: duration, startTimecode: media.startTimecode,
+                                    hasAudio: media.hasAudio, width: media.width, height: media.height,
+                                    clips: segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
+        let headers: HTTPFields = [
+            .contentType: format.contentType,
+            .contentDisposition: "attachment; filename=\"\(String(stem.unicodeScalars.prefix(100).map { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-_.".unicodeScalars.contains($0) ? Character($0) : "_" }))-highlight.\(format.fileExtension)\"",
+        ]
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: timeline.render(format))))
+    }
+
     /// 409 `not_ready` before the job completed (or when it ended otherwise), 410 `result_expired`
     /// once the retention sweep deleted its files.
     static func checkFinished(_ job: JobRecord) throws {
-        guard job.status == .completed else {
-            throw APIError(.conflict, "not_ready", job.status.isTerminal
-                ? "This job has no highlight: it ended \(job.status.rawValue)."
-                : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
-        }
+        guard job.status == .completed else { throw notReady(job) }
         guard job.resultExpiredAt == nil else {
             throw APIError(.gone, "result_expired", "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
         }

@@ -51,19 +51,19 @@ public struct JobResult: Sendable, Equatable {
     public var sourceDuration: Double?
     public var segmentsSelected: Int?
     public var segments: [SelectedSegment]?
-    public var sourceFrameRate: Double?
+    public var sourceMedia: SourceMedia?
     /// The poster JPEG and the thumbnail strip this attempt stored.
     public var posterKey: String?
     public var thumbnailsKey: String?
 
     public init(resultKey: String, resultSize: Int64, sourceDuration: Double? = nil, segmentsSelected: Int? = nil,
-                segments: [SelectedSegment]? = nil, sourceFrameRate: Double? = nil, posterKey: String? = nil, thumbnailsKey: String? = nil) {
+                segments: [SelectedSegment]? = nil, sourceMedia: SourceMedia? = nil, posterKey: String? = nil, thumbnailsKey: String? = nil) {
         self.resultKey = resultKey
         self.resultSize = resultSize
         self.sourceDuration = sourceDuration
         self.segmentsSelected = segmentsSelected ?? segments?.count
         self.segments = segments
-        self.sourceFrameRate = sourceFrameRate
+        self.sourceMedia = sourceMedia
         self.posterKey = posterKey
         self.thumbnailsKey = thumbnailsKey
     }

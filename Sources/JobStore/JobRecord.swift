@@ -40,6 +40,29 @@ public struct NewJob: Sendable {
     }
 }
 
+/// What a worker found the source to be: what timeline exports need to name its frames.
+public struct SourceMedia: Sendable, Equatable, Codable {
+    public var frameRate: Double
+    /// The camera's timecode at the first frame, if it recorded one.
+    public var startTimecode: String?
+    public var hasAudio: Bool
+    /// The picture as displayed (rotation applied).
+    public var width: Int
+    public var height: Int
+
+    public init(frameRate: Double, startTimecode: String?, hasAudio: Bool, width: Int, height: Int) {
+        self.frameRate = frameRate
+        self.startTimecode = startTimecode
+        self.hasAudio = hasAudio
+        self.width = width
+        self.height = height
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case frameRate = "frame_rate", startTimecode = "start_timecode", hasAudio = "has_audio", width, height
+    }
+}
+
 /// One row of `jobs`.
 public struct JobRecord: Sendable, Equatable {
     public var id: UUID
@@ -83,8 +106,8 @@ public struct JobRecord: Sendable, Equatable {
     /// The poster JPEG and the thumbnail strip, once completed.
     public var posterKey: String? = nil
     public var thumbnailsKey: String? = nil
-    /// The source's frame rate, once a worker probed it.
-    public var sourceFrameRate: Double? = nil
+    /// What the source is (frame rate, timecode, sound, size), once a worker analysed it.
+    public var sourceMedia: SourceMedia? = nil
 
     /// The trace id (32 hex digits) of `traceContext`'s W3C `traceparent`, for people to look up.
     public var traceID: String? { traceContext?["traceparent"].flatMap(Self.traceID(of:)) }

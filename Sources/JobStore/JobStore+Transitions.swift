@@ -138,7 +138,7 @@ extension JobStore {
                         source_duration = coalesce(\(result.sourceDuration), source_duration),
                         segments_selected = coalesce(\(result.segmentsSelected), segments_selected),
                         segments = coalesce(\(segments)::jsonb, segments),
-                        source_frame_rate = coalesce(\(result.sourceFrameRate), source_frame_rate),
+                        source_media = coalesce(\(Self.json(result.sourceMedia))::jsonb, source_media),
                         poster_key = \(result.posterKey), thumbnails_key = \(result.thumbnailsKey),
                         error_code = NULL, error_message = NULL, lease_owner = NULL, lease_expires_at = NULL,
                         completed_at = now(), updated_at = now()

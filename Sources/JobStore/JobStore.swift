@@ -114,12 +114,18 @@ public struct JobStore: Sendable {
         result_key, result_size, target_duration, quality, codec, source_duration, segments_selected, attempt, max_attempts,
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
         callback_url, source_deleted_at, result_expired_at, trace_context::text AS trace_context,
-        min_segment, max_segment, max_segments, aspect, poster_key, thumbnails_key, source_frame_rate
+        min_segment, max_segment, max_segments, aspect, poster_key, thumbnails_key, source_media::text AS source_media
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
     static let qualifiedColumns = columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
         .joined(separator: ", ")
+
+    /// `value` as JSON text for a jsonb column; nil for nil.
+    static func json<T: Encodable>(_ value: T?) -> String? {
+        guard let value, let data = try? JSONEncoder().encode(value) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
 
     /// `traceContext` as a JSON object for `jobs.trace_context`; nil when there is none.
     static func traceJSON(_ traceContext: [String: String]?) -> String? {
@@ -157,7 +163,7 @@ public struct JobStore: Sendable {
                                       maxSegments: try r["max_segments"].decode(Int?.self),
                                       aspect: AspectRatio(rawValue: try r["aspect"].decode(String.self)) ?? .source),
             posterKey: try r["poster_key"].decode(String?.self), thumbnailsKey: try r["thumbnails_key"].decode(String?.self),
-            sourceFrameRate: try r["source_frame_rate"].decode(Double?.self))
+            sourceMedia: try r["source_media"].decode(String?.self).flatMap { try? JSONDecoder().decode(SourceMedia.self, from: Data($0.utf8)) })
     }
 
     /// Runs database work, turning any failure into a `JobStoreError` whose message says what could

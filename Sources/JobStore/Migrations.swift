@@ -290,7 +290,7 @@ public enum Migrations {
                 ADD COLUMN aspect text NOT NULL DEFAULT 'source' CHECK (aspect IN ('source', '9:16', '1:1', '4:5', '16:9')),
                 ADD COLUMN poster_key text,
                 ADD COLUMN thumbnails_key text,
-                ADD COLUMN source_frame_rate double precision
+                ADD COLUMN source_media jsonb CHECK (jsonb_typeof(source_media) = 'object')
             """,
             "COMMENT ON COLUMN jobs.min_segment IS 'The shortest segment the user allowed, in seconds; NULL: the engine chooses.'",
             "COMMENT ON COLUMN jobs.max_segment IS 'The longest segment the user allowed, in seconds; NULL: the engine chooses.'",
@@ -298,7 +298,7 @@ public enum Migrations {
             "COMMENT ON COLUMN jobs.aspect IS 'The shape of the highlight''s frame: source, or a crop (9:16, 1:1, 4:5, 16:9) that follows the action.'",
             "COMMENT ON COLUMN jobs.poster_key IS 'The completed highlight''s poster JPEG in object storage.'",
             "COMMENT ON COLUMN jobs.thumbnails_key IS 'The completed highlight''s thumbnail strip JPEG (one picture per segment) in object storage.'",
-            "COMMENT ON COLUMN jobs.source_frame_rate IS 'The source''s frame rate, for timeline exports (EDL timecodes, FCPXML frame durations).'",
+            "COMMENT ON COLUMN jobs.source_media IS 'What the worker found the source to be, for timeline exports: frame_rate, start_timecode, has_audio, width and height as displayed.'",
         ]),
     ]
 }

@@ -65,6 +65,11 @@ public final class InputFile {
 
     public var formatName: String { String(cString: pointer.pointee.iformat.pointee.name) }
 
+    /// The container's metadata entry `key` (e.g. `timecode`), if any.
+    public func metadata(_ key: String) -> String? {
+        av_dict_get(pointer.pointee.metadata, key, nil, 0).flatMap { $0.pointee.value.map { String(cString: $0) } }
+    }
+
     /// How sure FFmpeg's format probe was (0–100). At or below `InputFile.weakProbeScore` the
     /// format was guessed from a few bytes that happened to look right (FFmpeg's CLI warns
     /// "misdetection possible" there).
@@ -128,6 +133,11 @@ public struct MediaStream {
     package let pointer: UnsafeMutablePointer<AVStream>
 
     public var index: Int { Int(pointer.pointee.index) }
+
+    /// The stream's metadata entry `key` (e.g. `timecode`, `language`), if any.
+    public func metadata(_ key: String) -> String? {
+        av_dict_get(pointer.pointee.metadata, key, nil, 0).flatMap { $0.pointee.value.map { String(cString: $0) } }
+    }
     package var parameters: UnsafeMutablePointer<AVCodecParameters> { pointer.pointee.codecpar }
     public var mediaType: MediaType { MediaType(parameters.pointee.codec_type) }
     package var codecID: AVCodecID { parameters.pointee.codec_id }

@@ -34,6 +34,8 @@ public final class OutputFile {
         try check(avcodec_parameters_from_context(stream.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
         stream.pointee.time_base = encoder.timeBase.av
         stream.pointee.sample_aspect_ratio = encoder.context.pointee.sample_aspect_ratio
+        // The nominal rate, which muxers read for a timecode track.
+        if encoder.context.pointee.framerate.num > 0 { stream.pointee.avg_frame_rate = encoder.context.pointee.framerate }
         if rotation != 0, let matrix = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * 4) {
             // Written so that readers (ffmpeg's autorotate, AVPlayer, `MediaStream.rotation`) turn the
             // picture `rotation` degrees clockwise: an iPhone portrait clip has rotation 90 (ffprobe: −90).
@@ -69,6 +71,11 @@ public final class OutputFile {
     static func fourCC(_ tag: String) -> UInt32 {
         let b = Array(tag.utf8.prefix(4)) + [UInt8](repeating: 32, count: max(0, 4 - tag.utf8.count))
         return UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
+    }
+
+    /// Sets the file's metadata entry `key` (before the header; `timecode` makes MOV/MP4 write a timecode track).
+    public func setMetadata(_ key: String, _ value: String) {
+        av_dict_set(&pointer.pointee.metadata, key, value, 0)
     }
 
     /// Writes the header. `options` are muxer options such as `["movflags": "+faststart"]`.

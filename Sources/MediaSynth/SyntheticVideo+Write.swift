@@ -32,6 +32,7 @@ extension SyntheticVideo {
             audioIndex = try output.addStream(for: encoder)
             audioEncoder = encoder
         }
+        if let timecode { output.setMetadata("timecode", timecode) }
         try output.writeHeader()
 
         let painter = ScenePainter(video: self)

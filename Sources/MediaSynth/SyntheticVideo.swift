@@ -159,6 +159,8 @@ public struct SyntheticVideo: Sendable {
 
     /// Paint a white bar down the stored picture's left edge (top edge once rotated 90° clockwise).
     public var orientationMarker: Bool = false
+    /// The camera's start timecode (`HH:MM:SS:FF`), written as MOV/MP4 do (a `tmcd` track).
+    public var timecode: String? = nil
 
     public init(width: Int, height: Int, frameRate: Int = 30, scenes: [Scene]) {
         self.width = width

@@ -14,6 +14,7 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: "Target highlight length in seconds, for the candidate segments.") var duration = Double(HighlightLimits.defaultTargetDuration)
     @Option(help: "Longest accepted video, in seconds.") var maxDuration = Double(HighlightLimits.maximumSourceDuration)
     @OptionGroup var choiceOptions: ChoiceOptions
+    @OptionGroup var timelineOption: TimelineOption
 
     func validate() throws { _ = try choiceOptions.choices(target: duration) }
 
@@ -23,6 +24,7 @@ struct AnalyzeCommand: ParsableCommand {
         let analysis = try runReportingErrors { try HighlightEngine().analyze(input: input, settings: settings) }
         let selection = SegmentSelector.select(from: analysis, target: duration, rules: SegmentRules(settings.choices, target: duration))
         let report = AnalysisReport(analysis: analysis, selection: selection)
+        try timelineOption.write(input: input, info: analysis.info, segments: selection.segments)
         if json {
             print(String(decoding: try ReportJSON.encoder.encode(report), as: UTF8.self))
         } else {

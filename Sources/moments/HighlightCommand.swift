@@ -21,6 +21,7 @@ struct HighlightCommand: ParsableCommand {
     @Option(help: "Write a JSON report of the run here.") var report: String?
     @Option(help: "Longest accepted video, in seconds.") var maxDuration = Double(HighlightLimits.maximumSourceDuration)
     @OptionGroup var choiceOptions: ChoiceOptions
+    @OptionGroup var timelineOption: TimelineOption
     @Option(help: "Write the highlight's poster (its best picture that is neither dark nor blurred) here, as JPEG.") var poster: String?
     @Option(help: "Write a strip of thumbnails, one per segment, here, as JPEG.") var thumbnails: String?
 
@@ -44,6 +45,7 @@ struct HighlightCommand: ParsableCommand {
             return try HighlightEngine().highlight(input: input, output: output, settings: settings,
                                                    cancellation: cancellation, progress: display.update)
         }
+        try timelineOption.write(input: input, info: result.input, segments: result.segments)
         if let report {
             try ReportJSON.encoder.encode(result).write(to: URL(fileURLWithPath: report))
         }

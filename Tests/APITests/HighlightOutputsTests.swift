@@ -100,4 +100,48 @@ struct HighlightOutputsTests {
             #expect(notReady.status == 404 && notReady.code == "job_not_found", "\(notReady)")
         }
     }
+
+    @Test("Timeline export: EDL, FCPXML and OTIO of the highlight, read back by OpenTimelineIO's adapters and xmllint")
+    func timelines() async throws {
+        try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
+            let auth = try System.device(base)
+            let (id, details) = try await Self.highlight(base, auth, fields: ["target_duration": "8", "quality": "low"])
+            let segments = try #require(details["segments"] as? [[String: Double]])
+            try #require(segments.count >= 2, "a cut of several segments: \(segments)")
+            // The fixture is 30 fps: each segment's frames as the server counts them.
+            let expected = segments.map { segment -> (start: Double, length: Double) in
+                let start = ((segment["start"] ?? 0) * 30).rounded(), end = ((segment["end"] ?? 0) * 30).rounded()
+                return (start, end - start)
+            }
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-timelines-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            for (format, type) in [("edl", "text/plain"), ("fcpxml", "application/xml"), ("otio", "application/json")] {
+                let file = folder.appendingPathComponent("cut.\(format)").path
+                let reply = try curl(auth + ["-D", "-", "-o", file, "\(base)/api/v1/jobs/\(id)/timeline?format=\(format)"])
+                #expect(reply.status == 200, "\(format): \(reply.body)")
+                #expect(reply.body.lowercased().contains("content-type: \(type)"), "\(format): \(reply.body)")
+                #expect(reply.body.contains("IMG_0007-highlight.\(format)"), "a file name to save it under")
+                if format == "fcpxml" { #expect(try TimelineReader.wellFormed(file) == nil) }
+                let timeline = try TimelineReader.read(format, file, rate: 30)
+                let video = try #require(timeline.tracks.first { $0.kind == "Video" }?.clips, "\(format): a video track")
+                #expect(video.count == expected.count, "\(format): \(video.count) clips for \(expected.count) segments")
+                // The FCP X adapter truncates times to whole frames (float), so a frame of slack.
+                for (clip, want) in zip(video, expected) {
+                    #expect(clip.rate == 30 && abs(clip.start - want.start) <= 1 && abs(clip.duration - want.length) <= 1,
+                            "\(format): clip \(clip) for segment frames \(want)")
+                }
+                let total = expected.reduce(0) { $0 + $1.length }
+                #expect(abs(timeline.duration - total) <= Double(expected.count), "\(format): \(timeline.duration) frames, segments \(total)")
+                if format != "fcpxml" {
+                    #expect(timeline.tracks.contains { $0.kind == "Audio" && $0.clips.count == expected.count }, "\(format): sound too")
+                    #expect(video.allSatisfy { $0.targetURL?.hasSuffix("IMG_0007.MOV") == true }, "\(format): the source by name")
+                }
+            }
+            let wrong = try System.error(try curl(auth + ["\(base)/api/v1/jobs/\(id)/timeline?format=aaf"]))
+            #expect(wrong.status == 400 && wrong.code == "invalid_format", "\(wrong)")
+            let missing = try System.error(try curl(auth + ["\(base)/api/v1/jobs/\(id)/timeline"]))
+            #expect(missing.status == 400 && missing.code == "invalid_format", "\(missing)")
+        }
+    }
 }

@@ -100,3 +100,55 @@ public enum TestFootage {
         return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 }
+
+/// Timeline exports read back by OpenTimelineIO and its adapters (`scripts/read-timeline`, in the
+/// Python that `scripts/test` prepares: `MOMENTS_PYTHON`).
+public enum TimelineReader {
+    public struct Clip: Sendable {
+        public var start: Double
+        public var duration: Double
+        public var rate: Double
+        public var targetURL: String?
+    }
+
+    /// The clips of each track (video first, as written) and the timeline's duration in frames.
+    public static func read(_ format: String, _ path: String, rate: Double = 30) throws -> (tracks: [(kind: String, clips: [Clip])], duration: Double) {
+        let python = try TestServices.environment("MOMENTS_PYTHON")
+        let script = TestServices.repository.appendingPathComponent("scripts/read-timeline").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script, format, path, String(rate)]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw Failure(description: "read-timeline \(format) \(path) failed: \(message)")
+        }
+        let tracks = (json["tracks"] as? [[String: Any]] ?? []).map { track in
+            (kind: track["kind"] as? String ?? "", clips: (track["clips"] as? [[String: Any]] ?? []).map {
+                Clip(start: $0["start"] as? Double ?? -1, duration: $0["duration"] as? Double ?? -1, rate: $0["rate"] as? Double ?? 0,
+                     targetURL: $0["target_url"] as? String)
+            })
+        }
+        return (tracks, (json["duration"] as? [String: Any])?["value"] as? Double ?? -1)
+    }
+
+    /// Whether `xmllint --noout` finds `path` well-formed; its complaint otherwise.
+    public static func wellFormed(_ path: String) throws -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["xmllint", "--noout", path]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? nil : message
+    }
+
+    public struct Failure: Error, CustomStringConvertible { public var description: String }
+}

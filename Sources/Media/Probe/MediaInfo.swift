@@ -34,6 +34,8 @@ public struct MediaInfo: Sendable, Codable, Equatable {
     public var audioSampleRate: Int?
     public var audioChannels: Int?
     public var hasAudio: Bool
+    /// The camera's timecode at the first frame (`HH:MM:SS:FF`, `;` before the frames when drop-frame), if it recorded one.
+    public var startTimecode: String?
 
     enum CodingKeys: String, CodingKey {
         case container, fileSize = "file_size", duration, videoCodec = "video_codec", pixelFormat = "pixel_format"
@@ -42,6 +44,16 @@ public struct MediaInfo: Sendable, Codable, Equatable {
         case audioSampleRate = "audio_sample_rate", audioChannels = "audio_channels", hasAudio = "has_audio"
         case videoProfile = "video_profile", colorPrimaries = "color_primaries", colorTransfer = "color_transfer"
         case colorSpace = "color_space", colorRange = "color_range", dynamicRange = "dynamic_range"
+        case startTimecode = "start_timecode"
+    }
+
+    /// Whether `text` is a SMPTE timecode: `HH:MM:SS:FF` or `HH:MM:SS;FF`, each field two digits in range.
+    public static func isTimecode(_ text: String) -> Bool {
+        let fields = text.split(omittingEmptySubsequences: false) { $0 == ":" || $0 == ";" || $0 == "." }
+        guard text.utf8.count == 11, fields.count == 4, fields.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) })
+        else { return false }
+        let n = fields.map { Int($0)! }
+        return n[0] < 24 && n[1] < 60 && n[2] < 60 && n[3] < 120
     }
 
     public var isHDR: Bool { dynamicRange == "hlg" || dynamicRange == "pq" }

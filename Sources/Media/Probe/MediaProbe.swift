@@ -100,6 +100,9 @@ public enum MediaProbe {
         }
         var info = MediaInfo(container: input.formatName, fileSize: size, duration: duration, video: video, audio: usableAudio)
         if info.frameRate <= 0 || !info.frameRate.isFinite { info.frameRate = 0 }
+        // A camera's start timecode (QuickTime `tmcd`, MP4/MXF tags): on the video, a timecode track, or the file.
+        info.startTimecode = ([video.metadata("timecode")] + input.streams.map { $0.metadata("timecode") } + [input.metadata("timecode")])
+            .lazy.compactMap { $0 }.first { MediaInfo.isTimecode($0) }
         try checkDuration(info.duration, limits: limits, known: duration > 0)
         return (input, info, video, usableAudio)
     }
