@@ -23,6 +23,22 @@ public final class Frame {
         return copy
     }
 
+    /// A new frame referencing the part `x, y, width, height` of this picture (no copy of the
+    /// pixels). Keep `x` and `y` even for 4:2:0 pictures, so the chroma planes line up.
+    public func cropped(x: Int, y: Int, width: Int, height: Int) throws(FFmpegError) -> Frame {
+        let copy = try clone()
+        let full = (self.width, self.height)
+        guard x >= 0, y >= 0, width > 0, height > 0, x + width <= full.0, y + height <= full.1 else {
+            throw FFmpegError(moments_averror_invaliddata(), "crop outside the picture")
+        }
+        copy.pointer.pointee.crop_left = x
+        copy.pointer.pointee.crop_top = y
+        copy.pointer.pointee.crop_right = full.0 - x - width
+        copy.pointer.pointee.crop_bottom = full.1 - y - height
+        try check(av_frame_apply_cropping(copy.pointer, Int32(AV_FRAME_CROP_UNALIGNED)), "av_frame_apply_cropping")
+        return copy
+    }
+
     public var width: Int { Int(pointer.pointee.width) }
     public var height: Int { Int(pointer.pointee.height) }
     public var pixelFormat: PixelFormat { PixelFormat(AVPixelFormat(pointer.pointee.format)) }

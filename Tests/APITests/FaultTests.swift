@@ -160,7 +160,9 @@ struct FaultTests {
             let retried = try await store.events(id)
             #expect(done, "\(retried)")
             try await Self.checkCompletedOnce(id, base: base, store: store)
-            #expect(try await storage.list(prefix: "results/\(id.uuidString.lowercased())", after: nil, limit: 10).count == 1)
+            let stored = try await storage.list(prefix: "results/\(id.uuidString.lowercased())", after: nil, limit: 10).map(\.key).sorted()
+            #expect(stored.count == 3 && stored.filter { $0.hasSuffix(".mp4") }.count == 1 && Set(stored.map { $0.prefix(39) }).count == 1,
+                    "one attempt's highlight, poster and thumbnails: \(stored)")
             let left = try await TestServices.eventually(timeout: .seconds(10)) {
                 try FileManager.default.contentsOfDirectory(atPath: workFolder.path).isEmpty
             }
