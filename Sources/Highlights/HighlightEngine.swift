@@ -119,7 +119,7 @@ extension HighlightEngine {
             let (rendered, decision) = (made.result, made.decision)
             try reporter.report(.finishing, 0)
             let stills = try settings.stills.flatMap {
-                try Self.stills(of: analysis, made.segments, input: input, settings: settings, to: $0, reporter: reporter)
+                try Self.stills(of: analysis, made.segments, input: input, settings: settings, crop: made.crop, to: $0, reporter: reporter)
             }
             let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? NSNumber)?.int64Value ?? 0
             do {
@@ -145,7 +145,13 @@ extension HighlightEngine {
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
                 analysisRealTimeFactor: analysis.info.duration / max((analyzed - started).inSeconds, 1e-6),
-                decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames, stills: stills)
+                decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames, stills: stills,
+                reframe: made.crop.map { crop in
+                    let shown = CropPlan.display(x: 0, y: 0, width: crop.width, height: crop.height, frameWidth: crop.frameWidth,
+                                                 frameHeight: crop.frameHeight, rotation: analysis.info.rotation)
+                    return .init(aspect: settings.choices.aspect.rawValue, width: shown.width, height: shown.height,
+                                 path: crop.path(rotation: analysis.info.rotation))
+                })
         }
     }
 }
@@ -154,8 +160,12 @@ extension HighlightEngine {
     /// Renders `segments` by the copy path where the source allows it, else by the encode path, with
     /// the segments moved onto the keyframe grid (copy: random access points; encode: keyframes,
     /// so no segment needs pre-roll decoding, when they are at most 2.5 s apart).
+    ///
+    /// Another shape than the source's (`aspect`) is always encoded: the window that follows the
+    /// action is planned over the final segments (`Reframer`) and cropped from every picture.
     static func render(_ analysis: Analysis, _ segments: [Segment], input: String, to partial: String, settings: HighlightSettings,
-                       reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment], moves: [EdgeMove]) {
+                       reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment],
+                                                              moves: [EdgeMove], crop: CropPlan?) {
         let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
         let rules = settings.rules
         // The user's segment choices hold on whichever grid the segments land, to within a frame.
@@ -166,13 +176,21 @@ extension HighlightEngine {
             return aligned.segments.isEmpty || !rules.admits(aligned.segments, slack: slack) ? nil : aligned
         }
         var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
+        let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
+        if let reframer {
+            let shape = settings.choices.aspect.rawValue
+            decision = RenderDecision(mode: .encode, reason: decision.mode == .copy
+                ? "a \(shape) frame is a crop that follows the action, so the picture is encoded anew"
+                : decision.reason + "; the \(shape) frame is a crop that follows the action")
+            grid = nil
+        }
         if let grid {
             if let aligned = align(to: grid) {
                 do {
                     let result = try writing {
                         try CopyRenderer(path: input, analysis: analysis, grid: grid, reporter: reporter).render(aligned.ranges, to: partial)
                     }
-                    return (result, decision, aligned.segments, aligned.moves)
+                    return (result, decision, aligned.segments, aligned.moves, nil)
                 } catch let mismatch as CopyRenderer.IndexMismatch {
                     decision = RenderDecision(mode: .encode, reason: "the stream could not be copied (\(mismatch.detail))")
                 }
@@ -188,11 +206,12 @@ extension HighlightEngine {
            keys.longestGOP <= RenderDecision.longestCopyableGOP, let aligned = align(to: keys) {
             chosen = (aligned.segments, aligned.moves)
         }
+        let crop = try reframer?.plan(chosen.segments)
         let result = try writing {
             try Renderer(path: input, analysis: analysis, quality: settings.quality,
-                         lean: settings.limits.decodesLean(analysis.info), reporter: reporter).render(chosen.segments, to: partial)
+                         lean: settings.limits.decodesLean(analysis.info), crop: crop, reporter: reporter).render(chosen.segments, to: partial)
         }
-        return (result, decision, chosen.segments, chosen.moves)
+        return (result, decision, chosen.segments, chosen.moves, crop)
     }
 }
 
@@ -200,13 +219,13 @@ extension HighlightEngine {
     /// Writes the poster and the thumbnail strip of `segments` to `paths`. Stills the source will
     /// not give (a picture that does not decode) leave the highlight without them (nil) rather than
     /// failing it; cancellation still stops it, and a file that cannot be written is an `io_error`.
-    static func stills(of analysis: Analysis, _ segments: [Segment], input: String, settings: HighlightSettings, to paths: StillPaths,
-                       reporter: ProgressReporter) throws -> HighlightReport.Stills? {
+    static func stills(of analysis: Analysis, _ segments: [Segment], input: String, settings: HighlightSettings, crop: CropPlan?,
+                       to paths: StillPaths, reporter: ProgressReporter) throws -> HighlightReport.Stills? {
         guard paths.poster != nil || paths.thumbnails != nil else { return nil }
         let made: Stills.Result
         do {
-            made = try Stills(path: input, analysis: analysis, geometry: OutputGeometry(info: analysis.info, quality: settings.quality),
-                              cancellation: reporter.cancellation).make(segments)
+            made = try Stills(path: input, analysis: analysis, geometry: OutputGeometry(info: analysis.info, quality: settings.quality, crop: crop),
+                              crop: crop, cancellation: reporter.cancellation).make(segments)
         } catch let error as MomentsError {
             throw error
         } catch {

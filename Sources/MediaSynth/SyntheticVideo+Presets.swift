@@ -1,4 +1,18 @@
 extension SyntheticVideo {
+    /// 14 s at 30 fps, 640×360 (landscape), a bright square (60 px) crossing the frame: left to
+    /// right (x 0.2 → 0.8) over 8 s with the camera still, then right to left (0.75 → 0.25) over
+    /// 6 s while the camera pans; 1 s GOPs. What a 9:16 crop must follow.
+    public static var movingSubject: SyntheticVideo {
+        var across = Scene(frames: 240, camera: .still, toneHz: 262)
+        across.subject = (from: 0.2, to: 0.8)
+        var back = Scene(frames: 180, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 392)
+        back.subject = (from: 0.75, to: 0.25)
+        var video = SyntheticVideo(width: 640, height: 360, frameRate: 30, scenes: [across, back])
+        video.gopSize = 30
+        video.encoderOptions = ["preset": "veryfast"]
+        return video
+    }
+
     /// 14 s at 30 fps, 320×180, that opens in the dark: 3 s black, 3 s out of focus (blur radius
     /// 6), 5 s sharp (6–11 s), 3 s out of focus; the bright object is on screen throughout, 1 s GOPs.
     public static var blackOpening: SyntheticVideo {

@@ -144,4 +144,34 @@ struct HighlightOutputsTests {
             #expect(missing.status == 400 && missing.code == "invalid_format", "\(missing)")
         }
     }
+
+    @Test("aspect=9:16 of a landscape clip: the crop follows a moving subject, its centre inside the middle third of every frame")
+    func reframesToPortrait() async throws {
+        try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
+            let auth = try System.device(base)
+            let (id, details) = try await Self.highlight(base, auth, file: TestFootage.movingSubject,
+                                                         fields: ["target_duration": "10", "aspect": "9:16", "quality": "low"])
+            #expect(details["aspect"] as? String == "9:16")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-reframe-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let video = folder.appendingPathComponent("highlight.mp4").path
+            #expect(try curl(auth + ["-L", "-o", video, "\(base)/api/v1/jobs/\(id)/download"]).status == 200)
+            // 360 high, 9:16: 202 wide (even).
+            let size = try TestFootage.pictureSize(video)
+            #expect(size.width == 202 && size.height == 360, "\(size)")
+            let (centres, width) = try TestFootage.brightCentres(video)
+            #expect(centres.count >= 290, "about 10 s at 30 fps: \(centres.count) frames")
+            let third = Double(width) / 3
+            let outside = centres.enumerated().filter { $0.element.map { $0 < third || $0 > 2 * third } ?? true }
+            #expect(outside.isEmpty, "frames whose subject is missing or outside the middle third (\(third)…\(2 * third)): \(outside.prefix(10))")
+            // Smooth: the subject moves steadily in the source, so it barely moves in the crop from frame to frame.
+            let steps = zip(centres, centres.dropFirst()).compactMap { a, b in a.flatMap { a in b.map { abs($0 - a) } } }
+            #expect((steps.max() ?? 0) < 6 || steps.filter { $0 >= 6 }.count <= 1, "jumps between frames (a cut allowed): \(steps.filter { $0 >= 6 })")
+            let poster = folder.appendingPathComponent("poster.jpg").path
+            #expect(try curl(auth + ["-L", "-o", poster, "\(base)/api/v1/jobs/\(id)/poster"]).status == 200)
+            let posterSize = try TestFootage.pictureSize(poster)
+            #expect(posterSize.width == 202 && posterSize.height == 360, "the poster has the highlight's shape: \(posterSize)")
+        }
+    }
 }

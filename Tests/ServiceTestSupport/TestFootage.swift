@@ -44,6 +44,43 @@ public enum TestFootage {
         return path
     }()
 
+    /// `SyntheticVideo.movingSubject`: 640×360, a bright 60 px square crossing the frame and back.
+    public static let movingSubject: String = {
+        FFmpegLog.quiet()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-subject-\(UUID().uuidString).mp4").path
+        try! SyntheticVideo.movingSubject.write(to: path)
+        return path
+    }()
+
+    /// Per frame of a video, read by ffmpeg as grey: the horizontal centre of its pixels at or
+    /// above `threshold` (nil where there are none), and the picture's width.
+    public static func brightCentres(_ path: String, threshold: UInt8 = 240) throws -> (centres: [Double?], width: Int) {
+        let size = try pictureSize(path)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-v", "error", "-i", path, "-vf", "format=gray", "-f", "rawvideo", "-"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = [UInt8](pipe.fileHandleForReading.readDataToEndOfFile())
+        process.waitUntilExit()
+        let frameBytes = size.width * size.height
+        guard frameBytes > 0 else { return ([], 0) }
+        var centres: [Double?] = []
+        for start in stride(from: 0, to: data.count - frameBytes + 1, by: frameBytes) {
+            var sum = 0, count = 0
+            for y in 0..<size.height {
+                let row = start + y * size.width
+                for x in 0..<size.width where data[row + x] >= threshold {
+                    sum += x
+                    count += 1
+                }
+            }
+            centres.append(count > 0 ? Double(sum) / Double(count) + 0.5 : nil)
+        }
+        return (centres, size.width)
+    }
+
     /// A picture of `path` (a video at `time` seconds, or an image) as 8-bit grey, `width` × `height`, read by ffmpeg.
     public static func grey(_ path: String, at time: Double? = nil, width: Int, height: Int) throws -> [UInt8] {
         let process = Process()

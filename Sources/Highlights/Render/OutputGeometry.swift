@@ -12,8 +12,9 @@ struct OutputGeometry: Equatable {
     let scaledHeight: Int
     let rotation: Int
 
-    init(info: MediaInfo, quality: Quality) {
-        self.init(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio,
+    /// `crop`: the stored pixels a crop window keeps (another shape than the source's).
+    init(info: MediaInfo, quality: Quality, crop: CropPlan? = nil) {
+        self.init(width: crop?.width ?? info.width, height: crop?.height ?? info.height, sampleAspectRatio: info.sampleAspectRatio,
                   rotation: info.rotation, quality: quality)
     }
 

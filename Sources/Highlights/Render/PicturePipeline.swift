@@ -1,21 +1,29 @@
 import Media
 
 /// Scales decoded pictures to the output geometry (stored orientation) in yuv420p, tone-mapping
-/// HDR pictures to SDR BT.709 on the way.
+/// HDR pictures to SDR BT.709 on the way; with a crop plan, keeps only the window of the moment.
 final class PicturePipeline {
     private let geometry: OutputGeometry
     private let scaler: Scaler
     private let toneMapper: ToneMapper?
+    private let crop: CropPlan?
 
-    init(geometry: OutputGeometry, info: MediaInfo) throws {
+    init(geometry: OutputGeometry, info: MediaInfo, crop: CropPlan? = nil) throws {
         self.geometry = geometry
+        self.crop = crop
         let transfer = info.colorTransfer.flatMap(ColorDescription.Transfer.init(name:)) ?? .unspecified
         toneMapper = info.isHDR ? try ToneMapper.shared(for: transfer) : nil
         scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight,
                         format: toneMapper == nil ? .yuv420p : .yuv420p10, filter: .bicubic)
     }
 
-    func prepare(_ frame: Frame) throws -> Frame {
+    /// `time`: the picture's source time, where the crop window is taken.
+    func prepare(_ decoded: Frame, time: Double = 0) throws -> Frame {
+        var frame = decoded
+        if let crop, decoded.width == crop.frameWidth, decoded.height == crop.frameHeight {
+            let corner = crop.window(at: time)
+            frame = try decoded.cropped(x: corner.x, y: corner.y, width: crop.width, height: crop.height)
+        }
         let sized = frame.width == geometry.scaledWidth && frame.height == geometry.scaledHeight
             && (frame.sampleAspectRatio ?? 1) == 1
         if let toneMapper {

@@ -30,13 +30,16 @@ final class Renderer {
     private let reporter: ProgressReporter
 
     private let lean: Bool
+    private let crop: CropPlan?
 
-    /// `lean`: a source beyond 4K (see `MediaLimits.leanDecodingBytes`).
-    init(path: String, analysis: Analysis, quality: Quality, lean: Bool = false, reporter: ProgressReporter) throws {
+    /// `lean`: a source beyond 4K (see `MediaLimits.leanDecodingBytes`). `crop`: the window to keep
+    /// of each picture (another shape than the source's).
+    init(path: String, analysis: Analysis, quality: Quality, lean: Bool = false, crop: CropPlan? = nil, reporter: ProgressReporter) throws {
         (input, video, audio) = try Self.openSource(path, analysis: analysis)
         self.analysis = analysis
         self.origin = analysis.origin
-        self.geometry = OutputGeometry(info: analysis.info, quality: quality)
+        self.crop = crop
+        self.geometry = OutputGeometry(info: analysis.info, quality: quality, crop: crop)
         self.quality = quality
         self.lean = lean
         self.reporter = reporter
@@ -77,7 +80,7 @@ final class Renderer {
         // Reading (demux, decode, scale, resample) runs on its own thread while this one encodes.
         let queue = RenderQueue(capacity: 4)
         let reader = try SegmentReader(input: input, video: video, audio: audio, info: analysis.info, origin: origin, geometry: geometry,
-                                       cancellation: reporter.cancellation)
+                                       crop: crop, cancellation: reporter.cancellation)
         let readerDone = DispatchSemaphore(value: 0)
         let thread = Thread {
             do {

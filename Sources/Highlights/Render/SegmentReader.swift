@@ -15,14 +15,14 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     private let cancellation: CancellationFlag
 
     init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry,
-         cancellation: CancellationFlag) throws {
+         crop: CropPlan? = nil, cancellation: CancellationFlag) throws {
         self.cancellation = cancellation
         self.info = info
         self.input = input
         self.video = video
         self.audio = audio
         self.origin = origin
-        pictures = try PicturePipeline(geometry: geometry, info: info)
+        pictures = try PicturePipeline(geometry: geometry, info: info, crop: crop)
     }
 
     struct Stopped: Error {}
@@ -60,7 +60,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 // shows it, and timestamps 1 tick apart break some.
                 let pts = Int64(saturating: ((outputStart + t - segment.start) * 90_000).rounded())
                 if lastPTS >= 0 && pts < lastPTS + Self.minimumSpacing { return }
-                var picture = try pictures.prepare(frame)
+                var picture = try pictures.prepare(frame, time: t)
                 // The decoder reuses `frame`: a picture passed through as it is needs its own reference.
                 if picture === frame { picture = try frame.clone() }
                 lastPTS = pts

@@ -33,7 +33,8 @@ final class Stills {
     private let decoder: Decoder
     private let cancellation: CancellationFlag
 
-    init(path: String, analysis: Analysis, geometry: OutputGeometry, cancellation: CancellationFlag) throws {
+    /// `geometry` and `crop`: the highlight's, so the stills show what it shows.
+    init(path: String, analysis: Analysis, geometry: OutputGeometry, crop: CropPlan? = nil, cancellation: CancellationFlag) throws {
         let (input, _, video, _) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
         input.discardAll(except: [video.index])
         self.input = input
@@ -41,7 +42,7 @@ final class Stills {
         self.analysis = analysis
         self.geometry = geometry
         self.cancellation = cancellation
-        pictures = try PicturePipeline(geometry: geometry, info: analysis.info)
+        pictures = try PicturePipeline(geometry: geometry, info: analysis.info, crop: crop)
         decoder = try Decoder(stream: video, options: .video(for: analysis.info, threads: 2, analysis: false))
     }
 
@@ -129,7 +130,7 @@ final class Stills {
             if packet.streamIndex == video.index { try decoder.decode(packet, into: frame, take) }
         }
         guard let picture = found ?? last else { throw StillsError() }
-        return try pictures.prepare(picture)
+        return try pictures.prepare(picture, time: time)
     }
 
     /// Turns stored-orientation pictures upright (a filter chain prefix, empty or ending in a comma).

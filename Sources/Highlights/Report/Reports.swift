@@ -123,6 +123,21 @@ public struct HighlightReport: Sendable, Codable {
         }
     }
 
+    /// The crop of a highlight in another shape than its source's: the window's size and where it
+    /// was at each planned moment, in the upright picture's pixels (source resolution).
+    public struct Reframe: Sendable, Codable {
+        public struct Point: Sendable, Codable, Equatable {
+            /// Source seconds.
+            public var time: Double
+            public var x: Int
+            public var y: Int
+        }
+        public var aspect: String
+        public var width: Int
+        public var height: Int
+        public var path: [Point]
+    }
+
     public var input: MediaInfo
     public var settings: Settings
     public var scenes: [SceneChange]
@@ -136,9 +151,10 @@ public struct HighlightReport: Sendable, Codable {
     public var decodedFrames: Int
     public var totalFrames: Int
     public var stills: Stills? = nil
+    public var reframe: Reframe? = nil
 
     enum CodingKeys: String, CodingKey {
-        case input, settings, scenes, segments, output, render, timings, stills
+        case input, settings, scenes, segments, output, render, timings, stills, reframe
         case realTimeFactor = "real_time_factor", analysisRealTimeFactor = "analysis_real_time_factor"
         case decodedFrames = "decoded_frames", totalFrames = "total_frames"
     }
