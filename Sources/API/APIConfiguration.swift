@@ -23,6 +23,8 @@ public struct APIConfiguration: Sendable {
     public var downloadLinkLifetime: Duration
     /// How long the PUT URL of a direct upload stays valid (`DIRECT_UPLOAD_URL_SECONDS`): an
     /// upload must begin within it, and the URL is useless once the job starts.
+    /// The smallest part of a resumable upload (`UPLOAD_PART_MIB`, 5–512 MiB; S3's floor is 5).
+    public var uploadPartBytes: Int64 = 8 << 20
     public var uploadLinkLifetime: Duration
     /// Without it, requests without a token are served as the anonymous owner.
     public var authRequired: Bool
@@ -155,6 +157,7 @@ public struct APIConfiguration: Sendable {
                   callbacks: try DestinationPolicy(environment: environment),
                   metricsToken: try Self.metricsToken(environment), console: try Console.from(environment))
         continueIncomingTraces = try Setting.boolean("TRACE_CONTINUE_INCOMING", in: environment, default: false)
+        uploadPartBytes = Int64(try Setting.integer("UPLOAD_PART_MIB", in: environment, default: 8, range: 5...512)) << 20
     }
 
     static func metricsToken(_ environment: Settings) throws(SettingError) -> String? {

@@ -17,6 +17,13 @@ import Storage
 /// other. `POST /api/v1/jobs/{id}/start` copies the staged object inside storage to a source key
 /// no URL can write, deletes the staged one, probes the copy by ranged reads, and only then writes
 /// the job row and queues it. A PUT after the start changes nothing; no row exists before it.
+///
+/// A resumable upload (`"resumable": true`, API 1.1) is an S3 multipart upload of the staging key:
+/// the answer gives equal parts (the last one shorter) with a signed PUT URL each; `GET
+/// /api/v1/uploads/{id}/parts` says which parts storage holds and signs fresh URLs for the rest, so
+/// a client that lost its network, or was suspended or relaunched, sends only what is missing; the
+/// start assembles the parts first. The reservation lives `HighlightLimits.resumableUploadHours`;
+/// the retention sweep aborts multipart uploads left unfinished after that.
 struct DirectUploadController: Sendable {
     let store: JobStore
     let reservations: any PersistStore
@@ -39,10 +46,16 @@ struct DirectUploadController: Sendable {
         var maxSegment: Double?
         var maxSegments: Int?
         var aspect: String?
+        var resumable: Bool?
+        /// A resumable upload's multipart upload id and part size, and when it was reserved.
+        var uploadID: String?
+        var partSize: Int64?
+        var reservedAt: Date?
 
         enum CodingKeys: String, CodingKey {
             case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", size = "size_bytes", owner
-            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, resumable
+            case uploadID = "upload_id", partSize = "part_size", reservedAt = "reserved_at"
         }
 
         func choices() throws -> HighlightChoices {
@@ -55,6 +68,16 @@ struct DirectUploadController: Sendable {
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.post("uploads") { request, context in try await reserve(request, context: context) }
         group.post("jobs/{id}/start") { request, context in try await start(context) }
+        group.get("uploads/{id}/parts") { request, context in try await parts(context) }
+    }
+
+    static let resumableLifetime = Duration.seconds(HighlightLimits.resumableUploadHours * 3600)
+
+    /// The part size for a file of `size` bytes: at least `minimum`, and large enough that no more
+    /// than 10,000 parts (S3's limit) are needed, in whole MiB.
+    static func partSize(for size: Int64, minimum: Int64) -> Int64 {
+        let needed = (size + 9_999) / 10_000
+        return max(minimum, ((needed + (1 << 20) - 1) >> 20) << 20)
     }
 
     private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> EditedResponse<DirectUpload> {
@@ -87,6 +110,16 @@ struct DirectUploadController: Sendable {
             guard size > 0 else { throw APIError(.badRequest, "invalid_request", "size_bytes must be the file's length in bytes, above 0.") }
             guard size <= configuration.maxUploadBytes else { throw UploadController.tooLarge(configuration.maxUploadBytes) }
         }
+        let resumable = reservation.resumable == true
+        if resumable {
+            guard storage.resumable != nil else {
+                throw APIError(.conflict, "direct_upload_unavailable",
+                               "Resumable uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
+            }
+            guard reservation.size != nil else {
+                throw APIError(.badRequest, "size_bytes_required", "A resumable upload needs size_bytes, the file's length in bytes, to divide it into parts.")
+            }
+        }
         var id = UUID()
         var replayed = false
         if let key {
@@ -97,6 +130,10 @@ struct DirectUploadController: Sendable {
                                              proposed: proposed)
             replayed = id != proposed
         }
+        if resumable {
+            let reply = try await reserveResumable(id, reservation: reservation, replayed: replayed)
+            return EditedResponse(headers: replayed ? [Idempotency.replayed: "true"] : [:], response: reply)
+        }
         // S3 checks a presigned URL when the upload begins, so a long upload that began in time finishes.
         let lifetime = configuration.uploadLinkLifetime
         let url = try presigner.signedURL(for: Self.stagingKey(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
@@ -105,6 +142,99 @@ struct DirectUploadController: Sendable {
                                  expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
                                  maxSizeBytes: configuration.maxUploadBytes)
         return EditedResponse(headers: replayed ? [Idempotency.replayed: "true"] : [:], response: reply)
+    }
+
+    /// Starts (or, for the same request repeated under its idempotency key, finds) the multipart
+    /// upload of a resumable reservation and answers its parts.
+    private func reserveResumable(_ id: UUID, reservation: Reservation, replayed: Bool) async throws -> DirectUpload {
+        guard let store = storage.resumable, let size = reservation.size else { throw APIError.jobNotFound() }
+        var reservation = reservation
+        if replayed, let earlier = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self), earlier.uploadID != nil {
+            reservation = earlier
+        } else {
+            reservation.uploadID = try await store.startUpload(key: Self.stagingKey(id), contentType: "video/mp4")
+            reservation.partSize = Self.partSize(for: size, minimum: configuration.uploadPartBytes)
+            reservation.reservedAt = Date()
+            try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: Self.resumableLifetime)
+        }
+        let parts = try partsAnswer(id, reservation: reservation, received: [:])
+        return DirectUpload(jobID: id, uploadURL: parts.parts.first?.url ?? "", expiresAt: parts.urlsExpireAt,
+                            maxSizeBytes: configuration.maxUploadBytes, resumable: parts)
+    }
+
+    /// `GET /api/v1/uploads/{id}/parts`: which parts storage holds, and fresh URLs for the others.
+    private func parts(_ context: MomentsRequestContext) async throws -> UploadParts {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
+        if try await startedJob(id, owner: context.identity.owner) != nil {
+            throw APIError(.conflict, "already_started", "This upload was started: follow its job's status.")
+        }
+        guard let reservation = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self),
+              reservation.owner == context.identity.owner, let uploadID = reservation.uploadID, let store = storage.resumable else {
+            throw APIError(.notFound, "job_not_found", "There is no resumable upload with this id, or it has expired.")
+        }
+        guard let held = try await Self.heldParts(store, key: Self.stagingKey(id), uploadID: uploadID) else {
+            throw APIError(.notFound, "job_not_found", "This resumable upload has expired; upload the file again.")
+        }
+        return try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
+    }
+
+    /// The parts of a resumable reservation: each received (by number, at its right size) or with a
+    /// fresh signed URL (at most the first 1,000 missing ones: ask again for more).
+    private func partsAnswer(_ id: UUID, reservation: Reservation, received: [Int: UploadedPart]) throws -> UploadParts {
+        guard let store = storage.resumable, let uploadID = reservation.uploadID, let size = reservation.size,
+              let partSize = reservation.partSize else { throw APIError.jobNotFound() }
+        let count = Int((size + partSize - 1) / partSize)
+        let lifetime = configuration.uploadLinkLifetime
+        var signed = 0
+        var parts: [UploadParts.Part] = []
+        for number in 1...max(1, count) {
+            let offset = Int64(number - 1) * partSize
+            let length = min(partSize, size - offset)
+            let arrived = received[number]?.size == length
+            var url: String?
+            if !arrived && signed < 1000 {
+                url = try store.signedPartURL(key: Self.stagingKey(id), uploadID: uploadID, part: number, expires: lifetime,
+                                              contentLength: length).absoluteString
+                signed += 1
+            }
+            parts.append(.init(partNumber: number, offset: offset, sizeBytes: length, received: arrived, url: url))
+        }
+        let reservedAt = reservation.reservedAt ?? Date()
+        return UploadParts(jobID: id, sizeBytes: size, partSize: partSize, partCount: count, parts: parts,
+                           urlsExpireAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
+                           uploadExpiresAt: reservedAt.addingTimeInterval(TimeInterval(Self.resumableLifetime.components.seconds)))
+    }
+
+    /// The parts storage holds of a multipart upload; nil when the upload is gone.
+    static func heldParts(_ store: any ResumableObjectStore, key: String, uploadID: String) async throws -> [UploadedPart]? {
+        do {
+            return try await store.uploadedParts(key: key, uploadID: uploadID)
+        } catch {
+            if error.code == .notFound { return nil }
+            throw error
+        }
+    }
+
+    /// Assembles a resumable upload's parts into the staging object: 409 `upload_incomplete` while
+    /// parts are missing, 400 `upload_size_mismatch` for a part of the wrong length.
+    private func assemble(_ id: UUID, reservation: Reservation) async throws {
+        guard let store = storage.resumable, let uploadID = reservation.uploadID else { return }
+        // Gone: assembled by an earlier start (or expired: the staged object's check says which).
+        guard let held = try await Self.heldParts(store, key: Self.stagingKey(id), uploadID: uploadID) else { return }
+        let answer = try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
+        let missing = answer.missing
+        if !missing.isEmpty {
+            let wrong = missing.filter { part in held.contains { $0.number == part.partNumber } }
+            if let part = wrong.first {
+                throw APIError(.badRequest, "upload_size_mismatch",
+                               "Part \(part.partNumber) has \(held.first { $0.number == part.partNumber }!.size) bytes, not \(part.sizeBytes); PUT it again.")
+            }
+            let numbers = missing.prefix(10).map { String($0.partNumber) }.joined(separator: ", ")
+            throw APIError(.conflict, "upload_incomplete",
+                           "\(answer.partCount - missing.count) of \(answer.partCount) parts have arrived; PUT part\(missing.count == 1 ? "" : "s") \(numbers)\(missing.count > 10 ? " and the rest" : "") (GET /api/v1/uploads/\(id.uuidString.lowercased())/parts has their URLs), then start again.")
+        }
+        try await store.completeUpload(key: Self.stagingKey(id), uploadID: uploadID,
+                                       parts: held.filter { $0.number <= answer.partCount })
     }
 
     private func start(_ context: MomentsRequestContext) async throws -> UploadAccepted {
@@ -132,6 +262,7 @@ struct DirectUploadController: Sendable {
     /// Starts the upload `id`, holding its start claim.
     private func start(_ id: UUID, reservation: Reservation, context: MomentsRequestContext) async throws -> UploadAccepted {
         if let started = try await startedJob(id, owner: context.identity.owner) { return started }
+        try await assemble(id, reservation: reservation)
         let staged = try await stagedObject(id)
         guard staged.size > 0 else { throw APIError(.badRequest, "missing_file", "The uploaded file is empty.") }
         guard staged.size <= configuration.maxUploadBytes else {

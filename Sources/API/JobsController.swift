@@ -17,6 +17,7 @@ extension DeviceRegistration: ResponseEncodable {}
 extension Account: ResponseEncodable {}
 extension DirectUpload: ResponseEncodable {}
 extension JobList: ResponseEncodable {}
+extension UploadParts: ResponseEncodable {}
 
 /// The device's job history; status, details, download and cancel of one job.
 struct JobsController: Sendable {

@@ -84,9 +84,11 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var maxSegment: Double?
     public var maxSegments: Int?
     public var aspect: String?
+    /// API 1.1: a resumable upload (S3 multipart): parts PUT one by one, any order, resumable.
+    public var resumable: Bool?
 
     public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
-                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices()) {
+                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil) {
         self.filename = filename
         self.targetDuration = targetDuration
         self.quality = quality
@@ -97,11 +99,12 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
         maxSegment = choices.maxSegment
         maxSegments = choices.maxSegments
         aspect = choices.aspect == .source ? nil : choices.aspect.rawValue
+        self.resumable = resumable
     }
 
     enum CodingKeys: String, CodingKey {
         case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", sizeBytes = "size_bytes"
-        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, resumable
     }
 }
 
@@ -112,17 +115,30 @@ public struct DirectUpload: Codable, Equatable, Sendable {
     public var method: String
     public var expiresAt: Date
     public var maxSizeBytes: Int64
+    /// API 1.1, resumable uploads only: the parts (`uploadURL` is the first one's URL).
+    public var resumable: UploadParts?
 
-    public init(jobID: UUID, uploadURL: String, method: String = "PUT", expiresAt: Date, maxSizeBytes: Int64) {
+    public init(jobID: UUID, uploadURL: String, method: String = "PUT", expiresAt: Date, maxSizeBytes: Int64, resumable: UploadParts? = nil) {
         self.jobID = jobID
         self.uploadURL = uploadURL
         self.method = method
         self.expiresAt = expiresAt
         self.maxSizeBytes = maxSizeBytes
+        self.resumable = resumable
     }
 
     enum CodingKeys: String, CodingKey {
-        case jobID = "job_id", uploadURL = "upload_url", method, expiresAt = "expires_at", maxSizeBytes = "max_size_bytes"
+        case jobID = "job_id", uploadURL = "upload_url", method, expiresAt = "expires_at", maxSizeBytes = "max_size_bytes", parts
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        jobID = try c.decode(UUID.self, forKey: .jobID)
+        uploadURL = try c.decode(String.self, forKey: .uploadURL)
+        method = try c.decode(String.self, forKey: .method)
+        expiresAt = try c.decode(Date.self, forKey: .expiresAt)
+        maxSizeBytes = try c.decode(Int64.self, forKey: .maxSizeBytes)
+        resumable = c.contains(.parts) ? try UploadParts(from: decoder) : nil
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -132,5 +148,72 @@ public struct DirectUpload: Codable, Equatable, Sendable {
         try c.encode(method, forKey: .method)
         try c.encode(expiresAt, forKey: .expiresAt)
         try c.encode(maxSizeBytes, forKey: .maxSizeBytes)
+        try resumable?.encode(to: encoder)
+    }
+}
+
+/// A resumable upload's parts (`POST /api/v1/uploads` with `resumable`, `GET /api/v1/uploads/{id}/parts`):
+/// which have arrived, and signed PUT URLs for those that have not.
+public struct UploadParts: Codable, Equatable, Sendable {
+    public struct Part: Codable, Equatable, Sendable {
+        /// 1-based.
+        public var partNumber: Int
+        /// Offset of the part in the file: `(partNumber - 1) * partSize`.
+        public var offset: Int64
+        /// Exactly this many bytes (the URL refuses any other length).
+        public var sizeBytes: Int64
+        public var received: Bool
+        /// PUT the part's bytes here; nil once received. Valid until `urlsExpireAt`.
+        public var url: String?
+
+        public init(partNumber: Int, offset: Int64, sizeBytes: Int64, received: Bool, url: String?) {
+            self.partNumber = partNumber
+            self.offset = offset
+            self.sizeBytes = sizeBytes
+            self.received = received
+            self.url = url
+        }
+
+        enum CodingKeys: String, CodingKey { case partNumber = "part_number", offset, sizeBytes = "size_bytes", received, url }
+    }
+
+    public var jobID: UUID
+    public var sizeBytes: Int64
+    /// Every part but the last has exactly this many bytes (R2's rule for multipart uploads).
+    public var partSize: Int64
+    public var partCount: Int
+    public var parts: [Part]
+    /// When the part URLs expire: ask `GET /api/v1/uploads/{id}/parts` for fresh ones.
+    public var urlsExpireAt: Date
+    /// When the upload itself is given up (its parts deleted) if not started.
+    public var uploadExpiresAt: Date
+
+    public init(jobID: UUID, sizeBytes: Int64, partSize: Int64, partCount: Int, parts: [Part], urlsExpireAt: Date, uploadExpiresAt: Date) {
+        self.jobID = jobID
+        self.sizeBytes = sizeBytes
+        self.partSize = partSize
+        self.partCount = partCount
+        self.parts = parts
+        self.urlsExpireAt = urlsExpireAt
+        self.uploadExpiresAt = uploadExpiresAt
+    }
+
+    /// The parts still to send.
+    public var missing: [Part] { parts.filter { !$0.received } }
+
+    enum CodingKeys: String, CodingKey {
+        case jobID = "job_id", sizeBytes = "size_bytes", partSize = "part_size", partCount = "part_count", parts
+        case urlsExpireAt = "urls_expire_at", uploadExpiresAt = "upload_expires_at"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(jobID.uuidString.lowercased(), forKey: .jobID)
+        try c.encode(sizeBytes, forKey: .sizeBytes)
+        try c.encode(partSize, forKey: .partSize)
+        try c.encode(partCount, forKey: .partCount)
+        try c.encode(parts, forKey: .parts)
+        try c.encode(urlsExpireAt, forKey: .urlsExpireAt)
+        try c.encode(uploadExpiresAt, forKey: .uploadExpiresAt)
     }
 }

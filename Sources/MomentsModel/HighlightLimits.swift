@@ -9,4 +9,7 @@ public enum HighlightLimits {
     public static let minimumSourceDuration = 1
     /// The longest source accepted, in seconds (30 minutes).
     public static let maximumSourceDuration = 30 * 60
+    /// How long a resumable upload may take from its reservation to its start, in hours; the
+    /// retention sweep aborts multipart uploads left unfinished an hour past it.
+    public static let resumableUploadHours = 24
 }

@@ -25,10 +25,13 @@ public protocol ObjectStore: Sendable {
     func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject]
     /// The store's URL signer, when it can hand out URLs for direct transfers (S3 can; a folder cannot).
     var presigning: (any PresigningObjectStore)? { get }
+    /// The store's resumable uploads, when clients can upload parts to it directly (S3 can).
+    var resumable: (any ResumableObjectStore)? { get }
 }
 
 extension ObjectStore {
     public var presigning: (any PresigningObjectStore)? { nil }
+    public var resumable: (any ResumableObjectStore)? { nil }
 
     /// Writes the object to `file` (created or replaced), whatever its length.
     @discardableResult
@@ -42,6 +45,43 @@ public protocol PresigningObjectStore: ObjectStore {
     /// A URL for `method` (GET or PUT) on `key`, valid for `expires`. With `contentLength`, the
     /// store accepts a PUT only of exactly that many bytes (the length is part of the signature).
     func signedURL(for key: String, method: String, expires: Duration, contentLength: Int64?) throws(StorageError) -> URL
+}
+
+/// An object store whose multipart uploads a client can drive itself, part by part, over URLs
+/// the server signs (resumable uploads: S3, R2).
+public protocol ResumableObjectStore: PresigningObjectStore {
+    /// Starts a multipart upload of `key`; returns its id.
+    func startUpload(key: String, contentType: String) async throws(StorageError) -> String
+    /// A PUT URL for part `part` (1-based) of the upload, accepting exactly `contentLength` bytes.
+    func signedPartURL(key: String, uploadID: String, part: Int, expires: Duration, contentLength: Int64) throws(StorageError) -> URL
+    /// The parts that have arrived, by number; `notFound` when the upload is gone.
+    func uploadedParts(key: String, uploadID: String) async throws(StorageError) -> [UploadedPart]
+    /// Assembles `parts` (all of them, in order) into the object.
+    func completeUpload(key: String, uploadID: String, parts: [UploadedPart]) async throws(StorageError)
+    /// Aborts the upload, freeing its parts.
+    func abortUpload(key: String, uploadID: String) async throws(StorageError)
+    /// Uploads under `prefix` neither completed nor aborted.
+    func unfinishedUploads(prefix: String) async throws(StorageError) -> [UnfinishedUpload]
+}
+
+/// A part of a multipart upload that storage holds.
+public struct UploadedPart: Sendable, Equatable, Codable {
+    public var number: Int
+    public var size: Int64
+    public var etag: String
+
+    public init(number: Int, size: Int64, etag: String) {
+        self.number = number
+        self.size = size
+        self.etag = etag
+    }
+}
+
+/// A multipart upload storage still holds parts of.
+public struct UnfinishedUpload: Sendable, Equatable {
+    public var key: String
+    public var uploadID: String
+    public var initiated: Date?
 }
 
 extension PresigningObjectStore {

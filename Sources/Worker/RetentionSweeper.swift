@@ -63,6 +63,8 @@ public struct RetentionSweeper: Sendable {
         public var orphansDeleted = 0
         /// Idempotency keys past their day.
         public var keysDeleted = 0
+        /// Resumable uploads never started, aborted (their parts deleted) past their lifetime.
+        public var uploadsAborted = 0
 
         public init(objectsExpired: Int = 0, objectsFailed: Int = 0, jobsDeleted: Int = 0, orphansDeleted: Int = 0) {
             self.objectsExpired = objectsExpired
@@ -72,7 +74,7 @@ public struct RetentionSweeper: Sendable {
         }
 
         public var description: String {
-            "objects_expired=\(objectsExpired) objects_failed=\(objectsFailed) jobs_deleted=\(jobsDeleted) orphans_deleted=\(orphansDeleted) keys_deleted=\(keysDeleted)"
+            "objects_expired=\(objectsExpired) objects_failed=\(objectsFailed) jobs_deleted=\(jobsDeleted) orphans_deleted=\(orphansDeleted) keys_deleted=\(keysDeleted) uploads_aborted=\(uploadsAborted)"
         }
     }
 
@@ -151,6 +153,11 @@ public struct RetentionSweeper: Sendable {
         } catch {
             logger.warning("could not sweep storage for orphaned objects; the next sweep tries again", metadata: ["error": "\(error)"])
         }
+        do {
+            report.uploadsAborted = try await abortAbandonedUploads(now: now)
+        } catch {
+            logger.warning("could not abort abandoned resumable uploads; the next sweep tries again", metadata: ["error": "\(error)"])
+        }
         if report != Report() { logger.notice("retention sweep", metadata: ["report": "\(report)"]) }
         return report
     }
@@ -161,6 +168,23 @@ public struct RetentionSweeper: Sendable {
     /// A direct upload's staged object is never named by a job; past the longest upload URL (an
     /// hour) and a margin, it is abandoned.
     static let stagedGrace: TimeInterval = 2 * 3600
+
+    /// A resumable upload's reservation lives `HighlightLimits.resumableUploadHours`; an hour past
+    /// that, its multipart upload can never be started.
+    static let abandonedUploadGrace = TimeInterval(HighlightLimits.resumableUploadHours * 3600 + 3600)
+
+    /// Aborts multipart uploads under `uploads/` begun more than `abandonedUploadGrace` ago (a
+    /// resumable upload never started), deleting their parts. Stores without resumable uploads have none.
+    public func abortAbandonedUploads(now: Date) async throws -> Int {
+        guard let resumable = storage.resumable else { return 0 }
+        var aborted = 0
+        for upload in try await resumable.unfinishedUploads(prefix: "uploads/")
+        where (upload.initiated ?? now) < now.addingTimeInterval(-Self.abandonedUploadGrace) {
+            try await resumable.abortUpload(key: upload.key, uploadID: upload.uploadID)
+            aborted += 1
+        }
+        return aborted
+    }
 
     /// Lists `sources/`, `results/` and `uploads/` a page at a time and deletes the objects no job
     /// names (looked up by the job id in the key) once they are older than their grace. Keys that

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MomentsContract
 import MomentsKit
 import MomentsModel
 
@@ -26,6 +27,15 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: "auto (copy the video's own H.264/HEVC where possible) or h264 (always H.264).")
     var codec: VideoCodecChoice = .auto
 
+    @OptionGroup var choiceOptions: ChoiceOptions
+
+    @Flag(help: "Upload in parts that survive a dropped network or an interrupted run: run the same command again to send only the missing parts (S3 storage).")
+    var resumable = false
+    @Option(help: "Where resumable uploads keep their state (default: ~/.cache/moments/uploads).")
+    var stateDir: String?
+    @Option(help: ArgumentHelp("Stop a resumable upload after sending this many parts (exit 75), as an interrupted app would.", visibility: .hidden))
+    var stopAfterParts: Int?
+
     @Flag(help: "Wait for the highlight and download it.")
     var wait = false
 
@@ -38,9 +48,26 @@ struct SubmitCommand: AsyncParsableCommand {
             guard FileManager.default.isReadableFile(atPath: source.path) else {
                 throw ValidationError("Cannot read \(file).")
             }
+            let choices = try choiceOptions.choices(target: Double(duration))
             let client = try await options.client()
             let bar = TransferBar(label: "Uploading")
-            let accepted = try await client.upload(file: source, targetDuration: duration, quality: quality, codec: codec) { bar.show($0) }
+            let accepted: UploadAccepted
+            if resumable {
+                let folder = stateDir.map { URL(fileURLWithPath: $0) }
+                    ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/moments/uploads")
+                do {
+                    accepted = try await client.resumableUpload(
+                        file: source, targetDuration: duration, quality: quality, codec: codec, choices: choices,
+                        options: ResumableUploadOptions(stateDirectory: folder, stopAfterParts: stopAfterParts)) { bar.show($0) }
+                } catch let error as MomentsClientError where error.code == "suspended" {
+                    bar.finish()
+                    print("stopped: \(error.message)")
+                    throw ExitCode(75)
+                }
+            } else {
+                accepted = try await client.upload(file: source, targetDuration: duration, quality: quality, codec: codec,
+                                                   choices: choices) { bar.show($0) }
+            }
             bar.finish()
             print("job \(accepted.jobID.uuidString.lowercased()): \(accepted.message)")
             guard wait || output != nil else {

@@ -81,6 +81,24 @@ public enum TestFootage {
         return (centres, size.width)
     }
 
+    /// 24 s at 30 fps, 640×360 with heavy sensor noise at 6 Mbit/s: about 18 MB, four parts of a
+    /// resumable upload at 5 MiB each.
+    public static let large: String = {
+        FFmpegLog.quiet()
+        var video = SyntheticVideo(width: 640, height: 360, frameRate: 30, scenes: [
+            .init(frames: 240, camera: .pan(pixelsPerFrame: 2), toneHz: 262),
+            .init(frames: 240, camera: .still, transitionIn: .cut, toneHz: 330),
+            .init(frames: 240, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 392),
+        ])
+        video.gopSize = 30
+        video.noise = 24
+        video.bitRate = 6_000_000
+        video.encoderOptions = ["preset": "ultrafast"]
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-large-\(UUID().uuidString).mp4").path
+        try! video.write(to: path)
+        return path
+    }()
+
     /// A picture of `path` (a video at `time` seconds, or an image) as 8-bit grey, `width` × `height`, read by ffmpeg.
     public static func grey(_ path: String, at time: Double? = nil, width: Int, height: Int) throws -> [UInt8] {
         let process = Process()

@@ -9,7 +9,7 @@ import MomentsModel
 /// Bodies stream between files and the network. Objects at or above `multipartThreshold` go up in
 /// equal-size parts and the upload is aborted if any part fails. Timeouts, dropped connections, 429
 /// and 5xx are retried with exponential backoff and jitter; 403 and 404 become clear errors.
-public struct S3ObjectStore: PresigningObjectStore {
+public struct S3ObjectStore: ResumableObjectStore {
     public let configuration: S3Configuration
     let signer: SigV4Signer
 
@@ -89,10 +89,33 @@ public struct S3ObjectStore: PresigningObjectStore {
         (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))) ?? (try? Date(text, strategy: .iso8601))
     }
 
+    /// XML text with its entities replaced: the five named ones and numeric references (`&#34;`,
+    /// `&#x22;`: Go's encoder, SeaweedFS's, writes quotes that way).
     static func unescapeXML(_ text: String) -> String {
-        text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
-            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
-            .replacingOccurrences(of: "&amp;", with: "&")
+        guard text.contains("&") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let amp = rest.firstIndex(of: "&") {
+            out += rest[..<amp]
+            guard let semi = rest[amp...].firstIndex(of: ";"), rest.distance(from: amp, to: semi) <= 10 else {
+                out += "&"
+                rest = rest[rest.index(after: amp)...]
+                continue
+            }
+            let name = rest[rest.index(after: amp)..<semi]
+            let named: [Substring: String] = ["lt": "<", "gt": ">", "quot": "\"", "apos": "'", "amp": "&"]
+            if let value = named[name] {
+                out += value
+            } else if name.hasPrefix("#x") || name.hasPrefix("#X"), let code = UInt32(name.dropFirst(2), radix: 16), let scalar = Unicode.Scalar(code) {
+                out.unicodeScalars.append(scalar)
+            } else if name.hasPrefix("#"), let code = UInt32(name.dropFirst()), let scalar = Unicode.Scalar(code) {
+                out.unicodeScalars.append(scalar)
+            } else {
+                out += rest[amp...semi]
+            }
+            rest = rest[rest.index(after: semi)...]
+        }
+        return out + rest
     }
 
     public func head(key: String) async throws(StorageError) -> ObjectInfo {
@@ -114,6 +137,7 @@ public struct S3ObjectStore: PresigningObjectStore {
     // MARK: Presigned URLs
 
     public var presigning: (any PresigningObjectStore)? { self }
+    public var resumable: (any ResumableObjectStore)? { self }
 
     public func signedURL(for key: String, method: String, expires: Duration, contentLength: Int64?) throws(StorageError) -> URL {
         try presignedURL(key: key, method: method, expires: expires, contentLength: contentLength)
@@ -123,7 +147,7 @@ public struct S3ObjectStore: PresigningObjectStore {
     /// expires. S3 allows at most 7 days. With `contentLength`, the length is a signed header: a
     /// PUT of any other length fails the signature check.
     public func presignedURL(key: String, method: String = "GET", expires: Duration, contentLength: Int64? = nil,
-                             date: Date = Date()) throws(StorageError) -> URL {
+                             query: [(name: String, value: String)] = [], date: Date = Date()) throws(StorageError) -> URL {
         try ObjectKey.validate(key)
         let seconds = Int(expires.components.seconds)
         guard (1...604_800).contains(seconds) else {
@@ -131,23 +155,74 @@ public struct S3ObjectStore: PresigningObjectStore {
         }
         let target = location(key: key, query: [], endpoint: configuration.publicEndpoint ?? configuration.endpoint)
         let length = contentLength.map { [("Content-Length", String($0))] } ?? []
-        let request = SigV4Request(method: method, path: target.path, headers: [("Host", target.host)] + length,
+        let request = SigV4Request(method: method, path: target.path, query: query, headers: [("Host", target.host)] + length,
                                    payloadHash: SigV4Signer.unsignedPayload)
         let signature = signer.presign(request, date: date, expires: seconds)
-        return URL(string: target.url(query: signature.additions))!
+        return URL(string: target.url(query: query + signature.additions))!
+    }
+
+    // MARK: Resumable uploads
+
+    public func startUpload(key: String, contentType: String) async throws(StorageError) -> String {
+        try ObjectKey.validate(key)
+        return try await startMultipartUpload(key: key, contentType: contentType)
+    }
+
+    public func signedPartURL(key: String, uploadID: String, part: Int, expires: Duration, contentLength: Int64) throws(StorageError) -> URL {
+        try presignedURL(key: key, method: "PUT", expires: expires, contentLength: contentLength,
+                         query: [("partNumber", String(part)), ("uploadId", uploadID)])
+    }
+
+    public func uploadedParts(key: String, uploadID: String) async throws(StorageError) -> [UploadedPart] {
+        var parts: [UploadedPart] = []
+        var marker: String? = nil
+        while true {
+            var query = [("uploadId", uploadID), ("max-parts", "1000")]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let response = try await send("GET", key: key, query: query, what: "list the parts of \(key)")
+            let text = String(decoding: response.body, as: UTF8.self)
+            for chunk in text.components(separatedBy: "<Part>").dropFirst() {
+                let bytes = Array(chunk.utf8)
+                guard let number = Self.xmlValue("PartNumber", in: bytes).flatMap(Int.init),
+                      let etag = Self.xmlValue("ETag", in: bytes).map(Self.unescapeXML),
+                      let size = Self.xmlValue("Size", in: bytes).flatMap(Int64.init) else { continue }
+                parts.append(UploadedPart(number: number, size: size, etag: etag))
+            }
+            guard Self.xmlValue("IsTruncated", in: response.body) == "true",
+                  let next = Self.xmlValue("NextPartNumberMarker", in: response.body) else { break }
+            marker = next
+        }
+        return parts.sorted { $0.number < $1.number }
+    }
+
+    public func completeUpload(key: String, uploadID: String, parts: [UploadedPart]) async throws(StorageError) {
+        let items = parts.map { "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(Self.escapeXML($0.etag))</ETag></Part>" }
+        let xml = Array("<CompleteMultipartUpload>\(items.joined())</CompleteMultipartUpload>".utf8)
+        let completed = try await send("POST", key: key, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")],
+                                       payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
+                                       what: "finish the upload of \(key)")
+        // S3 may answer 200 and still report an error in the body.
+        if let code = Self.xmlValue("Code", in: completed.body) {
+            throw StorageError(.ioError, "The storage service could not assemble \(key) (\(code)).")
+        }
+    }
+
+    static func escapeXML(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
 
     // MARK: Multipart
 
     /// Multipart uploads started under `prefix` and neither completed nor aborted (a crashed
     /// process leaves them; they cost storage until aborted or expired by a lifecycle rule).
-    public func unfinishedUploads(prefix: String) async throws(StorageError) -> [(key: String, uploadID: String)] {
+    public func unfinishedUploads(prefix: String) async throws(StorageError) -> [UnfinishedUpload] {
         let response = try await send("GET", key: nil, query: [("uploads", ""), ("prefix", prefix)], what: "list unfinished uploads")
         let text = String(decoding: response.body, as: UTF8.self)
         return text.components(separatedBy: "<Upload>").dropFirst().compactMap { upload in
             let bytes = Array(upload.utf8)
-            guard let key = Self.xmlValue("Key", in: bytes), let id = Self.xmlValue("UploadId", in: bytes) else { return nil }
-            return (key, id)
+            guard let key = Self.xmlValue("Key", in: bytes).map(Self.unescapeXML), let id = Self.xmlValue("UploadId", in: bytes) else { return nil }
+            return UnfinishedUpload(key: key, uploadID: id, initiated: Self.xmlValue("Initiated", in: bytes).flatMap(Self.timestamp))
         }
     }
 
