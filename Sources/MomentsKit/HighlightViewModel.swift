@@ -14,14 +14,53 @@ public protocol HighlightService: Sendable {
     /// Downloads the finished highlight to `destination`.
     func download(job: UUID, to destination: URL) async throws -> URL
     func cancel(job: UUID) async throws
+    /// API 1.1: uploads with segment and framing choices.
+    func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+                progress: @escaping @Sendable (Double) -> Void) async throws -> UUID
+    /// API 1.1: downloads the finished highlight's poster JPEG to `destination`.
+    func poster(job: UUID, to destination: URL) async throws -> URL
+    /// API 1.1: a page of the device's jobs, newest first (`cursor`: the page before's `nextCursor`).
+    func history(cursor: String?) async throws -> JobList
+}
+
+extension HighlightService {
+    /// Services written for API 1.0 take the default choices only.
+    public func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+                       progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+        guard choices.isDefault else {
+            throw MomentsClientError(kind: .invalidResponse, code: "unsupported", message: "This service cannot make highlights with choices.")
+        }
+        return try await submit(file: file, targetDuration: targetDuration, quality: quality, progress: progress)
+    }
+
+    public func poster(job: UUID, to destination: URL) async throws -> URL {
+        throw MomentsClientError(kind: .invalidResponse, code: "poster_unavailable", message: "This service has no posters.")
+    }
+
+    public func history(cursor: String?) async throws -> JobList {
+        throw MomentsClientError(kind: .invalidResponse, code: "unsupported", message: "This service keeps no history.")
+    }
 }
 
 extension MomentsClient: HighlightService {
     public func submit(file: URL, targetDuration: Int, quality: Quality,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
-        try await upload(file: file, targetDuration: targetDuration, quality: quality) { transfer in
+        try await submit(file: file, targetDuration: targetDuration, quality: quality, choices: HighlightChoices(), progress: progress)
+    }
+
+    public func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+                       progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+        try await upload(file: file, targetDuration: targetDuration, quality: quality, choices: choices) { transfer in
             if let fraction = transfer.fraction { progress(fraction) }
         }.jobID
+    }
+
+    public func poster(job: UUID, to destination: URL) async throws -> URL {
+        try await poster(of: job, to: destination)
+    }
+
+    public func history(cursor: String?) async throws -> JobList {
+        try await jobs(limit: 20, cursor: cursor)
     }
 
     public func updates(of job: UUID) -> AsyncThrowingStream<JobStatusReport, any Error> {
@@ -53,9 +92,13 @@ extension MomentsClient: HighlightService {
 ///         case .failed(let message): Text(message); Button("Try again") { model.reset() }
 ///         case .cancelled: Button("Start over") { model.reset() }
 ///         }
+///         if case .loaded(let poster) = model.poster { AsyncImage(url: poster) }
 ///     }
 /// }
 /// ```
+///
+/// `history` lists the device's earlier highlights (`loadHistory()`, then `loadMoreHistory()` at
+/// the end of the list).
 @MainActor
 @Observable
 public final class HighlightViewModel {
@@ -72,7 +115,29 @@ public final class HighlightViewModel {
         case cancelled
     }
 
+    /// The finished highlight's poster (API 1.1), fetched once it completed.
+    public enum PosterState: Equatable, Sendable {
+        case none
+        case loading
+        /// The poster JPEG, downloaded to this file.
+        case loaded(URL)
+        /// A sentence: why there is none (an older server, an older highlight).
+        case unavailable(String)
+    }
+
+    /// The device's earlier highlights, newest first (API 1.1).
+    public enum HistoryState: Equatable, Sendable {
+        case notLoaded
+        case loading
+        /// The jobs so far, and whether `loadMoreHistory()` has more.
+        case loaded([JobStatusReport], hasMore: Bool)
+        case failed(String)
+    }
+
     public private(set) var state: State = .idle
+    public private(set) var poster: PosterState = .none
+    public private(set) var history: HistoryState = .notLoaded
+    @ObservationIgnored private var historyCursor: String?
     /// The job on the server, once the upload was accepted.
     public private(set) var jobID: UUID?
     /// The server's details of the finished job (segments, length), when it completed.
@@ -97,19 +162,21 @@ public final class HighlightViewModel {
         }
     }
 
-    /// Uploads `file` and follows the job to the downloaded highlight. Ignored while one is running.
-    public func start(file: URL, duration: Int = 30, quality: Quality = .high) {
+    /// Uploads `file` and follows the job to the downloaded highlight (and its poster). Ignored
+    /// while one is running. `choices` (API 1.1): segment lengths and count, and the frame's shape.
+    public func start(file: URL, duration: Int = 30, quality: Quality = .high, choices: HighlightChoices = HighlightChoices()) {
         guard work == nil else { return }
         generation += 1
         let run = generation
         state = .uploading(progress: 0)
+        poster = .none
         let service = self.service, folder = downloadFolder
         let progress: @Sendable (Double) -> Void = { [weak self] fraction in
             Task { @MainActor in self?.apply(run) { if case .uploading = $0.state { $0.state = .uploading(progress: fraction) } } }
         }
         work = Task { [weak self] in
             do {
-                let id = try await service.submit(file: file, targetDuration: duration, quality: quality, progress: progress)
+                let id = try await service.submit(file: file, targetDuration: duration, quality: quality, choices: choices, progress: progress)
                 if Task.isCancelled {
                     // Cancelled while the last bytes went out: the server has the job, so cancel it there.
                     try? await service.cancel(job: id)
@@ -140,10 +207,44 @@ public final class HighlightViewModel {
                 default:
                     end = .failed("The server stopped reporting on this video. Try again.")
                 }
-                self?.apply(run) { $0.finish(end) }
+                self?.apply(run) {
+                    $0.finish(end)
+                    if case .completed = end { $0.poster = .loading }
+                }
+                guard case .completed = end else { return }
+                let poster: PosterState
+                do {
+                    poster = .loaded(try await service.poster(job: id, to: folder.appendingPathComponent("poster-\(id.uuidString.lowercased()).jpg")))
+                } catch {
+                    poster = .unavailable((error as? MomentsClientError)?.message ?? "The poster could not be fetched.")
+                }
+                self?.apply(run) { $0.poster = poster }
             } catch {
                 self?.apply(run) { $0.fail(error) }
             }
+        }
+    }
+
+    /// Loads the first page of the device's highlights (again, from the top).
+    public func loadHistory() async {
+        historyCursor = nil
+        history = .loading
+        await loadHistoryPage(after: [])
+    }
+
+    /// Appends the next page, when there is one.
+    public func loadMoreHistory() async {
+        guard case .loaded(let jobs, true) = history else { return }
+        await loadHistoryPage(after: jobs)
+    }
+
+    private func loadHistoryPage(after earlier: [JobStatusReport]) async {
+        do {
+            let page = try await service.history(cursor: historyCursor)
+            historyCursor = page.nextCursor
+            history = .loaded(earlier + page.jobs, hasMore: page.nextCursor != nil)
+        } catch {
+            history = .failed((error as? MomentsClientError)?.message ?? "The history could not be loaded: \(error.localizedDescription)")
         }
     }
 
@@ -172,6 +273,7 @@ public final class HighlightViewModel {
         generation += 1
         jobID = nil
         lastStatus = nil
+        poster = .none
         state = .idle
     }
 

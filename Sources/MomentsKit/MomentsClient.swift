@@ -167,7 +167,41 @@ public struct MomentsClient: Sendable {
     @discardableResult
     public func download(_ job: UUID, to destination: URL,
                          progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> URL {
-        let request = request("GET", "api/v1/jobs/\(job.uuidString.lowercased())/download")
+        try await fetch("download", of: job, to: destination, progress: progress)
+    }
+
+    /// Downloads the poster JPEG of a completed job (API 1.1): its best picture that is neither
+    /// dark nor blurred, at the highlight's shape. `poster_unavailable` for highlights made before posters.
+    @discardableResult
+    public func poster(of job: UUID, to destination: URL) async throws(MomentsClientError) -> URL {
+        try await fetch("poster", of: job, to: destination, progress: nil)
+    }
+
+    /// Downloads the thumbnail strip JPEG of a completed job (API 1.1): one picture per segment.
+    @discardableResult
+    public func thumbnails(of job: UUID, to destination: URL) async throws(MomentsClientError) -> URL {
+        try await fetch("thumbnails", of: job, to: destination, progress: nil)
+    }
+
+    /// The completed highlight's cut as an editor's timeline (API 1.1): `edl`, `fcpxml` or `otio`.
+    public func timeline(of job: UUID, format: String) async throws(MomentsClientError) -> String {
+        var request = request("GET", "api/v1/jobs/\(job.uuidString.lowercased())/timeline")
+        if let url = request.url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            components.queryItems = [URLQueryItem(name: "format", value: format)]
+            request.url = components.url
+        }
+        let result = try await retrying { () async throws(MomentsClientError) in
+            try await Transfer.perform(request, timeout: self.timeout)
+        }
+        try Self.check(result)
+        return String(decoding: result.data, as: UTF8.self)
+    }
+
+    /// GETs one of a job's files (`download`, `poster`, `thumbnails`) to `destination`, through a
+    /// hidden partial file beside it.
+    func fetch(_ file: String, of job: UUID, to destination: URL,
+               progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> URL {
+        let request = request("GET", "api/v1/jobs/\(job.uuidString.lowercased())/\(file)")
         let partial = destination.deletingLastPathComponent()
             .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString.prefix(8)).part")
         defer { try? FileManager.default.removeItem(at: partial) }

@@ -21,3 +21,8 @@ public typealias Plan = MomentsModel.Plan
 public typealias Quality = MomentsModel.Quality
 public typealias VideoCodecChoice = MomentsModel.VideoCodecChoice
 public typealias ErrorCode = MomentsModel.ErrorCode
+// API 1.1.
+public typealias JobList = MomentsContract.JobList
+public typealias UploadParts = MomentsContract.UploadParts
+public typealias HighlightChoices = MomentsModel.HighlightChoices
+public typealias AspectRatio = MomentsModel.AspectRatio

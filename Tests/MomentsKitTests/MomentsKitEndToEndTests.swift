@@ -129,6 +129,68 @@ struct MomentsKitEndToEndTests {
             }
             #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
             #expect(!messages.isEmpty, "the server's sentences were shown while processing")
+            let posterDeadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < posterDeadline {
+                let poster = await model.poster
+                if poster != .loading && poster != .none { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            guard case .loaded(let poster) = await model.poster else {
+                Issue.record("no poster: \(await model.poster)")
+                return
+            }
+            #expect(Array(try Data(contentsOf: poster).prefix(2)) == [0xFF, 0xD8], "a JPEG")
+            await model.loadHistory()
+            if case .loaded(let jobs, false) = await model.history {
+                #expect(jobs.map(\.jobID) == [await model.jobID].compactMap { $0 } && jobs.first?.posterURL != nil)
+            } else {
+                Issue.record("history: \(await model.history)")
+            }
+        }
+    }
+
+    @Test("API 1.1 through MomentsKit: choices, poster, thumbnails, timeline; a resumable upload stopped half-way and resumed over background-session transport")
+    func apiOneOne() async throws {
+        try await LiveSystem.withSystem(workers: 1, settings: ["UPLOAD_PART_MIB": "5"]) { base in
+            let client = MomentsClient(baseURL: URL(string: base)!)
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-11-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+
+            let options = ResumableUploadOptions(stateDirectory: folder, transport: .background(identifier: "moments-test-\(UUID())"),
+                                                 stopAfterParts: 2)
+            let file = URL(fileURLWithPath: TestFootage.large)
+            let choices = HighlightChoices(minSegment: 2, maxSegment: 4, aspect: .square)
+            let stopped = await #expect(throws: MomentsClientError.self) {
+                try await client.resumableUpload(file: file, targetDuration: 8, quality: .low, choices: choices, options: options)
+            }
+            #expect(stopped?.code == "suspended")
+            let pending = MomentsClient.pendingResumableUploads(in: folder)
+            let job = try #require(pending.first?.jobID, "the state names the job: \(pending)")
+            let sent = Progress()
+            var resume = options
+            resume.stopAfterParts = nil
+            let accepted = try await client.resumableUpload(file: file, targetDuration: 8, quality: .low, choices: choices,
+                                                            options: resume) { sent.add($0) }
+            #expect(accepted.jobID == job && MomentsClient.pendingResumableUploads(in: folder).isEmpty)
+            let first = try #require(sent.all.first)
+            #expect(first.bytes == Int64(2 * (5 << 20)), "resumed after the two parts the server had: \(first)")
+
+            var reports: [JobStatusReport] = []
+            for try await report in client.updates(of: job, pollInterval: .milliseconds(500)) { reports.append(report) }
+            let done = try #require(reports.last)
+            #expect(done.status == .completed && done.posterURL != nil, "\(done)")
+            let details = try await client.details(of: job)
+            #expect(details.choices == choices)
+            let poster = try await client.poster(of: job, to: folder.appendingPathComponent("poster.jpg"))
+            let size = try TestFootage.pictureSize(poster.path)
+            #expect(size.width == 360 && size.height == 360, "1:1 at the source's height: \(size)")
+            let strip = try await client.thumbnails(of: job, to: folder.appendingPathComponent("strip.jpg"))
+            #expect(try TestFootage.pictureSize(strip.path).height == 180)
+            let otio = try await client.timeline(of: job, format: "otio")
+            #expect(otio.contains("\"OTIO_SCHEMA\" : \"Timeline.1\"") || otio.contains("\"OTIO_SCHEMA\":\"Timeline.1\""), "\(otio.prefix(200))")
+            let wrong = await #expect(throws: MomentsClientError.self) { try await client.timeline(of: job, format: "aaf") }
+            #expect(wrong?.code == "invalid_format")
         }
     }
 }

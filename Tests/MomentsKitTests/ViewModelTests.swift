@@ -51,6 +51,32 @@ final class ScriptedService: HighlightService, @unchecked Sendable {
         lock.withLock { cancelled.append(job) }
     }
 
+    var choices: [HighlightChoices] = []
+    var posters: [URL] = []
+    /// The history's pages, in order; each call to `history` answers the next.
+    var pages: [JobList] = []
+    var cursors: [String?] = []
+
+    func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+                progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+        lock.withLock { self.choices.append(choices) }
+        return try await submit(file: file, targetDuration: targetDuration, quality: quality, progress: progress)
+    }
+
+    func poster(job: UUID, to destination: URL) async throws -> URL {
+        try Data("jpg".utf8).write(to: destination)
+        lock.withLock { posters.append(destination) }
+        return destination
+    }
+
+    func history(cursor: String?) async throws -> JobList {
+        try lock.withLock {
+            cursors.append(cursor)
+            guard !pages.isEmpty else { throw MomentsClientError(kind: .transport, code: "network_error", message: "No network.") }
+            return pages.removeFirst()
+        }
+    }
+
     func report(_ status: JobStatus, _ progress: Int, _ message: String) -> JobStatusReport {
         JobStatusReport(jobID: jobID, status: status, progress: progress, message: message, resultURL: nil, createdAt: Date(),
                         completedAt: nil, originalFilename: "IMG_0042.MOV", duration: 20, segmentsSelected: nil)
@@ -179,5 +205,61 @@ struct ViewModelTests {
         let failing = AccountViewModel(load: { throw MomentsClientError(kind: .server, status: 401, code: "invalid_token", message: "This token is not valid.") })
         await failing.refresh()
         #expect(failing.state == .failed("This token is not valid."))
+    }
+
+    @Test("completed → the poster loads after the highlight; choices reach the service")
+    func posterAndChoices() async {
+        let service = ScriptedService()
+        service.reports = [service.report(.processing, 50, "Rendering"), service.report(.completed, 100, "Your highlight is ready")]
+        let model = HighlightViewModel(service: service)
+        #expect(model.poster == .none)
+        let choices = HighlightChoices(maxSegment: 4, maxSegments: 5, aspect: .portrait)
+        model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"), duration: 20, choices: choices)
+        #expect(await until { if case .loaded = model.poster { true } else { false } })
+        if case .completed = model.state {} else { Issue.record("completed first: \(model.state)") }
+        #expect(model.poster == .loaded(service.posters[0]) && service.choices == [choices])
+        model.reset()
+        #expect(model.poster == .none)
+        (service.downloads + service.posters).forEach { try? FileManager.default.removeItem(at: $0) }
+    }
+
+    @Test("a service without posters (API 1.0): the highlight completes, the poster is unavailable with a sentence")
+    func noPoster() async {
+        final class OldService: HighlightService, @unchecked Sendable {
+            let inner = ScriptedService()
+            func submit(file: URL, targetDuration: Int, quality: Quality, progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+                try await inner.submit(file: file, targetDuration: targetDuration, quality: quality, progress: progress)
+            }
+            func updates(of job: UUID) -> AsyncThrowingStream<JobStatusReport, any Error> { inner.updates(of: job) }
+            func download(job: UUID, to destination: URL) async throws -> URL { try await inner.download(job: job, to: destination) }
+            func cancel(job: UUID) async throws { try await inner.cancel(job: job) }
+        }
+        let service = OldService()
+        service.inner.reports = [service.inner.report(.completed, 100, "Done")]
+        let model = HighlightViewModel(service: service)
+        model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"))
+        #expect(await until { if case .unavailable = model.poster { true } else { false } })
+        if case .completed = model.state {} else { Issue.record("\(model.state)") }
+        model.reset()
+        model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"), choices: HighlightChoices(aspect: .square))
+        #expect(await until { if case .failed = model.state { true } else { false } }, "choices an old service cannot honour fail, never silently dropped")
+        service.inner.downloads.forEach { try? FileManager.default.removeItem(at: $0) }
+    }
+
+    @Test("history: the first page, then more by cursor until the last; a failure says why")
+    func history() async {
+        let service = ScriptedService()
+        let older = service.report(.completed, 100, "Ready"), newer = service.report(.failed, 30, "Not a video")
+        service.pages = [JobList(jobs: [newer], nextCursor: "c1"), JobList(jobs: [older], nextCursor: nil)]
+        let model = HighlightViewModel(service: service)
+        #expect(model.history == .notLoaded)
+        await model.loadHistory()
+        #expect(model.history == .loaded([newer], hasMore: true))
+        await model.loadMoreHistory()
+        #expect(model.history == .loaded([newer, older], hasMore: false))
+        await model.loadMoreHistory()
+        #expect(service.cursors == [nil, "c1"], "no call past the last page")
+        await model.loadHistory()
+        #expect(model.history == .failed("No network."))
     }
 }
