@@ -1,6 +1,11 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// The server's own dependencies (HTTP, PostgreSQL, Redis, storage, telemetry, the command line)
+/// belong to the default trait `Server`. An app that depends on this package for MomentsKit with
+/// `traits: []` resolves and builds none of them (docs/sdk.md).
+let server: TargetDependencyCondition? = .when(traits: ["Server"])
+
 let package = Package(
     name: "Moments",
     // macOS 15 for the server's targets (Synchronization's Mutex); the SDK (MomentsKit and what it
@@ -11,6 +16,10 @@ let package = Package(
         .executable(name: "moments", targets: ["moments"]),
         // The Swift SDK for the iOS app (and any Swift client): models, client, view models.
         .library(name: "MomentsKit", targets: ["MomentsKit"]),
+    ],
+    traits: [
+        .trait(name: "Server", description: "The service itself (the moments command): everything but MomentsKit needs it."),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -50,7 +59,7 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl", "MomentsModel"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
         .target(name: "Storage", dependencies: [
-            "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         // A highlight as an editor's timeline: CMX 3600 EDL, FCPXML 1.10, OpenTimelineIO. Foundation only.
         .target(name: "Timelines"),
@@ -60,43 +69,43 @@ let package = Package(
         .target(name: "MomentsKit", dependencies: ["MomentsContract", "MomentsModel"]),
         // PostgreSQL: migrations, the job repository with fenced transitions, admin views.
         .target(name: "JobStore", dependencies: [
-            "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         // Every job operation (submit, cancel, retry, record an outcome, reconcile, pause) over the job
         // store and a queue driver; the driver seams (queue, reservations, rate limits) and their
         // in-memory implementations for tests.
         .target(name: "Jobs", dependencies: [
-            "JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log"),
-            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            "JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
         ]),
         // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).
-        .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server)]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
         .target(name: "Worker", dependencies: [
-            "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log"),
-            .product(name: "Crypto", package: "swift-crypto"), .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "Crypto", package: "swift-crypto", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+            .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
         ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
         .target(name: "API", dependencies: [
-            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Crypto", package: "swift-crypto", condition: server),
             "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP", "Timelines",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "Mustache", package: "swift-mustache"),
-            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "Hummingbird", package: "hummingbird", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+            .product(name: "Prometheus", package: "swift-prometheus", condition: server), .product(name: "Mustache", package: "swift-mustache", condition: server),
+            .product(name: "Metrics", package: "swift-metrics", condition: server), .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
         ], resources: [.embedInCode("Resources/openapi.yaml"), .embedInCode("Resources/Console")]),
         .executableTarget(
             name: "moments",
             dependencies: [
                 "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "CurlHTTP", "JobStore", "Jobs", "JobQueue", "Worker", "API",
                 "MomentsKit", "Timelines",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "SystemPackage", package: "swift-system"),
-                .product(name: "OTel", package: "swift-otel"), .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "Configuration", package: "swift-configuration", condition: server),
+                .product(name: "SystemPackage", package: "swift-system", condition: server),
+                .product(name: "OTel", package: "swift-otel", condition: server), .product(name: "Metrics", package: "swift-metrics", condition: server),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
             ]
         ),
         // The fuzzing target over probe → demux → decode → analysis on in-memory input (scripts/fuzz
