@@ -52,20 +52,7 @@ final class BackgroundParts: NSObject, URLSessionDataDelegate, @unchecked Sendab
 
     func upload(_ request: URLRequest, from file: URL) async throws(MomentsClientError) -> Transfer.Result {
         let task = session.uploadTask(with: request, fromFile: file)
-        do {
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    lock.withLock { waiting[task.taskIdentifier] = continuation }
-                    task.resume()
-                }
-            } onCancel: {
-                task.cancel()
-            }
-        } catch let error as MomentsClientError {
-            throw error
-        } catch {
-            throw MomentsClientError.transport(error)
-        }
+        return try await Transfer.run(task) { continuation in lock.withLock { waiting[task.taskIdentifier] = continuation } }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -72,10 +72,17 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
         case (.none, _):
             task = session.dataTask(with: request)
         }
+        return try await run(task) { continuation in transfer.lock.withLock { transfer.continuation = continuation } }
+    }
+
+    /// Starts `task` and waits for the answer its delegate hands to the continuation `register`
+    /// keeps; cancelling the calling task cancels it.
+    static func run(_ task: URLSessionTask,
+                    register: (CheckedContinuation<Result, any Error>) -> Void) async throws(MomentsClientError) -> Result {
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    transfer.lock.withLock { transfer.continuation = continuation }
+                    register(continuation)
                     task.resume()
                 }
             } onCancel: {

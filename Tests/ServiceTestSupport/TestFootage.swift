@@ -6,7 +6,6 @@ import MediaSynth
 public enum TestFootage {
     /// 20 s at 30 fps, 320×180: six shots with cuts, a dissolve and a fade, a tone per shot.
     public static let twentySeconds: String = {
-        FFmpegLog.quiet()
         var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
             .init(frames: 90, camera: .still, toneHz: 220),
             .init(frames: 120, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
@@ -17,40 +16,25 @@ public enum TestFootage {
         ])
         video.gopSize = 30
         video.encoderOptions = ["preset": "veryfast"]
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-\(UUID().uuidString).mp4").path
-        try! video.write(to: path)
-        return path
+        return written(video, "clip")
     }()
 
     /// 6 s at 30 fps, 320×180: two shots and a cut; another file than `twentySeconds`.
     public static let sixSeconds: String = {
-        FFmpegLog.quiet()
         var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
             .init(frames: 90, camera: .still, toneHz: 262),
             .init(frames: 90, camera: .pan(pixelsPerFrame: 3), transitionIn: .cut, toneHz: 392),
         ])
         video.gopSize = 30
         video.encoderOptions = ["preset": "veryfast"]
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-6s-\(UUID().uuidString).mp4").path
-        try! video.write(to: path)
-        return path
+        return written(video, "6s")
     }()
 
     /// `SyntheticVideo.blackOpening`: 3 s black, 3 s out of focus, 5 s sharp, 3 s out of focus.
-    public static let blackOpening: String = {
-        FFmpegLog.quiet()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-dark-\(UUID().uuidString).mp4").path
-        try! SyntheticVideo.blackOpening.write(to: path)
-        return path
-    }()
+    public static let blackOpening = written(SyntheticVideo.blackOpening, "dark")
 
     /// `SyntheticVideo.movingSubject`: 640×360, a bright 60 px square crossing the frame and back.
-    public static let movingSubject: String = {
-        FFmpegLog.quiet()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-subject-\(UUID().uuidString).mp4").path
-        try! SyntheticVideo.movingSubject.write(to: path)
-        return path
-    }()
+    public static let movingSubject = written(SyntheticVideo.movingSubject, "subject")
 
     /// Per frame of a video, read by ffmpeg as grey: the horizontal centre of its pixels at or
     /// above `threshold` (nil where there are none), and the picture's width.
@@ -84,7 +68,6 @@ public enum TestFootage {
     /// 24 s at 30 fps, 640×360 with heavy sensor noise at 6 Mbit/s: about 18 MB, four parts of a
     /// resumable upload at 5 MiB each.
     public static let large: String = {
-        FFmpegLog.quiet()
         var video = SyntheticVideo(width: 640, height: 360, frameRate: 30, scenes: [
             .init(frames: 240, camera: .pan(pixelsPerFrame: 2), toneHz: 262),
             .init(frames: 240, camera: .still, transitionIn: .cut, toneHz: 330),
@@ -94,10 +77,16 @@ public enum TestFootage {
         video.noise = 24
         video.bitRate = 6_000_000
         video.encoderOptions = ["preset": "ultrafast"]
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-large-\(UUID().uuidString).mp4").path
+        return written(video, "large")
+    }()
+
+    /// `video` written (once per test process) to a temporary file named after `name`.
+    static func written(_ video: SyntheticVideo, _ name: String) -> String {
+        FFmpegLog.quiet()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-footage-\(name)-\(UUID().uuidString).mp4").path
         try! video.write(to: path)
         return path
-    }()
+    }
 
     /// A picture of `path` (a video at `time` seconds, or an image) as 8-bit grey, `width` × `height`, read by ffmpeg.
     public static func grey(_ path: String, at time: Double? = nil, width: Int, height: Int) throws -> [UInt8] {

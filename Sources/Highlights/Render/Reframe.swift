@@ -93,22 +93,16 @@ final class Reframer {
     /// Seconds of the smoothing Gaussian's standard deviation.
     static let smoothing = 0.4
 
-    private let input: InputFile
-    private let video: MediaStream
+    private let frames: VideoFrames
     private let analysis: Analysis
-    private let cancellation: CancellationFlag
     let window: (width: Int, height: Int, horizontal: Bool)
 
     /// Nil when the source already has the shape (within 2 %): nothing to crop.
     init?(path: String, analysis: Analysis, aspect: AspectRatio, cancellation: CancellationFlag) throws {
         guard let window = Self.window(for: analysis.info, aspect: aspect) else { return nil }
         self.window = window
-        let (input, _, video, _) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
-        input.discardAll(except: [video.index])
-        self.input = input
-        self.video = video
+        frames = try VideoFrames(path: path, analysis: analysis, cancellation: cancellation)
         self.analysis = analysis
-        self.cancellation = cancellation
     }
 
     /// The window (stored pixels, even) that gives `aspect` once the picture is upright, and
@@ -135,33 +129,18 @@ final class Reframer {
         let (length, span) = window.horizontal ? (info.width, window.width) : (info.height, window.height)
         let probeHeight = max(2, Int((Double(Self.probeWidth) * Double(info.height) / Double(info.width)) / 2) * 2)
         let scaler = Scaler(width: Self.probeWidth, height: probeHeight, format: .gray8, filter: .fast)
-        let decoder = try Decoder(stream: video, options: .video(for: info, threads: 2, analysis: false))
         var tracks: [CropPlan.Track] = []
         for segment in segments {
             var samples: [(time: Double, position: Double?)] = []
             var previous: [UInt8]?
-            try input.seek(stream: video, to: segment.start + analysis.origin)
-            decoder.flush()
-            let frame = Frame()
-            let packet = Packet()
-            var done = false
-            func take(_ decoded: Frame) throws {
-                guard !done, let ticks = decoded.timestamp else { return }
-                let t = video.seconds(ticks) - analysis.origin
-                if t < segment.start - 1e-6 { return }
-                if t >= segment.end - 1e-6 { done = true; return }
-                let small = try scaler.scaled(decoded)
-                let grey = Self.pixels(small)
+            try frames.decode(from: segment.start) { decoded, t in
+                if t < segment.start - 1e-6 { return true }
+                if t >= segment.end - 1e-6 { return false }
+                let grey = Self.pixels(try scaler.scaled(decoded))
                 samples.append((t, Self.position(grey, previous: previous, width: Self.probeWidth, height: probeHeight,
                                                  horizontal: window.horizontal)))
                 previous = grey
-            }
-            while !done {
-                try cancellation.check()
-                let more: Bool
-                do { more = try input.read(into: packet) } catch { more = false }
-                guard more else { try decoder.decode(nil, into: frame, take); break }
-                if packet.streamIndex == video.index { try decoder.decode(packet, into: frame, take) }
+                return true
             }
             let positions = Self.steady(samples.map(\.position), times: samples.map(\.time),
                                         windowFraction: Double(span) / Double(length))
@@ -214,7 +193,8 @@ final class Reframer {
             weighted += (value - floor) * (Double(i) + 0.5)
         }
         // Too little stands out (a flat or still picture): no opinion.
-        guard sum > Double(height * (horizontal ? 1 : 0) + width * (horizontal ? 0 : 1)) * 4 else { return nil }
+        // (at least 4 above the floor per line across the axis; below that it is noise and grain).
+        guard sum > Double(horizontal ? height : width) * 4 else { return nil }
         return weighted / sum / Double(count)
     }
 

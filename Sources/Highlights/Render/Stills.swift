@@ -25,25 +25,19 @@ final class Stills {
     /// How many candidates the poster looks at.
     static let posterCandidates = 6
 
-    private let input: InputFile
-    private let video: MediaStream
+    private let frames: VideoFrames
     private let analysis: Analysis
     private let geometry: OutputGeometry
     private let pictures: PicturePipeline
-    private let decoder: Decoder
     private let cancellation: CancellationFlag
 
     /// `geometry` and `crop`: the highlight's, so the stills show what it shows.
     init(path: String, analysis: Analysis, geometry: OutputGeometry, crop: CropPlan? = nil, cancellation: CancellationFlag) throws {
-        let (input, _, video, _) = try MediaProbe.open(path, limits: MediaLimits(maximumDuration: .infinity))
-        input.discardAll(except: [video.index])
-        self.input = input
-        self.video = video
+        frames = try VideoFrames(path: path, analysis: analysis, cancellation: cancellation)
         self.analysis = analysis
         self.geometry = geometry
         self.cancellation = cancellation
         pictures = try PicturePipeline(geometry: geometry, info: analysis.info, crop: crop)
-        decoder = try Decoder(stream: video, options: .video(for: analysis.info, threads: 2, analysis: false))
     }
 
     func make(_ segments: [Segment]) throws -> Result {
@@ -67,15 +61,17 @@ final class Stills {
             let picture = try grab(at: candidate.time)
             looked.append((candidate.time, picture, Look(picture), candidate.score))
         }
-        guard !looked.isEmpty else { throw StillsError() }
-        let sharpest = looked.map(\.look.sharpness).max() ?? 1
-        let best = looked.max { value($0) < value($1) }!
-        func value(_ c: (time: Double, picture: Frame, look: Look, score: Double)) -> Double {
-            (c.look.mean < Self.darkLuma ? -100 : 0) + c.score + 0.5 * c.look.sharpness / max(sharpest, 1e-6)
-        }
+        let sharpest = max(looked.map(\.look.sharpness).max() ?? 1, 1e-6)
+        // Dark loses to anything else; then the analysis's score, and the picture's own sharpness.
+        guard let best = looked.max(by: { a, b in
+            func value(_ c: (time: Double, picture: Frame, look: Look, score: Double)) -> Double {
+                (c.look.mean < Self.darkLuma ? -100 : 0) + c.score + 0.5 * c.look.sharpness / sharpest
+            }
+            return value(a) < value(b)
+        }) else { throw StillsError() }
         let upright = geometry.rotation % 180 == 0 ? (geometry.scaledWidth, geometry.scaledHeight)
             : (geometry.scaledHeight, geometry.scaledWidth)
-        let poster = try Self.jpeg(best.picture, geometry: geometry, width: upright.0, height: upright.1)
+        let poster = try Self.jpeg(best.picture, geometry: geometry)
 
         // One picture per segment: its best candidate that is not dark.
         let thumbWidth = max(2, Int((Double(Self.thumbnailHeight) * Double(upright.0) / Double(upright.1)) / 2) * 2)
@@ -106,28 +102,16 @@ final class Stills {
 
     /// The picture shown at `time` (source seconds), prepared as the render prepares it.
     private func grab(at time: Double) throws -> Frame {
-        let origin = analysis.origin
-        try input.seek(stream: video, to: time + origin)
-        decoder.flush()
-        let frame = Frame()
-        let packet = Packet()
-        var found: Frame?
+        // The picture on screen at `time` is the last one starting at or before it.
         var last: Frame?
-        func take(_ decoded: Frame) throws {
-            guard found == nil, let ticks = decoded.timestamp else { return }
-            let t = video.seconds(ticks) - origin
-            // The picture on screen at `time` is the last one starting at or before it.
+        var found: Frame?
+        try frames.decode(from: time) { decoded, t in
             if t <= time + 1e-6 {
                 last = try decoded.clone()
-            } else {
-                found = try last ?? decoded.clone()
+                return true
             }
-        }
-        while found == nil {
-            let more: Bool
-            do { more = try input.read(into: packet) } catch { more = false }
-            guard more else { try decoder.decode(nil, into: frame, take); break }
-            if packet.streamIndex == video.index { try decoder.decode(packet, into: frame, take) }
+            found = try last ?? decoded.clone()
+            return false
         }
         guard let picture = found ?? last else { throw StillsError() }
         return try pictures.prepare(picture, time: time)
@@ -147,7 +131,8 @@ final class Stills {
     /// what JPEG readers assume (JFIF: BT.601 matrix, full range).
     static let toJFIF = "in_color_matrix=bt709:out_color_matrix=bt601:in_range=limited:out_range=full,format=yuvj420p"
 
-    static func jpeg(_ picture: Frame, geometry: OutputGeometry, width: Int, height: Int) throws -> Data {
+    /// `picture` (stored orientation, the render's geometry) upright, as a JPEG.
+    static func jpeg(_ picture: Frame, geometry: OutputGeometry) throws -> Data {
         let graph = try FilterGraph(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,
                                     description: uprightChain(geometry) + "scale=" + toJFIF)
         var data = Data()
