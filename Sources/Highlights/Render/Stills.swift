@@ -42,11 +42,16 @@ final class Stills {
 
     func make(_ segments: [Segment]) throws -> Result {
         let frame = 1 / max(1, analysis.info.frameRate)
-        // Candidate times: the middle of each second the segments show (inside the segment), best first.
+        // Candidate times: each second the segments show, at its keyframe when it has one inside
+        // the segment (the picture the analysis looked at, and one decode instead of a GOP's),
+        // else its middle; best first.
+        let keyframes = analysis.packets.keyframes.map { analysis.packets.seconds(analysis.packets.entries[$0].pts) - analysis.origin }.sorted()
         var candidates: [(time: Double, score: Double, segment: Int)] = []
         for (index, segment) in segments.enumerated() {
+            let first = segment.start + frame, last = max(segment.start, segment.end - 2 * frame)
             for second in analysis.seconds(overlapping: segment.start, segment.end) {
-                let time = min(max(second.time + 0.5, segment.start + frame), max(segment.start, segment.end - 2 * frame))
+                let inside = max(first, second.time)...max(first, min(last, second.time + 1 - frame))
+                let time = Self.first(in: keyframes, within: inside) ?? min(max(second.time + 0.5, first), last)
                 candidates.append((time, second.isUsable ? second.score : second.score - 10, index))
             }
             if analysis.seconds(overlapping: segment.start, segment.end).isEmpty {
@@ -115,6 +120,16 @@ final class Stills {
         }
         guard let picture = found ?? last else { throw StillsError() }
         return try pictures.prepare(picture, time: time)
+    }
+
+    /// The first of `sorted` inside `range`, if any.
+    static func first(in sorted: [Double], within range: ClosedRange<Double>) -> Double? {
+        var lo = 0, hi = sorted.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if sorted[mid] < range.lowerBound - 1e-6 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < sorted.count && sorted[lo] <= range.upperBound + 1e-6 ? sorted[lo] : nil
     }
 
     /// Turns stored-orientation pictures upright (a filter chain prefix, empty or ending in a comma).
