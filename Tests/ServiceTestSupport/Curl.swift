@@ -3,15 +3,41 @@ import Foundation
 /// Plain curl, as a client outside our code would call: returns the HTTP status, the body (when
 /// not written to a file with `-o`) and the response headers.
 public func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["-s", "-w", "\n%{http_code}"] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
+    let text = String(decoding: try capturedOutput("/usr/bin/curl", ["-s", "-w", "\n%{http_code}"] + arguments), as: UTF8.self)
     let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
     return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+}
+
+/// Runs `executable` to the end: its exit status and what it wrote to standard output and error.
+/// The output goes to files, read by path once the process has exited, not through `Pipe`s: with
+/// many tests spawning processes at once, swift-corelibs-foundation's `Process` can close a file
+/// descriptor number another thread's pipe has just been given, and `readDataToEndOfFile` then
+/// traps on EBADF (seen once in CI).
+public func captured(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: Data) {
+    let base = FileManager.default.temporaryDirectory.appendingPathComponent("moments-output-\(UUID().uuidString)")
+    let files = [base.appendingPathExtension("out"), base.appendingPathExtension("err")]
+    var handles: [FileHandle] = []
+    defer {
+        for handle in handles { try? handle.close() }
+        for file in files { try? FileManager.default.removeItem(at: file) }
+    }
+    for file in files {
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        handles.append(handle)
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = handles[0]
+    process.standardError = handles[1]
+    try process.run()
+    process.waitUntilExit()
+    return (process.terminationStatus, try Data(contentsOf: files[0]), try Data(contentsOf: files[1]))
+}
+
+/// What `executable` wrote to standard output (see `captured`).
+public func capturedOutput(_ executable: String, _ arguments: [String]) throws -> Data {
+    try captured(executable, arguments).output
 }

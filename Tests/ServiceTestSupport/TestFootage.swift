@@ -40,14 +40,7 @@ public enum TestFootage {
     /// above `threshold` (nil where there are none), and the picture's width.
     public static func brightCentres(_ path: String, threshold: UInt8 = 240) throws -> (centres: [Double?], width: Int) {
         let size = try pictureSize(path)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-v", "error", "-i", path, "-vf", "format=gray", "-f", "rawvideo", "-"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = [UInt8](pipe.fileHandleForReading.readDataToEndOfFile())
-        process.waitUntilExit()
+        let data = [UInt8](try capturedOutput("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-vf", "format=gray", "-f", "rawvideo", "-"]))
         let frameBytes = size.width * size.height
         guard frameBytes > 0 else { return ([], 0) }
         var centres: [Double?] = []
@@ -90,16 +83,8 @@ public enum TestFootage {
 
     /// A picture of `path` (a video at `time` seconds, or an image) as 8-bit grey, `width` × `height`, read by ffmpeg.
     public static func grey(_ path: String, at time: Double? = nil, width: Int, height: Int) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-v", "error"] + (time.map { ["-ss", String($0)] } ?? []) + ["-i", path, "-frames:v", "1",
-            "-vf", "scale=\(width):\(height),format=gray", "-f", "rawvideo", "-"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return [UInt8](data)
+        [UInt8](try capturedOutput("/usr/bin/ffmpeg", ["-v", "error"] + (time.map { ["-ss", String($0)] } ?? []) + ["-i", path,
+            "-frames:v", "1", "-vf", "scale=\(width):\(height),format=gray", "-f", "rawvideo", "-"]))
     }
 
     /// Mean brightness and mean absolute Laplacian (edge strength) of a grey picture.
@@ -119,28 +104,15 @@ public enum TestFootage {
 
     /// Width and height of a picture or video's first stream, as ffprobe reads them; (0, 0) when it cannot.
     public static func pictureSize(_ path: String) throws -> (width: Int, height: Int) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-        process.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = String(decoding: try capturedOutput("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                                             "stream=width,height", "-of", "csv=p=0", path]), as: UTF8.self)
         let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
         return parts.count == 2 ? (parts[0], parts[1]) : (0, 0)
     }
 
     /// The duration ffprobe reads from a file's container, or -1.
     public static func duration(_ path: String) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-        process.arguments = ["-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = try capturedOutput("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", path])
         return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 }
@@ -159,17 +131,9 @@ public enum TimelineReader {
     public static func read(_ format: String, _ path: String, rate: Double = 30) throws -> (tracks: [(kind: String, clips: [Clip])], duration: Double) {
         let python = try TestServices.environment("MOMENTS_PYTHON")
         let script = TestServices.repository.appendingPathComponent("scripts/read-timeline").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script, format, path, String(rate)]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        let (status, data, errors) = try captured(python, [script, format, path, String(rate)])
+        let message = String(decoding: errors, as: UTF8.self)
+        guard status == 0, let json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw Failure(description: "read-timeline \(format) \(path) failed: \(message)")
         }
         let tracks = (json["tracks"] as? [[String: Any]] ?? []).map { track in
@@ -183,15 +147,8 @@ public enum TimelineReader {
 
     /// Whether `xmllint --noout` finds `path` well-formed; its complaint otherwise.
     public static func wellFormed(_ path: String) throws -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["xmllint", "--noout", path]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? nil : message
+        let (status, _, errors) = try captured("/usr/bin/env", ["xmllint", "--noout", path])
+        return status == 0 ? nil : String(decoding: errors, as: UTF8.self)
     }
 
     public struct Failure: Error, CustomStringConvertible { public var description: String }
