@@ -5,7 +5,7 @@ import MomentsModel
 import Testing
 @testable import Highlights
 
-@Suite("Reframing to another shape")
+@Suite("Reframing to another shape", .heavy)
 struct ReframeTests {
     func info(_ width: Int, _ height: Int, rotation: Int = 0) throws -> MediaInfo {
         var info = try MediaProbe.probe(Fixtures.path("h264-gop30.mp4", Fixtures.scenes()))
@@ -55,7 +55,7 @@ struct ReframeTests {
         #expect((steps.max() ?? 1) < 0.01, "no jumps: \(steps.max() ?? 0)")
     }
 
-    @Test("highlight --aspect 9:16: the report's crop path follows the subject, smoothly", .heavy)
+    @Test("highlight --aspect 9:16: the report's crop path follows the subject, smoothly")
     func reportedPath() throws {
         let input = try Fixtures.path("moving-subject.mp4", SyntheticVideo.movingSubject)
         let output = Fixtures.scratch().appendingPathComponent("portrait.mp4").path

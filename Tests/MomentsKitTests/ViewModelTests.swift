@@ -208,16 +208,17 @@ struct ViewModelTests {
     }
 
     @Test("completed → the poster loads after the highlight; choices reach the service")
-    func posterAndChoices() async {
+    func posterAndChoices() async throws {
         let service = ScriptedService()
         service.reports = [service.report(.processing, 50, "Rendering"), service.report(.completed, 100, "Your highlight is ready")]
         let model = HighlightViewModel(service: service)
         #expect(model.poster == .none)
         let choices = HighlightChoices(maxSegment: 4, maxSegments: 5, aspect: .portrait)
         model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"), duration: 20, choices: choices)
-        #expect(await until { if case .loaded = model.poster { true } else { false } })
+        #expect(await until({ if case .loaded = model.poster { true } else { false } }, timeout: .seconds(60)))
         if case .completed = model.state {} else { Issue.record("completed first: \(model.state)") }
-        #expect(model.poster == .loaded(service.posters[0]) && service.choices == [choices])
+        let poster = try #require(service.posters.first)
+        #expect(model.poster == .loaded(poster) && service.choices == [choices])
         model.reset()
         #expect(model.poster == .none)
         (service.downloads + service.posters).forEach { try? FileManager.default.removeItem(at: $0) }
@@ -238,11 +239,12 @@ struct ViewModelTests {
         service.inner.reports = [service.inner.report(.completed, 100, "Done")]
         let model = HighlightViewModel(service: service)
         model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"))
-        #expect(await until { if case .unavailable = model.poster { true } else { false } })
+        #expect(await until({ if case .unavailable = model.poster { true } else { false } }, timeout: .seconds(60)))
         if case .completed = model.state {} else { Issue.record("\(model.state)") }
         model.reset()
         model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"), choices: HighlightChoices(aspect: .square))
-        #expect(await until { if case .failed = model.state { true } else { false } }, "choices an old service cannot honour fail, never silently dropped")
+        #expect(await until({ if case .failed = model.state { true } else { false } }, timeout: .seconds(60)),
+                "choices an old service cannot honour fail, never silently dropped")
         service.inner.downloads.forEach { try? FileManager.default.removeItem(at: $0) }
     }
 
