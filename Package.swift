@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
@@ -70,6 +71,7 @@ let package = Package(
         // PostgreSQL: migrations, the job repository with fenced transitions, admin views.
         .target(name: "JobStore", dependencies: [
             "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
         ]),
         // Every job operation (submit, cancel, retry, record an outcome, reconcile, pause) over the job
         // store and a queue driver; the driver seams (queue, reservations, rate limits) and their
@@ -90,7 +92,8 @@ let package = Package(
         .target(name: "API", dependencies: [
             .product(name: "Crypto", package: "swift-crypto", condition: server),
             "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP", "Timelines",
-            .product(name: "Hummingbird", package: "hummingbird", condition: server),
+            .product(name: "Hummingbird", package: "hummingbird", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
+            .product(name: "NIOCore", package: "swift-nio", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "Prometheus", package: "swift-prometheus", condition: server), .product(name: "Mustache", package: "swift-mustache", condition: server),
             .product(name: "Metrics", package: "swift-metrics", condition: server), .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),

@@ -47,6 +47,9 @@ public struct APIConfiguration: Sendable {
     /// where every caller is trusted (a gateway that starts the traces). Otherwise any client could
     /// put its jobs into traces of its choosing, or mark them unsampled and untraced.
     public var continueIncomingTraces = false
+    /// Whether requests are traced (a span each): `moments api` turns it off when no OTLP exporter
+    /// is configured, so a node without tracing spends nothing on spans nobody exports.
+    public var tracing = true
 
     /// The console's settings: `ADMIN_TOKEN` (at least 24 characters; what an operator types to
     /// sign in), `ADMIN_SESSION_HOURS` (12: how long a sign-in lasts) and `TRACE_URL_TEMPLATE`

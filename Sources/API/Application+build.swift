@@ -65,11 +65,13 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
                         metrics: PrometheusCollectorRegistry) -> Router<MomentsRequestContext> {
     let store = services.store
     let router = Router(context: MomentsRequestContext.self)
-    // Outermost: the request's span (a new trace, unless incoming ones are trusted), then its
-    // metrics (`HTTPMetrics` names them), then errors turned into responses.
-    if !configuration.continueIncomingTraces { router.add(middleware: IncomingTraceMiddleware()) }
-    router.add(middleware: TracingMiddleware())
-    router.add(middleware: MetricsMiddleware())
+    // Outermost: the request's span (a new trace, unless incoming ones are trusted; none when
+    // tracing is off), then its metrics (`HTTPMetrics` names them), then errors turned into responses.
+    if configuration.tracing {
+        if !configuration.continueIncomingTraces { router.add(middleware: IncomingTraceMiddleware()) }
+        router.add(middleware: TracingMiddleware())
+    }
+    router.add(middleware: RequestMetricsMiddleware())
     let errors = ErrorMiddleware<MomentsRequestContext>()
     router.add(middleware: errors)
     MetricsController(registry: metrics, jobs: services.jobs, token: configuration.metricsToken).addRoutes(to: router)
@@ -80,7 +82,9 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     let api = router.group("api/v1").add(middleware: AuthenticationMiddleware(store: store, required: configuration.authRequired))
     DevicesController(store: store, quota: quota, limiter: limiter).addRoutes(to: api)
     UploadController(storage: services.storage, configuration: configuration, quota: quota, limiter: limiter).addRoutes(to: api)
-    JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub).addRoutes(to: api.group("jobs"))
+    let jobs = JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub)
+    jobs.addRoutes(to: api.group("jobs"))
+    jobs.addStatusRoute(to: router, authRequired: configuration.authRequired)
     DirectUploadController(store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
                            quota: quota, limiter: limiter).addRoutes(to: api)
     if let console = configuration.console {

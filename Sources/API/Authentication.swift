@@ -14,9 +14,55 @@ enum DeviceToken {
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
+    /// The SHA-256 of `token` in lower-case hex, as `devices.token_sha256` keeps it.
     static func sha256(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Array(token.utf8))
+        return String(unsafeUninitializedCapacity: 64) { text in
+            var index = 0
+            for byte in digest {
+                text[index] = hexDigits[Int(byte >> 4)]
+                text[index + 1] = hexDigits[Int(byte & 0x0f)]
+                index += 2
+            }
+            return index
+        }
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// The SHA-256 of the request's bearer token; nil when it sends no `Authorization` header, 401
+    /// `invalid_token` when the header is not `Bearer <token>`.
+    static func hash(of request: Request) throws -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        if let token = canonicalToken(header) { return sha256(token) }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw APIError(.unauthorized, "invalid_token", "Send the device token as 'Authorization: Bearer <token>'.",
+                           headers: AuthenticationMiddleware.challenge)
+        }
+        return sha256(parts[1].trimmingCharacters(in: .whitespaces))
+    }
+
+    /// The token of `Bearer <token>` written as apps write it (one space, no other blanks, ASCII),
+    /// read without Foundation's string functions; nil for any other form, which `hash(of:)` then
+    /// reads the general way.
+    static func canonicalToken(_ header: String) -> String? {
+        var header = header
+        return header.withUTF8 { bytes -> String? in
+            guard bytes.count > 7, bytes[6] == UInt8(ascii: " ") else { return nil }
+            for (index, letter) in "bearer".utf8.enumerated() where bytes[index] | 0x20 != letter { return nil }
+            let token = UnsafeBufferPointer(rebasing: bytes[7...])
+            guard token.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
+            return String(decoding: token, as: UTF8.self)
+        }
+    }
+
+    static let unknown = APIError(.unauthorized, "invalid_token",
+                                  "This device token is not known or was revoked. Register again with POST /api/v1/devices.",
+                                  headers: AuthenticationMiddleware.challenge)
+    static let missing = APIError(.unauthorized, "auth_required",
+                                  "Send a device token as 'Authorization: Bearer <token>'. Get one with POST /api/v1/devices.",
+                                  headers: AuthenticationMiddleware.challenge)
 }
 
 /// Reads `Authorization: Bearer <token>` and sets the request's identity. A token that is sent must
@@ -31,24 +77,13 @@ struct AuthenticationMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        if let header = request.headers[.authorization] {
-            let parts = header.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw APIError(.unauthorized, "invalid_token", "Send the device token as 'Authorization: Bearer <token>'.",
-                               headers: Self.challenge)
-            }
-            let hash = DeviceToken.sha256(parts[1].trimmingCharacters(in: .whitespaces))
+        if let hash = try DeviceToken.hash(of: request) {
+            // Looked up apart from the guard: Swift 6.3's optimizer crashes on a typed-throws `try await` inside it.
             let device = try await store.device(tokenSHA256: hash)
-            guard let device else {
-                throw APIError(.unauthorized, "invalid_token",
-                               "This device token is not known or was revoked. Register again with POST /api/v1/devices.",
-                               headers: Self.challenge)
-            }
+            guard let device else { throw DeviceToken.unknown }
             context.identity = .device(device)
         } else if required, !Self.open.contains("\(request.method.rawValue) \(request.uri.path)") {
-            throw APIError(.unauthorized, "auth_required",
-                           "Send a device token as 'Authorization: Bearer <token>'. Get one with POST /api/v1/devices.",
-                           headers: Self.challenge)
+            throw DeviceToken.missing
         }
         return try await next(request, context)
     }

@@ -11,25 +11,31 @@ public struct JobLinks: Sendable {
 
     public init(base: String?) { self.base = base }
 
-    func url(_ job: JobRecord, _ file: String) -> String? {
-        base.map { "\($0)/api/v1/jobs/\(job.id.uuidString.lowercased())/\(file)" }
+    func url(_ id: UUID, _ file: String) -> String? {
+        base.map { "\($0)/api/v1/jobs/\(id.uuidString.lowercased())/\(file)" }
     }
 
     /// The highlight's download URL once completed.
-    public func result(_ job: JobRecord) -> String? { job.status == .completed ? url(job, "download") : nil }
-    public func poster(_ job: JobRecord) -> String? { job.status == .completed && job.posterKey != nil ? url(job, "poster") : nil }
+    public func result(_ job: JobRecord) -> String? { job.status == .completed ? url(job.id, "download") : nil }
+    public func poster(_ job: JobRecord) -> String? { job.status == .completed && job.posterKey != nil ? url(job.id, "poster") : nil }
     public func thumbnails(_ job: JobRecord) -> String? {
-        job.status == .completed && job.thumbnailsKey != nil ? url(job, "thumbnails") : nil
+        job.status == .completed && job.thumbnailsKey != nil ? url(job.id, "thumbnails") : nil
     }
 }
 
 extension JobStatusReport {
     /// The status of `job`; the URLs only once it completed.
     public init(_ job: JobRecord, links: JobLinks) {
+        self.init(JobStatusRow(job), links: links)
+    }
+
+    /// The status a poll read (`JobStore.pollStatus`).
+    public init(_ job: JobStatusRow, links: JobLinks) {
+        let completed = job.status == .completed
         self.init(jobID: job.id, status: job.status, progress: job.progress, message: job.message,
-                  resultURL: links.result(job), createdAt: job.createdAt, completedAt: job.completedAt,
+                  resultURL: completed ? links.url(job.id, "download") : nil, createdAt: job.createdAt, completedAt: job.completedAt,
                   originalFilename: job.originalFilename, duration: job.sourceDuration, segmentsSelected: job.segmentsSelected,
-                  posterURL: links.poster(job))
+                  posterURL: completed && job.hasPoster ? links.url(job.id, "poster") : nil)
     }
 }
 

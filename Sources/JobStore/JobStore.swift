@@ -2,7 +2,10 @@ import Foundation
 import Logging
 import MomentsContract
 import MomentsModel
+import NIOCore
+import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// The jobs table and its history, in PostgreSQL: the source of truth the Redis queue follows.
 ///
@@ -12,6 +15,8 @@ import PostgresNIO
 public struct JobStore: Sendable {
     public let client: PostgresClient
     let logger: Logger
+    /// Status polls on their way to the database (`pollStatus`).
+    let polls: StatusPolls
 
     /// Call `run()` in a long-lived task before using the store.
     public init(configuration: DatabaseConfiguration, logger: Logger) {
@@ -19,8 +24,12 @@ public struct JobStore: Sendable {
         // failures of our queries are logged by `database(_:_:)`.
         var background = logger
         background.logLevel = .error
-        self.client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: background)
+        let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: background)
+        self.client = client
         self.logger = logger
+        polls = StatusPolls(concurrency: configuration.pollConcurrency) { polls async throws(JobStoreError) in
+            try await Self.pollStatuses(polls, client: client, logger: logger)
+        }
     }
 
     /// Runs the connection pool until the surrounding task is cancelled.
@@ -171,25 +180,34 @@ public struct JobStore: Sendable {
     ///
     /// A call gets `timeout` (10 s) to finish: while PostgreSQL is down the pool keeps requests
     /// waiting for a connection, and a request to the API must end in a 503, not hang with them.
+    /// The work runs as a task of its own that an event loop's timer cancels when the time is up
+    /// (one task and one timer per call, on the hot path of every request).
     func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10),
                                _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
-        let client = self.client, logger = self.logger
-        do {
-            return try await withThrowingTaskGroup(of: T.self) { group in
-                group.addTask { try await body(client, logger) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    throw JobStoreError(.unavailable, "The job database did not answer in time to \(what).")
-                }
-                defer { group.cancelAll() }
-                return try await group.next()!
+        try await Self.database(what, timeout: timeout, client: client, logger: logger, body)
+    }
+
+    static func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
+                                      _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
+        let work = Task { try await body(client, logger) }
+        let expired = Expiry()
+        let timer = MultiThreadedEventLoopGroup.singleton.any()
+            .scheduleTask(in: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)) {
+                expired.expire()
+                work.cancel()
             }
-        } catch let error as JobStoreError {
-            if error.message.contains("in time") { logger.error("database call timed out", metadata: ["operation": "\(what)"]) }
-            throw error
-        } catch is CancellationError {
-            throw JobStoreError(.unavailable, "The job database call to \(what) was cancelled.")
+        do {
+            let value = try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+            timer.cancel()
+            return value
         } catch {
+            timer.cancel()
+            if expired.happened {
+                logger.error("database call timed out", metadata: ["operation": "\(what)"])
+                throw JobStoreError(.unavailable, "The job database did not answer in time to \(what).")
+            }
+            if let error = error as? JobStoreError { throw error }
+            if error is CancellationError { throw JobStoreError(.unavailable, "The job database call to \(what) was cancelled.") }
             logger.error("database call failed", metadata: ["operation": "\(what)", "error": "\(String(reflecting: error))"])
             throw JobStoreError(.unavailable, "The job database could not \(what).")
         }
@@ -198,6 +216,13 @@ public struct JobStore: Sendable {
     static func fnv1a(_ string: String) -> UInt64 {
         string.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
     }
+}
+
+/// Whether a database call ran out of time (set by its timer, read once the call ended).
+private final class Expiry: Sendable {
+    private let flag = Atomic(false)
+    func expire() { flag.store(true, ordering: .releasing) }
+    var happened: Bool { flag.load(ordering: .acquiring) }
 }
 
 extension PostgresRowSequence {

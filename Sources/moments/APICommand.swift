@@ -24,7 +24,9 @@ struct APICommand: AsyncParsableCommand {
             let telemetry = try Telemetry.bootstrap(environment: environment, serviceName: "moments-api", logger: services.logger)
             let metrics = PrometheusCollectorRegistry()
             HTTPMetrics.bootstrap(registry: metrics)
-            let app = buildApplication(configuration: try APIConfiguration(environment: environment),
+            var configuration = try APIConfiguration(environment: environment)
+            configuration.tracing = !telemetry.isEmpty
+            let app = buildApplication(configuration: configuration,
                                        services: services.api(storage: try StorageConfiguration.store(environment: environment)),
                                        telemetry: telemetry, metrics: metrics, logger: services.logger)
             try await app.runService()

@@ -28,7 +28,9 @@ struct DevCommand: AsyncParsableCommand {
             let (worker, metrics) = try services.workerService(work.configuration, handler: work.handler, sweeper: work.sweeper,
                                                                environment: environment)
             HTTPMetrics.bootstrap(registry: metrics.registry)
-            let app = buildApplication(configuration: try APIConfiguration(environment: environment), services: services.api(storage: storage),
+            var configuration = try APIConfiguration(environment: environment)
+            configuration.tracing = !telemetry.isEmpty
+            let app = buildApplication(configuration: configuration, services: services.api(storage: storage),
                                        background: [worker], telemetry: telemetry, metrics: metrics.registry, logger: services.logger)
             services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])
             try await app.runService()

@@ -1,3 +1,4 @@
+import API
 import ArgumentParser
 import Foundation
 import MomentsModel
@@ -10,6 +11,13 @@ struct Moments: AsyncParsableCommand {
         version: MomentsVersion.current,
         subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, WebhooksCommand.self, HealthCommand.self,
                       SubmitCommand.self, StatusCommand.self, DownloadCommand.self])
+
+    /// ArgumentParser's entry, after `moments api` has put its tasks on the event loops (which
+    /// must happen before any task starts).
+    static func main() async {
+        if CommandLine.arguments.dropFirst().first == "api" { EventLoopExecutor.takeOver() }
+        await main(nil)
+    }
 }
 
 /// Runs `body`; a `CodedError` becomes one line `error: <code>: <message>` and exit status 1.

@@ -268,13 +268,15 @@ struct APIEndToEndTests {
         }
     }
 
-    @Test("/ready answers 503 while PostgreSQL is down, requests get service_unavailable, and both recover when it returns")
+    @Test("/ready answers 503 while PostgreSQL is down, requests and polls get service_unavailable, and both recover when it returns")
     func readinessFollowsPostgreSQL() async throws {
         let postgres = try PrivatePostgres()
         defer { postgres.destroy() }
         try await System.withSystem(workers: 0, databaseURL: postgres.url) { base in
             let formats = try curl(["\(base)/api/v1/upload/formats"])
             #expect(formats.status == 200)
+            let registration = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", "{}", "\(base)/api/v1/devices"])
+            let token = try #require(try System.json(registration.body)["token"] as? String, "\(registration)")
             try postgres.stop()
             var readiness: (status: Int, body: String) = (0, "")
             let down = try await TestServices.eventually(timeout: .seconds(20)) {
@@ -287,10 +289,24 @@ struct APIEndToEndTests {
             let status = try System.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
             #expect(status.status == 503 && status.code == "service_unavailable", "\(status)")
             #expect(!status.message.lowercased().contains("postgres") && !status.message.contains("SELECT"), "no internals: \(status)")
+            // Polls with a token, several at once (they share statements): each is answered 503 within the database timeout.
+            let started = ContinuousClock.now
+            let polls = try await withThrowingTaskGroup(of: (status: Int, code: String, message: String).self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        try System.error(try curl(["--max-time", "30", "-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(polls.allSatisfy { $0.status == 503 && $0.code == "service_unavailable" }, "\(polls)")
+            #expect(ContinuousClock.now - started < .seconds(25), "answered within the database timeout, not one timeout after another")
             try postgres.start()
             let back = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
             #expect(back, "ready again once PostgreSQL is back")
             #expect(try System.error(try curl(["\(base)/api/v1/jobs/\(UUID().uuidString)/status"])).code == "job_not_found")
+            let polled = try System.error(try curl(["-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
+            #expect(polled.code == "job_not_found", "polls with a token work again: \(polled)")
         }
     }
 }
