@@ -22,6 +22,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     public var password: String?
     public var database: String
     public var tls: TLSMode
+    /// The most connections the process keeps (`DATABASE_POOL_SIZE`; `defaultPoolSize`).
     public var maximumConnections: Int
     /// How many status-poll statements may run at once (`JobStore.pollStatus`); polls beyond wait
     /// and go together in the next. One is best measured (scripts/bench-api: 16,000 polls/s at 32
@@ -29,7 +30,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     public var pollConcurrency = 1
 
     public init(host: String, port: Int = 5432, username: String, password: String?, database: String,
-                tls: TLSMode = .prefer, maximumConnections: Int = 10) {
+                tls: TLSMode = .prefer, maximumConnections: Int = DatabaseConfiguration.defaultPoolSize) {
         self.host = host
         self.port = port
         self.username = username
@@ -38,6 +39,11 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         self.tls = tls
         self.maximumConnections = maximumConnections
     }
+
+    /// Two connections per core, 4 to 10: a node's requests wait on the database, not on the pool
+    /// (status polls share statements and need one), and ten API nodes or workers stay within a
+    /// small managed database's 100 connections.
+    public static var defaultPoolSize: Int { min(10, max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)) }
 
     /// Parses a `postgres://` or `postgresql://` URL. `sslmode` may be disable, prefer, require,
     /// verify-ca or verify-full (verify-ca is treated as verify-full).

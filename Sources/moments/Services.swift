@@ -11,7 +11,7 @@ import Storage
 import Worker
 
 /// The shared stores, configured from the environment (what Railway, Render and Kubernetes inject):
-/// `DATABASE_URL`, `REDIS_URL`, `MOMENTS_QUEUE_PREFIX` (default `moments`), `LOG_LEVEL`.
+/// `DATABASE_URL`, `DATABASE_POOL_SIZE`, `REDIS_URL`, `MOMENTS_QUEUE_PREFIX` (default `moments`), `LOG_LEVEL`.
 struct Services {
     let store: JobStore
     let queue: RedisQueue
@@ -35,7 +35,10 @@ struct Services {
         guard let redisURL = environment["REDIS_URL"], !redisURL.isEmpty else {
             throw RedisError(.invalidConfiguration, "REDIS_URL is not set (redis://host:6379/0).")
         }
-        let store = JobStore(configuration: try DatabaseConfiguration(url: databaseURL), logger: logger)
+        var database = try DatabaseConfiguration(url: databaseURL)
+        database.maximumConnections = try Setting.integer("DATABASE_POOL_SIZE", in: environment,
+                                                          default: DatabaseConfiguration.defaultPoolSize, range: 1...100)
+        let store = JobStore(configuration: database, logger: logger)
         let redis = RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let prefix = environment["MOMENTS_QUEUE_PREFIX"].flatMap { $0.isEmpty ? nil : $0 } ?? "moments"
         return Services(store: store, queue: RedisQueue(client: redis, keys: QueueKeys(prefix: prefix), logger: logger), redis: redis,
