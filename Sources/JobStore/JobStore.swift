@@ -27,8 +27,8 @@ public struct JobStore: Sendable {
         let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: background)
         self.client = client
         self.logger = logger
-        polls = StatusPolls(concurrency: configuration.pollConcurrency) { polls async throws(JobStoreError) in
-            try await Self.pollStatuses(polls, client: client, logger: logger)
+        polls = StatusPolls(concurrency: configuration.pollConcurrency) { polls, cancel async throws(JobStoreError) in
+            try await Self.pollStatuses(polls, client: client, logger: logger, cancel: cancel)
         }
     }
 
@@ -181,7 +181,7 @@ public struct JobStore: Sendable {
     /// A call gets `timeout` (10 s) to finish: while PostgreSQL is down the pool keeps requests
     /// waiting for a connection, and a request to the API must end in a 503, not hang with them.
     /// The work runs as a task of its own that an event loop's timer cancels when the time is up
-    /// (one task and one timer per call, on the hot path of every request).
+    /// (one task and one timer per call).
     func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10),
                                _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
         try await Self.database(what, timeout: timeout, client: client, logger: logger, body)
@@ -190,14 +190,25 @@ public struct JobStore: Sendable {
     static func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
                                       _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
         let work = Task { try await body(client, logger) }
+        return try await inCurrentTask(what, timeout: timeout, client: client, logger: logger, cancel: { work.cancel() }) { _, _ in
+            try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+        }
+    }
+
+    /// `database(_:timeout:client:logger:_:)` run in the calling task, for a task of the store's own
+    /// (the status polls' runner): when the time is up the timer calls `cancel`, which must cancel
+    /// that task, and the call throws.
+    static func inCurrentTask<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
+                                           cancel: @escaping @Sendable () -> Void,
+                                           _ body: (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
         let expired = Expiry()
         let timer = MultiThreadedEventLoopGroup.singleton.any()
             .scheduleTask(in: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)) {
                 expired.expire()
-                work.cancel()
+                cancel()
             }
         do {
-            let value = try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+            let value = try await body(client, logger)
             timer.cancel()
             return value
         } catch {

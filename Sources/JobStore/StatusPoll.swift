@@ -75,9 +75,10 @@ extension JobStore {
     }
 
     /// Answers polls, in the order given, with one statement.
-    static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient,
-                             logger: Logger) async throws(JobStoreError) -> [PolledJob] {
-        try await database("read the jobs", client: client, logger: logger) { client, logger in
+    /// Runs in the polls' runner task, which `cancel` cancels when the database does not answer in time.
+    static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient, logger: Logger,
+                             cancel: @escaping @Sendable () -> Void) async throws(JobStoreError) -> [PolledJob] {
+        try await inCurrentTask("read the jobs", client: client, logger: logger, cancel: cancel) { client, logger in
             var answers = [PolledJob](repeating: .unknownToken, count: polls.count)
             let statement = DevicePolls(jobs: polls.map(\.job), tokens: polls.map(\.tokenSHA256))
             for try await (index, answer) in try await client.execute(statement, logger: logger) where answers.indices.contains(index) {
@@ -111,10 +112,13 @@ final class StatusPolls: Sendable {
     private let statementCount = Atomic(0)
     private let concurrency: Int
     private let batchLimit: Int
-    private let answer: @Sendable ([(job: UUID, tokenSHA256: String)]) async throws(JobStoreError) -> [PolledJob]
+    /// Answers a batch in the calling task; the second argument cancels that task (a statement that
+    /// does not answer in time).
+    typealias Answer = @Sendable ([(job: UUID, tokenSHA256: String)], _ cancel: @escaping @Sendable () -> Void) async throws(JobStoreError)
+        -> [PolledJob]
+    private let answer: Answer
 
-    init(concurrency: Int, batchLimit: Int = 256,
-         answer: @escaping @Sendable ([(job: UUID, tokenSHA256: String)]) async throws(JobStoreError) -> [PolledJob]) {
+    init(concurrency: Int, batchLimit: Int = 256, answer: @escaping Answer) {
         self.concurrency = max(1, concurrency)
         self.batchLimit = max(1, batchLimit)
         self.answer = answer
@@ -134,19 +138,19 @@ final class StatusPolls: Sendable {
                 state.running += 1
                 return Self.take(&state, limit: batchLimit)
             }
-            if let batch { Task { await self.run(batch) } }
+            if let batch { Runner.start { runner in await self.run(batch, runner) } }
         }
         return try result.get()
     }
 
     /// Answers `batch`, then whatever waited meanwhile, until nothing waits.
-    private func run(_ first: [Waiting]) async {
+    private func run(_ first: [Waiting], _ runner: Runner) async {
         var batch = first
         while true {
             let result: Result<[PolledJob], JobStoreError>
             statementCount.add(1, ordering: .relaxed)
             do throws(JobStoreError) {
-                result = .success(try await answer(batch.map { (job: $0.job, tokenSHA256: $0.tokenSHA256) }))
+                result = .success(try await answer(batch.map { (job: $0.job, tokenSHA256: $0.tokenSHA256) }, runner.cancel))
             } catch {
                 result = .failure(error)
             }
@@ -185,6 +189,25 @@ final class StatusPolls: Sendable {
             eventLoop.execute {
                 for (index, waiting) in polls { waiting.continuation.resume(returning: result.map { $0[index] }) }
             }
+        }
+    }
+
+    /// The task that runs statements, which a statement's timer may cancel. A cancelled runner
+    /// fails what waits and ends; the next poll starts another.
+    private final class Runner: Sendable {
+        private let task = Mutex<Task<Void, Never>?>(nil)
+        private let cancelled = Atomic(false)
+
+        static func start(_ body: @escaping @Sendable (Runner) async -> Void) {
+            let runner = Runner()
+            let task = Task { await body(runner) }
+            runner.task.withLock { $0 = task }
+            if runner.cancelled.load(ordering: .acquiring) { task.cancel() }
+        }
+
+        @Sendable func cancel() {
+            cancelled.store(true, ordering: .releasing)
+            task.withLock { $0?.cancel() }
         }
     }
 

@@ -114,7 +114,7 @@ struct StatusPollBatchingTests {
     @Test("One statement at a time: polls that arrive meanwhile go together in the next, each answered with its own row")
     func batches() async throws {
         let gate = BatchGate()
-        let polls = StatusPolls(concurrency: 1) { polls async throws(JobStoreError) in try await gate.answer(polls) }
+        let polls = StatusPolls(concurrency: 1) { polls, _ async throws(JobStoreError) in try await gate.answer(polls) }
         let first = UUID()
         async let firstAnswer = polls.poll(job: first, tokenSHA256: "t0")
         while gate.batches.withLock({ $0.count }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
@@ -145,7 +145,7 @@ struct StatusPollBatchingTests {
     @Test("A failed statement fails its polls and those waiting for it with the database's error; the next poll gets a statement")
     func failures() async throws {
         let gate = BatchGate()
-        let polls = StatusPolls(concurrency: 1) { polls async throws(JobStoreError) in try await gate.answer(polls) }
+        let polls = StatusPolls(concurrency: 1) { polls, _ async throws(JobStoreError) in try await gate.answer(polls) }
         gate.failing.withLock { $0 = true }
         let failed = Task { () async -> JobStoreError? in
             do throws(JobStoreError) {
@@ -179,5 +179,33 @@ struct StatusPollBatchingTests {
         #expect(try await next == .found(JobStatusRow(id: job, status: .pending, progress: 0, message: "t", createdAt: Date(timeIntervalSince1970: 0),
                                                      completedAt: nil, originalFilename: nil, sourceDuration: nil, segmentsSelected: nil, hasPoster: false)))
         #expect(polls.waitingCount == 0)
+    }
+
+    @Test("A statement's timer cancels the runner's task; its polls fail, and the next poll gets a new runner")
+    func cancelledRunner() async throws {
+        let calls = Atomic(0)
+        let polls = StatusPolls(concurrency: 1) { batch, cancel async throws(JobStoreError) in
+            if calls.add(1, ordering: .relaxed).newValue == 1 {
+                // What the timer does when the database does not answer: the wait below ends at once.
+                cancel()
+                do { try await Task.sleep(for: .seconds(60)) } catch {
+                    throw JobStoreError(.unavailable, "The job database did not answer in time to read the jobs.")
+                }
+                Issue.record("the runner's task was not cancelled")
+            }
+            return batch.map { _ in .notFound }
+        }
+        let started = ContinuousClock.now
+        let failed = Task { () async -> JobStoreError? in
+            do throws(JobStoreError) {
+                _ = try await polls.poll(job: UUID(), tokenSHA256: "t")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await failed.value?.code == .unavailable)
+        #expect(ContinuousClock.now - started < .seconds(30), "the cancelled wait ended at once")
+        #expect(try await polls.poll(job: UUID(), tokenSHA256: "t") == .notFound, "a new runner answers the next poll")
     }
 }
