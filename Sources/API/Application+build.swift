@@ -39,7 +39,7 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
     let hub = JobEventsHub()
     let router = buildRouter(configuration: configuration, services: services, hub: hub, metrics: metrics)
     let store = services.store
-    var own: [any Service] = [store.client, JobEventsListener(store: store, hub: hub, logger: logger)]
+    var own: [any Service] = [JobStoreService(store), JobEventsListener(store: store, hub: hub, logger: logger)]
     if configuration.console != nil {
         // Bulk actions started in the console run here, on whichever API node claims them.
         own.append(BulkRunnerService(runner: BulkRunner(jobs: services.jobs, storage: services.storage, name: BulkRunnerService.nodeName())))
@@ -101,6 +101,15 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     }
     errors.routes.record(router.routes)
     return router
+}
+
+/// The job store's connection pools (`JobStore.run()`) as a service of a process.
+public struct JobStoreService: Service {
+    let store: JobStore
+
+    public init(_ store: JobStore) { self.store = store }
+
+    public func run() async { await store.run() }
 }
 
 /// Runs an API node's `BulkRunner` until graceful shutdown.

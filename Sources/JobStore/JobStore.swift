@@ -15,8 +15,8 @@ import Synchronization
 public struct JobStore: Sendable {
     public let client: PostgresClient
     let logger: Logger
-    /// Status polls on their way to the database (`pollStatus`).
-    let polls: StatusPolls
+    /// Status polls on their way to the database (`pollStatus`), by event loop.
+    let polls: StatusPollLanes
 
     /// Call `run()` in a long-lived task before using the store.
     public init(configuration: DatabaseConfiguration, logger: Logger) {
@@ -27,14 +27,15 @@ public struct JobStore: Sendable {
         let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: background)
         self.client = client
         self.logger = logger
-        polls = StatusPolls(concurrency: configuration.pollConcurrency) { polls, cancel async throws(JobStoreError) in
-            try await Self.pollStatuses(polls, client: client, logger: logger, cancel: cancel)
-        }
+        polls = StatusPollLanes(configuration: configuration, client: client, backgroundLogger: background, logger: logger)
     }
 
-    /// Runs the connection pool until the surrounding task is cancelled.
+    /// Runs the connection pools until the surrounding task is cancelled.
     public func run() async {
-        await client.run()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await client.run() }
+            for lane in polls.clients { group.addTask { await lane.run() } }
+        }
     }
 
     // MARK: Creating and reading

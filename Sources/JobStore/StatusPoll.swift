@@ -89,6 +89,47 @@ extension JobStore {
     }
 }
 
+/// The status polls' lanes: one per event loop of SwiftNIO's shared group, each with a connection
+/// of its own on that loop, and one over the store's pool for polls from anywhere else. A poll
+/// from an event loop (every request to `moments api`) is read, answered and written on its own
+/// loop, with no hop to another thread; with one lane for every poll, the loop that held the
+/// database connection did all the database work and was the node's bottleneck while the other
+/// loop idled (scripts/bench-api, BENCH_PROFILE=1).
+final class StatusPollLanes: Sendable {
+    private let lanes: [ObjectIdentifier: StatusPolls]
+    private let elsewhere: StatusPolls
+    /// The lanes' connections (`JobStore.run()` runs them); each opens its connection on first use.
+    let clients: [PostgresClient]
+
+    init(configuration: DatabaseConfiguration, client: PostgresClient, backgroundLogger: Logger, logger: Logger) {
+        var lanes: [ObjectIdentifier: StatusPolls] = [:]
+        var clients: [PostgresClient] = []
+        var laneConfiguration = configuration.clientConfiguration
+        laneConfiguration.options.maximumConnections = configuration.pollConcurrency
+        for eventLoop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
+            let laneClient = PostgresClient(configuration: laneConfiguration, eventLoopGroup: eventLoop, backgroundLogger: backgroundLogger)
+            clients.append(laneClient)
+            lanes[ObjectIdentifier(eventLoop)] = StatusPolls(concurrency: configuration.pollConcurrency) { polls, cancel async throws(JobStoreError) in
+                try await JobStore.pollStatuses(polls, client: laneClient, logger: logger, cancel: cancel)
+            }
+        }
+        self.lanes = lanes
+        self.clients = clients
+        elsewhere = StatusPolls(concurrency: configuration.pollConcurrency) { polls, cancel async throws(JobStoreError) in
+            try await JobStore.pollStatuses(polls, client: client, logger: logger, cancel: cancel)
+        }
+    }
+
+    /// The lane of the event loop this runs on, or the store's pool's.
+    func poll(job: UUID, tokenSHA256: String) async throws(JobStoreError) -> PolledJob {
+        let lane = MultiThreadedEventLoopGroup.currentEventLoop.flatMap { lanes[ObjectIdentifier($0)] } ?? elsewhere
+        return try await lane.poll(job: job, tokenSHA256: tokenSHA256)
+    }
+
+    /// Statements run so far, in every lane.
+    var statements: Int { lanes.values.reduce(elsewhere.statements) { $0 + $1.statements } }
+}
+
 /// Status polls on their way to the database. A poll goes at once while fewer than `concurrency`
 /// statements are running; otherwise it waits, and when a statement ends, everything that waited
 /// (up to `batchLimit`) goes in the next. Under light load each poll is its own statement; under

@@ -69,7 +69,7 @@ struct Services {
         let (service, metrics) = try workerService(configuration, handler: handler, sweeper: sweeper, environment: environment)
         let port = try Setting.integer("METRICS_PORT", in: environment, default: 9090, range: 0...65535)
         guard port > 0 else {
-            let group = ServiceGroup(configuration: .init(services: telemetry + [store.client, service], gracefulShutdownSignals: [.sigterm, .sigint],
+            let group = ServiceGroup(configuration: .init(services: telemetry + [JobStoreService(store), service], gracefulShutdownSignals: [.sigterm, .sigint],
                                                           logger: logger))
             try await group.run()
             return
@@ -81,7 +81,7 @@ struct Services {
         }
         router.get("health") { _, _ in "ok" }
         let app = Application(router: router, configuration: .init(address: .hostname("0.0.0.0", port: port), serverName: "moments-worker"),
-                              services: telemetry + [store.client, service], logger: logger)
+                              services: telemetry + [JobStoreService(store), service], logger: logger)
         try await app.runService()
     }
 
