@@ -117,11 +117,13 @@ struct JobsController: Sendable {
         return job
     }
 
+    private static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+
     /// Where this API serves a job's files (download, poster, thumbnails: it redirects or streams),
     /// as the client reached it.
     func links(_ request: Request) -> JobLinks {
         // Behind a proxy (Railway, Render, an ingress) the scheme the client used is in X-Forwarded-Proto.
-        let scheme = request.headers[HTTPField.Name("X-Forwarded-Proto")!].flatMap { $0 == "https" ? "https" : nil } ?? "http"
+        let scheme = request.headers[Self.forwardedProto].flatMap { $0 == "https" ? "https" : nil } ?? "http"
         return JobLinks(base: configuration.publicURL ?? "\(scheme)://\(request.head.authority ?? "localhost:\(configuration.port)")")
     }
 
