@@ -111,6 +111,18 @@ final class BatchGate: Sendable {
 
 @Suite("Status polls batching (no database)")
 struct StatusPollBatchingTests {
+    /// A poll of a new job in a task of its own: the error it ended with, nil when it was answered.
+    static func failure(of polls: StatusPolls, token: String) -> Task<JobStoreError?, Never> {
+        Task {
+            do throws(JobStoreError) {
+                _ = try await polls.poll(job: UUID(), tokenSHA256: token)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
     @Test("One statement at a time: polls that arrive meanwhile go together in the next, each answered with its own row")
     func batches() async throws {
         let gate = BatchGate()
@@ -147,26 +159,10 @@ struct StatusPollBatchingTests {
         let gate = BatchGate()
         let polls = StatusPolls(concurrency: 1) { polls, _ async throws(JobStoreError) in try await gate.answer(polls) }
         gate.failing.withLock { $0 = true }
-        let failed = Task { () async -> JobStoreError? in
-            do throws(JobStoreError) {
-                _ = try await polls.poll(job: UUID(), tokenSHA256: "t")
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let failed = Self.failure(of: polls, token: "t")
         while gate.batches.withLock({ $0.count }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
         // Two more arrive while the failing statement runs: they fail with it, without a statement of their own.
-        let waiting = (0..<2).map { _ in
-            Task { () async -> JobStoreError? in
-                do throws(JobStoreError) {
-                    _ = try await polls.poll(job: UUID(), tokenSHA256: "w")
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-        }
+        let waiting = (0..<2).map { _ in Self.failure(of: polls, token: "w") }
         while polls.waitingCount < 2 { try await Task.sleep(for: .milliseconds(5)) }
         await gate.releaseNext()
         #expect(await failed.value?.code == .unavailable, "the poll fails with the database's error")
@@ -196,14 +192,7 @@ struct StatusPollBatchingTests {
             return batch.map { _ in .notFound }
         }
         let started = ContinuousClock.now
-        let failed = Task { () async -> JobStoreError? in
-            do throws(JobStoreError) {
-                _ = try await polls.poll(job: UUID(), tokenSHA256: "t")
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let failed = Self.failure(of: polls, token: "t")
         #expect(await failed.value?.code == .unavailable)
         #expect(ContinuousClock.now - started < .seconds(30), "the cancelled wait ended at once")
         #expect(try await polls.poll(job: UUID(), tokenSHA256: "t") == .notFound, "a new runner answers the next poll")
