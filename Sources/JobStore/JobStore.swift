@@ -191,7 +191,7 @@ public struct JobStore: Sendable {
     static func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
                                       _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
         let work = Task { try await body(client, logger) }
-        return try await inCurrentTask(what, timeout: timeout, client: client, logger: logger, cancel: { work.cancel() }) { _, _ in
+        return try await inCurrentTask(what, timeout: timeout, logger: logger, cancel: { work.cancel() }) {
             try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
         }
     }
@@ -199,17 +199,16 @@ public struct JobStore: Sendable {
     /// `database(_:timeout:client:logger:_:)` run in the calling task, for a task of the store's own
     /// (the status polls' runner): when the time is up the timer calls `cancel`, which must cancel
     /// that task, and the call throws.
-    static func inCurrentTask<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
+    static func inCurrentTask<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), logger: Logger,
                                            cancel: @escaping @Sendable () -> Void,
-                                           _ body: (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
+                                           _ body: () async throws -> T) async throws(JobStoreError) -> T {
         let expired = Expiry()
-        let timer = MultiThreadedEventLoopGroup.singleton.any()
-            .scheduleTask(in: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)) {
-                expired.expire()
-                cancel()
-            }
+        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: TimeAmount(timeout)) {
+            expired.expire()
+            cancel()
+        }
         do {
-            let value = try await body(client, logger)
+            let value = try await body()
             timer.cancel()
             return value
         } catch {

@@ -78,7 +78,7 @@ extension JobStore {
     /// Runs in the polls' runner task, which `cancel` cancels when the database does not answer in time.
     static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient, logger: Logger,
                              cancel: @escaping @Sendable () -> Void) async throws(JobStoreError) -> [PolledJob] {
-        try await inCurrentTask("read the jobs", client: client, logger: logger, cancel: cancel) { client, logger in
+        try await inCurrentTask("read the jobs", logger: logger, cancel: cancel) {
             var answers = [PolledJob](repeating: .unknownToken, count: polls.count)
             let statement = DevicePolls(jobs: polls.map(\.job), tokens: polls.map(\.tokenSHA256))
             for try await (index, answer) in try await client.execute(statement, logger: logger) where answers.indices.contains(index) {
@@ -140,8 +140,6 @@ final class StatusPolls: Sendable {
         let job: UUID
         let tokenSHA256: String
         let continuation: CheckedContinuation<Result<PolledJob, JobStoreError>, Never>
-        /// The event loop the poll came from (its connection's), where its answer resumes it.
-        let eventLoop: (any EventLoop)?
     }
 
     private struct State {
@@ -173,8 +171,7 @@ final class StatusPolls: Sendable {
     func poll(job: UUID, tokenSHA256: String) async throws(JobStoreError) -> PolledJob {
         let result = await withCheckedContinuation { continuation in
             let batch: [Waiting]? = state.withLock { state in
-                state.waiting.append(Waiting(job: job, tokenSHA256: tokenSHA256, continuation: continuation,
-                                             eventLoop: MultiThreadedEventLoopGroup.currentEventLoop))
+                state.waiting.append(Waiting(job: job, tokenSHA256: tokenSHA256, continuation: continuation))
                 guard state.running < concurrency else { return nil }
                 state.running += 1
                 return Self.take(&state, limit: batchLimit)
@@ -215,21 +212,11 @@ final class StatusPolls: Sendable {
         }
     }
 
-    /// Resumes each poll on the event loop it came from: one hop per event loop for the batch
-    /// instead of one per poll, and the poll's task then writes its answer on its own loop.
+    /// Resumes each poll with its answer. In a lane the runner, the connection and the polls share
+    /// one event loop, so each poll's task goes on there and writes its answer on its own loop.
     private static func resume(_ batch: [Waiting], with result: Result<[PolledJob], JobStoreError>) {
-        var elsewhere: [ObjectIdentifier: (eventLoop: any EventLoop, polls: [(Int, Waiting)])] = [:]
         for (index, waiting) in batch.enumerated() {
-            if let eventLoop = waiting.eventLoop, !eventLoop.inEventLoop {
-                elsewhere[ObjectIdentifier(eventLoop), default: (eventLoop, [])].polls.append((index, waiting))
-            } else {
-                waiting.continuation.resume(returning: result.map { $0[index] })
-            }
-        }
-        for (eventLoop, polls) in elsewhere.values {
-            eventLoop.execute {
-                for (index, waiting) in polls { waiting.continuation.resume(returning: result.map { $0[index] }) }
-            }
+            waiting.continuation.resume(returning: result.map { $0[index] })
         }
     }
 
