@@ -159,10 +159,12 @@ struct ConsoleBrowserTests {
         for id in batch { #expect(try await store.job(id)?.status == .cancelled) }
         try browser.go("\(base)/admin")
         try browser.click("#queue-toggle-button")
+        try await browser.wait("running again") { try browser.text("#queue-state") == "Queue running" }
 
         // Workers and the audit log.
         try browser.go("\(base)/admin/workers")
-        #expect(try browser.count("#workers tr.worker-alive") == 1)
+        let state = try browser.text("#workers")
+        #expect(try browser.count("#workers tr.worker-alive") == 1, "one live worker on the page: \(state)")
         try browser.screenshot("workers")
         try browser.go("\(base)/admin/operations")
         let entries = try browser.execute("""
