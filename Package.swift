@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
@@ -92,7 +93,7 @@ let package = Package(
         .target(name: "API", dependencies: [
             .product(name: "Crypto", package: "swift-crypto", condition: server),
             "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP", "Timelines",
-            .product(name: "Hummingbird", package: "hummingbird", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
+            .product(name: "Hummingbird", package: "hummingbird", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server), .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
             .product(name: "NIOCore", package: "swift-nio", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "Prometheus", package: "swift-prometheus", condition: server), .product(name: "Mustache", package: "swift-mustache", condition: server),

@@ -24,10 +24,16 @@ public struct APIError: HTTPResponseError, Equatable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let (fields, body) = try parts()
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: body))
+    }
+
+    /// The response's own headers and its JSON body.
+    func parts() throws -> (HTTPFields, ByteBuffer) {
         let body = try MomentsJSON.encoder.encode(ErrorReply(code: code, message: message))
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        return (fields, ByteBuffer(bytes: body))
     }
 
     static func jobNotFound() -> APIError {

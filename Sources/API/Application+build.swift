@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import JobStore
 import Jobs
 import Logging
@@ -44,8 +45,8 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
         // Bulk actions started in the console run here, on whichever API node claims them.
         own.append(BulkRunnerService(runner: BulkRunner(jobs: services.jobs, storage: services.storage, name: BulkRunnerService.nodeName())))
     }
-    var app = Application(router: router,
-                          configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "moments"),
+    var app = Application(router: router, server: apiServer(configuration: configuration, store: store, logger: logger),
+                          configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
                           services: telemetry + own + background,
                           logger: logger)
     app.beforeServerStarts {
@@ -59,6 +60,17 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
     }
     return app
 }
+
+/// The API's HTTP/1 server: the status poll is answered before the router (`StatusPollHandler`),
+/// unless tracing is on (then every request gets its span through the router).
+public func apiServer(configuration: APIConfiguration, store: JobStore, logger: Logger) -> HTTPServerBuilder {
+    let polls = configuration.tracing
+        ? nil : StatusPollRoute(store: store, configuration: configuration, serverName: serverName, logger: logger)
+    return .http1(configuration: .init(additionalChannelHandlers: polls.map { [$0.handler()] } ?? []))
+}
+
+/// The `Server` header of every answer.
+let serverName = "moments"
 
 /// Every route of the API. Public so that a test can hold it against `/openapi.yaml`, or call it in process.
 public func buildRouter(configuration: APIConfiguration, services: APIServices, hub: JobEventsHub = JobEventsHub(),

@@ -121,10 +121,12 @@ struct JobsController: Sendable {
 
     /// Where this API serves a job's files (download, poster, thumbnails: it redirects or streams),
     /// as the client reached it.
-    func links(_ request: Request) -> JobLinks {
+    func links(_ request: Request) -> JobLinks { Self.links(request.head, configuration: configuration) }
+
+    static func links(_ request: HTTPRequest, configuration: APIConfiguration) -> JobLinks {
         // Behind a proxy (Railway, Render, an ingress) the scheme the client used is in X-Forwarded-Proto.
-        let scheme = request.headers[Self.forwardedProto].flatMap { $0 == "https" ? "https" : nil } ?? "http"
-        return JobLinks(base: configuration.publicURL ?? "\(scheme)://\(request.head.authority ?? "localhost:\(configuration.port)")")
+        let scheme = request.headerFields[forwardedProto].flatMap { $0 == "https" ? "https" : nil } ?? "http"
+        return JobLinks(base: configuration.publicURL ?? "\(scheme)://\(request.authority ?? "localhost:\(configuration.port)")")
     }
 
     private func download(_ job: JobRecord, request: Request, context: MomentsRequestContext) async throws -> Response {

@@ -74,6 +74,13 @@ extension JobStore {
         return try await polls.poll(job: id, tokenSHA256: tokenSHA256)
     }
 
+    /// The same read for a token, answered through `answer` instead of a suspended task: for the
+    /// API's status poll served on its event loop (`StatusPollHandler`), with no task of its own.
+    /// Called on an event loop, the poll goes in that loop's lane and `answer` runs on that loop.
+    public func pollStatus(job id: UUID, tokenSHA256: String, answer: @escaping StatusPollAnswer) {
+        polls.poll(job: id, tokenSHA256: tokenSHA256, answer: answer)
+    }
+
     /// Answers polls, in the order given, with one statement.
     /// Runs in the polls' runner task, which `cancel` cancels when the database does not answer in time.
     static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient, logger: Logger,
@@ -88,6 +95,9 @@ extension JobStore {
         }
     }
 }
+
+/// Takes a status poll's answer, on the runner's thread (in a lane: the poll's event loop).
+public typealias StatusPollAnswer = @Sendable (Result<PolledJob, JobStoreError>) -> Void
 
 /// The status polls' lanes: one per event loop of SwiftNIO's shared group, each with a connection
 /// of its own on that loop, and one over the store's pool for polls from anywhere else. A poll
@@ -122,8 +132,15 @@ final class StatusPollLanes: Sendable {
 
     /// The lane of the event loop this runs on, or the store's pool's.
     func poll(job: UUID, tokenSHA256: String) async throws(JobStoreError) -> PolledJob {
-        let lane = MultiThreadedEventLoopGroup.currentEventLoop.flatMap { lanes[ObjectIdentifier($0)] } ?? elsewhere
-        return try await lane.poll(job: job, tokenSHA256: tokenSHA256)
+        try await lane.poll(job: job, tokenSHA256: tokenSHA256)
+    }
+
+    func poll(job: UUID, tokenSHA256: String, answer: @escaping StatusPollAnswer) {
+        lane.poll(job: job, tokenSHA256: tokenSHA256, answer: answer)
+    }
+
+    private var lane: StatusPolls {
+        MultiThreadedEventLoopGroup.currentEventLoop.flatMap { lanes[ObjectIdentifier($0)] } ?? elsewhere
     }
 
     /// Statements run so far, in every lane.
@@ -139,7 +156,7 @@ final class StatusPolls: Sendable {
     private struct Waiting: Sendable {
         let job: UUID
         let tokenSHA256: String
-        let continuation: CheckedContinuation<Result<PolledJob, JobStoreError>, Never>
+        let answer: StatusPollAnswer
     }
 
     private struct State {
@@ -170,15 +187,20 @@ final class StatusPolls: Sendable {
 
     func poll(job: UUID, tokenSHA256: String) async throws(JobStoreError) -> PolledJob {
         let result = await withCheckedContinuation { continuation in
-            let batch: [Waiting]? = state.withLock { state in
-                state.waiting.append(Waiting(job: job, tokenSHA256: tokenSHA256, continuation: continuation))
-                guard state.running < concurrency else { return nil }
-                state.running += 1
-                return Self.take(&state, limit: batchLimit)
-            }
-            if let batch { Runner.start { runner in await self.run(batch, runner) } }
+            poll(job: job, tokenSHA256: tokenSHA256) { continuation.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// Queues the poll; `answer` takes its answer once a statement has read it.
+    func poll(job: UUID, tokenSHA256: String, answer: @escaping StatusPollAnswer) {
+        let batch: [Waiting]? = state.withLock { state in
+            state.waiting.append(Waiting(job: job, tokenSHA256: tokenSHA256, answer: answer))
+            guard state.running < concurrency else { return nil }
+            state.running += 1
+            return Self.take(&state, limit: batchLimit)
+        }
+        if let batch { Runner.start { runner in await self.run(batch, runner) } }
     }
 
     /// Answers `batch`, then whatever waited meanwhile, until nothing waits.
@@ -212,11 +234,11 @@ final class StatusPolls: Sendable {
         }
     }
 
-    /// Resumes each poll with its answer. In a lane the runner, the connection and the polls share
-    /// one event loop, so each poll's task goes on there and writes its answer on its own loop.
+    /// Gives each poll its answer. In a lane the runner, the connection and the polls share one
+    /// event loop, so each answer is written on the loop that read its request.
     private static func resume(_ batch: [Waiting], with result: Result<[PolledJob], JobStoreError>) {
         for (index, waiting) in batch.enumerated() {
-            waiting.continuation.resume(returning: result.map { $0[index] })
+            waiting.answer(result.map { $0[index] })
         }
     }
 

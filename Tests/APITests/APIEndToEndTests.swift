@@ -24,8 +24,10 @@ struct APIEndToEndTests {
 
             var progress: [Int] = []
             var status: [String: Any] = [:]
+            var polls = 0
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
                 status = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
+                polls += 1
                 if let value = status["progress"] as? Int { progress.append(value) }
                 return ["completed", "failed", "cancelled"].contains(status["status"] as? String ?? "")
             }
@@ -61,12 +63,20 @@ struct APIEndToEndTests {
             let cancel = try System.error(try curl(auth + ["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
             #expect(cancel.status == 409 && cancel.code == "already_finished")
 
+            // Polls answered before the router (StatusPollHandler) count as the router's do.
+            #expect(try curl(["-H", "Authorization: Bearer mdt_nobody", "\(base)/api/v1/jobs/\(id)/status"]).status == 401)
+            #expect(try curl(["-H", "Authorization: Bearer mdt_nobody", "\(base)/api/v1/jobs/\(id)/status?via=router"]).status == 401)
+
             let metrics = try curl(["\(base)/metrics"])
             #expect(metrics.status == 200)
+            let poll = #"route="/api/v1/jobs/{id}/status",method="GET",status="#
             for line in [#"moments_jobs{status="completed"} 1"#, "moments_queue_ready 0", "moments_queue_in_flight 0",
                          "moments_completed_last_hour 1",
                          #"moments_http_requests_total{route="/api/v1/upload",method="POST",status="200"} 1"#,
-                         #"moments_http_requests_total{route="/api/v1/jobs/{id}",method="DELETE",status="409"} 1"#] {
+                         #"moments_http_requests_total{route="/api/v1/jobs/{id}",method="DELETE",status="409"} 1"#,
+                         #"moments_http_requests_total{\#(poll)"200"} \#(polls)"#,
+                         #"moments_http_request_duration_seconds_count{\#(poll)"200"} \#(polls)"#,
+                         #"moments_http_requests_total{\#(poll)"401"} 2"#, #"moments_http_request_errors_total{\#(poll)"401"} 2"#] {
                 #expect(metrics.body.contains(line), "metrics have \(line)")
             }
         }

@@ -26,7 +26,11 @@ struct InProcessAPI: Sendable {
     /// Runs `body` against an API configured from `settings` (the variables `moments api` reads;
     /// anonymous use unless they say `AUTH_REQUIRED`).
     /// With `presigning`, storage hands out signed URLs as S3 does (direct uploads, download redirects).
-    static func run(_ settings: [String: String] = [:], presigning: Bool = false,
+    /// With `live`, the API listens on a port of its own (`client.port`) with the server
+    /// `moments api` runs, so requests cross its channel pipeline (`StatusPollHandler`) too.
+    /// `routes` may add routes of the test's own to the router.
+    static func run(_ settings: [String: String] = [:], presigning: Bool = false, live: Bool = false,
+                    routes: @escaping @Sendable (Router<MomentsRequestContext>) -> Void = { _ in },
                     _ body: @Sendable (InProcessAPI) async throws -> Void) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-inprocess-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -35,15 +39,18 @@ struct InProcessAPI: Sendable {
             try FileManager.default.createDirectory(at: uploads, withIntermediateDirectories: true)
             let environment = ["AUTH_REQUIRED": "false", "UPLOAD_DIR": uploads.path]
                 .merging(settings) { $1 }
-            let configuration = try APIConfiguration(environment: Settings(environment))
+            var configuration = try APIConfiguration(environment: Settings(environment))
+            configuration.tracing = !live  // as `moments api` without an exporter: the status poll's handler is in place
             let queue = MemoryQueue()
             let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
             try await jobs.prepare()
             let storage = try LocalObjectStore(root: folder.appendingPathComponent("objects"))
             let services = APIServices(jobs: jobs, storage: presigning ? SigningLocalStore(local: storage) : storage, reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore())
             let router = buildRouter(configuration: configuration, services: services, metrics: PrometheusCollectorRegistry())
-            let app = Application(router: router, logger: TestServices.logger)
-            try await app.test(.router) { client in
+            routes(router)
+            let app = Application(router: router, server: apiServer(configuration: configuration, store: store, logger: TestServices.logger),
+                                  configuration: .init(serverName: "moments"), logger: TestServices.logger)
+            try await app.test(live ? .live : .router) { client in
                 try await body(InProcessAPI(client: client, store: store, queue: queue, storage: storage, uploads: uploads))
             }
         }

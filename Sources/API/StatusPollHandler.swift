@@ -1,0 +1,270 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobStore
+import Logging
+import Metrics
+import MomentsContract
+import NIOCore
+import NIOHTTPTypes
+import Synchronization
+
+/// The status poll (`GET /api/v1/jobs/{id}/status`, most of the API's traffic) answered in the
+/// connection's channel pipeline, on its event loop, with no Swift task per request: the request's
+/// head goes to the poll's lane (`JobStore.pollStatus(job:tokenSHA256:answer:)`) and the answer is
+/// written when the statement returns. Through Hummingbird, each poll crossed its connection's
+/// task, the router's middleware chain and two continuations, a fifth of the node's CPU time
+/// (scripts/bench-api, BENCH_PROFILE=1).
+///
+/// The route's answers stay the router's: the same status, headers (`Date`, `Server`) and bytes,
+/// the same errors, the same request metrics. Only the poll as apps send it comes here: `GET`, the
+/// exact path, no query, `Authorization: Bearer <token>` in its usual form, no body, no
+/// `Connection` header. Everything else (no token, another spelling, `HEAD`, …) goes on to
+/// Hummingbird and its `addStatusRoute` route, as does every request while one of Hummingbird's
+/// is unanswered on the connection, so that answers keep the order of their requests. With
+/// tracing on, the router serves every poll (each gets its span); see `buildApplication`.
+struct StatusPollRoute: Sendable {
+    let store: JobStore
+    let configuration: APIConfiguration
+    let serverName: String
+    let logger: Logger
+    let metrics = RequestMetricsCache()
+    /// The route's name in the request metrics, as Hummingbird's router names it.
+    static let path = "/api/v1/jobs/{id}/status"
+
+    func handler() -> StatusPollHandler { StatusPollHandler(route: self) }
+
+    /// The job id of a poll this handler answers, or nil for a request that goes to the router.
+    static func job(of request: HTTPRequest) -> UUID? {
+        guard request.method == .get, var path = request.path, path.utf8.count == 56 else { return nil }
+        let id: UUID? = path.withUTF8 { bytes in
+            guard prefix.elementsEqual(bytes[0..<13]), suffix.elementsEqual(bytes[49..<56]) else { return nil }
+            return UUID(uuidString: String(decoding: UnsafeBufferPointer(rebasing: bytes[13..<49]), as: UTF8.self))
+        }
+        guard let id else { return nil }
+        let fields = request.headerFields
+        guard fields[.connection] == nil, fields[.contentLength] == nil, fields[.transferEncoding] == nil else { return nil }
+        return id
+    }
+
+    private static let prefix = Array("/api/v1/jobs/".utf8)
+    private static let suffix = Array("/status".utf8)
+
+    /// The SHA-256 of the poll's bearer token when it is written as apps write it, else nil.
+    static func token(of request: HTTPRequest) -> String? {
+        request.headerFields[.authorization].flatMap(DeviceToken.canonicalToken).map(DeviceToken.sha256)
+    }
+
+    /// The answer to `polled`: the route's status, own headers and body.
+    func answer(_ polled: Result<PolledJob, JobStoreError>, request: HTTPRequest) -> (HTTPResponse.Status, HTTPFields, ByteBuffer) {
+        let error: APIError
+        switch polled {
+        case .success(.found(let job)):
+            let report = JobStatusReport(job, links: JobsController.links(request, configuration: configuration))
+            let (headers, body) = StatusJSON.parts(report, extraHeaders: 2)
+            return (.ok, headers, body)
+        case .success(.unknownToken): error = DeviceToken.unknown
+        case .success(.notFound): error = APIError.jobNotFound()
+        case .failure(let failure):
+            logger.error("request failed", metadata: ["error": "\(failure)", "path": "\(request.path ?? "")"])
+            error = ErrorMiddleware<MomentsRequestContext>.map(failure)
+        }
+        guard case (var headers, let body)? = try? error.parts() else {
+            return (.internalServerError, [.contentLength: "0"], ByteBuffer())
+        }
+        headers[.contentLength] = String(body.readableBytes)
+        return (error.status, headers, body)
+    }
+}
+
+/// One connection's status polls; `StatusPollRoute` says which requests it answers. It sits after
+/// the HTTP/1 codec and before Hummingbird's connection handlers.
+final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let route: StatusPollRoute
+    /// Requests passed to Hummingbird whose answer has not ended yet.
+    private var routed = 0
+    /// The head of the request being read: a poll of ours (with its job and token), or one for the router.
+    private enum Reading {
+        case idle
+        case poll(HTTPRequest, job: UUID, token: String)
+        case routed
+    }
+    private var reading = Reading.idle
+    /// A poll at the database: what arrives meanwhile waits here, in order, and so does a read.
+    private var answering = false
+    private var held: [HTTPRequestPart] = []
+    private var heldRead = false
+    private var heldQuiesce = false
+    private var date = HTTPDate()
+
+    init(route: StatusPollRoute) { self.route = route }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if answering {
+            held.append(part)
+            return
+        }
+        // The router's parts go on now; the socket's read-complete event follows them.
+        _ = read(part, context: context)
+    }
+
+    /// Takes one part; true when it went on to the router (then the router needs a read-complete
+    /// event to see it).
+    private func read(_ part: HTTPRequestPart, context: ChannelHandlerContext) -> Bool {
+        switch (reading, part) {
+        case (.idle, .head(let request)):
+            if routed == 0, let job = StatusPollRoute.job(of: request), let token = StatusPollRoute.token(of: request) {
+                reading = .poll(request, job: job, token: token)
+                return false
+            }
+            reading = .routed
+            routed += 1
+            context.fireChannelRead(wrapInboundOut(part))
+            return true
+        case (.poll(let request, let job, let token), .end):
+            reading = .idle
+            ask(request, job: job, token: token, context: context)
+            return false
+        case (.poll(let request, _, _), _):
+            // A body after all (the codec saw no length, so this does not happen): the router's.
+            reading = .routed
+            routed += 1
+            context.fireChannelRead(wrapInboundOut(.head(request)))
+            context.fireChannelRead(wrapInboundOut(part))
+            return true
+        case (.routed, .end):
+            reading = .idle
+            context.fireChannelRead(wrapInboundOut(part))
+            return true
+        default:
+            // The router's request's body, or a part out of place, which the router refuses.
+            context.fireChannelRead(wrapInboundOut(part))
+            return true
+        }
+    }
+
+    private func ask(_ request: HTTPRequest, job: UUID, token: String, context: ChannelHandlerContext) {
+        answering = true
+        let start = DispatchTime.now().uptimeNanoseconds
+        let active = route.metrics.active(.get)
+        active.increment()
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        route.store.pollStatus(job: job, tokenSHA256: token) { polled in
+            if loop.inEventLoop {
+                let (handler, context) = bound.value
+                handler.answer(polled, request: request, start: start, active: active, context: context)
+            } else {
+                loop.execute {
+                    let (handler, context) = bound.value
+                    handler.answer(polled, request: request, start: start, active: active, context: context)
+                }
+            }
+        }
+    }
+
+    private func answer(_ polled: Result<PolledJob, JobStoreError>, request: HTTPRequest, start: UInt64, active: Meter,
+                        context: ChannelHandlerContext) {
+        let (status, ownHeaders, body) = route.answer(polled, request: request)
+        var headers = ownHeaders
+        headers.append(HTTPField(name: .date, value: date.now()))
+        headers.append(HTTPField(name: .server, value: route.serverName))
+        let metrics = route.metrics.endpoint(StatusPollRoute.path, .get, status)
+        metrics.requests.increment()
+        if status == .ok {
+            metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - start)
+        } else {
+            metrics.errors.increment()
+        }
+        active.decrement()
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: status, headerFields: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        answering = false
+        // What arrived meanwhile, in order, until a poll waits again.
+        var routedAny = false
+        while !answering, !held.isEmpty {
+            routedAny = read(held.removeFirst(), context: context) || routedAny
+        }
+        if routedAny { context.fireChannelReadComplete() }
+        guard !answering else { return }
+        if heldQuiesce {
+            heldQuiesce = false
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+        if heldRead {
+            heldRead = false
+            context.read()
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { routed = max(0, routed - 1) }
+        context.write(data, promise: promise)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if answering {
+            heldRead = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// Graceful shutdown closes a connection once its requests are answered: Hummingbird's handler
+    /// counts only its own, so the event waits for the poll at the database.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent, answering {
+            heldQuiesce = true
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+}
+
+/// The `Date` header (RFC 9110's IMF-fixdate, as Hummingbird writes it), made again only when the
+/// second changes.
+struct HTTPDate {
+    private var second = Int.min
+    private var text = ""
+
+    mutating func now() -> String {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        let now = Int(time.tv_sec)
+        if now != second {
+            second = now
+            text = Self.format(now)
+        }
+        return text
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT` for seconds since 1970.
+    static func format(_ seconds: Int) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let time = seconds - days * 86_400
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = ((days % 7) + 7 + 4) % 7  // 1970-01-01 was a Thursday
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(weekdays[weekday]), \(two(day)) \(months[month - 1]) \(year) \(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+    }
+
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+}
