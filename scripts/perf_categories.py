@@ -47,6 +47,7 @@ INCLUSIVE = [
     ("JSONEncoder.encode", r"JSONEncoder\.encode"),
     ("TracingMiddleware.handle", r"TracingMiddleware"),
     ("MetricsMiddleware.handle", r"MetricsMiddleware"),
+    ("StatusPollHandler (the poll in the channel pipeline)", r"StatusPollHandler|StatusPollRoute"),
     ("socket writes", r"__GI___libc_write|writev"),
     ("socket reads", r"readFromSocket"),
     ("epoll_wait", r"epoll_wait"),
