@@ -96,11 +96,17 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case routed
     }
     private var reading = Reading.idle
-    /// A poll at the database: what arrives meanwhile waits here, in order, and so does a read.
+    /// A poll at the database: what arrives meanwhile waits here, in order, and so do a read,
+    /// events (the client's end of input, graceful shutdown's quiesce) and errors (a request that
+    /// does not parse), which would otherwise end the connection before the poll's answer is written.
     private var answering = false
     private var held: [HTTPRequestPart] = []
     private var heldRead = false
-    private var heldQuiesce = false
+    private enum Signal {
+        case event(Any)
+        case error(any Error)
+    }
+    private var heldSignals: [Signal] = []
     private var date = HTTPDate()
 
     init(route: StatusPollRoute) { self.route = route }
@@ -195,9 +201,13 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if routedAny { context.fireChannelReadComplete() }
         guard !answering else { return }
-        if heldQuiesce {
-            heldQuiesce = false
-            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        let signals = heldSignals
+        heldSignals.removeAll()
+        for signal in signals {
+            switch signal {
+            case .event(let event): context.fireUserInboundEventTriggered(event)
+            case .error(let error): context.fireErrorCaught(error)
+            }
         }
         if heldRead {
             heldRead = false
@@ -218,13 +228,21 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Graceful shutdown closes a connection once its requests are answered: Hummingbird's handler
-    /// counts only its own, so the event waits for the poll at the database.
+    /// Hummingbird ends a connection when its input ends, and graceful shutdown closes it once the
+    /// requests Hummingbird knows of are answered: while a poll is at the database, both wait.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ChannelShouldQuiesceEvent, answering {
-            heldQuiesce = true
+        if answering {
+            heldSignals.append(.event(event))
         } else {
             context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if answering {
+            heldSignals.append(.error(error))
+        } else {
+            context.fireErrorCaught(error)
         }
     }
 }
@@ -250,16 +268,7 @@ struct HTTPDate {
     static func format(_ seconds: Int) -> String {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let time = seconds - days * 86_400
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = StatusJSON.civil(fromDays: Int64(days))
         let weekday = ((days % 7) + 7 + 4) % 7  // 1970-01-01 was a Thursday
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(weekdays[weekday]), \(two(day)) \(months[month - 1]) \(year) \(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"

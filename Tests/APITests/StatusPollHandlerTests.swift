@@ -55,7 +55,7 @@ struct StatusPollHandlerTests {
         }
     }
 
-    @Test("Polls pipelined with other requests on one connection are answered in order")
+    @Test("Polls pipelined with other requests on one connection are answered in order, also when the client half-closes or sends garbage after")
     func pipelinedInOrder() async throws {
         let routes: @Sendable (Router<MomentsRequestContext>) -> Void = { router in
             router.get("test/slow") { _, _ -> String in
@@ -100,6 +100,15 @@ struct StatusPollHandlerTests {
             #expect(replies.map(\.status) == [200, 200, 200])
             #expect(replies.first?.body == "slow", "the slow answer first: \(replies.map(\.body))")
             #expect(replies.dropFirst().first?.body.contains(jobs[2].uuidString.lowercased()) == true, "then the poll's")
+
+            // A client that ends its side after the request (`shutdown(SHUT_WR)`) still gets the
+            // answer, and so does one that sends bytes that do not parse after it: then the 400.
+            for _ in 0..<5 {
+                let answer = try await RawHTTP.exchange(port: port, poll(jobs[1]), halfClose: true)
+                #expect(answer.map(\.status) == [200])
+                let garbled = try await RawHTTP.exchange(port: port, poll(jobs[1]) + "NOT HTTP AT ALL\r\n\r\n")
+                #expect(garbled.map(\.status) == [200, 400])
+            }
         }
     }
 
@@ -171,18 +180,21 @@ enum RawHTTP {
     /// Sends `bytes` at once and reads answers until the server closes or `expecting` have come
     /// (5 s at most). The socket blocks a thread of its own, not one of the tasks' (the server in
     /// this process needs them to answer).
-    static func exchange(port: Int, _ text: String, expecting: Int = .max) async throws -> [Reply] {
-        try await exchange(port: port, Array(text.utf8), expecting: expecting)
+    /// With `halfClose`, the socket's sending side is shut once everything is sent.
+    static func exchange(port: Int, _ text: String, expecting: Int = .max, halfClose: Bool = false) async throws -> [Reply] {
+        try await exchange(port: port, Array(text.utf8), expecting: expecting, halfClose: halfClose)
     }
 
-    static func exchange(port: Int, _ bytes: [UInt8], expecting: Int = .max) async throws -> [Reply] {
+    static func exchange(port: Int, _ bytes: [UInt8], expecting: Int = .max, halfClose: Bool = false) async throws -> [Reply] {
         let result = await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: Result { try blockingExchange(port: port, bytes, expecting: expecting) }) }.start()
+            Thread {
+                continuation.resume(returning: Result { try blockingExchange(port: port, bytes, expecting: expecting, halfClose: halfClose) })
+            }.start()
         }
         return try result.get()
     }
 
-    private static func blockingExchange(port: Int, _ data: [UInt8], expecting: Int) throws -> [Reply] {
+    private static func blockingExchange(port: Int, _ data: [UInt8], expecting: Int, halfClose: Bool) throws -> [Reply] {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure(description: "socket: \(errno)") }
         defer { close(socket) }
@@ -202,6 +214,7 @@ enum RawHTTP {
             guard n > 0 else { throw Failure(description: "send: \(errno)") }
             sent += n
         }
+        if halfClose { shutdown(socket, Int32(SHUT_WR)) }
         var received: [UInt8] = []
         var replies: [Reply] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
