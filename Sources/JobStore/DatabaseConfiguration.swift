@@ -97,4 +97,24 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         configuration.options.connectTimeout = .seconds(5)
         return configuration
     }
+
+    /// The same settings for one connection (the status polls' lanes).
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        switch self.tls {
+        case .disable:
+            tls = .disable
+        case .prefer, .require:
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none
+            let context = try NIOSSLContext(configuration: configuration)
+            tls = self.tls == .prefer ? .prefer(context) : .require(context)
+        case .verifyFull:
+            tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        var configuration = PostgresConnection.Configuration(host: host, port: port, username: username,
+                                                             password: password, database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
 }

@@ -27,15 +27,14 @@ public struct JobStore: Sendable {
         let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: background)
         self.client = client
         self.logger = logger
-        polls = StatusPollLanes(configuration: configuration, client: client, backgroundLogger: background, logger: logger)
+        polls = StatusPollLanes(configuration: configuration, client: client, logger: logger)
     }
 
-    /// Runs the connection pools until the surrounding task is cancelled.
+    /// Runs the connection pool until the surrounding task is cancelled; then the status polls'
+    /// connections close too.
     public func run() async {
-        await withDiscardingTaskGroup { group in
-            group.addTask { await client.run() }
-            for lane in polls.clients { group.addTask { await lane.run() } }
-        }
+        await client.run()
+        for connection in polls.connections { connection.close() }
     }
 
     // MARK: Creating and reading

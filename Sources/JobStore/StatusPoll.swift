@@ -81,11 +81,11 @@ extension JobStore {
         polls.poll(job: id, tokenSHA256: tokenSHA256, answer: answer)
     }
 
-    /// Answers polls, in the order given, with one statement.
-    /// Runs in the polls' runner task, which `cancel` cancels when the database does not answer in time.
-    static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient, logger: Logger,
-                             cancel: @escaping @Sendable () -> Void) async throws(JobStoreError) -> [PolledJob] {
-        try await inCurrentTask("read the jobs", logger: logger, cancel: cancel) {
+    /// Answers polls, in the order given, with one statement over the store's pool (the lane for
+    /// polls from outside the event loops).
+    static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient,
+                             logger: Logger) async throws(JobStoreError) -> [PolledJob] {
+        try await database("read the jobs", client: client, logger: logger) { client, logger in
             var answers = [PolledJob](repeating: .unknownToken, count: polls.count)
             let statement = DevicePolls(jobs: polls.map(\.job), tokens: polls.map(\.tokenSHA256))
             for try await (index, answer) in try await client.execute(statement, logger: logger) where answers.indices.contains(index) {
@@ -96,37 +96,39 @@ extension JobStore {
     }
 }
 
-/// Takes a status poll's answer, on the runner's thread (in a lane: the poll's event loop).
+/// Takes a status poll's answer, on the thread that read it (in a lane: the poll's event loop).
 public typealias StatusPollAnswer = @Sendable (Result<PolledJob, JobStoreError>) -> Void
 
-/// The status polls' lanes: one per event loop of SwiftNIO's shared group, each with a connection
-/// of its own on that loop, and one over the store's pool for polls from anywhere else. A poll
-/// from an event loop (every request to `moments api`) is read, answered and written on its own
-/// loop, with no hop to another thread; with one lane for every poll, the loop that held the
-/// database connection did all the database work and was the node's bottleneck while the other
-/// loop idled (scripts/bench-api, BENCH_PROFILE=1).
+/// The status polls' lanes: one per event loop of SwiftNIO's shared group, each with a database
+/// connection of its own on that loop (`StatusPollConnection`), and one over the store's pool for
+/// polls from anywhere else. A poll from an event loop (every request to `moments api`) is read,
+/// answered and written on its own loop, with no hop to another thread and no Swift task; with one
+/// lane for every poll, the loop that held the database connection did all the database work and
+/// was the node's bottleneck while the other loop idled (scripts/bench-api, BENCH_PROFILE=1).
 final class StatusPollLanes: Sendable {
     private let lanes: [ObjectIdentifier: StatusPolls]
     private let elsewhere: StatusPolls
-    /// The lanes' connections (`JobStore.run()` runs them); each opens its connection on first use.
-    let clients: [PostgresClient]
+    /// The lanes' connections (closed when `JobStore.run()` ends); each opens on first use.
+    let connections: [StatusPollConnection]
 
-    init(configuration: DatabaseConfiguration, client: PostgresClient, backgroundLogger: Logger, logger: Logger) {
+    init(configuration: DatabaseConfiguration, client: PostgresClient, logger: Logger) {
         var lanes: [ObjectIdentifier: StatusPolls] = [:]
-        var clients: [PostgresClient] = []
-        var laneConfiguration = configuration.clientConfiguration
-        laneConfiguration.options.maximumConnections = configuration.pollConcurrency
+        var connections: [StatusPollConnection] = []
         for eventLoop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
-            let laneClient = PostgresClient(configuration: laneConfiguration, eventLoopGroup: eventLoop, backgroundLogger: backgroundLogger)
-            clients.append(laneClient)
-            lanes[ObjectIdentifier(eventLoop)] = StatusPolls(concurrency: configuration.pollConcurrency) { polls, cancel async throws(JobStoreError) in
-                try await JobStore.pollStatuses(polls, client: laneClient, logger: logger, cancel: cancel)
-            }
+            let connection = StatusPollConnection(configuration: configuration, eventLoop: eventLoop, logger: logger)
+            connections.append(connection)
+            lanes[ObjectIdentifier(eventLoop)] = StatusPolls(concurrency: configuration.pollConcurrency, answer: connection.read)
         }
         self.lanes = lanes
-        self.clients = clients
-        elsewhere = StatusPolls(concurrency: configuration.pollConcurrency) { polls, cancel async throws(JobStoreError) in
-            try await JobStore.pollStatuses(polls, client: client, logger: logger, cancel: cancel)
+        self.connections = connections
+        elsewhere = StatusPolls(concurrency: configuration.pollConcurrency) { polls, done in
+            Task {
+                do throws(JobStoreError) {
+                    done(.success(try await JobStore.pollStatuses(polls, client: client, logger: logger)))
+                } catch {
+                    done(.failure(error))
+                }
+            }
         }
     }
 
@@ -168,10 +170,10 @@ final class StatusPolls: Sendable {
     private let statementCount = Atomic(0)
     private let concurrency: Int
     private let batchLimit: Int
-    /// Answers a batch in the calling task; the second argument cancels that task (a statement that
-    /// does not answer in time).
-    typealias Answer = @Sendable ([(job: UUID, tokenSHA256: String)], _ cancel: @escaping @Sendable () -> Void) async throws(JobStoreError)
-        -> [PolledJob]
+    /// Reads a batch, in order, and calls `done` once with the answers, or with why it could not
+    /// (within the database timeout: a statement that hangs must fail, not keep its polls).
+    typealias Answer = @Sendable (_ polls: [(job: UUID, tokenSHA256: String)],
+                                  _ done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void) -> Void
     private let answer: Answer
 
     init(concurrency: Int, batchLimit: Int = 256, answer: @escaping Answer) {
@@ -200,65 +202,35 @@ final class StatusPolls: Sendable {
             state.running += 1
             return Self.take(&state, limit: batchLimit)
         }
-        if let batch { Runner.start { runner in await self.run(batch, runner) } }
+        if let batch { run(batch) }
     }
 
-    /// Answers `batch`, then whatever waited meanwhile, until nothing waits.
-    private func run(_ first: [Waiting], _ runner: Runner) async {
-        var batch = first
-        while true {
-            let result: Result<[PolledJob], JobStoreError>
-            statementCount.add(1, ordering: .relaxed)
-            do throws(JobStoreError) {
-                result = .success(try await answer(batch.map { (job: $0.job, tokenSHA256: $0.tokenSHA256) }, runner.cancel))
-            } catch {
-                result = .failure(error)
+    private func run(_ batch: [Waiting]) {
+        statementCount.add(1, ordering: .relaxed)
+        answer(batch.map { (job: $0.job, tokenSHA256: $0.tokenSHA256) }) { result in self.finished(batch, result) }
+    }
+
+    /// Answers `batch`, then sends whatever waited meanwhile.
+    private func finished(_ batch: [Waiting], _ result: Result<[PolledJob], JobStoreError>) {
+        // A failed statement (the database is down or did not answer in time) fails the polls
+        // that waited for it too, at once: waiting another whole timeout would only fail them later.
+        let failed = if case .failure = result { true } else { false }
+        var answered = batch
+        let next: [Waiting]? = state.withLock { state in
+            if failed {
+                answered += state.waiting
+                state.waiting.removeAll()
             }
-            // A failed statement (the database is down or did not answer in time) fails the polls
-            // that waited for it too, at once: waiting another whole timeout would only fail them later.
-            let failed = if case .failure = result { true } else { false }
-            let next: [Waiting]? = state.withLock { state in
-                if failed {
-                    batch += state.waiting
-                    state.waiting.removeAll()
-                }
-                if state.waiting.isEmpty {
-                    state.running -= 1
-                    return nil
-                }
-                return Self.take(&state, limit: batchLimit)
+            if state.waiting.isEmpty {
+                state.running -= 1
+                return nil
             }
-            Self.resume(batch, with: result)
-            guard let next else { return }
-            batch = next
+            return Self.take(&state, limit: batchLimit)
         }
-    }
-
-    /// Gives each poll its answer. In a lane the runner, the connection and the polls share one
-    /// event loop, so each answer is written on the loop that read its request.
-    private static func resume(_ batch: [Waiting], with result: Result<[PolledJob], JobStoreError>) {
-        for (index, waiting) in batch.enumerated() {
-            waiting.answer(result.map { $0[index] })
+        for (index, waiting) in answered.enumerated() {
+            waiting.answer(result.map { index < $0.count ? $0[index] : .unknownToken })
         }
-    }
-
-    /// The task that runs statements, which a statement's timer may cancel. A cancelled runner
-    /// fails what waits and ends; the next poll starts another.
-    private final class Runner: Sendable {
-        private let task = Mutex<Task<Void, Never>?>(nil)
-        private let cancelled = Atomic(false)
-
-        static func start(_ body: @escaping @Sendable (Runner) async -> Void) {
-            let runner = Runner()
-            let task = Task { await body(runner) }
-            runner.task.withLock { $0 = task }
-            if runner.cancelled.load(ordering: .acquiring) { task.cancel() }
-        }
-
-        @Sendable func cancel() {
-            cancelled.store(true, ordering: .releasing)
-            task.withLock { $0?.cancel() }
-        }
+        if let next { run(next) }
     }
 
     private static func take(_ state: inout State, limit: Int) -> [Waiting] {
@@ -268,6 +240,125 @@ final class StatusPolls: Sendable {
         }
         defer { state.waiting.removeFirst(limit) }
         return Array(state.waiting.prefix(limit))
+    }
+}
+
+/// A lane's database connection, on its event loop, used through SwiftNIO's futures: the
+/// statement is prepared once per connection, and a batch is one Bind/Execute round trip whose
+/// rows are decoded as they arrive, with no Swift task, pool or async sequence on the way (those
+/// were a third of the API's CPU at half load). It connects on first use and again after any
+/// failure or when the server closes it; a statement that has not answered within `timeout` fails
+/// its batch and its connection is closed.
+final class StatusPollConnection: @unchecked Sendable {
+    // Everything below is touched on `eventLoop` only.
+    private let eventLoop: any EventLoop
+    private let configuration: DatabaseConfiguration
+    private let logger: Logger
+    private let timeout: TimeAmount
+    private var ready: EventLoopFuture<(PostgresConnection, PreparedQuery)>?
+    private var closed = false
+    private static let ids = Atomic(0)
+
+    init(configuration: DatabaseConfiguration, eventLoop: any EventLoop, logger: Logger, timeout: Duration = .seconds(10)) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.timeout = TimeAmount(timeout)
+    }
+
+    /// `StatusPolls.Answer`: reads `polls` and calls `done` on the event loop.
+    @Sendable func read(_ polls: [(job: UUID, tokenSHA256: String)],
+                        done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void) {
+        if eventLoop.inEventLoop {
+            start(polls, done: done)
+        } else {
+            eventLoop.execute { self.start(polls, done: done) }
+        }
+    }
+
+    /// Closes the connection; later reads fail.
+    func close() {
+        eventLoop.execute {
+            self.closed = true
+            self.ready?.whenSuccess { connection, _ in Self.close(connection) }
+            self.ready = nil
+        }
+    }
+
+    private final class Call: @unchecked Sendable {
+        var over = false
+        var answers: [PolledJob]
+        init(count: Int) { answers = Array(repeating: .unknownToken, count: count) }
+    }
+
+    private func start(_ polls: [(job: UUID, tokenSHA256: String)], done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void) {
+        guard !closed else {
+            done(.failure(JobStoreError(.unavailable, "The job database call to read the jobs was cancelled.")))
+            return
+        }
+        let call = Call(count: polls.count)
+        let connection = connected()
+        let timer = eventLoop.scheduleTask(in: timeout) {
+            guard !call.over else { return }
+            call.over = true
+            self.logger.error("database call timed out", metadata: ["operation": "read the jobs"])
+            self.drop(connection)
+            done(.failure(JobStoreError(.unavailable, "The job database did not answer in time to read the jobs.")))
+        }
+        let binds = [PostgresData(array: polls.map { PostgresData(uuid: $0.job) }, elementType: .uuid),
+                     PostgresData(array: polls.map { PostgresData(string: $0.tokenSHA256) }, elementType: .text)]
+        connection.flatMap { _, query in
+            query.execute(binds) { row in
+                let (index, answer) = try DevicePolls.decode(binaryRow: row)
+                if call.answers.indices.contains(index) { call.answers[index] = answer }
+            }
+        }.whenComplete { result in
+            guard !call.over else { return }
+            call.over = true
+            timer.cancel()
+            switch result {
+            case .success:
+                done(.success(call.answers))
+            case .failure(let error):
+                self.logger.error("database call failed", metadata: ["operation": "read the jobs", "error": "\(String(reflecting: error))"])
+                self.drop(connection)
+                done(.failure(JobStoreError(.unavailable, "The job database could not read the jobs.")))
+            }
+        }
+    }
+
+    /// The open connection with the statement prepared, opened now if there is none.
+    private func connected() -> EventLoopFuture<(PostgresConnection, PreparedQuery)> {
+        if let ready { return ready }
+        let future = makeConfiguration().flatMap { configuration in
+            PostgresConnection.connect(on: self.eventLoop, configuration: configuration, id: Self.ids.add(1, ordering: .relaxed).newValue,
+                                       logger: self.logger)
+        }.flatMap { connection in
+            connection.prepare(query: DevicePolls.sql).map { (connection, $0) }.flatMapErrorThrowing { error in
+                Self.close(connection)
+                throw error
+            }
+        }
+        ready = future
+        future.whenSuccess { connection, _ in
+            // The server closed it (a restart, an idle timeout): the next read opens another.
+            connection.closeFuture.whenComplete { _ in self.drop(future) }
+        }
+        return future
+    }
+
+    /// Forgets `connection` (if it is still the current one) and closes it.
+    private func drop(_ connection: EventLoopFuture<(PostgresConnection, PreparedQuery)>) {
+        if ready === connection { ready = nil }
+        connection.whenSuccess { connection, _ in Self.close(connection) }
+    }
+
+    private static func close(_ connection: PostgresConnection) {
+        let _: EventLoopFuture<Void> = connection.close()
+    }
+
+    private func makeConfiguration() -> EventLoopFuture<PostgresConnection.Configuration> {
+        eventLoop.makeCompletedFuture { try configuration.connectionConfiguration() }
     }
 }
 
@@ -309,9 +400,27 @@ private struct DevicePolls: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (index, known, id, status, progress, message, created, completed, filename, duration, segments, poster) = try row.decode(
-            (Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?).self)
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Self.decode(row) }
+
+    static func decode(_ row: PostgresRow) throws -> Row {
+        try decode(try row.decode((Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?).self))
+    }
+
+    /// A row of `PreparedQuery.execute` (the lanes' future-based path). Its values come in binary,
+    /// as every execute asks, but PostgresNIO labels them with the formats of the statement's
+    /// description (text), so each cell is read as what it is.
+    static func decode(binaryRow row: PostgresRow) throws -> Row {
+        let cells = row.map { PostgresCell(bytes: $0.bytes, dataType: $0.dataType, format: .binary, columnName: $0.columnName,
+                                           columnIndex: $0.columnIndex) }
+        guard cells.count == 12 else { throw JobStoreError(.unavailable, "The status poll statement returned \(cells.count) columns, not 12.") }
+        return try decode((try cells[0].decode(Int.self), try cells[1].decode(Bool.self), try cells[2].decode(UUID?.self),
+                           try cells[3].decode(String?.self), try cells[4].decode(Int?.self), try cells[5].decode(String?.self),
+                           try cells[6].decode(Date?.self), try cells[7].decode(Date?.self), try cells[8].decode(String?.self),
+                           try cells[9].decode(Double?.self), try cells[10].decode(Int?.self), try cells[11].decode(Bool?.self)))
+    }
+
+    private static func decode(_ columns: (Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?)) -> Row {
+        let (index, known, id, status, progress, message, created, completed, filename, duration, segments, poster) = columns
         guard known else { return (index, .unknownToken) }
         let job = statusRow((id, status, progress, message, created, completed, filename, duration, segments, poster))
         return (index, job.map(PolledJob.found) ?? .notFound)

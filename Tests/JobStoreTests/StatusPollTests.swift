@@ -1,7 +1,11 @@
 import Foundation
 @testable import JobStore
 import MomentsModel
+import NIOPosix
 import PostgresNIO
+#if canImport(Glibc)
+import Glibc
+#endif
 import ServiceTestSupport
 import Synchronization
 import Testing
@@ -99,12 +103,49 @@ final class BatchGate: Sendable {
         }
     }
 
+    /// `StatusPolls.Answer` over `answer(_:)`, each batch in a task of its own.
+    var answerer: StatusPolls.Answer {
+        { polls, done in
+            Task {
+                do throws(JobStoreError) {
+                    done(.success(try await self.answer(polls)))
+                } catch {
+                    done(.failure(error))
+                }
+            }
+        }
+    }
+
     /// Lets the oldest held batch go once it is held.
     func releaseNext() async {
         while true {
             let next: CheckedContinuation<Void, Never>? = releases.withLock { $0.isEmpty ? nil : $0.removeFirst() }
             if let next { return next.resume() }
             try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+extension StatusPollTests {
+    @Test("A lane's connection that the server ends (a restart, pg_terminate_backend) is opened again for the next polls")
+    func laneReconnects() async throws {
+        try await TestServices.withDatabase { store, url in
+            let connection = StatusPollConnection(configuration: try DatabaseConfiguration(url: url),
+                                                  eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: TestServices.logger)
+            defer { connection.close() }
+            let polls = StatusPolls(concurrency: 1, answer: connection.read)
+            #expect(try await polls.poll(job: UUID(), tokenSHA256: Self.stranger) == .unknownToken)
+            let ended = try await store.client.query("""
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%unnest%'
+                """, logger: TestServices.logger).collect().count
+            #expect(ended == 1, "the lane's connection was found and ended")
+            // At most the poll that meets the ended connection fails; then the lane connects again.
+            let answered = try await TestServices.eventually(timeout: .seconds(5)) {
+                (try? await polls.poll(job: UUID(), tokenSHA256: Self.stranger)) == .unknownToken
+            }
+            #expect(answered)
+            #expect(polls.statements <= 4)
         }
     }
 }
@@ -126,7 +167,7 @@ struct StatusPollBatchingTests {
     @Test("One statement at a time: polls that arrive meanwhile go together in the next, each answered with its own row")
     func batches() async throws {
         let gate = BatchGate()
-        let polls = StatusPolls(concurrency: 1) { polls, _ async throws(JobStoreError) in try await gate.answer(polls) }
+        let polls = StatusPolls(concurrency: 1, answer: gate.answerer)
         let first = UUID()
         async let firstAnswer = polls.poll(job: first, tokenSHA256: "t0")
         while gate.batches.withLock({ $0.count }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
@@ -157,7 +198,7 @@ struct StatusPollBatchingTests {
     @Test("A failed statement fails its polls and those waiting for it with the database's error; the next poll gets a statement")
     func failures() async throws {
         let gate = BatchGate()
-        let polls = StatusPolls(concurrency: 1) { polls, _ async throws(JobStoreError) in try await gate.answer(polls) }
+        let polls = StatusPolls(concurrency: 1, answer: gate.answerer)
         gate.failing.withLock { $0 = true }
         let failed = Self.failure(of: polls, token: "t")
         while gate.batches.withLock({ $0.count }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
@@ -177,24 +218,31 @@ struct StatusPollBatchingTests {
         #expect(polls.waitingCount == 0)
     }
 
-    @Test("A statement's timer cancels the runner's task; its polls fail, and the next poll gets a new runner")
-    func cancelledRunner() async throws {
-        let calls = Atomic(0)
-        let polls = StatusPolls(concurrency: 1) { batch, cancel async throws(JobStoreError) in
-            if calls.add(1, ordering: .relaxed).newValue == 1 {
-                // What the timer does when the database does not answer: the wait below ends at once.
-                cancel()
-                do { try await Task.sleep(for: .seconds(60)) } catch {
-                    throw JobStoreError(.unavailable, "The job database did not answer in time to read the jobs.")
-                }
-                Issue.record("the runner's task was not cancelled")
-            }
-            return batch.map { _ in .notFound }
+    @Test("A lane's connection to a server that never answers fails its polls once its timeout passes, and tries again for the next")
+    func laneTimeout() async throws {
+        // A socket that listens and never accepts: the connection is made, the startup gets no answer.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
         }
-        let started = ContinuousClock.now
-        let failed = Self.failure(of: polls, token: "t")
-        #expect(await failed.value?.code == .unavailable)
-        #expect(ContinuousClock.now - started < .seconds(30), "the cancelled wait ended at once")
-        #expect(try await polls.poll(job: UUID(), tokenSHA256: "t") == .notFound, "a new runner answers the next poll")
+        try #require(bound && listen(listener, 16) == 0)
+        let configuration = DatabaseConfiguration(host: "127.0.0.1", port: Int(UInt16(bigEndian: address.sin_port)), username: "moments",
+                                                  password: nil, database: "moments", tls: .disable)
+        let connection = StatusPollConnection(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(),
+                                              logger: TestServices.logger, timeout: .milliseconds(300))
+        defer { connection.close() }
+        let polls = StatusPolls(concurrency: 1, answer: connection.read)
+        for _ in 0..<2 {
+            let started = ContinuousClock.now
+            let error = await Self.failure(of: polls, token: "t").value
+            #expect(error?.code == .unavailable && error?.message.contains("in time") == true, "\(String(describing: error))")
+            #expect(ContinuousClock.now - started < .seconds(3), "failed when the timeout passed")
+        }
+        #expect(polls.statements == 2)
     }
 }
