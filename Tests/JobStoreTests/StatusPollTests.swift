@@ -241,7 +241,7 @@ struct StatusPollBatchingTests {
             let started = ContinuousClock.now
             let error = await Self.failure(of: polls, token: "t").value
             #expect(error?.code == .unavailable && error?.message.contains("in time") == true, "\(String(describing: error))")
-            #expect(ContinuousClock.now - started < .seconds(3), "failed when the timeout passed")
+            #expect(ContinuousClock.now - started < .seconds(15), "failed when the timeout passed (without it, the wait has no end)")
         }
         #expect(polls.statements == 2)
     }
