@@ -1,6 +1,7 @@
 """Sorts the CPU samples of `perf script` into the parts of a request, for scripts/bench-api.
 
-Each sample's stack is read from the leaf outwards and given to the first part whose pattern one of
+Each sample's stack is read from the leaf outwards (for the status poll, up to where its answer
+is written: see CUT) and given to the first part whose pattern one of
 its frames matches, so an allocation made by the JSON encoder counts as JSON and one made by
 PostgresNIO counts as the database client. The event loops' own parts (socket reads and writes,
 waiting, task switches, channel pipelines) count only when no part of the request's work is on the
@@ -36,7 +37,12 @@ GENERIC = [
     ("task switches (Swift concurrency)", r"swift_task|flagAsAndEnqueueOnExecutor|swift_job_run|Continuation|AsyncTask"),
     ("SwiftNIO (channels, buffers, event loop tasks)", r"ChannelPipeline|ChannelHandlerContext|ByteBuffer|NIOAsync|PendingWrites|BaseSocketChannel|BaseStreamSocketChannel|ByteToMessage|_popTasksLocked|EventLoop"),
     ("Foundation (dates, UUIDs, strings)", r"Foundation|NSString|ISO8601|DateFormatter|UUID|String\(format"),
+    ("the status poll handler's own work", r"StatusPollHandler|StatusPollRoute|HTTPDate|StatusPollConnection"),
 ]
+# The status poll's answer is written from inside PostgresNIO's read of the rows (one event loop,
+# no task in between): frames from the answer outwards are the database read that delivered it,
+# not the work of writing it, so a sample is sorted by the frames up to the answer only.
+CUT = re.compile(r"StatusPollHandler\.answer")
 RUNTIME = r"libswiftCore|swift_retain|swift_release|swift_alloc|swift_|malloc|free|_int_|libc"
 # Whole functions: the share of samples with the function anywhere on the stack.
 INCLUSIVE = [
@@ -48,6 +54,7 @@ INCLUSIVE = [
     ("TracingMiddleware.handle", r"TracingMiddleware"),
     ("MetricsMiddleware.handle", r"MetricsMiddleware"),
     ("StatusPollHandler (the poll in the channel pipeline)", r"StatusPollHandler|StatusPollRoute"),
+    ("the lanes' prepared reads (PreparedQuery.execute)", r"PreparedQuery\.execute"),
     ("socket writes", r"__GI___libc_write|writev"),
     ("socket reads", r"readFromSocket"),
     ("epoll_wait", r"epoll_wait"),
@@ -67,7 +74,12 @@ def main():
     stack = []
 
     def first(parts):
-        for frame in stack:
+        frames = stack
+        for index, frame in enumerate(stack):
+            if CUT.search(frame):
+                frames = stack[:index + 1]
+                break
+        for frame in frames:
             for name, pattern in parts:
                 if pattern.search(frame):
                     return name
