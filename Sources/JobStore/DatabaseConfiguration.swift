@@ -24,9 +24,10 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     public var tls: TLSMode
     /// The most connections the process keeps (`DATABASE_POOL_SIZE`; `defaultPoolSize`).
     public var maximumConnections: Int
-    /// How many status-poll statements may run at once (`JobStore.pollStatus`); polls beyond wait
-    /// and go together in the next. One is best measured (scripts/bench-api: 16,000 polls/s at 32
-    /// connections against 13,600 with two): each statement then answers more polls.
+    /// How many status-poll statements may run at once in a lane (`JobStore.pollStatus`; a lane's
+    /// statements share its one connection); polls beyond wait and go together in the next. One is
+    /// best measured (scripts/bench-api, when lanes had pools: 16,000 polls/s at 32 connections
+    /// against 13,600 with two): each statement then answers more polls.
     public var pollConcurrency = 1
 
     public init(host: String, port: Int = 5432, username: String, password: String?, database: String,
