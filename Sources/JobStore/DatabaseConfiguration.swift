@@ -80,18 +80,22 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         "postgres://\(username)\(password == nil ? "" : ":***")@\(host):\(port)/\(database) (tls: \(tls.rawValue))"
     }
 
-    var clientConfiguration: PostgresClient.Configuration {
-        let tls: PostgresClient.Configuration.TLS
-        switch self.tls {
+    /// TLS as `sslmode` asks (nil: none), and whether the server must offer it.
+    private var tlsSettings: (configuration: TLSConfiguration, required: Bool)? {
+        switch tls {
         case .disable:
-            tls = .disable
+            return nil
         case .prefer, .require:
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .none
-            tls = self.tls == .prefer ? .prefer(configuration) : .require(configuration)
+            return (configuration, tls == .require)
         case .verifyFull:
-            tls = .require(.makeClientConfiguration())
+            return (.makeClientConfiguration(), true)
         }
+    }
+
+    var clientConfiguration: PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS = tlsSettings.map { $0.required ? .require($0.configuration) : .prefer($0.configuration) } ?? .disable
         var configuration = PostgresClient.Configuration(host: host, port: port, username: username,
                                                          password: password, database: database, tls: tls)
         configuration.options.maximumConnections = maximumConnections
@@ -101,17 +105,10 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
 
     /// The same settings for one connection (the status polls' lanes).
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
-        let tls: PostgresConnection.Configuration.TLS
-        switch self.tls {
-        case .disable:
-            tls = .disable
-        case .prefer, .require:
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.certificateVerification = .none
-            let context = try NIOSSLContext(configuration: configuration)
-            tls = self.tls == .prefer ? .prefer(context) : .require(context)
-        case .verifyFull:
-            tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        var tls = PostgresConnection.Configuration.TLS.disable
+        if let settings = tlsSettings {
+            let context = try NIOSSLContext(configuration: settings.configuration)
+            tls = settings.required ? .require(context) : .prefer(context)
         }
         var configuration = PostgresConnection.Configuration(host: host, port: port, username: username,
                                                              password: password, database: database, tls: tls)
