@@ -145,7 +145,7 @@ extension JobStore {
 
     /// Ends a bulk action (`done`, or `failed` with why).
     public func finishBulk(_ id: Int64, runner: String, state: OperationRecord.State, message: String?) async throws(JobStoreError) {
-        try await database("finish the bulk action") { client, logger in
+        try await database("finish the bulk action") { client, logger -> Void in
             try await client.query("""
                 UPDATE admin_operations SET state = \(state.rawValue), finished_at = now(), heartbeat_at = now(),
                     message = coalesce(\(message), message)

@@ -46,7 +46,7 @@ extension JobStore {
 
     /// Records how an attempt went.
     public func recordWebhookAttempt(_ delivery: WebhookDelivery, _ outcome: WebhookAttemptOutcome) async throws(JobStoreError) {
-        try await database("record the webhook attempt") { client, logger in
+        try await database("record the webhook attempt") { client, logger -> Void in
             switch outcome {
             case .delivered(let status):
                 try await client.query("""

@@ -73,7 +73,7 @@ extension JobStore {
 
     /// The worker stopped cleanly.
     public func workerStopped(_ id: String, finished: Int64) async throws(JobStoreError) {
-        try await database("record the worker's stop") { client, logger in
+        try await database("record the worker's stop") { client, logger -> Void in
             try await client.query("""
                 UPDATE workers SET stopped_at = now(), last_heartbeat_at = now(), running = 0, jobs_finished = \(finished) WHERE id = \(id)
                 """, logger: logger)

@@ -28,17 +28,24 @@ public final class Browser: @unchecked Sendable {
         guard let driverPath = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].first(where: FileManager.default.isExecutableFile) else {
             throw Failure("chromedriver is not installed: scripts/setup installs Debian's chromium and chromium-driver.")
         }
-        let port = Int.random(in: 30_000..<40_000)
-        driver = try TestServices.spawn(driverPath, ["--port=\(port)"])
-        endpoint = "http://127.0.0.1:\(port)"
-        let endpoint = self.endpoint
-        let up = try await TestServices.eventually(timeout: .seconds(20)) {
-            (try? curl(["\(endpoint)/status"]).body.contains("\"ready\":true")) == true
+        // A random port may be taken (chromedriver then exits at once): up to three, 30 s each on a loaded machine.
+        var started: (pid_t, String)?
+        for _ in 0..<3 where started == nil {
+            let port = Int.random(in: 30_000..<40_000)
+            let pid = try TestServices.spawn(driverPath, ["--port=\(port)"])
+            let endpoint = "http://127.0.0.1:\(port)"
+            let up = try await TestServices.eventually(timeout: .seconds(30)) {
+                (try? curl(["\(endpoint)/status"]).body.contains("\"ready\":true")) == true || waitpid(pid, nil, WNOHANG) == pid
+            }
+            if up, kill(pid, 0) == 0, (try? curl(["\(endpoint)/status"]).body.contains("\"ready\":true")) == true {
+                started = (pid, endpoint)
+            } else {
+                Self.stop(pid)
+            }
         }
-        guard up else {
-            Self.stop(driver)
-            throw Failure("chromedriver did not start within 20 s")
-        }
+        guard let (driver, endpoint) = started else { throw Failure("chromedriver did not start (three ports tried, 30 s each)") }
+        self.driver = driver
+        self.endpoint = endpoint
         let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": [
             "browserName": "chrome",
             "goog:chromeOptions": [
