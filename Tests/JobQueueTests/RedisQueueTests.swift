@@ -3,6 +3,7 @@ import JobQueue
 import Jobs
 import MomentsModel
 import ServiceTestSupport
+import Synchronization
 import Testing
 
 @Suite("Redis queue (real Redis)", .quiet)
@@ -12,13 +13,18 @@ struct RedisQueueTests {
         try await TestServices.withQueue { queue in
             let ids = (0..<60).map { _ in UUID() }
             let consumers = (0..<6).map { queue.consumer(named: "c\($0)") }
-            // Consumers block first, then the jobs arrive.
+            // Consumers block first, then the jobs arrive. Each keeps reading until every job has
+            // been delivered to someone (or 30 s pass), however late a loaded machine enqueues them.
+            let delivered = DeliveryCount()
+            let deadline = ContinuousClock.now + .seconds(30)
             let received = try await withThrowingTaskGroup(of: (String, [UUID]).self) { group in
                 for consumer in consumers {
                     group.addTask {
                         var got: [UUID] = []
-                        while let delivery = try await consumer.next(block: .milliseconds(700)) {
+                        while delivered.value.load(ordering: .relaxed) < ids.count, ContinuousClock.now < deadline {
+                            guard let delivery = try await consumer.next(block: .milliseconds(700)) else { continue }
                             got.append(delivery.jobID)
+                            delivered.value.add(1, ordering: .relaxed)
                             try await queue.acknowledge(delivery)
                         }
                         return (consumer.name, got)
@@ -200,4 +206,9 @@ enum Socket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
     }
+}
+
+/// How many deliveries the consumers of a test have had, shared by their tasks.
+private final class DeliveryCount: Sendable {
+    let value = Atomic(0)
 }
