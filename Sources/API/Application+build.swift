@@ -70,7 +70,7 @@ public func apiServer(configuration: APIConfiguration, store: JobStore, logger: 
 }
 
 /// The `Server` header of every answer.
-let serverName = "moments"
+public let serverName = "moments"
 
 /// Every route of the API. Public so that a test can hold it against `/openapi.yaml`, or call it in process.
 public func buildRouter(configuration: APIConfiguration, services: APIServices, hub: JobEventsHub = JobEventsHub(),

@@ -67,11 +67,17 @@ struct JobsController: Sendable {
                 throw APIError.jobNotFound()
             }
             let polled = try await store.pollStatus(job: id, tokenSHA256: token)
-            switch polled {
-            case .unknownToken: throw DeviceToken.unknown
-            case .notFound: throw APIError.jobNotFound()
-            case .found(let job): return StatusJSON.response(JobStatusReport(job, links: links(request)))
-            }
+            return StatusJSON.response(try Self.report(polled, request: request.head, configuration: configuration))
+        }
+    }
+
+    /// What a poll answers (also in the channel pipeline, `StatusPollRoute`): the report of a found
+    /// job, 401 for a token that is not known or was revoked, 404 for any other job.
+    static func report(_ polled: PolledJob, request: HTTPRequest, configuration: APIConfiguration) throws(APIError) -> JobStatusReport {
+        switch polled {
+        case .unknownToken: throw DeviceToken.unknown
+        case .notFound: throw APIError.jobNotFound()
+        case .found(let job): return JobStatusReport(job, links: links(request, configuration: configuration))
         }
     }
 

@@ -12,17 +12,17 @@ import NIOCore
 /// encoders to the same bytes.
 enum StatusJSON {
     static func response(_ report: JobStatusReport) -> Response {
-        let (headers, buffer) = parts(report, extraHeaders: 2)  // Hummingbird adds Date and Server
+        let (headers, buffer) = parts(report)
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: buffer))
     }
 
-    /// The response's own headers (with room for `extraHeaders` more) and its body.
-    static func parts(_ report: JobStatusReport, extraHeaders: Int) -> (HTTPFields, ByteBuffer) {
+    /// The response's own headers, with room for the `Date` and `Server` added after, and its body.
+    static func parts(_ report: JobStatusReport) -> (HTTPFields, ByteBuffer) {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(320)
         write(report, to: &buffer)
         var headers = HTTPFields()
-        headers.reserveCapacity(2 + extraHeaders)
+        headers.reserveCapacity(4)
         headers.append(HTTPField(name: .contentType, value: "application/json; charset=utf-8"))
         headers.append(HTTPField(name: .contentLength, value: String(buffer.readableBytes)))
         return (headers, buffer)

@@ -8,7 +8,6 @@ import Metrics
 import MomentsContract
 import NIOCore
 import NIOHTTPTypes
-import Synchronization
 
 /// The status poll (`GET /api/v1/jobs/{id}/status`, most of the API's traffic) answered in the
 /// connection's channel pipeline, on its event loop, with no Swift task per request: the request's
@@ -60,12 +59,13 @@ struct StatusPollRoute: Sendable {
     func answer(_ polled: Result<PolledJob, JobStoreError>, request: HTTPRequest) -> (HTTPResponse.Status, HTTPFields, ByteBuffer) {
         let error: APIError
         switch polled {
-        case .success(.found(let job)):
-            let report = JobStatusReport(job, links: JobsController.links(request, configuration: configuration))
-            let (headers, body) = StatusJSON.parts(report, extraHeaders: 2)
-            return (.ok, headers, body)
-        case .success(.unknownToken): error = DeviceToken.unknown
-        case .success(.notFound): error = APIError.jobNotFound()
+        case .success(let polled):
+            do throws(APIError) {
+                let (headers, body) = StatusJSON.parts(try JobsController.report(polled, request: request, configuration: configuration))
+                return (.ok, headers, body)
+            } catch let refusal {
+                error = refusal
+            }
         case .failure(let failure):
             logger.error("request failed", metadata: ["error": "\(failure)", "path": "\(request.path ?? "")"])
             error = ErrorMiddleware<MomentsRequestContext>.map(failure)

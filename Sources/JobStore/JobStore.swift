@@ -190,37 +190,39 @@ public struct JobStore: Sendable {
     static func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
                                       _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
         let work = Task { try await body(client, logger) }
-        return try await inCurrentTask(what, timeout: timeout, logger: logger, cancel: { work.cancel() }) {
-            try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
-        }
-    }
-
-    /// `database(_:timeout:client:logger:_:)` run in the calling task, for a task of the store's own
-    /// (the status polls' runner): when the time is up the timer calls `cancel`, which must cancel
-    /// that task, and the call throws.
-    static func inCurrentTask<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), logger: Logger,
-                                           cancel: @escaping @Sendable () -> Void,
-                                           _ body: () async throws -> T) async throws(JobStoreError) -> T {
         let expired = Expiry()
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: TimeAmount(timeout)) {
             expired.expire()
-            cancel()
+            work.cancel()
         }
         do {
-            let value = try await body()
+            let value = try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
             timer.cancel()
             return value
         } catch {
             timer.cancel()
-            if expired.happened {
-                logger.error("database call timed out", metadata: ["operation": "\(what)"])
-                throw JobStoreError(.unavailable, "The job database did not answer in time to \(what).")
-            }
+            if expired.happened { throw timedOut(what, logger: logger) }
             if let error = error as? JobStoreError { throw error }
-            if error is CancellationError { throw JobStoreError(.unavailable, "The job database call to \(what) was cancelled.") }
-            logger.error("database call failed", metadata: ["operation": "\(what)", "error": "\(String(reflecting: error))"])
-            throw JobStoreError(.unavailable, "The job database could not \(what).")
+            if error is CancellationError { throw cancelled(what) }
+            throw failed(what, error, logger: logger)
         }
+    }
+
+    /// A database call that ran out of time, logged.
+    static func timedOut(_ what: String, logger: Logger) -> JobStoreError {
+        logger.error("database call timed out", metadata: ["operation": "\(what)"])
+        return JobStoreError(.unavailable, "The job database did not answer in time to \(what).")
+    }
+
+    /// A database call that failed with `error` (logged in full, not shown).
+    static func failed(_ what: String, _ error: any Error, logger: Logger) -> JobStoreError {
+        logger.error("database call failed", metadata: ["operation": "\(what)", "error": "\(String(reflecting: error))"])
+        return JobStoreError(.unavailable, "The job database could not \(what).")
+    }
+
+    /// A database call given up because its task (or the store) ended.
+    static func cancelled(_ what: String) -> JobStoreError {
+        JobStoreError(.unavailable, "The job database call to \(what) was cancelled.")
     }
 
     static func fnv1a(_ string: String) -> UInt64 {

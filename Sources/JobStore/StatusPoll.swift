@@ -258,6 +258,8 @@ final class StatusPollConnection: @unchecked Sendable {
     private var ready: EventLoopFuture<(PostgresConnection, PreparedQuery)>?
     private var closed = false
     private static let ids = Atomic(0)
+    /// What a lane's read does, in its errors and log lines (as `JobStore.database` names calls).
+    private static let what = "read the jobs"
 
     init(configuration: DatabaseConfiguration, eventLoop: any EventLoop, logger: Logger, timeout: Duration = .seconds(10)) {
         self.configuration = configuration
@@ -293,7 +295,7 @@ final class StatusPollConnection: @unchecked Sendable {
 
     private func start(_ polls: [(job: UUID, tokenSHA256: String)], done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void) {
         guard !closed else {
-            done(.failure(JobStoreError(.unavailable, "The job database call to read the jobs was cancelled.")))
+            done(.failure(JobStore.cancelled(Self.what)))
             return
         }
         let call = Call(count: polls.count)
@@ -301,9 +303,8 @@ final class StatusPollConnection: @unchecked Sendable {
         let timer = eventLoop.scheduleTask(in: timeout) {
             guard !call.over else { return }
             call.over = true
-            self.logger.error("database call timed out", metadata: ["operation": "read the jobs"])
             self.drop(connection)
-            done(.failure(JobStoreError(.unavailable, "The job database did not answer in time to read the jobs.")))
+            done(.failure(JobStore.timedOut(Self.what, logger: self.logger)))
         }
         let binds = [PostgresData(array: polls.map { PostgresData(uuid: $0.job) }, elementType: .uuid),
                      PostgresData(array: polls.map { PostgresData(string: $0.tokenSHA256) }, elementType: .text)]
@@ -320,9 +321,8 @@ final class StatusPollConnection: @unchecked Sendable {
             case .success:
                 done(.success(call.answers))
             case .failure(let error):
-                self.logger.error("database call failed", metadata: ["operation": "read the jobs", "error": "\(String(reflecting: error))"])
                 self.drop(connection)
-                done(.failure(JobStoreError(.unavailable, "The job database could not read the jobs.")))
+                done(.failure(JobStore.failed(Self.what, error, logger: self.logger)))
             }
         }
     }

@@ -49,7 +49,7 @@ struct InProcessAPI: Sendable {
             let router = buildRouter(configuration: configuration, services: services, metrics: PrometheusCollectorRegistry())
             routes(router)
             let app = Application(router: router, server: apiServer(configuration: configuration, store: store, logger: TestServices.logger),
-                                  configuration: .init(serverName: "moments"), logger: TestServices.logger)
+                                  configuration: .init(serverName: serverName), logger: TestServices.logger)
             try await app.test(live ? .live : .router) { client in
                 try await body(InProcessAPI(client: client, store: store, queue: queue, storage: storage, uploads: uploads))
             }
