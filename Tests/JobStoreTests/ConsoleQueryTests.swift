@@ -9,9 +9,11 @@ import Testing
 /// from how they were planted.
 @Suite("Console queries: filters, cursors, charts, workers, bulk actions (real PostgreSQL)")
 struct ConsoleQueryTests {
-    /// 30 jobs, one a second back from now: statuses cycle pending, failed, completed; owners a and
-    /// b alternate; every fifth is named `party_N%.mov` (a literal % and _), the rest `clip-N.mov`.
+    /// 30 jobs, one a second back from one instant taken before the first insert (however long
+    /// the inserts take on a loaded machine): statuses cycle pending, failed, completed; owners a
+    /// and b alternate; every fifth is named `party_N%.mov` (a literal % and _), the rest `clip-N.mov`.
     static func plant(_ store: JobStore) async throws -> [UUID] {
+        let base = Date()
         var ids: [UUID] = []
         for index in 0..<30 {
             let id = UUID()
@@ -21,9 +23,9 @@ struct ConsoleQueryTests {
                 INSERT INTO jobs (id, owner, status, original_filename, source_key, target_duration, quality, error_code,
                                   created_at, started_at, completed_at, source_duration)
                 VALUES (\(id), \(index % 2 == 0 ? "a" : "b"), \(status), \(name), \("sources/\(index)"), 30, 'high',
-                        \(status == "failed" ? "corrupt_media" : nil as String?), now() - make_interval(secs => \(Double(index))),
-                        CASE WHEN \(status) = 'pending' THEN NULL ELSE now() - make_interval(secs => \(Double(index) + 10)) END,
-                        CASE WHEN \(status) = 'pending' THEN NULL ELSE now() - make_interval(secs => \(Double(index))) END,
+                        \(status == "failed" ? "corrupt_media" : nil as String?), \(base) - make_interval(secs => \(Double(index))),
+                        CASE WHEN \(status) = 'pending' THEN NULL ELSE \(base) - make_interval(secs => \(Double(index) + 10)) END,
+                        CASE WHEN \(status) = 'pending' THEN NULL ELSE \(base) - make_interval(secs => \(Double(index))) END,
                         60)
                 """, logger: TestServices.logger)
             ids.append(id)
