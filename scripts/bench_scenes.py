@@ -140,6 +140,15 @@ CLIPS = {
         piece("megamind", 8.6, 10.4), insert(), piece("carphone", 2.1, 4.0), xfade("fadewhite", 0.8),
         piece("bikes", 7.7, 9.5), cut(), piece("tree", 22.0, 28.0, "flicker"),
     ]},
+    # Tuned on: faster whip pans and zooms than the a and b clips hold (4–7 frames), each on another
+    # kind of footage, between plain cuts. Added on 2026-11-24 after hard-d showed such motion taken
+    # for cuts, so hard-d stays held out.
+    "motion-a": {"tuned": True, "items": [
+        piece("city", 0.2, 4.4, "whip", at=40, frames=5), cut(), piece("megamind", 0.3, 3.9, "zoom", at=30, frames=6), cut(),
+        piece("vtest", 20.0, 26.0, "whip", at=90, frames=4), cut(), piece("tree", 2.0, 8.0, "zoom", at=100, frames=5), cut(),
+        piece("bbb", 0.5, 5.0, "whip", at=60, frames=6), cut(), piece("diver", 2.0, 7.0, "zoom", at=70, frames=7), cut(),
+        piece("cockatoo", 6.0, 11.0, "whip", at=50, frames=7), cut(), piece("carphone", 0.0, 4.0, "zoom", at=50, frames=4),
+    ]},
     # Added on 2026-11-24, before the c clips' errors were studied: held out from every change since.
     "plain-d": {"tuned": False, "items": [
         piece("tree", 14.0, 19.5), cut(), piece("bikes", 3.1, 5.3), cut(), piece("vtest", 5.0, 10.3), cut(),

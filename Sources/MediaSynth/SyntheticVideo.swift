@@ -88,18 +88,21 @@ public struct SyntheticVideo: Sendable {
         public var kind: Kind
         public var startFrame: Int
         public var frames: Int
+        /// Eased in and out as a hand-moved camera is; else at one speed from its first frame to
+        /// its last, as a motorised zoom or an editor's digital move is.
+        public var eased: Bool
 
-        public init(_ kind: Kind, startFrame: Int, frames: Int) {
+        public init(_ kind: Kind, startFrame: Int, frames: Int, eased: Bool = true) {
             self.kind = kind
             self.startFrame = startFrame
             self.frames = frames
+            self.eased = eased
         }
 
-        /// How far along the effect is at `frame`: 0 before, 1 once done, easing in and out as a
-        /// hand-moved camera does.
+        /// How far along the effect is at `frame`: 0 before, 1 once done.
         func progress(at frame: Int) -> Double {
             let t = max(0, min(1, Double(frame - startFrame + 1) / Double(max(1, frames))))
-            return t * t * (3 - 2 * t)
+            return eased ? t * t * (3 - 2 * t) : t
         }
     }
 

@@ -84,6 +84,14 @@ struct SceneDetectionTests {
             // A whip pan: the camera swings 320 px (a picture's width) over 8 eased frames at 2 s,
             // motion-blurred by each frame's travel, and stops sharp.
             ("whip", video([still, next], effects: [.init(.whip(pixels: 320), startFrame: 60, frames: 8)]), [.cut]),
+            // Quicker ones at one speed from start to stop (a motorised zoom, an editor's move): a
+            // zoom to 2.5× over 5 frames and a whip pan over 5. (The burst rule itself is tested
+            // on pictures built for it in SceneDetectorRuleTests: these painted scenes have too
+            // little texture for their steps to reach a cut's size.)
+            ("snap-zoom", video([still, next], effects: [.init(.zoom(factor: 2.5), startFrame: 60, frames: 5, eased: false)]), [.cut]),
+            ("snap-whip", video([still, next], effects: [.init(.whip(pixels: 320), startFrame: 60, frames: 5, eased: false)]), [.cut]),
+            // A cut made over two frames (one blended frame between the shots) is still a cut.
+            ("blended-cut", video([still, .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 2))]), [.cut]),
             // A camera shaken by up to 12 px every frame.
             ("shake", video([.init(frames: 150, camera: .shaky(amplitude: 12)), next]), [.cut]),
             // A 60-frame dissolve centred on frame 150, a keyframe: it spans GOPs 4 and 5.

@@ -20,7 +20,7 @@ extension SceneDetector {
         }
         let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
             || (step >= settings.stillCutRatio * median + 3)
-        guard isCut, !isFlash(at: i), !isSharpening(at: i) else { return }
+        guard isCut, !isFlash(at: i), !isSharpening(at: i), !isInBurst(at: i) else { return }
         let e = entries[i]
         candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
                                                         strength: step), rank: 0))
@@ -49,6 +49,19 @@ extension SceneDetector {
         var blurred = a
         for _ in 0..<4 where Self.sharpness(blurred) > 1.1 * Self.sharpness(b) { blurred = Self.boxBlurred(blurred) }
         return Self.difference(blurred, b) < 0.5 * entries[i].step
+    }
+
+    /// The step is one of a burst of large steps (a quick zoom, a whip pan starting or ending, a
+    /// subject sweeping past the lens): two of the four steps within two frames of it are at least
+    /// half as large. A cut's neighbours are the shots' own motion, a fraction of the jump between
+    /// two shots; a cut made over two frames (a blended frame between the shots) has one.
+    func isInBurst(at i: Int) -> Bool {
+        let step = entries[i].step
+        if VideoScanner.debug {
+            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@\n", entries[i].time, step,
+                [i - 2, i - 1, i + 1, i + 2].filter { $0 >= 1 && $0 < entries.count }.map { String(format: "%.1f", entries[$0].step) }.joined(separator: ",")).utf8))
+        }
+        return [i - 2, i - 1, i + 1, i + 2].filter { $0 >= 1 && $0 < entries.count && entries[$0].step >= settings.burstShare * step }.count >= 2
     }
 
     /// Mean absolute horizontal and vertical gradient of the normalised luma.

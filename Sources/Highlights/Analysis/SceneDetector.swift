@@ -44,6 +44,8 @@ final class SceneDetector {
         var stillCutRatio = 8.0
         /// A step between pictures whose sharpness differs by this ratio is checked for a change of focus.
         var sharpeningRatio = 1.5
+        /// A step with a neighbour (within two frames) this share of it is part of a burst of motion.
+        var burstShare = 0.5
         /// Frames either side of a step whose steps make its median.
         var cutWindow = 8
         /// A step undone within this many frames is a flash.
