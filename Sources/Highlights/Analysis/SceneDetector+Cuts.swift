@@ -57,11 +57,12 @@ extension SceneDetector {
     /// two shots; a cut made over two frames (a blended frame between the shots) has one.
     func isInBurst(at i: Int) -> Bool {
         let step = entries[i].step
+        let around = [i - 2, i - 1, i + 1, i + 2].filter { $0 >= 1 && $0 < entries.count }.map { entries[$0].step }
         if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@\n", entries[i].time, step,
-                [i - 2, i - 1, i + 1, i + 2].filter { $0 >= 1 && $0 < entries.count }.map { String(format: "%.1f", entries[$0].step) }.joined(separator: ",")).utf8))
+            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@\n", entries[i].time,
+                                                       step, around.map { String(format: "%.1f", $0) }.joined(separator: ",")).utf8))
         }
-        return [i - 2, i - 1, i + 1, i + 2].filter { $0 >= 1 && $0 < entries.count && entries[$0].step >= settings.burstShare * step }.count >= 2
+        return around.filter { $0 >= settings.burstShare * step }.count >= 2
     }
 
     /// Mean absolute horizontal and vertical gradient of the normalised luma.

@@ -44,7 +44,8 @@ final class SceneDetector {
         var stillCutRatio = 8.0
         /// A step between pictures whose sharpness differs by this ratio is checked for a change of focus.
         var sharpeningRatio = 1.5
-        /// A step with a neighbour (within two frames) this share of it is part of a burst of motion.
+        /// A step with two neighbours (of the four within two frames) this share of it or more is
+        /// part of a burst of motion, not a cut.
         var burstShare = 0.5
         /// Frames either side of a step whose steps make its median.
         var cutWindow = 8
