@@ -11,7 +11,9 @@ apart. The b clips were held out from the first detector; the second was built a
 their errors, so they count as tuned now and the c clips, added then, are held out. The d clips
 were added on 2026-11-24 with a fresh arrangement of the same footage (other spans, other cut
 positions, the effects elsewhere) as a second held-out pair. The burst rule made after their first
-run was tuned on motion-a, a tuned clip added for it, not on them.
+run was tuned on motion-a, a tuned clip added for it, not on them. gradual-a (tuned) was added the
+same day to study long dissolves and fades (where their middles are placed) and jump cuts on more
+footage than the a and b clips hold, again so that hard-c's misses are never looked at.
 """
 
 import argparse
@@ -149,6 +151,21 @@ CLIPS = {
         piece("vtest", 20.0, 26.0, "whip", at=90, frames=4), cut(), piece("tree", 2.0, 8.0, "zoom", at=100, frames=5), cut(),
         piece("bbb", 0.5, 5.0, "whip", at=60, frames=6), cut(), piece("diver", 2.0, 7.0, "zoom", at=70, frames=7), cut(),
         piece("cockatoo", 6.0, 11.0, "whip", at=50, frames=7), cut(), piece("carphone", 0.0, 4.0, "zoom", at=50, frames=4),
+    ]},
+    # Tuned on: gradual changes of every length the field uses (0.6–2 s dissolves, fades through
+    # black and white), at every position against the keyframes, on dark, bright, flickering and
+    # moving footage, and jump cuts on four fixed cameras. Added on 2026-11-24 to study where a
+    # long dissolve's or fade's middle is placed, so the held-out clips stay unlooked-at.
+    "gradual-a": {"tuned": True, "items": [
+        piece("megamind", 0.3, 3.9), xfade("fade", 1.2), piece("diver", 2.0, 7.5, "natural"),
+        xfade("fadeblack", 1.5), piece("vtest", 5.0, 10.1), jump(), piece("vtest", 14.0, 19.0),
+        xfade("fade", 1.8), piece("cockatoo", 2.0, 7.0, "natural"), xfade("fadewhite", 1.5), piece("tree", 6.0, 11.0),
+        jump(), piece("tree", 15.0, 19.5, "flicker"), xfade("fadeblack", 2.0), piece("bbb", 0.5, 5.0),
+        xfade("fade", 0.6), piece("city", 0.3, 4.4), xfade("fadewhite", 2.0), piece("diver", 8.0, 12.5, "natural"),
+        xfade("fade", 2.0), piece("vtest", 30.0, 35.3), xfade("fadeblack", 0.8), piece("tree", 22.0, 26.0),
+        xfade("fade", 1.5), piece("carphone", 0.0, 4.0), xfade("fadeblack", 1.2), piece("diver", 0.0, 1.9),
+        jump(), piece("diver", 4.1, 7.0), cut(), piece("megamind", 8.5, 11.2), xfade("fadewhite", 0.8),
+        piece("bikes", 7.7, 9.6), cut(), piece("city", 5.0, 7.5), jump(), piece("city", 5.8, 7.5),
     ]},
     # Added on 2026-11-24 as a second held-out pair: no detector setting was chosen by looking at them.
     "plain-d": {"tuned": False, "items": [

@@ -2,9 +2,10 @@ import Foundation
 import Testing
 @testable import Highlights
 
-/// The cut rules on runs of 64 × 36 pictures built for them: a textured scene seen through a
-/// window that a camera moves, so every step's size follows from how far the window moved.
-@Suite("Scene detector: bursts of motion and cuts beside them")
+/// The detector's rules on runs of 64 × 36 pictures built for them: a textured scene seen through a
+/// window that a camera moves, so every step's size follows from how far the window moved, and
+/// blends of two such scenes, so every frame's place in a dissolve follows from its α.
+@Suite("Scene detector: rules on pictures built for them")
 struct SceneDetectorRuleTests {
     static let width = 64, height = 36
 
@@ -30,8 +31,8 @@ struct SceneDetectorRuleTests {
                          v: [UInt8](repeating: UInt8(140 - seed * 7 % 40), count: count))
     }
 
-    static func blend(_ a: Thumbnail, _ b: Thumbnail) -> Thumbnail {
-        func mix(_ p: [UInt8], _ q: [UInt8]) -> [UInt8] { zip(p, q).map { UInt8((Int($0) + Int($1)) / 2) } }
+    static func blend(_ a: Thumbnail, _ b: Thumbnail, _ alpha: Double = 0.5) -> Thumbnail {
+        func mix(_ p: [UInt8], _ q: [UInt8]) -> [UInt8] { zip(p, q).map { UInt8((Double($0) * (1 - alpha) + Double($1) * alpha).rounded()) } }
         return Thumbnail(width: a.width, height: a.height, y: mix(a.y, b.y), u: mix(a.u, b.u), v: mix(a.v, b.v))
     }
 
@@ -78,5 +79,48 @@ struct SceneDetectorRuleTests {
         let pictures = (0..<60).map { Self.picture(seed: $0 < 30 ? 1 : 2, dx: $0, frame: $0) }
         let found = Self.changes(pictures)
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.frame - 30) < 0.01 }, "found \(found)")
+    }
+
+    /// A 60-frame dissolve (frames 40–100, middle 70) between two shots whose colours drift all
+    /// the while (light changing: a unit of U and V every three frames), before, during and after it.
+    static func dissolveBetweenDriftingShots() -> [Thumbnail] {
+        func drifting(_ t: Thumbnail, _ k: Int) -> Thumbnail {
+            Thumbnail(width: t.width, height: t.height, y: t.y, u: t.u.map { UInt8(min(255, Int($0) + k / 3)) },
+                      v: t.v.map { UInt8(max(0, Int($0) - k / 3)) })
+        }
+        return (0..<150).map { k in
+            let a = drifting(picture(seed: 3, dx: 0, frame: k), k), b = drifting(picture(seed: 4, dx: 0, frame: k), k)
+            return blend(a, b, min(1, max(0, Double(k - 40) / 60)))
+        }
+    }
+
+    @Test("A dissolve between shots that keep changing is placed on its middle: the ramp is fitted over every frame, not read where α leaves 0 and reaches 1")
+    func dissolveMiddleBetweenChangingShots() {
+        let found = Self.changes(Self.dissolveBetweenDriftingShots())
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
+    }
+
+    /// A 90-frame dissolve from frame 30 on: each frame moves a ninetieth of the way.
+    static func slowDissolve(frame k: Int) -> Thumbnail {
+        blend(picture(seed: 5, dx: 0, frame: k), picture(seed: 6, dx: 0, frame: k), min(1, max(0, Double(k - 30) / 90)))
+    }
+
+    @Test("A slow dissolve, too slow to tell over ten frames, is told over twenty: followed into the next GOP, and seen to have begun before a run")
+    func slowDissolveIsFollowed() {
+        let span = SceneDetector.difference(Self.slowDissolve(frame: 30), Self.slowDissolve(frame: 120))
+        let detector = SceneDetector(frameInterval: 1.0 / 30)
+        // The run reaches 10 and then 25 frames into the dissolve.
+        detector.beginRun(baseline: 0)
+        for k in 0...40 { detector.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
+        let tenFramesIn = detector.isFollowingChange
+        for k in 41...55 { detector.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
+        #expect(!tenFramesIn && detector.isFollowingChange, "span \(span): followed after 10 frames \(tenFramesIn), after 25 \(detector.isFollowingChange)")
+
+        // A run that begins 30 frames into it.
+        let later = SceneDetector(frameInterval: 1.0 / 30)
+        later.beginRun(baseline: 0)
+        for k in 60..<90 { later.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
+        #expect(!later.runBeganMidChange(over: 6) && later.startBlendDrift(over: 6) >= 3 && later.runBeganMidChange(over: 20),
+                "drift over 6 frames \(later.startBlendDrift(over: 6)), over 20 \(later.startBlendDrift(over: 20))")
     }
 }

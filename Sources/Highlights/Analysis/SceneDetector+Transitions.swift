@@ -70,10 +70,85 @@ extension SceneDetector {
         return mean <= settings.maximumBlendResidual ? (mean, alphas) : nil
     }
 
+    /// Each frame's α between `a` and `b` (frames `a+1 … b-1`): where it lies along the change from
+    /// one to the other, on the blocks, clamped to 0…1.
+    func blendAlphas(from a: Int, to b: Int) -> [Double]? {
+        let first = entries[a].blocks, last = entries[b].blocks
+        var norm = 0.0
+        for k in first.indices {
+            let d = Double(last[k] - first[k])
+            norm += d * d
+        }
+        guard norm > 0 else { return nil }
+        return ((a + 1)..<b).map { m in
+            let f = entries[m].blocks
+            var dot = 0.0
+            for k in f.indices { dot += Double(f[k] - first[k]) * Double(last[k] - first[k]) }
+            return max(0, min(1, dot / norm))
+        }
+    }
+
     func closeDissolveGroup() {
         guard let group = dissolveGroup else { return }
         dissolveGroup = nil
-        candidates.append(Candidate(change: group.change, rank: 1))
+        var change = group.change
+        if group.first >= 0, group.last < entries.count, let (start, end) = fittedRamp(from: group.first, to: group.last) {
+            change.time = (entries[start].time + entries[end].time) / 2
+            change.transitionStart = entries[start].time
+            change.transitionEnd = entries[end].time
+        }
+        candidates.append(Candidate(change: change, rank: 1))
+    }
+
+    /// The ramp of a dissolve seen by overlapping windows from `a` to `b`: every frame's α as a
+    /// blend of those two, fitted by least squares with a level up to the ramp's first frame, a
+    /// straight line across it and another level from its last on. The levels are free because
+    /// the shots move on either side (α drifts towards the window's ends after the ramp), and
+    /// every frame has its say, so that motion moves the fit less than it moves the frame where α
+    /// leaves 0 or reaches 1.
+    func fittedRamp(from a: Int, to b: Int) -> (Int, Int)? {
+        guard b - a >= 2, let alphas = blendAlphas(from: a, to: b) else { return nil }
+        // α for frames a…b (0 and 1 at the ends), and running sums for the fit.
+        let values = [0] + alphas + [1]
+        let n = values.count
+        var sumA = [0.0], sumAM = [0.0], sumA2 = [0.0], sumM = [0.0], sumM2 = [0.0]
+        for (m, alpha) in values.enumerated() {
+            let x = Double(m)
+            sumA.append(sumA[m] + alpha)
+            sumAM.append(sumAM[m] + alpha * x)
+            sumA2.append(sumA2[m] + alpha * alpha)
+            sumM.append(sumM[m] + x)
+            sumM2.append(sumM2[m] + x * x)
+        }
+        // Σ over m in lo..<hi.
+        func range(_ sums: [Double], _ lo: Int, _ hi: Int) -> Double { sums[hi] - sums[lo] }
+        let total = Double(n), totalA = sumA[n], totalA2 = sumA2[n]
+        var best: (error: Double, start: Int, end: Int)?
+        for start in 0..<(n - 1) {
+            for end in (start + 1)..<n {
+                // r: 0 before the ramp, (m − start) / length on it, 1 after; α ≈ p0 (1 − r) + p1 r.
+                let length = Double(end - start), s = Double(start), count = Double(end - start + 1)
+                let after = Double(n - end - 1)
+                let r = (range(sumM, start, end + 1) - s * count) / length + after
+                let r2 = (range(sumM2, start, end + 1) - 2 * s * range(sumM, start, end + 1) + count * s * s) / (length * length) + after
+                let alphaR = (range(sumAM, start, end + 1) - s * range(sumA, start, end + 1)) / length + range(sumA, end + 1, n)
+                // The normal equations for p0, p1.
+                let q00 = total - 2 * r + r2, q01 = r - r2, q11 = r2
+                let b0 = totalA - alphaR, b1 = alphaR
+                let determinant = q00 * q11 - q01 * q01
+                guard determinant > 1e-9 else { continue }
+                let p0 = (b0 * q11 - b1 * q01) / determinant, p1 = (q00 * b1 - q01 * b0) / determinant
+                guard p1 - p0 >= 0.5 else { continue }
+                let error = totalA2 - p0 * b0 - p1 * b1
+                if best == nil || error < best!.error { best = (error, start, end) }
+            }
+        }
+        if VideoScanner.debug, let best {
+            FileHandle.standardError.write(Data(String(format: "dissolve ramp fitted %.3f–%.3f over %.3f–%.3f: α %@\n",
+                entries[a + best.start].time, entries[a + best.end].time, entries[a].time, entries[b].time,
+                values.map { String(format: "%.2f", $0) }.joined(separator: " ")).utf8))
+        }
+        return best.map { (a + $0.start, a + $0.end) }
     }
 
     // MARK: Fades

@@ -161,10 +161,14 @@ final class SceneDetector {
         guard last >= 1 else { return false }
         if let group = dissolveGroup, group.last >= last - 2 { return true }
         if extreme?.short == true || pendingFade != nil { return true }
-        let back = max(0, last - 10)
-        let drift = Self.difference(entries[back], entries[last])
-        return drift >= 0.5 * settings.minimumGradualSpan && !entries[(back + 1)...last].contains { $0.step > 0.5 * drift }
-            && blendFit(from: back, to: last) != nil
+        // The last third of a second, or (a slow dissolve, whose frames change little each) the
+        // last two thirds.
+        return [max(0, last - 10), last - 20].contains { back in
+            guard back >= 0 else { return false }
+            let drift = Self.difference(entries[back], entries[last])
+            return drift >= 0.5 * settings.minimumGradualSpan && !entries[(back + 1)...last].contains { $0.step > 0.5 * drift }
+                && blendFit(from: back, to: last) != nil
+        }
     }
 
     /// Whether the run could end at the last frame pushed and lose nothing: every step large enough
@@ -181,14 +185,22 @@ final class SceneDetector {
     /// Changes found so far, a dissolve still being followed included.
     var changeCount: Int { candidates.count + (dissolveGroup == nil ? 0 : 1) }
 
-    /// Whether the run's first frames were already blending towards another picture (a dissolve
-    /// or fade that began before the run).
-    var runBeganMidChange: Bool {
-        guard runStartCandidates != nil, entries.count > 8 else { return false }
-        let drift = Self.difference(entries[0], entries[6])
+    /// Whether the run's first `frames` frames were already blending towards another picture (a
+    /// dissolve or fade that began before the run): 6 frames, or 20 for a slow dissolve, whose
+    /// frames change little each.
+    func runBeganMidChange(over frames: Int) -> Bool {
+        guard runStartCandidates != nil, entries.count > frames + 2 else { return false }
         if entries[0].luma < settings.darkLuma || isExtreme(entries[0], dark: false) { return true }
-        return drift >= 0.3 * settings.minimumGradualSpan && !entries[1...6].contains { $0.step > 0.5 * drift }
-            && blendFit(from: 0, to: 6) != nil
+        return startBlendDrift(over: frames) >= 0.3 * settings.minimumGradualSpan
+    }
+
+    /// How far the run's first `frames` frames moved when they blend steadily from one picture
+    /// towards another (0 when they do not).
+    func startBlendDrift(over frames: Int) -> Double {
+        guard runStartCandidates != nil, entries.count > frames else { return 0 }
+        let drift = Self.difference(entries[0], entries[frames])
+        guard !entries[1...frames].contains(where: { $0.step > 0.5 * drift }), blendFit(from: 0, to: frames) != nil else { return 0 }
+        return drift
     }
 
     /// Forgets the current run and what it found, to run it again from an earlier frame.
@@ -305,7 +317,9 @@ final class SceneDetector {
         let removable = [next - settings.cutWindow - settings.flashFrames - 1,
                       entries.count - 1 - (settings.dissolveLengths.max() ?? 60) - 1,
                       extreme.flatMap { $0.short ? $0.first - settings.fadeRampFrames - 1 : nil } ?? .max,
-                      pendingFade.map { $0.rampStart } ?? .max].min()!
+                      pendingFade.map { $0.rampStart } ?? .max,
+                      // The frames of a dissolve being followed, for its ramp (unless it goes on and on).
+                      dissolveGroup.flatMap { $0.last - $0.first <= 2 * (settings.dissolveLengths.max() ?? 60) ? $0.first : nil } ?? .max].min()!
         guard removable > 30 else { return }
         runStartCandidates = nil
         entries.removeFirst(removable)
