@@ -123,4 +123,26 @@ struct SceneDetectorRuleTests {
         #expect(!later.runBeganMidChange(over: 6) && later.startBlendDrift(over: 6) >= 3 && later.runBeganMidChange(over: 20),
                 "drift over 6 frames \(later.startBlendDrift(over: 6)), over 20 \(later.startBlendDrift(over: 20))")
     }
+
+    /// A fade through black out of a flickering shot (its brightness jumping by up to ±24 every
+    /// frame, as old film or a failing light does) into a steady one: out over frames 40–52,
+    /// black until 60, in over 60–72, so its middle is frame 56.
+    static func fadeOutOfFlicker() -> [Thumbnail] {
+        (0..<110).map { k in
+            let level = k <= 40 ? 1 : k < 52 ? Double(52 - k) / 12 : k < 60 ? 0 : k < 72 ? Double(k - 60) / 12 : 1
+            let flicker = k < 60 ? Int(hash(99, k) % 49) - 24 : 0
+            let t = picture(seed: k < 60 ? 7 : 8, dx: 0, frame: k)
+            // Black is Y 16, U and V 128: a fade scales the picture's distance from it.
+            let y = t.y.map { UInt8(max(0, min(255, 16 + Int((Double(Int($0) + flicker - 16) * level).rounded())))) }
+            let u = t.u.map { UInt8(128 + Int((Double(Int($0) - 128) * level).rounded())) }
+            let v = t.v.map { UInt8(128 + Int((Double(Int($0) - 128) * level).rounded())) }
+            return Thumbnail(width: t.width, height: t.height, y: y, u: u, v: v)
+        }
+    }
+
+    @Test("A fade to black out of a flickering shot is placed on its middle: its ramp is followed by the contrast falling, where the brightness jumps both ways")
+    func fadeOutOfFlickerIsPlaced() {
+        let found = Self.changes(Self.fadeOutOfFlicker())
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .fade && abs($0.frame - 56) <= 1 }, "found \(found)")
+    }
 }

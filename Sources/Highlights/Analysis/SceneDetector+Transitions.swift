@@ -162,9 +162,7 @@ extension SceneDetector {
         let e = entries[i]
         if let pending = pendingFade, i > pending.last + 1 {
             // The ramp out goes on while the picture keeps leaving black (or white).
-            let previous = entries[i - 1].luma
-            let leaving = pending.dark ? e.luma - previous > 0.5 : previous - e.luma > 0.5
-            if !leaving || i - pending.last > settings.fadeRampFrames {
+            if !isOnRamp(from: entries[i], towards: entries[i - 1], dark: pending.dark) || i - pending.last > settings.fadeRampFrames {
                 closeFade(pending, rampEnd: i - 1)
             }
         }
@@ -178,9 +176,8 @@ extension SceneDetector {
             guard stretch.short, stretch.first >= 1, !isExtreme(entries[stretch.first - 1], dark: stretch.dark) else { return }
             // The ramp in: back while the picture was heading for black (or white).
             var rampStart = stretch.first - 1
-            while rampStart > 0 && stretch.first - rampStart < settings.fadeRampFrames {
-                let d = entries[rampStart - 1].luma - entries[rampStart].luma
-                guard stretch.dark ? d > 0.5 : d < -0.5 else { break }
+            while rampStart > 0 && stretch.first - rampStart < settings.fadeRampFrames
+                    && isOnRamp(from: entries[rampStart - 1], towards: entries[rampStart], dark: stretch.dark) {
                 rampStart -= 1
             }
             pendingFade = (rampStart, stretch.first, stretch.last, stretch.dark)
@@ -190,6 +187,15 @@ extension SceneDetector {
         if pendingFade == nil, isExtreme(e, dark: true) || isExtreme(e, dark: false), i >= 1 {
             extreme = (i, i, isExtreme(e, dark: true), true)
         }
+    }
+
+    /// Whether going from `a` to the next (or previous) frame `b` heads for black (or white): its
+    /// brightness moves that way, or its contrast falls, as a fade scales the picture towards a
+    /// flat one. The contrast because a flickering shot's brightness jumps either way from frame
+    /// to frame while a fade still takes its contrast down.
+    func isOnRamp(from a: Entry, towards b: Entry, dark: Bool) -> Bool {
+        let brightnessMove = dark ? a.luma - b.luma : b.luma - a.luma
+        return brightnessMove > 0.5 || a.lumaSpread - b.lumaSpread > 0.3
     }
 
     func closeFade(_ fade: (rampStart: Int, first: Int, last: Int, dark: Bool), rampEnd: Int) {
