@@ -57,9 +57,7 @@ extension SceneDetector {
         var residuals = 0.0
         for m in (a + 1)..<b {
             let f = entries[m].blocks
-            var dot = 0.0
-            for k in f.indices { dot += Double(f[k] - first[k]) * Double(last[k] - first[k]) }
-            let alpha = max(0, min(1, dot / norm))
+            let alpha = blendAlpha(of: m, from: first, to: last, norm: norm)
             guard abs(alpha - Double(m - a) / length) <= settings.maximumBlendBend else { return nil }
             var residual = 0.0
             for k in f.indices { residual += abs(Double(f[k] - first[k]) - alpha * Double(last[k] - first[k])) }
@@ -80,12 +78,16 @@ extension SceneDetector {
             norm += d * d
         }
         guard norm > 0 else { return nil }
-        return ((a + 1)..<b).map { m in
-            let f = entries[m].blocks
-            var dot = 0.0
-            for k in f.indices { dot += Double(f[k] - first[k]) * Double(last[k] - first[k]) }
-            return max(0, min(1, dot / norm))
-        }
+        return ((a + 1)..<b).map { blendAlpha(of: $0, from: first, to: last, norm: norm) }
+    }
+
+    /// Where frame `m`'s blocks lie along the change from `first` to `last` (whose squared length
+    /// is `norm`), clamped to 0…1.
+    func blendAlpha(of m: Int, from first: [Float], to last: [Float], norm: Double) -> Double {
+        let f = entries[m].blocks
+        var dot = 0.0
+        for k in f.indices { dot += Double(f[k] - first[k]) * Double(last[k] - first[k]) }
+        return max(0, min(1, dot / norm))
     }
 
     func closeDissolveGroup() {
