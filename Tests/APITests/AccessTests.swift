@@ -8,7 +8,7 @@ import Testing
 /// Who may do what: device tokens, owners, plans and quotas, rate limits. In process, against
 /// real PostgreSQL and the in-memory queue and rate-limit store (`SharedStoreTests` holds the
 /// in-memory store to the Redis one's rules).
-@Suite("Devices, owners, quotas and rate limits (in process)")
+@Suite("Devices, owners, quotas and rate limits (in process)", .quiet)
 struct AccessTests {
     static var video: Data {
         get throws { try InProcessAPI.footage }

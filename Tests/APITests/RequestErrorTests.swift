@@ -5,7 +5,7 @@ import Testing
 
 /// Every malformed request ends in a status, a stable code and a sentence, and takes nothing: in
 /// process, against real PostgreSQL and the in-memory queue.
-@Suite("Bad requests (in process)")
+@Suite("Bad requests (in process)", .quiet)
 struct RequestErrorTests {
     @Test("Bad uploads and unknown jobs and routes end in a status, a stable code and a sentence; none leaves a job")
     func badRequests() async throws {

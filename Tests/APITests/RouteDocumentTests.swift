@@ -11,7 +11,7 @@ import Storage
 import Testing
 
 /// The other half of the agreement with `/openapi.yaml`: every route the router has is described.
-@Suite("OpenAPI document")
+@Suite("OpenAPI document", .quiet)
 struct RouteDocumentTests {
     @Test("Every route of the router is an operation of /openapi.yaml, and no operation lacks a route")
     func everyRouteIsDocumented() throws {

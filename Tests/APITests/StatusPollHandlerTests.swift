@@ -15,7 +15,7 @@ import Glibc
 /// end to end, in `APIEndToEndTests`, where a process has them). The API listens on
 /// a port (`InProcessAPI.run(live: true)`) over the real PostgreSQL. A poll with a query string
 /// goes to the router, so each comparison is made on one server in one test.
-@Suite("Status polls in the channel pipeline")
+@Suite("Status polls in the channel pipeline", .quiet)
 struct StatusPollHandlerTests {
     @Test("Own job, completed job behind a proxy, another device's job, a missing job and an unknown token: the bytes the router answers")
     func sameAnswers() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// Both ways in, in process: a multipart upload, and a direct upload (reserve, PUT to storage,
 /// start). The end-to-end tests run the same through real processes, S3 and workers.
-@Suite("Uploads (in process)")
+@Suite("Uploads (in process)", .quiet)
 struct UploadTests {
     @Test("An upload in the contract's form is accepted: the job is written, queued, and its source stored")
     func acceptedUpload() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// The queries behind the console and the bulk controls, on planted rows whose answers follow
 /// from how they were planted.
-@Suite("Console queries: filters, cursors, charts, workers, bulk actions (real PostgreSQL)")
+@Suite("Console queries: filters, cursors, charts, workers, bulk actions (real PostgreSQL)", .quiet)
 struct ConsoleQueryTests {
     /// 30 jobs, one a second back from one instant taken before the first insert (however long
     /// the inserts take on a loaded machine): statuses cycle pending, failed, completed; owners a

@@ -5,7 +5,7 @@ import PostgresNIO
 import ServiceTestSupport
 import Testing
 
-@Suite("Idempotency keys and a resubmitted job's quota (real PostgreSQL)")
+@Suite("Idempotency keys and a resubmitted job's quota (real PostgreSQL)", .quiet)
 struct IdempotencyKeyTests {
     @Test("A key is claimed once per owner: later claims answer the first record until it is a day old, then it is replaced and swept")
     func claims() async throws {

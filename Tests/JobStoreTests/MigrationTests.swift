@@ -3,7 +3,7 @@ import JobStore
 import ServiceTestSupport
 import Testing
 
-@Suite("Migrations (real PostgreSQL)")
+@Suite("Migrations (real PostgreSQL)", .quiet)
 struct MigrationTests {
     @Test("From an empty database every migration applies once; applying again changes nothing and keeps the data")
     func fromEmptyAndAgain() async throws {

@@ -10,7 +10,7 @@ import ServiceTestSupport
 import Synchronization
 import Testing
 
-@Suite("The status poll's read: token and job in one statement, polls batched (real PostgreSQL)")
+@Suite("The status poll's read: token and job in one statement, polls batched (real PostgreSQL)", .quiet)
 struct StatusPollTests {
     static let anna = String(repeating: "a", count: 64), ben = String(repeating: "b", count: 64)
     static let stranger = String(repeating: "c", count: 64)

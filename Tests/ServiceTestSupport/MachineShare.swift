@@ -3,7 +3,10 @@ import Testing
 /// Who may share this small machine (2 cores) while the whole suite runs in one `swift test`.
 ///
 /// Suites that encode video or run `moments` processes are `.heavy`; suites whose assertions keep
-/// time (leases of a second or two, keys that expire, a window that slides) are `.quiet`; suites
+/// time (leases of a second or two, keys that expire, a window that slides) are `.quiet`, and so
+/// are suites that call PostgreSQL or serve the API in this process: every job-store call has
+/// 10 s, and heavy suites' synchronous tests can hold both of the cooperative pool's threads for
+/// longer (a stop's run once saw two job-store calls time out that way); suites
 /// that do both (encode, and time how fast a cancel stops it) run `.alone`. Heavy and quiet never
 /// run at the same time, so a lease test is never starved by an encoder; heavy suites may run
 /// together, as may quiet ones; an `.alone` suite runs with no other tagged suite. Untagged suites

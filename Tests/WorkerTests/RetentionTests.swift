@@ -8,7 +8,7 @@ import Testing
 import Worker
 
 /// The retention sweep against real PostgreSQL and SeaweedFS: objects go first, rows only after.
-@Suite("Retention: sources after success, objects and rows after their days (real PostgreSQL and SeaweedFS)")
+@Suite("Retention: sources after success, objects and rows after their days (real PostgreSQL and SeaweedFS)", .quiet)
 struct RetentionTests {
     /// A finished job made to look as old as `daysAgo`, with its source (and result, when completed) in storage.
     struct Made {
