@@ -120,8 +120,9 @@ struct SceneDetectorRuleTests {
         let later = SceneDetector(frameInterval: 1.0 / 30)
         later.beginRun(baseline: 0)
         for k in 60..<90 { later.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
-        #expect(!later.runBeganMidChange(over: 6) && later.startBlendDrift(over: 6) >= 3 && later.runBeganMidChange(over: 20),
-                "drift over 6 frames \(later.startBlendDrift(over: 6)), over 20 \(later.startBlendDrift(over: 20))")
+        #expect(!later.runBeganMidChange(over: SceneDetector.startFrames) && later.startBlendsSlowly
+                    && later.runBeganMidChange(over: SceneDetector.slowStartFrames),
+                "drift over the first frames \(later.startBlendDrift(over: SceneDetector.startFrames)), over more \(later.startBlendDrift(over: SceneDetector.slowStartFrames))")
     }
 
     /// A fade through black out of a flickering shot (its brightness jumping by up to ±24 every
@@ -133,10 +134,11 @@ struct SceneDetectorRuleTests {
             let flicker = k < 60 ? Int(hash(99, k) % 49) - 24 : 0
             let t = picture(seed: k < 60 ? 7 : 8, dx: 0, frame: k)
             // Black is Y 16, U and V 128: a fade scales the picture's distance from it.
-            let y = t.y.map { UInt8(max(0, min(255, 16 + Int((Double(Int($0) + flicker - 16) * level).rounded())))) }
-            let u = t.u.map { UInt8(128 + Int((Double(Int($0) - 128) * level).rounded())) }
-            let v = t.v.map { UInt8(128 + Int((Double(Int($0) - 128) * level).rounded())) }
-            return Thumbnail(width: t.width, height: t.height, y: y, u: u, v: v)
+            func faded(_ plane: [UInt8], black: Int, offset: Int = 0) -> [UInt8] {
+                plane.map { UInt8(max(0, min(255, black + Int((Double(Int($0) + offset - black) * level).rounded())))) }
+            }
+            return Thumbnail(width: t.width, height: t.height, y: faded(t.y, black: 16, offset: flicker),
+                             u: faded(t.u, black: 128), v: faded(t.v, black: 128))
         }
     }
 

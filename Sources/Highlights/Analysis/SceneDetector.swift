@@ -164,11 +164,18 @@ final class SceneDetector {
         // The last third of a second, or (a slow dissolve, whose frames change little each) the
         // last two thirds.
         return [max(0, last - 10), last - 20].contains { back in
-            guard back >= 0 else { return false }
-            let drift = Self.difference(entries[back], entries[last])
-            return drift >= 0.5 * settings.minimumGradualSpan && !entries[(back + 1)...last].contains { $0.step > 0.5 * drift }
-                && blendFit(from: back, to: last) != nil
+            back >= 0 && blendDrift(from: back, to: last, atLeast: 0.5 * settings.minimumGradualSpan) > 0
         }
+    }
+
+    /// How far frames `a` to `b` moved when they blend steadily from one picture towards another
+    /// (no single step carries half of it, every frame a blend of the ends): 0 when they do not,
+    /// or when they moved less than `minimum`.
+    func blendDrift(from a: Int, to b: Int, atLeast minimum: Double = 0) -> Double {
+        let drift = Self.difference(entries[a], entries[b])
+        guard drift > 0, drift >= minimum, !entries[(a + 1)...b].contains(where: { $0.step > 0.5 * drift }),
+              blendFit(from: a, to: b) != nil else { return 0 }
+        return drift
     }
 
     /// Whether the run could end at the last frame pushed and lose nothing: every step large enough
@@ -185,22 +192,27 @@ final class SceneDetector {
     /// Changes found so far, a dissolve still being followed included.
     var changeCount: Int { candidates.count + (dissolveGroup == nil ? 0 : 1) }
 
+    /// A run's start is judged over its first `startFrames` frames, and over `slowStartFrames`
+    /// when those blend a little (`startBlendsSlowly`).
+    static let startFrames = 6, slowStartFrames = 20
+
     /// Whether the run's first `frames` frames were already blending towards another picture (a
-    /// dissolve or fade that began before the run): 6 frames, or 20 for a slow dissolve, whose
-    /// frames change little each.
+    /// dissolve or fade that began before the run).
     func runBeganMidChange(over frames: Int) -> Bool {
         guard runStartCandidates != nil, entries.count > frames + 2 else { return false }
         if entries[0].luma < settings.darkLuma || isExtreme(entries[0], dark: false) { return true }
         return startBlendDrift(over: frames) >= 0.3 * settings.minimumGradualSpan
     }
 
+    /// Whether the run's first frames move a little, and as a blend: perhaps a slow dissolve, whose
+    /// frames change little each, to be told over more frames.
+    var startBlendsSlowly: Bool { startBlendDrift(over: Self.startFrames) >= 0.1 * settings.minimumGradualSpan }
+
     /// How far the run's first `frames` frames moved when they blend steadily from one picture
     /// towards another (0 when they do not).
     func startBlendDrift(over frames: Int) -> Double {
         guard runStartCandidates != nil, entries.count > frames else { return 0 }
-        let drift = Self.difference(entries[0], entries[frames])
-        guard !entries[1...frames].contains(where: { $0.step > 0.5 * drift }), blendFit(from: 0, to: frames) != nil else { return 0 }
-        return drift
+        return blendDrift(from: 0, to: frames)
     }
 
     /// Forgets the current run and what it found, to run it again from an earlier frame.

@@ -18,11 +18,11 @@ extension VideoScanner {
     /// Packets before `anchorsUntil` are decoded without their non-reference pictures, and the run
     /// starts at the first frame after which none is missing.
     /// `checkingStart`: stop with `.beganMidChange` when the run's first frames were already in a
-    /// dissolve or fade (judged over its first 6 frames, and over 20 when those blend a little).
+    /// dissolve or fade (judged over its first few frames, and over more when those blend a little).
     func decodeDense(_ packets: ArraySlice<Packet>, towards next: VideoSample?, after spikeTime: Double,
                      anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool) throws -> DenseEnding {
         // The frames over which the run's start is judged next, while it is.
-        var startCheck: Int? = checkingStart ? 6 : nil
+        var startCheck: Int? = checkingStart ? SceneDetector.startFrames : nil
         let changesBefore = detector.changeCount
         if anchorsUntil > 0 {
             // Every frame shown after the last skippable one is decoded: pictures are shown in
@@ -39,8 +39,7 @@ extension VideoScanner {
             try decodeDense(packet)
             if let frames = startCheck, detector.runLength > frames + 2 {
                 if detector.runBeganMidChange(over: frames) { return .beganMidChange }
-                // Moving a little, and as a blend: perhaps a slow dissolve, told over more frames.
-                startCheck = frames == 6 && detector.startBlendDrift(over: 6) >= 0.1 * detector.settings.minimumGradualSpan ? 20 : nil
+                startCheck = frames == SceneDetector.startFrames && detector.startBlendsSlowly ? SceneDetector.slowStartFrames : nil
             }
             guard startCheck == nil, k < packets.count - 1, settledAtStart || detector.changeCount > changesBefore, let next,
                   let last = lastDenseThumbnail, last.time > spikeTime, detector.isSettled,
