@@ -100,7 +100,8 @@ extension SyntheticVideo {
     }
 
     private func addNoise(_ y: UnsafeMutablePointer<UInt8>, stride: Int, frame: Int) {
-        var state = UInt32(truncatingIfNeeded: frame &* 2_654_435_761) | 1
+        let pattern = frame / max(1, noiseHeldFrames)
+        var state = UInt32(truncatingIfNeeded: pattern &* 2_654_435_761) | 1
         let span = UInt32(2 * noise + 1)
         for row in 0..<height {
             let line = y + row * stride

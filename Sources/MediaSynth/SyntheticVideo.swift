@@ -143,6 +143,10 @@ public struct SyntheticVideo: Sendable {
     /// Amplitude of per-frame sensor noise on luma (0: none). Real cameras' noise is what makes
     /// predicted frames cost bits; benchmark footage uses it to look like a phone's to an encoder.
     public var noise = 0
+    /// Frames each noise pattern is held (1: new noise every frame). Held a dozen frames, each
+    /// renewal is a picture the encoder codes nearly whole between tiny ones, as a transcoded
+    /// file's old keyframes or a camera's intra refresh are.
+    public var noiseHeldFrames = 1
     /// Stored pixel shape (width, height); (4, 3) stores 4:3-wide pixels.
     public var sampleAspectRatio: (Int, Int) = (1, 1)
     /// false writes only the soundtrack (an audio-only file).

@@ -120,6 +120,31 @@ struct SceneDetectionTests {
         }
     }
 
+    /// Grain renewed every 12 frames: in the still shot after the cut each renewal is coded nearly
+    /// whole between tiny pictures, as a transcoded file's old keyframes are, so every GOP there
+    /// holds a packet spike that is no change, standing far above the hand-held shot's packets.
+    /// The first is decoded to learn that; the rest are the content's rhythm and are not.
+    @Test("a source's own refresh pictures: one GOP decoded to learn them, not one a GOP")
+    func refreshRhythm() throws {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30,
+                                   scenes: [.init(frames: 165, camera: .handheld(drift: 0.5, sway: 4)), .init(frames: 255, camera: .still)])
+        video.gopSize = 30
+        video.audio = nil
+        video.noise = 6
+        video.noiseHeldFrames = 12
+        let path = try Fixtures.path("scene-refresh-rhythm.mp4", video)
+        let analysis = try HighlightEngine().analyze(input: path)
+        let changes = analysis.changes
+        #expect(changes.count == 1, "found \(changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
+        let cut = try #require(changes.first)
+        #expect(abs(cut.time - 5.5) <= 2.0 / 30 + 1e-6 && cut.kind == .cut, "cut at \(cut.time), \(cut.kind)")
+        // 15 GOPs (the encoder starts one on the cut) sampled; at most two decoded whole: the
+        // opening one (a moving shot, judged with no history) and the first with a spike.
+        let runs = 15 * (VideoScanner.Settings().sampleRunPackets + 2)
+        let bound = runs + 2 * video.gopSize
+        #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames) of \(analysis.totalFrames), bound \(bound)")
+    }
+
     @Test("decodes sparsely: whole GOPs only around scene changes")
     func decodesSparsely() throws {
         let video = Fixtures.scenes()

@@ -53,6 +53,12 @@ extension VideoScanner {
         return awaiting[index].sample
     }
 
+    /// Whether `change` spans `time` or lies within three frames of it.
+    func isNear(_ change: SceneChange, _ time: Double) -> Bool {
+        let slack = 3 * nominalInterval
+        return change.transitionStart - slack <= time && time <= change.transitionEnd + slack
+    }
+
     /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
     /// `next` is the sample of the keyframe that ends it (nil at the end of the video), `afterNext`
     /// the one after that when it has been sampled.
@@ -81,15 +87,27 @@ extension VideoScanner {
         var spike = false
         var spikeIndex = 0
         var spikeRatio = 0.0
+        var spikeShare = 0.0
+        var rhythm = false
         if gop.packets.count > 4 {
             spikeIndex = gop.packets.indices.dropFirst().max { gop.packets[$0].size < gop.packets[$1].size }!
             let largest = gop.packets[spikeIndex].size
             let others = gop.packets.indices.dropFirst().filter { $0 != spikeIndex }.map { gop.packets[$0].size }.sorted()
             let upper = others[min(others.count - 1, others.count * 9 / 10)]
             spikeRatio = Double(largest) / Double(max(upper, 1))
-            spike = spikeRatio >= settings.packetSpikeRatio && largest * 6 >= gop.packets[0].size
-                && spikeRatio >= settings.spikeRecurrenceRatio * recentSpikeRatios.quantile(0.5)
+            spikeShare = Double(largest) / Double(max(gop.packets[0].size, 1))
+            let candidate = spikeRatio >= settings.packetSpikeRatio && largest * 6 >= gop.packets[0].size
+            spike = candidate && spikeRatio >= settings.spikeRecurrenceRatio * recentSpikeRatios.quantile(0.5)
             recentSpikeRatios.add(spikeRatio)
+            // A source's own refresh pictures (a transcoded file's old keyframes, a camera's intra
+            // refresh) come every GOP or two at much the same size, and the first one decoded showed
+            // nothing: this one is the same again. A cut's intra picture stands out from them.
+            if candidate, let idle = idleSpike, gop.index - idle.index <= settings.spikeRhythmGOPs,
+               max(spikeShare, idle.share) <= settings.spikeRhythmRatio * min(spikeShare, idle.share) {
+                rhythm = true
+                spike = false
+                idleSpike = (gop.index, spikeShare)
+            }
         }
         // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
         let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
@@ -154,6 +172,10 @@ extension VideoScanner {
                                          settledAtStart: false, checkingStart: false)
             }
             decision = ending == .stopped ? "decoded until the change was placed" : "decode in full"
+            // The run ended in this GOP with no change at its spike's frame: the spike was none.
+            if spike && ending == .stopped && !detector.changes.contains(where: { isNear($0, spikeTime) }) {
+                idleSpike = (gop.index, spikeShare)
+            }
             lastSampled = nil
             if ending != .stopped {
                 denseActiveThrough = gop.index
@@ -175,8 +197,8 @@ extension VideoScanner {
 
         if Self.debug {
             FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
-                gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex,
+                format: "gop %d at %.3f: %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d, %.2f of the keyframe%@), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
+                gop.index, gop.keyTime, gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare, rhythm ? ", rhythm" : "",
                 layoutJump ? "yes" : "no", early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
         }
     }

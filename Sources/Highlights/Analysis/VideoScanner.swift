@@ -28,6 +28,10 @@ final class VideoScanner {
         var packetSpikeRatio = 2.5
         /// …and this times the median spike ratio of recent GOPs.
         var spikeRecurrenceRatio = 1.5
+        /// A spike within this factor of the size (against its keyframe's) of one that came to
+        /// nothing in the last `spikeRhythmGOPs` GOPs is the content's rhythm, not a change.
+        var spikeRhythmRatio = 1.5
+        var spikeRhythmGOPs = 2
         /// Packets decoded whole before a spike reached over the anchors: the detector's cut window
         /// and a few for reordering.
         var spikeLookBackPackets = 14
@@ -82,6 +86,9 @@ final class VideoScanner {
     var recentLayoutDistances = RecentValues()
     var recentStructureDistances = RecentValues()
     var recentSpikeRatios = RecentValues()
+    /// The last spike that came to nothing (its GOP decoded, no change found) or was taken for the
+    /// content's rhythm: its GOP and its size against its keyframe's.
+    var idleSpike: (index: Int, share: Double)?
     var lastTime: Double?
 
     var samples: [SampleFeatures] = []
