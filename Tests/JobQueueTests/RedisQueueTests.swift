@@ -75,14 +75,24 @@ struct RedisQueueTests {
             try await queue.enqueue(id)
             let consumer = queue.consumer(named: "c")
             let delivery = try #require(try await consumer.next(block: .seconds(1)))
-            try await queue.retry(delivery, after: .milliseconds(500))
+            // Long enough that a loaded machine's pauses between the calls below cannot use it up.
+            let delay = Duration.seconds(3)
+            try await queue.retry(delivery, after: delay)
+            let retried = ContinuousClock.now
             #expect(try await queue.promoteDue() == 0)
             #expect(try await consumer.next(block: .milliseconds(100)) == nil)
             var stats = try await queue.stats()
             #expect(stats.delayed == 1 && stats.inFlight == 0 && stats.ready == 0)
             #expect(try await queue.contains([id]) == [true], "a delayed job still counts as queued")
-            try await Task.sleep(for: .milliseconds(600))
-            #expect(try await queue.promoteDue() == 1)
+            // Promoted once the delay is over, never before (polled: a loaded machine may be late).
+            var promoted = 0
+            while promoted == 0 && ContinuousClock.now - retried < delay + .seconds(10) {
+                try await Task.sleep(for: .milliseconds(100))
+                promoted = try await queue.promoteDue()
+            }
+            #expect(promoted == 1)
+            // Redis dated the delay before `retry` returned: allow that round trip.
+            #expect(ContinuousClock.now - retried >= delay - .milliseconds(100), "promoted early")
             let again = try #require(try await consumer.next(block: .seconds(1)))
             #expect(again.jobID == id && again.entryID != delivery.entryID)
             try await queue.acknowledge(again)
