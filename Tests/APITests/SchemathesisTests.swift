@@ -21,19 +21,11 @@ struct SchemathesisTests {
                         "REGISTRATIONS_PER_IP_PER_DAY": "1000000", "FREE_MONTHLY_HIGHLIGHTS": "100000"]
         try await LiveSystem.withSystem(workers: 0, settings: settings) { base in
             let auth = try LiveSystem.device(base)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = ["run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",
-                                 "--seed", "20261123", "--no-color", "--request-timeout", "30"] + auth
-            process.environment = ProcessInfo.processInfo.environment.merging(["SCHEMATHESIS_HOOKS": ""]) { $1 }
-            process.currentDirectoryURL = FileManager.default.temporaryDirectory
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(text.suffix(6000))")
+            let arguments = ["run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",
+                             "--seed", "20261123", "--no-color", "--request-timeout", "30"] + auth
+            let result = try captured(tool, arguments, environment: ["SCHEMATHESIS_HOOKS": ""], in: FileManager.default.temporaryDirectory)
+            let text = String(decoding: result.output + result.errors, as: UTF8.self)
+            #expect(result.status == 0, "\(text.suffix(6000))")
             #expect(text.contains(" passed"), "\(text.suffix(2000))")
         }
     }

@@ -13,7 +13,9 @@ public func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
 /// many tests spawning processes at once, swift-corelibs-foundation's `Process` can close a file
 /// descriptor number another thread's pipe has just been given, and `readDataToEndOfFile` then
 /// traps on EBADF (seen once in CI).
-public func captured(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: Data) {
+/// `environment` is added to this process's own; `folder` is the working directory.
+public func captured(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                     in folder: URL? = nil) throws -> (status: Int32, output: Data, errors: Data) {
     let base = FileManager.default.temporaryDirectory.appendingPathComponent("moments-output-\(UUID().uuidString)")
     let files = [base.appendingPathExtension("out"), base.appendingPathExtension("err")]
     var handles: [FileHandle] = []
@@ -30,6 +32,8 @@ public func captured(_ executable: String, _ arguments: [String]) throws -> (sta
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+    if let folder { process.currentDirectoryURL = folder }
     process.standardOutput = handles[0]
     process.standardError = handles[1]
     try process.run()

@@ -34,18 +34,8 @@ public enum TestServices {
     /// standard output and standard error.
     public static func moments(_ arguments: [String], environment: [String: String],
                                in folder: URL? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = momentsBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        if let folder { process.currentDirectoryURL = folder }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+        let result = try captured(momentsBinary.path, arguments, environment: environment, in: folder)
+        return (result.status, String(decoding: result.output, as: UTF8.self), String(decoding: result.errors, as: UTF8.self))
     }
 
     // MARK: PostgreSQL

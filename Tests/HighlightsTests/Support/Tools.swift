@@ -1,24 +1,12 @@
 import Foundation
+import ServiceTestSupport
 
-/// Runs a program and returns its exit status, standard output and standard error.
+/// Runs a program (by path, or found on `PATH`) and returns its exit status, standard output and
+/// standard error (through files: see `captured`).
 @discardableResult
 func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
-    process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Read both pipes while the process runs so neither fills up.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var outData = Data(), errData = Data()
-    group.enter()
-    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    errData = err.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    let result = executable.hasPrefix("/") ? try captured(executable, arguments) : try captured("/usr/bin/env", [executable] + arguments)
+    return (result.status, String(decoding: result.output, as: UTF8.self), String(decoding: result.errors, as: UTF8.self))
 }
 
 /// The `moments` executable built beside the tests.
