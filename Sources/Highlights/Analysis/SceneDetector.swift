@@ -16,6 +16,11 @@ public struct SceneChange: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case time, kind, transitionStart = "transition_start", transitionEnd = "transition_end", strength
     }
+
+    /// Whether the change spans `time` or lies within `slack` seconds of it.
+    func covers(_ time: Double, within slack: Double) -> Bool {
+        transitionStart - slack <= time && time <= transitionEnd + slack
+    }
 }
 
 /// Finds scene changes in runs of consecutive decoded frames (in display order).
@@ -138,9 +143,7 @@ final class SceneDetector {
         }
         let slack = 0.07
         let cuts = candidates.filter { c in
-            c.rank == 0 && !gradual.contains {
-                c.change.time >= $0.change.transitionStart - slack && c.change.time <= $0.change.transitionEnd + slack
-            }
+            c.rank == 0 && !gradual.contains { $0.change.covers(c.change.time, within: slack) }
         }
         var result: [Candidate] = []
         for c in (gradual + cuts).sorted(by: { $0.change.time < $1.change.time }) {

@@ -53,12 +53,6 @@ extension VideoScanner {
         return awaiting[index].sample
     }
 
-    /// Whether `change` spans `time` or lies within three frames of it.
-    func isNear(_ change: SceneChange, _ time: Double) -> Bool {
-        let slack = 3 * nominalInterval
-        return change.transitionStart - slack <= time && time <= change.transitionEnd + slack
-    }
-
     /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
     /// `next` is the sample of the keyframe that ends it (nil at the end of the video), `afterNext`
     /// the one after that when it has been sampled.
@@ -172,8 +166,9 @@ extension VideoScanner {
                                          settledAtStart: false, checkingStart: false)
             }
             decision = ending == .stopped ? "decoded until the change was placed" : "decode in full"
-            // The run ended in this GOP with no change at its spike's frame: the spike was none.
-            if spike && ending == .stopped && !detector.changes.contains(where: { isNear($0, spikeTime) }) {
+            // The run ended in this GOP with no change at its spike's frame (or within three frames
+            // of it): the spike was none.
+            if spike && ending == .stopped && !detector.changes.contains(where: { $0.covers(spikeTime, within: 3 * nominalInterval) }) {
                 idleSpike = (gop.index, spikeShare)
             }
             lastSampled = nil
