@@ -177,7 +177,7 @@ extension HighlightEngine {
         }
         var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
         let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
-        if let reframer {
+        if reframer != nil {
             let shape = settings.choices.aspect.rawValue
             decision = RenderDecision(mode: .encode, reason: decision.mode == .copy
                 ? "a \(shape) frame is a crop that follows the action, so the picture is encoded anew"
@@ -206,10 +206,16 @@ extension HighlightEngine {
            keys.longestGOP <= RenderDecision.longestCopyableGOP, let aligned = align(to: keys) {
             chosen = (aligned.segments, aligned.moves)
         }
-        let crop = try reframer?.plan(chosen.segments)
-        let result = try writing {
-            try Renderer(path: input, analysis: analysis, quality: settings.quality,
-                         lean: settings.limits.decodesLean(analysis.info), crop: crop, reporter: reporter).render(chosen.segments, to: partial)
+        // Planning the crop reads the segments' pictures before the render reads them again: it
+        // gets its part of the stage's progress, so the progress moves while it runs.
+        let crop = try reframer.map { reframer in
+            try reporter.within(0...Reframer.progressShare) { try reframer.plan(chosen.segments, reporter: reporter) }
+        }
+        let result = try reporter.within(crop == nil ? 0...1 : Reframer.progressShare...1) {
+            try writing {
+                try Renderer(path: input, analysis: analysis, quality: settings.quality, lean: settings.limits.decodesLean(analysis.info),
+                             crop: crop, reporter: reporter).render(chosen.segments, to: partial)
+            }
         }
         return (result, decision, chosen.segments, chosen.moves, crop)
     }

@@ -44,6 +44,9 @@ final class ProgressReporter {
     private var last = 0.0
     private var lastReport = Date.distantPast
     private var stage: Stage?
+    /// The part of a stage's share that reports of 0…1 fill: all of it, unless the stage is done in
+    /// steps (`within`).
+    private var part: ClosedRange<Double> = 0...1
 
     init(interval: TimeInterval = 0.2, cancellation: CancellationFlag, handler: @escaping @Sendable (ProgressUpdate) -> Void) {
         self.interval = interval
@@ -54,13 +57,24 @@ final class ProgressReporter {
     /// Reports `fraction` (0…1) of `stage`; throws `cancelled` if the job was cancelled.
     func report(_ stage: Stage, _ fraction: Double) throws {
         try cancellation.check()
-        let overall = max(last, stage.span.start + stage.span.width * max(0, min(1, fraction)))
+        let done = part.lowerBound + (part.upperBound - part.lowerBound) * max(0, min(1, fraction))
+        let overall = max(last, stage.span.start + stage.span.width * done)
         let now = Date()
         guard stage != self.stage || now.timeIntervalSince(lastReport) >= interval || overall >= 1 else { return }
         self.stage = stage
         last = overall
         lastReport = now
         handler(ProgressUpdate(stage: stage, fraction: overall))
+    }
+
+    /// Runs one step of a stage done in steps: its reports of 0…1 fill only `step` (a part of
+    /// 0…1) of the stage's share, so that the next step carries on from there.
+    func within<T>(_ step: ClosedRange<Double>, _ body: () throws -> T) rethrows -> T {
+        let whole = part
+        let width = whole.upperBound - whole.lowerBound
+        part = (whole.lowerBound + width * step.lowerBound)...(whole.lowerBound + width * step.upperBound)
+        defer { part = whole }
+        return try body()
     }
 }
 

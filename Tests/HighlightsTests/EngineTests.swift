@@ -9,12 +9,14 @@ import Testing
 
 @Suite("Progress and cancellation", .alone)
 struct EngineTests {
-    @Test("progress only moves forward, through every stage, to 100 %")
-    func progress() throws {
+    @Test("progress only moves forward, through every stage, to 100 % (also when a crop is planned before the render)",
+          arguments: [AspectRatio.source, .portrait])
+    func progress(aspect: AspectRatio) throws {
         let source = try Fixtures.path("event.mp4", Fixtures.event)
         let output = Fixtures.scratch().appendingPathComponent("progress.mp4").path
         let updates = Mutex<[(ProgressUpdate, ContinuousClock.Instant)]>([])
-        _ = try HighlightEngine().highlight(input: source, output: output, settings: HighlightSettings(duration: 10, quality: .low)) { update in
+        let settings = HighlightSettings(duration: 10, quality: .low, choices: HighlightChoices(aspect: aspect))
+        _ = try HighlightEngine().highlight(input: source, output: output, settings: settings) { update in
             updates.withLock { $0.append((update, .now)) }
         }
         let seen = updates.withLock { $0 }

@@ -2,6 +2,7 @@ import Foundation
 import Media
 import MediaSynth
 import MomentsModel
+import Synchronization
 import Testing
 @testable import Highlights
 
@@ -53,6 +54,27 @@ struct ReframeTests {
         }
         let steps = zip(path, path.dropFirst()).map { abs($1 - $0) }
         #expect((steps.max() ?? 1) < 0.01, "no jumps: \(steps.max() ?? 0)")
+    }
+
+    @Test("planning the crop moves the progress with every picture it reads, through its part of the rendering stage")
+    func planningProgress() throws {
+        let input = try Fixtures.path("moving-subject.mp4", SyntheticVideo.movingSubject)
+        let flag = CancellationFlag()
+        let analysis = try Analyzer.run(path: input, limits: MediaLimits(), reporter: ProgressReporter(cancellation: flag) { _ in })
+        let reframer = try #require(try Reframer(path: input, analysis: analysis, aspect: .portrait, cancellation: flag))
+        let segments = [Segment(start: 1, end: 3, score: 1, reasons: [], shot: 0), Segment(start: 9, end: 11, score: 1, reasons: [], shot: 1)]
+        let pictures = Int(segments.reduce(0) { $0 + $1.duration }) * SyntheticVideo.movingSubject.frameRate
+        let updates = Mutex<[ProgressUpdate]>([])
+        let reporter = ProgressReporter(interval: 0, cancellation: flag) { update in updates.withLock { $0.append(update) } }
+        _ = try reporter.within(0...Reframer.progressShare) { try reframer.plan(segments, reporter: reporter) }
+        let seen = updates.withLock { $0 }
+        let (start, width) = Stage.rendering.span
+        let end = start + width * Reframer.progressShare
+        #expect(seen.allSatisfy { $0.stage == .rendering && $0.fraction >= start && $0.fraction <= end + 1e-9 })
+        for (a, b) in zip(seen, seen.dropFirst()) { #expect(a.fraction <= b.fraction) }
+        #expect(Set(seen.map(\.fraction)).count >= pictures, "the progress moved \(Set(seen.map(\.fraction)).count) times")
+        #expect(seen.contains { abs($0.fraction - (start + end) / 2) < 1e-9 }, "half done after the first segment")
+        #expect(abs((seen.last?.fraction ?? 0) - end) < 1e-9)
     }
 
     @Test("highlight --aspect 9:16: the report's crop path follows the subject, smoothly")

@@ -124,8 +124,17 @@ final class Reframer {
         return upright ? (info.width, even(w * sar / ratio), false) : (even(h / (ratio * sar)), info.height, true)
     }
 
-    func plan(_ segments: [Segment]) throws -> CropPlan {
+    /// The share of the rendering stage that planning takes: it decodes the segments' pictures as
+    /// the render does again, but neither scales them to the output's size nor encodes them
+    /// (measured on a 720p H.264 source made 9:16: planning 1.8 s, rendering 2.3 s).
+    static let progressShare = 0.4
+
+    /// Plans the window over `segments`, reporting the rendering stage's 0…1 as their pictures
+    /// are read (the caller gives planning its part of the stage, `progressShare`).
+    func plan(_ segments: [Segment], reporter: ProgressReporter) throws -> CropPlan {
         let info = analysis.info
+        let total = max(segments.reduce(0) { $0 + $1.duration }, 1e-6)
+        var planned = 0.0
         let (length, span) = window.horizontal ? (info.width, window.width) : (info.height, window.height)
         let probeHeight = max(2, Int((Double(Self.probeWidth) * Double(info.height) / Double(info.width)) / 2) * 2)
         let scaler = Scaler(width: Self.probeWidth, height: probeHeight, format: .gray8, filter: .fast)
@@ -136,6 +145,7 @@ final class Reframer {
             try frames.decode(from: segment.start) { decoded, t in
                 if t < segment.start - 1e-6 { return true }
                 if t >= segment.end - 1e-6 { return false }
+                try reporter.report(.rendering, (planned + t - segment.start) / total)
                 let grey = Self.pixels(try scaler.scaled(decoded))
                 samples.append((t, Self.position(grey, previous: previous, width: Self.probeWidth, height: probeHeight,
                                                  horizontal: window.horizontal)))
@@ -146,6 +156,8 @@ final class Reframer {
                                         windowFraction: Double(span) / Double(length))
             let offsets = positions.map { min(max(0, $0 * Double(length) - Double(span) / 2), Double(length - span)) }
             tracks.append(.init(start: segment.start, end: segment.end, times: samples.map(\.time), offsets: offsets))
+            planned += segment.duration
+            try reporter.report(.rendering, planned / total)
         }
         return CropPlan(width: window.width, height: window.height, frameWidth: info.width, frameHeight: info.height,
                         horizontal: window.horizontal, tracks: tracks)
