@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import MediaSynth
 import ServiceTestSupport
 import Testing
@@ -43,9 +44,9 @@ struct SceneDetectionTests {
     /// Beyond 4K the scanner decodes one stream of pictures at a time and frees each decoder after
     /// its GOP (`MediaLimits.leanDecodingBytes`); forced here on small fixtures, it must find the
     /// same changes, of the same kinds, as the normal pass.
-    @Test("the lean pass for pictures beyond 4K finds the same changes", arguments: ["h264-gop30.mp4", "hevc.mp4"])
+    @Test("the lean pass for pictures beyond 4K finds the same changes", arguments: ["h264-gop30.mp4", "hevc.mp4", "scene-open-gops.mov"])
     func leanPassAgrees(name: String) throws {
-        let video = try #require(Self.encodings.first { $0.name == name }?.video)
+        let video = try #require((Self.encodings + [("scene-open-gops.mov", Self.openGOPs(hevc: true))]).first { $0.name == name }?.video)
         let path = try Fixtures.path(name, video)
         var lean = HighlightSettings()
         lean.limits.leanDecodingBytes = 0
@@ -98,6 +99,14 @@ struct SceneDetectionTests {
             ("dissolve-2s", video([still, .init(frames: 150, camera: .still, transitionIn: .dissolve(frames: 60))]), [.dissolve]),
             // A 20-frame fade through white.
             ("fade-white", video([still, .init(frames: 120, camera: .pan(pixelsPerFrame: 1), transitionIn: .fadeThroughWhite(frames: 20))]), [.fade]),
+            // The same as an iPhone's HDR video (10-bit HEVC, HLG, open GOPs): its white is the HDR
+            // reference white (75 % HLG, code 180 of 255), which the detector must read as white.
+            ("fade-white-hlg", iPhoneHDR(video([still, .init(frames: 120, camera: .pan(pixelsPerFrame: 1), transitionIn: .fadeThroughWhite(frames: 20))])),
+             [.fade]),
+            // The 2 s dissolve across a keyframe as an iPhone's HDR video: the blend must still
+            // read as a straight one once the HLG pictures are tone-mapped (highlights clipped,
+            // not rolled off: it was placed 3 frames late), across the leading pictures too.
+            ("dissolve-2s-hlg", iPhoneHDR(video([still, .init(frames: 150, camera: .still, transitionIn: .dissolve(frames: 60))])), [.dissolve]),
             // The same place filmed again, reframed by 64 px: same texture, same colours.
             ("jump-cut", video([still, .init(frames: 120, camera: .still, look: 0, shift: 64)]), [.cut]),
             // A → B → A: the insert's two cuts, the second back to the first shot's look.
@@ -108,7 +117,7 @@ struct SceneDetectionTests {
     @Test("hard material: each rule on a fixture made for it", arguments: hardMaterial.map(\.name))
     func hardMaterialRule(name: String) throws {
         let (_, video, kinds) = try #require(Self.hardMaterial.first { $0.name == name })
-        let path = try Fixtures.path("scene-\(name).mp4", video)
+        let path = try Fixtures.path("scene-\(name).\(video.videoCodec == "libx265" ? "mov" : "mp4")", video)
         let changes = try HighlightEngine().analyze(input: path).changes
         let described = changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) }
         #expect(changes.count == kinds.count, "found \(described)")
@@ -145,6 +154,84 @@ struct SceneDetectionTests {
         let gops = video.frameCount / video.gopSize + 1
         let bound = gops * (VideoScanner.Settings().sampleRunPackets + 2) + 2 * video.gopSize
         #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames) of \(analysis.totalFrames), bound \(bound)")
+    }
+
+    /// An iPhone's HDR video: 10-bit HEVC whose CRA keyframes come before up to four pictures
+    /// shown ahead of them (open GOPs: leading pictures, which refer to the GOP before). The cuts,
+    /// 4, 1 and 3 frames before a keyframe, fall among them.
+    static func openGOPs(hevc: Bool) -> SyntheticVideo {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            .init(frames: 86, camera: .pan(pixelsPerFrame: 2)),
+            .init(frames: 63, camera: .shaky(amplitude: 3), transitionIn: .cut),
+            .init(frames: 88, camera: .pan(pixelsPerFrame: -2), transitionIn: .cut),
+            .init(frames: 63, camera: .still, transitionIn: .cut),
+        ])
+        video.gopSize = 30
+        video.audio = nil
+        if hevc { return iPhoneHDR(video) }
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+        return video
+    }
+
+    /// `video` (1 s GOPs) encoded as an iPhone records HDR: 10-bit HEVC, HLG, a CRA keyframe every
+    /// second with up to four leading pictures (open GOPs).
+    static func iPhoneHDR(_ video: SyntheticVideo) -> SyntheticVideo {
+        var video = video
+        video.videoCodec = "libx265"
+        video.pixelFormat = "yuv420p10le"
+        video.colorTags = .hlg
+        video.encoderOptions = ["preset": "ultrafast", "x265-params": "keyint=30:min-keyint=30:open-gop=1:scenecut=0:bframes=4:log-level=none"]
+        return video
+    }
+
+    @Test("open GOPs: a cut among a keyframe's leading pictures is placed on its frame, and each keyframe's motion is measured")
+    func openGOPs() throws {
+        let video = Self.openGOPs(hevc: true)
+        let path = try Fixtures.path("scene-open-gops.mov", video)
+        // The fixture is what it says: each cut's first frame is one of the next keyframe's leading
+        // pictures (counted in the file: the packets after a keyframe shown before it).
+        let input = try InputFile(path: path)
+        let stream = try #require(input.bestStream(.video))
+        let packet = Packet()
+        var leading: [(key: Double, count: Int)] = []
+        while try input.read(into: packet) {
+            guard packet.streamIndex == stream.index, let pts = packet.pts else { continue }
+            let t = stream.seconds(pts)
+            if packet.isKeyframe {
+                leading.append((t, 0))
+            } else if let last = leading.last, t < last.key {
+                leading[leading.count - 1].count += 1
+            }
+        }
+        let frame = 1.0 / Double(video.frameRate)
+        for time in video.boundaryTimes {
+            let next = try #require(leading.first { $0.key > time + 1e-6 })
+            #expect(Int(((next.key - time) / frame).rounded()) <= next.count, "the cut at \(time) is not a leading picture of \(next)")
+        }
+
+        let analysis = try HighlightEngine().analyze(input: path)
+        let changes = analysis.changes
+        let described = changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) }
+        #expect(changes.count == video.boundaryTimes.count, "found \(described)")
+        for time in video.boundaryTimes {
+            let nearest = try #require(changes.min { abs($0.time - time) < abs($1.time - time) }, "no change near \(time)")
+            #expect(abs(nearest.time - time) <= 2 * frame + 1e-6 && nearest.kind == .cut, "expected a cut at \(time): \(described)")
+        }
+        // Each keyframe's sample sees the first picture shown after it (a leading picture cannot be
+        // decoded from the keyframe alone): the moving shots' activity is measured as it is in the
+        // same shots coded as H.264 with closed GOPs.
+        let closed = try HighlightEngine().analyze(input: try Fixtures.path("scene-closed-gops.mp4", Self.openGOPs(hevc: false)))
+        let moving = analysis.seconds.indices.filter { second in
+            let start = Double(second), end = start + 1
+            // Whole seconds inside a moving shot (the last shot is still).
+            return end <= video.boundaryTimes[2] && !video.boundaryTimes.contains { $0 > start && $0 < end }
+        }
+        #expect(moving.count >= 5)
+        for second in moving {
+            let open = analysis.seconds[second].activity, reference = closed.seconds[second].activity
+            #expect(reference > 0.5 && open >= 0.5 * reference && open <= 2 * reference,
+                    "second \(second): activity \(open) against \(reference) with closed GOPs")
+        }
     }
 
     @Test("decodes sparsely: whole GOPs only around scene changes")

@@ -103,7 +103,7 @@ struct ToneMappingTests {
         let mapped = try Frame.video(width: source.width, height: source.height, format: .yuv420p)
         try mapper.map(source, into: mapped)
 
-        let chain = ToneMapper.chain.replacingOccurrences(of: "format=yuv444p", with: "format=yuv420p")
+        let chain = ToneMapper.chain(.rolledOff).replacingOccurrences(of: "format=yuv444p", with: "format=yuv420p")
         let graph = try FilterGraph(width: source.width, height: source.height, format: .yuv420p10, description: chain)
         var direct: Frame?
         try graph.filter(source) { direct = try $0.clone() }

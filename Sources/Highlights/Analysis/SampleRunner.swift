@@ -64,7 +64,7 @@ final class SampleRunner: @unchecked Sendable {
         self.options = options
         self.lean = lean
         decoder = lean ? nil : try Decoder(stream: stream, options: options)
-        thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
+        thumbnailer = try Thumbnailer(info: info)
         self.stream = stream
         self.width = info.width
         self.nominalInterval = nominalInterval

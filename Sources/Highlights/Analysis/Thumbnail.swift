@@ -84,7 +84,15 @@ final class Thumbnailer {
         return (side(shownWidth), side(shownHeight))
     }
 
-    init(width: Int, height: Int, sampleAspectRatio: Double) throws {
+    /// An HDR source's tone mapping (the render's, with highlights clipped rather than rolled
+    /// off): thumbnails hold its SDR picture, so brightness means the same in every source and a
+    /// blend stays a straight one.
+    private let toneMapper: ToneMapper?
+
+    init(info: MediaInfo) throws {
+        let (width, height, sampleAspectRatio) = (info.width, info.height, info.sampleAspectRatio)
+        let transfer = info.isHDR ? info.colorTransfer.flatMap(ColorDescription.Transfer.init(name:)) : nil
+        toneMapper = try transfer.map { try ToneMapper.shared(for: $0, highlights: .clipped) }
         (self.width, self.height) = Self.fitted(width: width, height: height, sampleAspectRatio: sampleAspectRatio, box: Thumbnail.box)
         scaler = Scaler(width: self.width, height: self.height, format: .yuv444p, filter: .area)
         target = try Frame.video(width: self.width, height: self.height, format: .yuv444p)
@@ -106,7 +114,9 @@ final class Thumbnailer {
             }
             return out
         }
-        return Thumbnail(width: width, height: height, y: copy(0), u: copy(1), v: copy(2))
+        var (y, u, v) = (copy(0), copy(1), copy(2))
+        toneMapper?.mapSmall(y: &y, cb: &u, cr: &v)
+        return Thumbnail(width: width, height: height, y: y, u: u, v: v)
     }
 
     /// Variance of the Laplacian of a 320 px wide grey picture: low for blurred frames.

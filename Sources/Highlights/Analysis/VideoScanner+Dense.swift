@@ -76,11 +76,20 @@ extension VideoScanner {
 
     /// Lean: drains the dense decoder's last pictures into the detector (whose run goes on) and
     /// frees the decoder with its pictures before the next sample run opens one. The next dense
-    /// GOP starts afresh on its keyframe (an open GOP's leading pictures are then skipped).
-    func releaseLeanDecoder() throws {
+    /// GOP starts afresh on its keyframe, so the leading pictures of `next` (an open GOP's, shown
+    /// before its keyframe and referring to this GOP) are decoded first, with that keyframe.
+    func releaseLeanDecoder(before next: GOP? = nil) throws {
         guard lean, let decoder = dense else { return }
+        if let next { for packet in leadingRun(of: next) { try decoder.decode(packet, into: frame) { try collectDenseFrame($0) } } }
         try decoder.decode(nil, into: frame) { try collectDenseFrame($0) }
         dense = nil
+    }
+
+    /// An open GOP's keyframe and its leading pictures (shown before the keyframe, decoded after it,
+    /// referring to the GOP before): the frames that end the GOP before's run. Empty for a closed GOP.
+    func leadingRun(of gop: GOP) -> [Packet] {
+        let leading = gop.packets.dropFirst().prefix { packet in packet.pts.map(stream.seconds).map { $0 < gop.keyTime } ?? false }
+        return leading.isEmpty ? [] : [gop.packets[0]] + leading
     }
 
     func collectDenseFrame(_ frame: Frame) throws {
@@ -88,7 +97,8 @@ extension VideoScanner {
         decodedFrames += 1
         guard let ticks = frame.timestamp else { return }
         let t = stream.seconds(ticks)
-        guard t >= densePushFrom else { return }
+        // A lean run that went on past an open GOP's leading pictures has shown its keyframe already.
+        guard t >= densePushFrom, !runHasShown(t) else { return }
         let thumb = try thumbnailer.thumbnail(of: frame)
         detector.push(time: t, thumbnail: thumb)
         if denseContinuous && t - lastDenseSampleTime >= 0.5 {
@@ -102,13 +112,31 @@ extension VideoScanner {
         lastDenseThumbnail = (t, thumb)
     }
 
-    /// Drains the dense decoder and closes the detector's run, adding the next keyframe as its last frame.
+    /// Completes the dense run that went to the end of the GOP before `gop`, before `gop` is
+    /// judged: an open GOP's leading pictures are that run's last frames (shown before its
+    /// keyframe, decoded after it, referring to the GOP before), so they are decoded, with the
+    /// keyframe, into the run. A change among them is then placed on its frame, not on the
+    /// keyframe, and a gradual change going on across them is seen to go on. (A lean scanner's
+    /// decoder is gone by then: it decoded them before letting go, `releaseLeanDecoder(before:)`.)
+    /// Returns the packets of `gop` the dense decoder has taken.
+    func decodeLeadingPictures(of gop: GOP) throws -> Int {
+        guard denseActiveThrough == gop.index - 1, dense != nil else { return 0 }
+        let run = leadingRun(of: gop)
+        for packet in run { try decodeDense(packet) }
+        return run.count
+    }
+
+    /// Drains the dense decoder and closes the detector's run, adding the next keyframe as its last
+    /// frame (unless the run already showed it).
     func endDense(finalThumbnail: (Double, Thumbnail)?) throws {
         guard denseActiveThrough != nil else { return }
         try dense?.decode(nil, into: frame) { try collectDenseFrame($0) }
-        if let (t, thumb) = finalThumbnail { detector.push(time: t, thumbnail: thumb) }
+        if let (t, thumb) = finalThumbnail, !runHasShown(t) { detector.push(time: t, thumbnail: thumb) }
         closeRun()
     }
+
+    /// Whether the detector's run already holds the frame shown at `t` (or a later one).
+    func runHasShown(_ t: Double) -> Bool { t <= lastDenseThumbnail?.time ?? -.infinity }
 
     /// Ends the detector's run and forgets the dense decoder's state.
     func closeRun() {

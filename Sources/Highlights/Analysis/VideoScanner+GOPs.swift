@@ -136,6 +136,8 @@ extension VideoScanner {
         // After an early keyframe any real change of picture means a cut there; none means the
         // encoder restarted for another reason (a flash, a burst of motion).
         let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
+        // The last dense run's own last frames, if this GOP is open, before anything is judged on it.
+        let taken = try decodeLeadingPictures(of: gop)
         // A gradual change still going on where the last dense GOP ended continues into this one.
         let continuing = denseActiveThrough == gop.index - 1 && detector.isFollowingChange
         // Only new colours make the encoder's keyframe a cut to trust without looking: a changed
@@ -156,12 +158,13 @@ extension VideoScanner {
             // before it, and it ends as soon as the spike has been judged.
             let endsAlike = gop.sample.flatMap { a in next.map { looksAlike(a.thumbnail, $0.thumbnail) } } ?? false
             let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - settings.spikeLookBackPackets) : 0
-            var ending = try decodeDense(gop.packets[...], towards: next, after: spikeTime, anchorsUntil: anchorsUntil,
+            var ending = try decodeDense(gop.packets[taken...], towards: next, after: spikeTime, anchorsUntil: anchorsUntil,
                                          settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0)
             if ending == .beganMidChange, let before {
                 // Decode the GOP before it too, and this one again after it, so the change is measured whole.
                 detector.discardRun()
                 dense?.flush()
+                lastDenseThumbnail = nil
                 ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: spikeTime, anchorsUntil: 0,
                                          settledAtStart: false, checkingStart: false)
             }
@@ -174,7 +177,8 @@ extension VideoScanner {
             lastSampled = nil
             if ending != .stopped {
                 denseActiveThrough = gop.index
-                try releaseLeanDecoder()
+                // The GOP after this one (the scanner's current one once no other waits).
+                try releaseLeanDecoder(before: awaiting.first ?? current.flatMap { $0.index == gop.index + 1 ? $0 : nil })
             }
         } else if trustedEarlyKey, let next {
             // The encoder already found the cut's exact frame: the keyframe that ends this GOP.

@@ -126,7 +126,7 @@ final class VideoScanner {
         denseOptions = .video(for: info, threads: 2, analysis: true)
         dense = try Decoder(stream: stream, options: denseOptions)
         self.lean = lean
-        thumbnailer = try Thumbnailer(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio)
+        thumbnailer = try Thumbnailer(info: info)
         width = info.width
     }
 
@@ -161,7 +161,10 @@ final class VideoScanner {
         }
         current!.packets.append(packet.reference())
         current!.bytes += packet.size
-        if !current!.job.submitted {
+        // An open GOP's leading pictures (shown before its keyframe, decoded after it) refer to the
+        // GOP before: a run of the keyframe alone cannot decode them, so it takes the first picture
+        // shown after the keyframe instead.
+        if !current!.job.submitted && t > current!.keyTime {
             current!.job.add(packet)
             if current!.job.packets.count > settings.sampleRunPackets { current!.job.submit(to: runner(for: current!.index)) }
         }
