@@ -5,6 +5,10 @@ and optionally an effect that must not count as a cut) and the transitions betwe
 normalised to 1280x720 at 30 fps with exact frame counts, joined by FFmpeg (`concat` for cuts,
 `xfade` for dissolves and fades), and encoded like phone footage (H.264, 1 s GOPs, no scene-cut
 keyframes), so every transition's frames and every hard negative's span follow from the list.
+`--codec hevc` writes the same clips as an iPhone records HDR: HEVC Main 10 with open GOPs (CRA
+keyframes every second, their leading pictures referring back across them), the picture turned
+into BT.2020 HLG by zscale, so the detector meets the packets and the 10-bit pictures it gets from
+phones.
 
 Clips marked tuned are the ones detector work may look at; the others are held out and reported
 apart. The b clips were held out from the first detector; the second was built after studying
@@ -227,13 +231,29 @@ def make_piece(p, footage, cache):
         return path, int(f.read()), negative
 
 
-def build(name, spec, footage, cache):
-    """Joins the clip's pieces and writes it with its ground truth; cached."""
-    clip = os.path.join(cache, "clips", name + ".mp4")
+ENCODINGS = {
+    "h264": ["-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-g", str(FPS), "-keyint_min", str(FPS),
+             "-sc_threshold", "0", "-pix_fmt", "yuv420p"],
+    # Like an iPhone's HDR video: HLG, 10-bit HEVC, a CRA keyframe every second with open GOPs.
+    "hevc": ["-c:v", "libx265", "-preset", "veryfast", "-crf", "22", "-pix_fmt", "yuv420p10le",
+             "-x265-params", f"keyint={FPS}:min-keyint={FPS}:scenecut=0:open-gop=1:log-level=error:"
+                             "colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc",
+             "-color_primaries", "bt2020", "-color_trc", "arib-std-b67", "-colorspace", "bt2020nc", "-tag:v", "hvc1"],
+}
+# SDR BT.709 pictures turned into BT.2020 HLG, as the camera would have recorded them: SDR white
+# becomes the HDR reference white (203 cd/m², ITU-R BT.2408; 75 % HLG).
+TO_HLG = "zscale=tin=709:min=709:pin=709:rin=limited:t=arib-std-b67:m=2020_ncl:p=2020:r=limited:npl=203,format=yuv420p10le"
+
+
+def build(name, spec, footage, cache, codec="h264"):
+    """Joins the clip's pieces and writes it (in `codec`) with its ground truth; cached."""
+    clip = os.path.join(cache, "clips", name + ("" if codec == "h264" else "." + codec) + ".mp4")
     truth_path = clip + ".truth.json"
     items = spec["items"]
     pieces = [make_piece(item, footage, cache) for item in items if "source" in item]
-    signature = hashlib.sha1(json.dumps(items, sort_keys=True).encode()).hexdigest()
+    # The pieces, the joins and the encoding: a clip is made again when any of them changes.
+    encoding = ENCODINGS[codec] + ([TO_HLG] if codec == "hevc" else [])
+    signature = hashlib.sha1(json.dumps([items, encoding], sort_keys=True).encode()).hexdigest()
     if os.path.exists(truth_path):
         truth = json.load(open(truth_path))
         if truth.get("signature") == signature and os.path.exists(clip):
@@ -276,12 +296,14 @@ def build(name, spec, footage, cache):
         index += 1
         pending = None
     os.makedirs(os.path.dirname(clip), exist_ok=True)
-    script = os.path.join(cache, "clips", name + ".filter")
+    if codec == "hevc":
+        graph.append(f"[{current}]{TO_HLG}[hlg]")
+        current = "hlg"
+    script = os.path.join(cache, "clips", name + ("" if codec == "h264" else "." + codec) + ".filter")
     with open(script, "w") as f:
         f.write(";\n".join(graph))
     run(["ffmpeg", "-v", "error", "-y", *inputs, "-filter_complex_script", script, "-map", f"[{current}]",
-         "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-g", str(FPS), "-keyint_min", str(FPS),
-         "-sc_threshold", "0", "-pix_fmt", "yuv420p", "-movflags", "+faststart", clip + ".partial.mp4"])
+         *ENCODINGS[codec], "-movflags", "+faststart", clip + ".partial.mp4"])
     os.rename(clip + ".partial.mp4", clip)
     made = frame_count(clip)
     if made != length:
@@ -364,11 +386,13 @@ def main():
     parser.add_argument("--json", help="also write every figure here")
     parser.add_argument("--moments-only", action="store_true", help="skip PySceneDetect (while tuning)")
     parser.add_argument("--detail", action="store_true", help="list moments' misses, false changes and wrong kinds")
+    parser.add_argument("--codec", choices=sorted(ENCODINGS), default="h264",
+                        help="h264 (1 s GOPs) or hevc (10-bit HLG, open GOPs, as an iPhone records HDR)")
     args = parser.parse_args()
 
     results = {}
     for name in args.clips.split(","):
-        clip, truth = build(name, CLIPS[name], args.footage, args.cache)
+        clip, truth = build(name, CLIPS[name], args.footage, args.cache, args.codec)
         decode_started = time.monotonic()
         run(["ffmpeg", "-v", "error", "-threads", "2", "-i", clip, "-f", "null", "-"])
         ffmpeg_wall = time.monotonic() - decode_started
