@@ -1,11 +1,12 @@
 import Foundation
+import ServiceTestSupport
 import Testing
 @testable import Highlights
 
 /// The detector's rules on runs of 64 × 36 pictures built for them: a textured scene seen through a
 /// window that a camera moves, so every step's size follows from how far the window moved, and
 /// blends of two such scenes, so every frame's place in a dissolve follows from its α.
-@Suite("Scene detector: rules on pictures built for them")
+@Suite("Scene detector: rules on pictures built for them", .heavy)
 struct SceneDetectorRuleTests {
     static let width = 64, height = 36
 
