@@ -1,5 +1,6 @@
 import Foundation
 import JobStore
+import Synchronization
 
 /// The running system as a client sees it: `moments api` and `moments worker` processes against
 /// the real PostgreSQL, Redis and SeaweedFS, driven over HTTP with plain curl. For the few
@@ -17,23 +18,54 @@ public enum LiveSystem {
     public static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
                                   settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
                                   _ body: @Sendable (String) async throws -> Void) async throws {
+        try await withSystem(maxUploadBytes: maxUploadBytes, storageURL: storageURL, workers: workers, settings: settings,
+                             databaseURL: databaseURL, logs: logs) { (system: Running) in try await body(system.base) }
+    }
+
+    /// The same, for a test that starts workers of its own while it runs (after it has seen a job
+    /// wait, say).
+    public static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
+                                  settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
+                                  _ body: @Sendable (Running) async throws -> Void) async throws {
         @Sendable func start(_ databaseURL: String) async throws {
             var extra = settings
             extra["MAX_UPLOAD_BYTES"] = extra["MAX_UPLOAD_BYTES"] ?? "\(maxUploadBytes)"
             if let storageURL { extra["STORAGE_URL"] = storageURL }
             let environment = try Self.environment(databaseURL: databaseURL, extra)
             let (api, base) = try await Self.startAPI(environment, log: logs?.appendingPathComponent("api.log"))
-            let processes = try [api] + (0..<workers).map { index in
-                try MomentsProcess(["worker"], environment: environment, log: logs?.appendingPathComponent("worker-\(index + 1).log"))
-            }
-            defer { processes.forEach { $0.stop() } }
-            try await body(base)
+            let system = Running(base: base, environment: environment, logs: logs, api: api)
+            defer { system.stop() }
+            for _ in 0..<workers { try system.startWorker() }
+            try await body(system)
         }
         if let databaseURL {
             try await start(databaseURL)
         } else {
             try await TestServices.withDatabase { _, databaseURL in try await start(databaseURL) }
         }
+    }
+
+    /// One running test system: its API's base URL, and workers started on demand.
+    public final class Running: Sendable {
+        public let base: String
+        private let environment: [String: String]
+        private let logs: URL?
+        private let processes: Mutex<[MomentsProcess]>
+
+        init(base: String, environment: [String: String], logs: URL?, api: MomentsProcess) {
+            (self.base, self.environment, self.logs) = (base, environment, logs)
+            processes = Mutex([api])
+        }
+
+        /// Starts one more `moments worker` (its log, with `logs`, is `worker-N.log`).
+        public func startWorker() throws {
+            try processes.withLock { processes in
+                let log = logs?.appendingPathComponent("worker-\(processes.count).log")
+                processes.append(try MomentsProcess(["worker"], environment: environment, log: log))
+            }
+        }
+
+        func stop() { processes.withLock { $0.forEach { $0.stop() } } }
     }
 
     /// What every process of one test system shares: the stores, a queue prefix of its own, a free
