@@ -19,7 +19,7 @@ struct MomentsKitEndToEndTests {
     func wholeJourney() async throws {
         // No worker until the app follows the job: then its updates must show the wait and the work,
         // however fast the work is.
-        try await LiveSystem.withSystem(workers: 0, settings: ["AUTH_REQUIRED": "true"]) { (system: LiveSystem.Running) in
+        try await LiveSystem.withRunningSystem(workers: 0, settings: ["AUTH_REQUIRED": "true"]) { system in
             var client = MomentsClient(baseURL: URL(string: system.base)!)
             let anonymous = await #expect(throws: MomentsClientError.self) { try await client.account() }
             #expect(anonymous?.status == 401 && anonymous?.code == "auth_required" && anonymous?.kind == .server)

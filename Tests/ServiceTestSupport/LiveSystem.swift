@@ -18,15 +18,15 @@ public enum LiveSystem {
     public static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
                                   settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
                                   _ body: @Sendable (String) async throws -> Void) async throws {
-        try await withSystem(maxUploadBytes: maxUploadBytes, storageURL: storageURL, workers: workers, settings: settings,
-                             databaseURL: databaseURL, logs: logs) { (system: Running) in try await body(system.base) }
+        try await withRunningSystem(maxUploadBytes: maxUploadBytes, storageURL: storageURL, workers: workers, settings: settings,
+                                    databaseURL: databaseURL, logs: logs) { system in try await body(system.base) }
     }
 
     /// The same, for a test that starts workers of its own while it runs (after it has seen a job
     /// wait, say).
-    public static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
-                                  settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
-                                  _ body: @Sendable (Running) async throws -> Void) async throws {
+    public static func withRunningSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
+                                         settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
+                                         _ body: @Sendable (Running) async throws -> Void) async throws {
         @Sendable func start(_ databaseURL: String) async throws {
             var extra = settings
             extra["MAX_UPLOAD_BYTES"] = extra["MAX_UPLOAD_BYTES"] ?? "\(maxUploadBytes)"
