@@ -66,6 +66,30 @@ struct SceneDetectorRuleTests {
         #expect(!Self.changes(Self.sweep(frames: 5), settings: settings).isEmpty)
     }
 
+    /// `sweep(frames:)` as a source of `rate` fps brought to 30 fps: each picture shown until the
+    /// next one is due, so a 20 fps source repeats every third frame and a 15 fps one every second.
+    static func sweep(frames: Int, rate: Int) -> [Thumbnail] {
+        let pictures = sweep(frames: frames)
+        return (0..<(pictures.count * 30 / rate)).map { pictures[$0 * rate / 30] }
+    }
+
+    @Test("A quick pan in a slower source brought to 30 fps is not a cut: repeated frames say nothing about motion",
+          arguments: [(3, 20), (4, 20), (5, 20), (3, 15), (5, 15)])
+    func burstInRepeatedFrames(frames: Int, rate: Int) {
+        let found = Self.changes(Self.sweep(frames: frames, rate: rate))
+        #expect(found.isEmpty, "found \(found)")
+    }
+
+    @Test("A cut between panning shots in a slower source brought to 30 fps is still the one cut found, on the first frame of the second shot",
+          arguments: [20, 15])
+    func cutInRepeatedFrames(rate: Int) {
+        let shots = (0..<60).map { Self.picture(seed: $0 < 30 ? 1 : 2, dx: $0, frame: $0) }
+        let pictures = (0..<(60 * 30 / rate)).map { shots[$0 * rate / 30] }
+        let first = Double(pictures.firstIndex { $0.u == shots[30].u }!)
+        let cuts = Self.changes(pictures).filter { $0.kind == .cut }
+        #expect(cuts.count == 1 && cuts.allSatisfy { abs($0.frame - first) < 0.01 }, "cuts \(cuts), cut at \(first)")
+    }
+
     @Test("A cut made over two frames (one blended frame between the shots) is one cut, on the blend or the frame after")
     func blendedCutIsACut() {
         let pictures = (0..<30).map { Self.picture(seed: 1, dx: 0, frame: $0) }

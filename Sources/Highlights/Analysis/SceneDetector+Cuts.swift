@@ -52,12 +52,17 @@ extension SceneDetector {
     }
 
     /// The step is one of a burst of large steps (a quick zoom, a whip pan starting or ending, a
-    /// subject sweeping past the lens): two of the four steps within two frames of it are at least
-    /// half as large. A cut's neighbours are the shots' own motion, a fraction of the jump between
-    /// two shots; a cut made over two frames (a blended frame between the shots) has one.
+    /// subject sweeping past the lens): two of the four steps nearest it, two on each side, are at
+    /// least half as large. A cut's neighbours are the shots' own motion, a fraction of the jump
+    /// between two shots; a cut made over two frames (a blended frame between the shots) has one.
+    /// Repeated frames (a slower source brought to this rate) are passed over, as in the cut's
+    /// window: in a 15 or 20 fps source every second or third step is nothing, whatever the motion.
     func isInBurst(at i: Int) -> Bool {
         let step = entries[i].step
-        let around = [i - 2, i - 1, i + 1, i + 2].filter { $0 >= 1 && $0 < entries.count }.map { entries[$0].step }
+        func nearest(_ indices: some Sequence<Int>) -> [Double] {
+            Array(indices.lazy.map { self.entries[$0].step }.filter { $0 >= 0.5 }.prefix(2))
+        }
+        let around = nearest(stride(from: i - 1, through: max(1, i - 4), by: -1)) + nearest((i + 1)..<min(entries.count, i + 5))
         if VideoScanner.debug {
             FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@\n", entries[i].time,
                                                        step, around.map { String(format: "%.1f", $0) }.joined(separator: ",")).utf8))
