@@ -4,13 +4,16 @@ import Foundation
 extension SceneDetector {
     // MARK: Cuts
 
+    /// A step below this is a repeated frame (a slower source brought to this rate): it says
+    /// nothing about motion, so the judgements of a step's neighbours pass over it.
+    static let repeatedFrameStep = 0.5
+
     func judgeCut(_ i: Int) {
         guard i >= 1, i < entries.count else { return }
         let step = entries[i].step
         guard step >= settings.minimumStillCut else { return }
-        // Repeated frames (a slower source brought to this rate) say nothing about motion.
         let window = (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
-            .filter { $0 != i && entries[$0].step >= 0.5 }.map { entries[$0].step }.sorted()
+            .filter { $0 != i && entries[$0].step >= Self.repeatedFrameStep }.map { entries[$0].step }.sorted()
         var median = window.count >= 3 ? window[window.count / 2] : baselineHint
         if entries.count - 1 - i < settings.cutWindow / 2 {
             // The run ends here, so the window is one-sided: a cut must also stand out from the
@@ -55,12 +58,12 @@ extension SceneDetector {
     /// subject sweeping past the lens): two of the four steps nearest it, two on each side, are at
     /// least half as large. A cut's neighbours are the shots' own motion, a fraction of the jump
     /// between two shots; a cut made over two frames (a blended frame between the shots) has one.
-    /// Repeated frames (a slower source brought to this rate) are passed over, as in the cut's
-    /// window: in a 15 or 20 fps source every second or third step is nothing, whatever the motion.
+    /// Repeated frames are passed over, as in the cut's window: in a 15 or 20 fps source every
+    /// second or third step is nothing, whatever the motion.
     func isInBurst(at i: Int) -> Bool {
         let step = entries[i].step
         func nearest(_ indices: some Sequence<Int>) -> [Double] {
-            Array(indices.lazy.map { self.entries[$0].step }.filter { $0 >= 0.5 }.prefix(2))
+            Array(indices.lazy.map { self.entries[$0].step }.filter { $0 >= Self.repeatedFrameStep }.prefix(2))
         }
         let around = nearest(stride(from: i - 1, through: max(1, i - 4), by: -1)) + nearest((i + 1)..<min(entries.count, i + 5))
         if VideoScanner.debug {

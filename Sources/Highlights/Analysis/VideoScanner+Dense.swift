@@ -80,7 +80,7 @@ extension VideoScanner {
     /// before its keyframe and referring to this GOP) are decoded first, with that keyframe.
     func releaseLeanDecoder(before next: GOP? = nil) throws {
         guard lean, let decoder = dense else { return }
-        if let next { for packet in leadingRun(of: next) { try decoder.decode(packet, into: frame) { try collectDenseFrame($0) } } }
+        if let next { for packet in leadingRun(of: next) { try decodeDense(packet) } }
         try decoder.decode(nil, into: frame) { try collectDenseFrame($0) }
         dense = nil
     }
