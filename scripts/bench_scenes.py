@@ -247,7 +247,9 @@ TO_HLG = "zscale=tin=709:min=709:pin=709:rin=limited:t=arib-std-b67:m=2020_ncl:p
 
 def build(name, spec, footage, cache, codec="h264"):
     """Joins the clip's pieces and writes it (in `codec`) with its ground truth; cached."""
-    clip = os.path.join(cache, "clips", name + ("" if codec == "h264" else "." + codec) + ".mp4")
+    # H.264 clips keep their first names; other codecs' sit beside them.
+    stem = os.path.join(cache, "clips", name + ("" if codec == "h264" else "." + codec))
+    clip = stem + ".mp4"
     truth_path = clip + ".truth.json"
     items = spec["items"]
     pieces = [make_piece(item, footage, cache) for item in items if "source" in item]
@@ -299,7 +301,7 @@ def build(name, spec, footage, cache, codec="h264"):
     if codec == "hevc":
         graph.append(f"[{current}]{TO_HLG}[hlg]")
         current = "hlg"
-    script = os.path.join(cache, "clips", name + ("" if codec == "h264" else "." + codec) + ".filter")
+    script = stem + ".filter"
     with open(script, "w") as f:
         f.write(";\n".join(graph))
     run(["ffmpeg", "-v", "error", "-y", *inputs, "-filter_complex_script", script, "-map", f"[{current}]",
