@@ -18,6 +18,8 @@ positions, the effects elsewhere) as a second held-out pair. The burst rule made
 run was tuned on motion-a, a tuned clip added for it, not on them. gradual-a (tuned) was added the
 same day to study long dissolves and fades (where their middles are placed) and jump cuts on more
 footage than the a and b clips hold, again so that hard-c's misses are never looked at.
+gradual-b (tuned), added on 2026-11-25, holds dissolves that motion runs into (a whip pan or a zoom
+at the blend's edge, hand-held shots), for where such a dissolve's ends are placed.
 """
 
 import argparse
@@ -170,6 +172,18 @@ CLIPS = {
         xfade("fade", 1.5), piece("carphone", 0.0, 4.0), xfade("fadeblack", 1.2), piece("diver", 0.0, 1.9),
         jump(), piece("diver", 4.1, 7.0), cut(), piece("megamind", 8.5, 11.2), xfade("fadewhite", 0.8),
         piece("bikes", 7.7, 9.6), cut(), piece("city", 5.0, 7.5), jump(), piece("city", 5.8, 7.5),
+    ]},
+    # Tuned on: dissolves that motion runs into (a whip pan or a zoom in the shot going out as the
+    # blend starts, in the shot coming in before it ends, hand-held footage on either side), to
+    # study where such a dissolve's middle is placed. Added on 2026-11-25, on other footage and
+    # other pairs of shots than the held-out clips, so their misses stay unlooked-at.
+    "gradual-b": {"tuned": True, "items": [
+        piece("city", 0.2, 4.4, "whip", at=66, frames=8), xfade("fade", 2.0), piece("tree", 2.0, 8.0),
+        cut(), piece("bbb", 0.5, 5.0, "zoom", at=90, frames=10), xfade("fade", 1.5), piece("carphone", 0.0, 4.0),
+        xfade("fade", 2.0), piece("cockatoo", 2.0, 8.0, "whip", at=20, frames=6),
+        cut(), piece("diver", 8.0, 13.0, "natural"), xfade("fade", 1.0), piece("megamind", 0.3, 3.9, "whip", at=10, frames=6),
+        cut(), piece("vtest", 40.0, 46.0, "zoom", at=120, frames=12), xfade("fade", 2.0), piece("city", 5.0, 7.5),
+        cut(), piece("tree", 12.0, 18.0, "whip", at=140, frames=6), xfade("fade", 1.5), piece("bbb", 1.0, 5.0),
     ]},
     # Added on 2026-11-24 as a second held-out pair: no detector setting was chosen by looking at them.
     "plain-d": {"tuned": False, "items": [

@@ -125,6 +125,25 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
     }
 
+    /// A 60-frame dissolve (frames 40–100, middle 70) from a shot that whip-pans as the blend begins
+    /// (its window swept 120 pixels over frames 40–48, the blend's first eight frames) into a still
+    /// shot, or from a still shot into one that pans on from frame 90 (a pixel and a half a frame,
+    /// before the blend ends and after).
+    static func dissolveWithMotion(outgoingWhips: Bool) -> [Thumbnail] {
+        (0..<150).map { k in
+            let whip = outgoingWhips ? 120 * min(8, max(0, k - 40)) / 8 : 0
+            let pan = outgoingWhips ? 0 : 3 * max(0, k - 90) / 2
+            return blend(picture(seed: 9, dx: whip, frame: k), picture(seed: 10, dx: pan, frame: k), min(1, max(0, Double(k - 40) / 60)))
+        }
+    }
+
+    @Test("A dissolve is placed on its middle when the outgoing shot whip-pans as it begins, or the incoming one pans as it ends: each end of the ramp is read from its own side",
+          arguments: [true, false])
+    func dissolveWithMotionIsPlaced(outgoingWhips: Bool) {
+        let found = Self.changes(Self.dissolveWithMotion(outgoingWhips: outgoingWhips))
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
+    }
+
     /// A 90-frame dissolve from frame 30 on: each frame moves a ninetieth of the way.
     static func slowDissolve(frame k: Int) -> Thumbnail {
         blend(picture(seed: 5, dx: 0, frame: k), picture(seed: 6, dx: 0, frame: k), min(1, max(0, Double(k - 30) / 90)))

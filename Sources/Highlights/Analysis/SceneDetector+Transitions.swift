@@ -95,11 +95,152 @@ extension SceneDetector {
         dissolveGroup = nil
         var change = group.change
         if group.first >= 0, group.last < entries.count, let (start, end) = fittedRamp(from: group.first, to: group.last) {
-            change.time = (entries[start].time + entries[end].time) / 2
-            change.transitionStart = entries[start].time
-            change.transitionEnd = entries[end].time
+            let (placedStart, placedEnd) = placedRamp(start: start, end: end)
+            change.time = (time(at: placedStart) + time(at: placedEnd)) / 2
+            change.transitionStart = time(at: placedStart)
+            change.transitionEnd = time(at: placedEnd)
         }
         candidates.append(Candidate(change: change, rank: 1))
+    }
+
+    /// The time of the fractional entry `x`, between the frames either side of it.
+    func time(at x: Double) -> Double {
+        let k = max(0, min(entries.count - 1, Int(x.rounded(.down))))
+        guard k + 1 < entries.count else { return entries[k].time }
+        return entries[k].time + (x - Double(k)) * (entries[k + 1].time - entries[k].time)
+    }
+
+    /// Where the ramp fitted between `start` and `end` really begins and ends, read from each end's
+    /// own side, so that motion in one shot does not move the other end:
+    ///
+    /// * the start is where the frames leave the outgoing shot: their distance to the first frame
+    ///   of the incoming shot (`end`) falls below the course it kept before (and stays below). A
+    ///   whip pan or a zoom in the outgoing shot as the blend begins breaks every blend window
+    ///   across it, so the windows start after it; but the incoming shot's share grows from the
+    ///   blend's first frame on, while the outgoing shot's motion moves its distance from an
+    ///   unrelated picture little;
+    /// * the end is where the frames stop moving away from the outgoing shot (its frame at the
+    ///   start): the knee where that distance, rising straight across the blend, levels off, even
+    ///   when the incoming shot moves on (a hand-held shot drifts the level, it does not fold it),
+    ///   then where the rise meets the level just after that knee.
+    ///
+    /// The frames looked at reach back as far as the ramp is long (never into the change before)
+    /// and ten frames beyond its end. Returns fractional entries; the fitted ramp where a side
+    /// shows no such edge.
+    func placedRamp(start: Int, end: Int) -> (Double, Double) {
+        let margin = Self.placementMargin(settings)
+        var low = max(0, start - (end - start) - margin)
+        // Not into the change before: from the second frame after it.
+        if let previousEnd = candidates.filter({ $0.change.transitionEnd < entries[start].time }).map(\.change.transitionEnd).max(),
+           let after = entries.firstIndex(where: { $0.time > previousEnd }) {
+            low = max(low, min(start, after + 1))
+        }
+
+        func distance(_ k: Int, _ reference: [Float]) -> Double {
+            zip(entries[k].blocks, reference).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) }
+        }
+        // The start: the distance to the incoming shot leaves its course before the blend (a
+        // level, or a slow drift as the light changes), measured over the first half of the frames
+        // before the fitted ramp, and stays below it.
+        let toIncoming = (low...end).map { distance($0, entries[end].blocks) }
+        let before = max(2, (start - low + 1) / 2)
+        let (drift, level) = before >= 3 ? Self.line(through: Array(toIncoming[0..<before]), from: 0) : (0, toIncoming[0])
+        let deficit = toIncoming.indices.map { level + drift * Double($0) - toIncoming[$0] }
+        let noise = deficit[0..<before].map(abs).sorted()[before / 2]
+        let band = max(0.03 * (level + drift * Double(start - low)), 3 * noise)
+        var placedStart = Double(start)
+        let last = toIncoming.count - 1
+        if let k = toIncoming.indices.first(where: { k in (k..<min(toIncoming.count, k + 3)).allSatisfy { deficit[$0] > band } }), k < last {
+            // Back to where the deficit, growing as it does over the next frames (or, where motion
+            // slows that, as it does on average across the blend), was nothing.
+            let (local, _) = Self.line(through: Array(deficit[k..<min(toIncoming.count, k + 5)]), from: k)
+            let growth = max(local, (deficit[last] - deficit[k]) / Double(last - k))
+            let met = growth > 0 ? Double(k) - deficit[k] / growth : Double(k)
+            placedStart = Double(low) + max(Double(max(0, k - margin)), min(Double(k), met))
+        }
+        // The end: the knee where the distance from the outgoing shot stops rising.
+        let first = Int(placedStart.rounded())
+        let beyond = min(entries.count - 1, end + margin)
+        var placedEnd = Double(end)
+        if beyond - first >= 6 {
+            let fromOutgoing = (first...beyond).map { distance($0, entries[first].blocks) }
+            if let knee = Self.knee(of: fromOutgoing, from: (end - first) / 2) {
+                placedEnd = Double(first + knee)
+                // The straight fit rounds a blend that ends steeply: the end is where the rise
+                // meets the level of the frames just after the knee.
+                let after = fromOutgoing[knee..<min(fromOutgoing.count, knee + margin / 2 + 1)].sorted()
+                let level = after[after.count / 2]
+                let band = max(0.03 * level, 3 * after.map { abs($0 - level) }.sorted()[after.count / 2])
+                if let j = stride(from: knee, through: 2, by: -1).first(where: { j in (j - 2...j).allSatisfy { fromOutgoing[$0] < level - band } }) {
+                    let from = max(0, j - 4)
+                    let (slope, intercept) = Self.line(through: Array(fromOutgoing[from...j]), from: from)
+                    let met = slope > 0 ? (level - intercept) / slope : Double(j)
+                    placedEnd = Double(first) + max(Double(j), min(Double(knee), met))
+                }
+            }
+        }
+        guard placedEnd - placedStart >= 2 else { return (Double(start), Double(end)) }
+        if VideoScanner.debug {
+            FileHandle.standardError.write(Data(String(format: "dissolve ramp placed %.3f–%.3f (fitted %.3f–%.3f)\n",
+                time(at: placedStart), time(at: placedEnd), entries[start].time, entries[end].time).utf8))
+        }
+        return (placedStart, placedEnd)
+    }
+
+    /// Frames looked at beyond a dissolve's fitted ramp (ten at 30 fps).
+    static func placementMargin(_ settings: Settings) -> Int { settings.cutWindow + 2 }
+
+    /// The least-squares line through `values` at x = `from`, `from` + 1, …: (slope, intercept).
+    static func line(through values: [Double], from: Int) -> (Double, Double) {
+        let n = Double(values.count)
+        guard values.count >= 2 else { return (0, values.first ?? 0) }
+        let xs = values.indices.map { Double(from + $0) }
+        let mx = xs.reduce(0, +) / n, my = values.reduce(0, +) / n
+        let sxx = xs.reduce(0) { $0 + ($1 - mx) * ($1 - mx) }
+        let sxy = zip(xs, values).reduce(0) { $0 + ($1.0 - mx) * ($1.1 - my) }
+        let slope = sxy / sxx
+        return (slope, my - slope * mx)
+    }
+
+    /// Where `values` (from index `from` on) bend from a rise into a level: the knee of the
+    /// continuous two-piece line that fits them best by least squares, whose second piece rises at
+    /// most half as fast as the first. Nil when no such bend fits.
+    static func knee(of values: [Double], from: Int) -> Int? {
+        let n = values.count
+        guard from >= 0, n - from >= 5 else { return nil }
+        var best: (error: Double, knee: Int)?
+        for knee in (from + 2)..<(n - 1) {
+            // y ≈ c + m t + d · max(0, t − knee): the normal equations, 3 × 3.
+            var a = [[Double]](repeating: [0, 0, 0], count: 3), b = [0.0, 0.0, 0.0]
+            for t in from..<n {
+                let row = [1, Double(t), Double(max(0, t - knee))]
+                for i in 0..<3 {
+                    b[i] += row[i] * values[t]
+                    for j in 0..<3 { a[i][j] += row[i] * row[j] }
+                }
+            }
+            guard let p = solve3(a, b), p[1] > 0, p[1] + p[2] <= 0.5 * p[1] else { continue }
+            var error = 0.0
+            for t in from..<n {
+                let e = p[0] + p[1] * Double(t) + p[2] * Double(max(0, t - knee)) - values[t]
+                error += e * e
+            }
+            if best == nil || error < best!.error { best = (error, knee) }
+        }
+        return best?.knee
+    }
+
+    /// Solves the 3 × 3 system `a` x = `b` (Cramer's rule); nil when it is singular.
+    static func solve3(_ a: [[Double]], _ b: [Double]) -> [Double]? {
+        func det(_ m: [[Double]]) -> Double {
+            m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+                + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+        }
+        let d = det(a)
+        guard abs(d) > 1e-9 else { return nil }
+        return (0..<3).map { column in
+            det(a.indices.map { i in a[i].indices.map { j in j == column ? b[i] : a[i][j] } }) / d
+        }
     }
 
     /// The ramp of a dissolve seen by overlapping windows from `a` to `b`: every frame's α as a
