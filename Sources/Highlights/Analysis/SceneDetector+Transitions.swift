@@ -136,9 +136,7 @@ extension SceneDetector {
             low = max(low, min(start, after + 1))
         }
 
-        func distance(_ k: Int, _ reference: [Float]) -> Double {
-            zip(entries[k].blocks, reference).reduce(0.0) { $0 + Double(abs($1.0 - $1.1)) }
-        }
+        func distance(_ k: Int, _ reference: [Float]) -> Double { Self.layoutDistance(entries[k].blocks, reference) }
         // The start: the distance to the incoming shot leaves its course before the blend (a
         // level, or a slow drift as the light changes), measured over the first half of the frames
         // before the fitted ramp, and stays below it.
@@ -146,7 +144,7 @@ extension SceneDetector {
         let before = max(2, (start - low + 1) / 2)
         let (drift, level) = before >= 3 ? Self.line(through: Array(toIncoming[0..<before]), from: 0) : (0, toIncoming[0])
         let deficit = toIncoming.indices.map { level + drift * Double($0) - toIncoming[$0] }
-        let noise = deficit[0..<before].map(abs).sorted()[before / 2]
+        let noise = Self.median(deficit[0..<before].map(abs))
         let band = max(0.03 * (level + drift * Double(start - low)), 3 * noise)
         var placedStart = Double(start)
         let last = toIncoming.count - 1
@@ -168,9 +166,9 @@ extension SceneDetector {
                 placedEnd = Double(first + knee)
                 // The straight fit rounds a blend that ends steeply: the end is where the rise
                 // meets the level of the frames just after the knee.
-                let after = fromOutgoing[knee..<min(fromOutgoing.count, knee + margin / 2 + 1)].sorted()
-                let level = after[after.count / 2]
-                let band = max(0.03 * level, 3 * after.map { abs($0 - level) }.sorted()[after.count / 2])
+                let after = Array(fromOutgoing[knee..<min(fromOutgoing.count, knee + margin / 2 + 1)])
+                let level = Self.median(after)
+                let band = max(0.03 * level, 3 * Self.median(after.map { abs($0 - level) }))
                 if let j = stride(from: knee, through: 2, by: -1).first(where: { j in (j - 2...j).allSatisfy { fromOutgoing[$0] < level - band } }) {
                     let from = max(0, j - 4)
                     let (slope, intercept) = Self.line(through: Array(fromOutgoing[from...j]), from: from)
@@ -189,6 +187,9 @@ extension SceneDetector {
 
     /// Frames looked at beyond a dissolve's fitted ramp (ten at 30 fps).
     static func placementMargin(_ settings: Settings) -> Int { settings.cutWindow + 2 }
+
+    /// The middle value of `values` (the upper one of an even count).
+    static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
     /// The least-squares line through `values` at x = `from`, `from` + 1, …: (slope, intercept).
     static func line(through values: [Double], from: Int) -> (Double, Double) {
