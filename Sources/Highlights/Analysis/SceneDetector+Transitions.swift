@@ -135,54 +135,62 @@ extension SceneDetector {
            let after = entries.firstIndex(where: { $0.time > previousEnd }) {
             low = max(low, min(start, after + 1))
         }
-
-        func distance(_ k: Int, _ reference: [Float]) -> Double { Self.layoutDistance(entries[k].blocks, reference) }
-        // The start: the distance to the incoming shot leaves its course before the blend (a
-        // level, or a slow drift as the light changes), measured over the first half of the frames
-        // before the fitted ramp, and stays below it.
-        let toIncoming = (low...end).map { distance($0, entries[end].blocks) }
-        let before = max(2, (start - low + 1) / 2)
-        let (drift, level) = before >= 3 ? Self.line(through: Array(toIncoming[0..<before]), from: 0) : (0, toIncoming[0])
-        let deficit = toIncoming.indices.map { level + drift * Double($0) - toIncoming[$0] }
-        let noise = Self.median(deficit[0..<before].map(abs))
-        let band = max(0.03 * (level + drift * Double(start - low)), 3 * noise)
-        var placedStart = Double(start)
-        let last = toIncoming.count - 1
-        if let k = toIncoming.indices.first(where: { k in (k..<min(toIncoming.count, k + 3)).allSatisfy { deficit[$0] > band } }), k < last {
-            // Back to where the deficit, growing as it does over the next frames (or, where motion
-            // slows that, as it does on average across the blend), was nothing.
-            let (local, _) = Self.line(through: Array(deficit[k..<min(toIncoming.count, k + 5)]), from: k)
-            let growth = max(local, (deficit[last] - deficit[k]) / Double(last - k))
-            let met = growth > 0 ? Double(k) - deficit[k] / growth : Double(k)
-            placedStart = Double(low) + max(Double(max(0, k - margin)), min(Double(k), met))
-        }
-        // The end: the knee where the distance from the outgoing shot stops rising.
-        let first = Int(placedStart.rounded())
-        let beyond = min(entries.count - 1, end + margin)
-        var placedEnd = Double(end)
-        if beyond - first >= 6 {
-            let fromOutgoing = (first...beyond).map { distance($0, entries[first].blocks) }
-            if let knee = Self.knee(of: fromOutgoing, from: (end - first) / 2) {
-                placedEnd = Double(first + knee)
-                // The straight fit rounds a blend that ends steeply: the end is where the rise
-                // meets the level of the frames just after the knee.
-                let after = Array(fromOutgoing[knee..<min(fromOutgoing.count, knee + margin / 2 + 1)])
-                let level = Self.median(after)
-                let band = max(0.03 * level, 3 * Self.median(after.map { abs($0 - level) }))
-                if let j = stride(from: knee, through: 2, by: -1).first(where: { j in (j - 2...j).allSatisfy { fromOutgoing[$0] < level - band } }) {
-                    let from = max(0, j - 4)
-                    let (slope, intercept) = Self.line(through: Array(fromOutgoing[from...j]), from: from)
-                    let met = slope > 0 ? (level - intercept) / slope : Double(j)
-                    placedEnd = Double(first) + max(Double(j), min(Double(knee), met))
-                }
-            }
-        }
+        let placedStart = rampStart(fitted: start, end: end, from: low)
+        let placedEnd = rampEnd(fitted: end, from: Int(placedStart.rounded()))
         guard placedEnd - placedStart >= 2 else { return (Double(start), Double(end)) }
         if VideoScanner.debug {
             FileHandle.standardError.write(Data(String(format: "dissolve ramp placed %.3f–%.3f (fitted %.3f–%.3f)\n",
                 time(at: placedStart), time(at: placedEnd), entries[start].time, entries[end].time).utf8))
         }
         return (placedStart, placedEnd)
+    }
+
+    /// The block distance of entry `k` from `reference`.
+    private func distance(_ k: Int, _ reference: [Float]) -> Double { Self.layoutDistance(entries[k].blocks, reference) }
+
+    /// Where the frames from `low` on leave the outgoing shot for the incoming one (whose first
+    /// whole frame is `end`): their distance to it leaves the course it kept before the blend (a
+    /// level, or a slow drift as the light changes, measured over the first half of the frames
+    /// before `fitted`) and stays below it; traced back to where that fall began. `fitted` when
+    /// it never leaves.
+    private func rampStart(fitted start: Int, end: Int, from low: Int) -> Double {
+        let margin = Self.placementMargin(settings)
+        let toIncoming = (low...end).map { distance($0, entries[end].blocks) }
+        let before = max(2, (start - low + 1) / 2)
+        let (drift, level) = before >= 3 ? Self.line(through: Array(toIncoming[0..<before]), from: 0) : (0, toIncoming[0])
+        let deficit = toIncoming.indices.map { level + drift * Double($0) - toIncoming[$0] }
+        let noise = Self.median(deficit[0..<before].map(abs))
+        let band = max(0.03 * (level + drift * Double(start - low)), 3 * noise)
+        let last = toIncoming.count - 1
+        guard let k = toIncoming.indices.first(where: { k in (k..<min(toIncoming.count, k + 3)).allSatisfy { deficit[$0] > band } }),
+              k < last else { return Double(start) }
+        // Back to where the deficit, growing as it does over the next frames (or, where motion
+        // slows that, as it does on average across the blend), was nothing.
+        let (local, _) = Self.line(through: Array(deficit[k..<min(toIncoming.count, k + 5)]), from: k)
+        let growth = max(local, (deficit[last] - deficit[k]) / Double(last - k))
+        let met = growth > 0 ? Double(k) - deficit[k] / growth : Double(k)
+        return Double(low) + max(Double(max(0, k - margin)), min(Double(k), met))
+    }
+
+    /// Where the frames from `first` (the blend's start) on stop moving away from the outgoing
+    /// shot: the knee where their distance from `first`, rising across the blend, levels off, then
+    /// where the rise meets the level just after that knee (a straight fit rounds a blend that
+    /// ends steeply). `fitted` when no such knee shows within ten frames beyond it.
+    private func rampEnd(fitted end: Int, from first: Int) -> Double {
+        let margin = Self.placementMargin(settings)
+        let beyond = min(entries.count - 1, end + margin)
+        guard beyond - first >= 6 else { return Double(end) }
+        let fromOutgoing = (first...beyond).map { distance($0, entries[first].blocks) }
+        guard let knee = Self.knee(of: fromOutgoing, from: (end - first) / 2) else { return Double(end) }
+        let after = Array(fromOutgoing[knee..<min(fromOutgoing.count, knee + margin / 2 + 1)])
+        let level = Self.median(after)
+        let band = max(0.03 * level, 3 * Self.median(after.map { abs($0 - level) }))
+        guard let j = stride(from: knee, through: 2, by: -1).first(where: { j in (j - 2...j).allSatisfy { fromOutgoing[$0] < level - band } })
+        else { return Double(first + knee) }
+        let from = max(0, j - 4)
+        let (slope, intercept) = Self.line(through: Array(fromOutgoing[from...j]), from: from)
+        let met = slope > 0 ? (level - intercept) / slope : Double(j)
+        return Double(first) + max(Double(j), min(Double(knee), met))
     }
 
     /// Frames looked at beyond a dissolve's fitted ramp (ten at 30 fps).
