@@ -96,9 +96,9 @@ extension SceneDetector {
         var change = group.change
         if group.first >= 0, group.last < entries.count, let (start, end) = fittedRamp(from: group.first, to: group.last) {
             let (placedStart, placedEnd) = placedRamp(start: start, end: end)
-            change.time = (time(at: placedStart) + time(at: placedEnd)) / 2
             change.transitionStart = time(at: placedStart)
             change.transitionEnd = time(at: placedEnd)
+            change.time = (change.transitionStart + change.transitionEnd) / 2
         }
         candidates.append(Candidate(change: change, rank: 1))
     }
@@ -128,7 +128,7 @@ extension SceneDetector {
     /// and ten frames beyond its end. Returns fractional entries; the fitted ramp where a side
     /// shows no such edge.
     func placedRamp(start: Int, end: Int) -> (Double, Double) {
-        let margin = Self.placementMargin(settings)
+        let margin = placementMargin
         var low = max(0, start - (end - start) - margin)
         // Not into the change before: from the second frame after it.
         if let previousEnd = candidates.filter({ $0.change.transitionEnd < entries[start].time }).map(\.change.transitionEnd).max(),
@@ -154,7 +154,7 @@ extension SceneDetector {
     /// before `fitted`) and stays below it; traced back to where that fall began. `fitted` when
     /// it never leaves.
     private func rampStart(fitted start: Int, end: Int, from low: Int) -> Double {
-        let margin = Self.placementMargin(settings)
+        let margin = placementMargin
         let toIncoming = (low...end).map { distance($0, entries[end].blocks) }
         let before = max(2, (start - low + 1) / 2)
         let (drift, level) = before >= 3 ? Self.line(through: Array(toIncoming[0..<before]), from: 0) : (0, toIncoming[0])
@@ -177,7 +177,7 @@ extension SceneDetector {
     /// where the rise meets the level just after that knee (a straight fit rounds a blend that
     /// ends steeply). `fitted` when no such knee shows within ten frames beyond it.
     private func rampEnd(fitted end: Int, from first: Int) -> Double {
-        let margin = Self.placementMargin(settings)
+        let margin = placementMargin
         let beyond = min(entries.count - 1, end + margin)
         guard beyond - first >= 6 else { return Double(end) }
         let fromOutgoing = (first...beyond).map { distance($0, entries[first].blocks) }
@@ -194,13 +194,13 @@ extension SceneDetector {
     }
 
     /// Frames looked at beyond a dissolve's fitted ramp (ten at 30 fps).
-    static func placementMargin(_ settings: Settings) -> Int { settings.cutWindow + 2 }
+    var placementMargin: Int { settings.cutWindow + 2 }
 
     /// The middle value of `values` (the upper one of an even count).
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
     /// The least-squares line through `values` at x = `from`, `from` + 1, …: (slope, intercept).
-    static func line(through values: [Double], from: Int) -> (Double, Double) {
+    static func line(through values: [Double], from: Int) -> (slope: Double, intercept: Double) {
         let n = Double(values.count)
         guard values.count >= 2 else { return (0, values.first ?? 0) }
         let xs = values.indices.map { Double(from + $0) }

@@ -332,11 +332,11 @@ final class SceneDetector {
         let longest = settings.dissolveLengths.max() ?? 60
         let removable = [next - settings.cutWindow - settings.flashFrames - 1,
                       // A dissolve window's frames, and as many again before it, where its ramp may have begun.
-                      entries.count - 1 - 2 * longest - Self.placementMargin(settings) - 1,
+                      entries.count - 1 - 2 * longest - placementMargin - 1,
                       extreme.flatMap { $0.short ? $0.first - settings.fadeRampFrames - 1 : nil } ?? .max,
                       pendingFade.map { $0.rampStart } ?? .max,
                       // The frames of a dissolve being followed, for its ramp (unless it goes on and on).
-                      dissolveGroup.flatMap { $0.last - $0.first <= 2 * longest ? $0.first - ($0.last - $0.first) - Self.placementMargin(settings) : nil } ?? .max].min()!
+                      dissolveGroup.flatMap { $0.last - $0.first <= 2 * longest ? $0.first - ($0.last - $0.first) - placementMargin : nil } ?? .max].min()!
         guard removable > 30 else { return }
         runStartCandidates = nil
         entries.removeFirst(removable)
