@@ -191,4 +191,62 @@ struct SceneDetectorRuleTests {
         let found = Self.changes(Self.fadeOutOfFlicker())
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .fade && abs($0.frame - 56) <= 1 }, "found \(found)")
     }
+
+    /// A street before a fixed camera, in a 10 fps source brought to 30 fps: scene 5 with four
+    /// people (2 × 10 pixels, 60 darker than what is behind them) walking `speed` pixels a source
+    /// frame, two each way, drawn with their edges' coverage, so a source frame moves only their
+    /// edges, and a little. From frame `jump` on the footage is `skip` source frames later (a jump
+    /// cut: everyone elsewhere, the street as it was). From frame `lamp` on a lamp lights a pool of
+    /// the street (16 × 12 pixels, 50 brighter).
+    static func street(frames: Int = 150, jump: Int? = nil, skip: Int = 40, lamp: Int? = nil, speed: Double = 0.36) -> [Thumbnail] {
+        let scene = picture(seed: 5, dx: 0, frame: 0)
+        let people: [(x: Double, row: Int, direction: Double)] = [(4, 4, 1), (14, 20, 1), (58, 10, -1), (46, 24, -1)]
+        return (0..<frames).map { k in
+            let sourceFrame = Double(k / 3 + (jump.map { k >= $0 ? skip : 0 } ?? 0))
+            var y = scene.y.map(Double.init)
+            for person in people {
+                let left = person.x + person.direction * speed * sourceFrame
+                for col in 0..<width {
+                    // The share of this column the person covers.
+                    let cover = max(0, min(Double(col + 1), left + 2) - max(Double(col), left))
+                    guard cover > 0 else { continue }
+                    for row in person.row..<(person.row + 10) { y[row * width + col] -= 60 * cover }
+                }
+            }
+            if let lamp, k >= lamp {
+                for row in 20..<32 { for col in 40..<56 { y[row * width + col] += 50 } }
+            }
+            return Thumbnail(width: width, height: height, y: y.map { UInt8(max(0, min(255, $0.rounded()))) }, u: scene.u, v: scene.v)
+        }
+    }
+
+    @Test("A jump cut before a fixed camera is a cut: the people are elsewhere, the street is as it was, so only the blocks they leave and reach change")
+    func streetJumpCut() {
+        let found = Self.changes(Self.street(jump: 75))
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.frame - 75) < 0.01 }, "found \(found)")
+    }
+
+    @Test("Without the local rule the same jump cut is missed: its step over the whole picture is small (the fixture exercises the rule)")
+    func streetJumpCutNeedsTheRule() {
+        var settings = SceneDetector.Settings()
+        settings.minimumLocalCut = .infinity
+        let found = Self.changes(Self.street(jump: 75), settings: settings)
+        #expect(found.isEmpty, "found \(found)")
+    }
+
+    @Test("People walking before a fixed camera, in a slower source's steps, are no cut")
+    func streetWalkingIsNoCut() {
+        let found = Self.changes(Self.street())
+        #expect(found.isEmpty, "found \(found)")
+    }
+
+    @Test("A lamp lit in a still street (a pool of the picture brightens in one frame) is no cut, and is taken for one when the brightness is not looked at")
+    func streetLampIsNoCut() {
+        let found = Self.changes(Self.street(lamp: 75))
+        #expect(found.isEmpty, "found \(found)")
+        var settings = SceneDetector.Settings()
+        settings.localCutLumaShift = .infinity
+        let unguarded = Self.changes(Self.street(lamp: 75), settings: settings)
+        #expect(unguarded.count == 1 && unguarded.allSatisfy { $0.kind == .cut && abs($0.frame - 75) < 0.01 }, "found \(unguarded)")
+    }
 }

@@ -11,9 +11,10 @@ extension SceneDetector {
     func judgeCut(_ i: Int) {
         guard i >= 1, i < entries.count else { return }
         let step = entries[i].step
-        guard step >= settings.minimumStillCut else { return }
-        let window = (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
-            .filter { $0 != i && entries[$0].step >= Self.repeatedFrameStep }.map { entries[$0].step }.sorted()
+        guard step >= min(settings.minimumStillCut, settings.minimumLocalCutStep) else { return }
+        let around = (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
+            .filter { $0 != i && entries[$0].step >= Self.repeatedFrameStep }
+        let window = around.map { entries[$0].step }.sorted()
         var median = window.count >= 3 ? window[window.count / 2] : baselineHint
         if entries.count - 1 - i < settings.cutWindow / 2 {
             // The run ends here, so the window is one-sided: a cut must also stand out from the
@@ -22,11 +23,39 @@ extension SceneDetector {
             if !recent.isEmpty { median = max(median, recent[recent.count / 2]) }
         }
         let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
-            || (step >= settings.stillCutRatio * median + 3)
+            || (step >= settings.minimumStillCut && step >= settings.stillCutRatio * median + 3)
+            || isLocalCut(i, around: around, median: median)
         guard isCut, !isFlash(at: i), !isSharpening(at: i), !isInBurst(at: i) else { return }
         let e = entries[i]
         candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
                                                         strength: step), rank: 0))
+    }
+
+    /// A fixed camera's jump cut: the people or things in the picture are somewhere else from one
+    /// frame to the next while the rest stays, so the step over the whole picture is small (a
+    /// street's walkers fill a few percent of it), but over the blocks that changed most it stands
+    /// far above the shot's own motion there. Only in a still shot, and not where the light changed
+    /// (a lamp switched on changes the dark parts of the picture most).
+    func isLocalCut(_ i: Int, around: [Int], median: Double) -> Bool {
+        let step = entries[i].step
+        guard median <= settings.localCutStillness, step >= settings.minimumLocalCutStep,
+              step >= settings.localCutStepRatio * median,
+              abs(entries[i].luma - entries[i - 1].luma) < settings.localCutLumaShift else { return false }
+        let local = Self.localStep(entries[i - 1], entries[i])
+        let others = around.map { Self.localStep(entries[$0 - 1], entries[$0]) }
+        let sorted = others.sorted()
+        let localMedian = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        // The nearest moving steps on each side: a subject moving through a still shot (in a slow
+        // source, in jumps between repeated frames) moves as far again in one of them.
+        let before = zip(around, others).filter { $0.0 < i }.suffix(2).map(\.1)
+        let after = zip(around, others).filter { $0.0 > i }.prefix(2).map(\.1)
+        if VideoScanner.debug {
+            FileHandle.standardError.write(Data(String(format: "local cut candidate at %.3f: step %.1f (median %.2f), local %.1f (median %.2f; nearest %@)\n",
+                                                       entries[i].time, step, median, local, localMedian,
+                                                       (before + after).map { String(format: "%.1f", $0) }.joined(separator: ",")).utf8))
+        }
+        return local >= settings.minimumLocalCut && local >= settings.localCutRatio * max(localMedian, step)
+            && !(before + after).isEmpty && !(before + after).contains { $0 >= settings.burstShare * local }
     }
 
     /// The picture before the step comes back within a few frames, or the one after it was there a

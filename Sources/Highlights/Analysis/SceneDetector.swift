@@ -32,7 +32,9 @@ public struct SceneChange: Sendable, Codable, Equatable {
 /// * **Cuts**: a step well above an absolute floor and several times the median step around it
 ///   (repeated frames left out), the window long enough that a shaky, zooming or whip-panning
 ///   shot raises its own median; a smaller step counts where the shot around it is still (a jump
-///   cut). A step the picture takes back within five frames is a flash, not a cut.
+///   cut), and in a still shot one whose change is confined to a few blocks that change far more
+///   than the shot's own motion moves them (a fixed camera's jump cut: the people elsewhere, the
+///   street as it was). A step the picture takes back within five frames is a flash, not a cut.
 /// * **Dissolves**: a window of 8–91 frames whose ends are different shots, with no single step
 ///   carrying the change, whose every frame is the blend `a + α(b − a)` of its ends (checked on
 ///   4 × 4 blocks, so motion inside a shot, which moves content rather than blending it, fails)
@@ -47,6 +49,15 @@ final class SceneDetector {
         /// Where the shot around is still, a smaller step is a cut (a jump cut of a fixed camera).
         var minimumStillCut = 12.0
         var stillCutRatio = 8.0
+        /// In a shot this still (the median step around), a step of this size and ratio to that
+        /// median whose largest block changes (`localStep`) reach `minimumLocalCut` and the ratio to
+        /// the shot's own is a cut too (a fixed camera's jump cut), unless the luma mean moved this much.
+        var localCutStillness = 1.0
+        var minimumLocalCutStep = 1.5
+        var localCutStepRatio = 3.0
+        var minimumLocalCut = 8.0
+        var localCutRatio = 3.0
+        var localCutLumaShift = 3.0
         /// A step between pictures whose sharpness differs by this ratio is checked for a change of focus.
         var sharpeningRatio = 1.5
         /// A step with two neighbours (of the four within two frames) this share of it or more is
@@ -312,6 +323,25 @@ final class SceneDetector {
             colour += abs(Int(a.u[i]) - Int(b.u[i])) + abs(Int(a.v[i]) - Int(b.v[i]))
         }
         return (40 * Double(structure) + Double(colour)) / Double(n)
+    }
+
+    /// The structure-and-colour difference over the blocks that changed most: the 95th percentile
+    /// of the 4 × 4-pixel blocks' mean differences, so things that moved in a still picture count
+    /// at full strength however small a part of it they are.
+    static func localStep(_ a: Entry, _ b: Entry) -> Double {
+        let w = a.width, h = a.structure.count / max(1, w)
+        let bw = w / 4, bh = h / 4
+        guard a.structure.count == b.structure.count, bw > 0, bh > 0 else { return 255 }
+        var blocks = [Float](repeating: 0, count: bw * bh)
+        for row in 0..<(bh * 4) {
+            for col in 0..<(bw * 4) {
+                let k = row * w + col
+                blocks[(row / 4) * bw + col / 4] += 40 * abs(a.structure[k] - b.structure[k])
+                    + Float(abs(Int(a.u[k]) - Int(b.u[k])) + abs(Int(a.v[k]) - Int(b.v[k])))
+            }
+        }
+        blocks.sort()
+        return Double(blocks[min(blocks.count - 1, blocks.count * 95 / 100)]) / 16
     }
 
     /// The structure-and-colour difference of two thumbnails (as between consecutive frames).
