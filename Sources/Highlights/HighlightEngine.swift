@@ -14,6 +14,8 @@ public struct HighlightSettings: Sendable {
     public var choices = HighlightChoices()
     /// Where to write the poster JPEG and the thumbnail strip JPEG; nil: none.
     public var stills: StillPaths?
+    /// How the analysis decodes (its triggers' settings): the defaults, changed only by tests.
+    var scanning = VideoScanner.Settings()
 
     public init(duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits(),
                 choices: HighlightChoices = HighlightChoices()) {
@@ -48,14 +50,14 @@ public struct HighlightEngine: Sendable {
                         cancellation: CancellationFlag = CancellationFlag(),
                         progress: @escaping @Sendable (ProgressUpdate) -> Void = { _ in }) throws(MomentsError) -> Analysis {
         let reporter = ProgressReporter(cancellation: cancellation, handler: progress)
-        return try Self.mapErrors { try Analyzer.run(path: input, limits: settings.limits, reporter: reporter) }
+        return try Self.mapErrors { try Analyzer.run(path: input, limits: settings.limits, scanning: settings.scanning, reporter: reporter) }
     }
 
     /// Analyses bytes read through `source` (`MemoryInput` for fuzzing); `name` is what messages call it.
     public func analyze(source: any RandomAccessInput, name: String, settings: HighlightSettings = HighlightSettings(),
                         cancellation: CancellationFlag = CancellationFlag()) throws(MomentsError) -> Analysis {
         let reporter = ProgressReporter(cancellation: cancellation, handler: { _ in })
-        return try Self.mapErrors { try Analyzer.run(source: source, name: name, limits: settings.limits, reporter: reporter) }
+        return try Self.mapErrors { try Analyzer.run(source: source, name: name, limits: settings.limits, scanning: settings.scanning, reporter: reporter) }
     }
 
     /// Returns freed heap memory to the system (glibc keeps it otherwise), so peak RSS is the
@@ -107,7 +109,7 @@ extension HighlightEngine {
         defer { try? FileManager.default.removeItem(atPath: partial) }
 
         return try Self.mapErrors {
-            let analysis = try Analyzer.run(path: input, limits: settings.limits, reporter: reporter)
+            let analysis = try Analyzer.run(path: input, limits: settings.limits, scanning: settings.scanning, reporter: reporter)
             let analyzed = clock.now
             // The analysis decoders are gone: give their memory back before the encoder takes its share.
             Self.releaseFreeMemory()

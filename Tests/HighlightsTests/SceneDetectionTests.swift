@@ -129,6 +129,38 @@ struct SceneDetectionTests {
         }
     }
 
+    /// A jump cut on the frame after a keyframe, in a shot that pans on either side of it: the
+    /// camera is back where it was 1.7 s before (200 px into the 302 px pan, the subject at its
+    /// starting place), so the keyframes on either side of the GOP hold the same scene, a pan
+    /// apart, as every pair before them (no colour, layout or structure jump), and the encoder
+    /// finds the jumped-to picture in the keyframe (no packet spike). Only the keyframe's sample
+    /// run, which takes the jump, moves far more than those around it.
+    static let jumpAfterKeyframe: SyntheticVideo = {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            .init(frames: 151, camera: .handheld(drift: 0.5, sway: 4)),
+            .init(frames: 120, camera: .handheld(drift: 0.5, sway: 4), transitionIn: .cut, look: 0, shift: 64),
+        ])
+        video.gopSize = 30
+        video.audio = nil
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+        return video
+    }()
+
+    @Test("a jump cut just after a keyframe, between keyframes alike, is found from the sample run's activity; the frames up to its picture are decoded to see it")
+    func jumpAfterKeyframe() throws {
+        let video = Self.jumpAfterKeyframe
+        let path = try Fixtures.path("scene-jump-after-keyframe.mp4", video)
+        let expected = try #require(video.boundaryTimes.first)
+        let found = try HighlightEngine().analyze(input: path).changes
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.time - expected) <= 2 / Double(video.frameRate) + 1e-6 },
+                "found \(found.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) }), expected a cut at \(expected)")
+        // Without the probe nothing else looks at that GOP (the fixture exercises it).
+        var settings = HighlightSettings()
+        settings.scanning.activityJumpFloor = .infinity
+        let unprobed = try HighlightEngine().analyze(input: path, settings: settings).changes
+        #expect(unprobed.isEmpty, "found \(unprobed.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
+    }
+
     /// Grain renewed every 12 frames: in the still shot after the cut each renewal is coded nearly
     /// whole between tiny pictures, as a transcoded file's old keyframes are, so every GOP there
     /// holds a packet spike that is no change, standing far above the hand-held shot's packets.

@@ -4,24 +4,25 @@ import MomentsModel
 
 /// Runs the single streaming analysis pass over a file.
 enum Analyzer {
-    static func run(path: String, limits: MediaLimits, reporter: ProgressReporter) throws -> Analysis {
+    static func run(path: String, limits: MediaLimits, scanning: VideoScanner.Settings = .init(), reporter: ProgressReporter) throws -> Analysis {
         try reporter.report(.probing, 0)
-        return try run(opened: MediaProbe.open(path, limits: limits), limits: limits, reporter: reporter)
+        return try run(opened: MediaProbe.open(path, limits: limits), limits: limits, scanning: scanning, reporter: reporter)
     }
 
     /// The same pass over bytes read through `source` (in memory when fuzzing, storage ranges).
-    static func run(source: any RandomAccessInput, name: String, limits: MediaLimits, reporter: ProgressReporter) throws -> Analysis {
+    static func run(source: any RandomAccessInput, name: String, limits: MediaLimits, scanning: VideoScanner.Settings = .init(),
+                    reporter: ProgressReporter) throws -> Analysis {
         try reporter.report(.probing, 0)
-        return try run(opened: MediaProbe.open(source, name: name, limits: limits), limits: limits, reporter: reporter)
+        return try run(opened: MediaProbe.open(source, name: name, limits: limits), limits: limits, scanning: scanning, reporter: reporter)
     }
 
     private static func run(opened: (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?), limits: MediaLimits,
-                            reporter: ProgressReporter) throws -> Analysis {
+                            scanning: VideoScanner.Settings, reporter: ProgressReporter) throws -> Analysis {
         let (input, probed, videoStream, audioStream) = opened
         var info = probed
         let video: VideoScanner
         do {
-            video = try VideoScanner(stream: videoStream, info: info, lean: limits.decodesLean(info))
+            video = try VideoScanner(stream: videoStream, info: info, lean: limits.decodesLean(info), settings: scanning)
         } catch is Decoder.NoDecoder {
             throw MomentsError(.unsupportedCodec, "This video's codec (\(info.videoCodec)) cannot be decoded. Export it as H.264 or HEVC and try again.")
         } catch {

@@ -229,6 +229,13 @@ final class SceneDetector {
         return blendDrift(from: 0, to: frames)
     }
 
+    /// Whether one step of the run so far stands alone: at least `minimum` and three times every other.
+    func hasLoneStep(atLeast minimum: Double) -> Bool {
+        let steps = entries.dropFirst().map(\.step).sorted(by: >)
+        guard let top = steps.first, top >= minimum else { return false }
+        return steps.count < 2 || top >= 3 * steps[1]
+    }
+
     /// Forgets the current run and what it found, to run it again from an earlier frame.
     func discardRun() {
         if let count = runStartCandidates { candidates.removeSubrange(count...) }

@@ -5,7 +5,7 @@ import Media
 extension VideoScanner {
     // MARK: Dense decoding
 
-    enum DenseEnding { case whole, stopped, beganMidChange }
+    enum DenseEnding { case whole, stopped, beganMidChange, probed }
 
     /// Decodes a GOP's packets frame by frame into the detector. Once a change has been found (or
     /// `settledAtStart`: there was nothing to find between the GOP's keyframes but the spike),
@@ -19,8 +19,11 @@ extension VideoScanner {
     /// starts at the first frame after which none is missing.
     /// `checkingStart`: stop with `.beganMidChange` when the run's first frames were already in a
     /// dissolve or fade (judged over its first few frames, and over more when those blend a little).
+    /// `probingThrough`: once the frame shown then has been decoded, stop with `.probed`, the run
+    /// and what it found forgotten, unless one step of the run so far stands out from the others.
     func decodeDense(_ packets: ArraySlice<Packet>, towards next: VideoSample?, after spikeTime: Double,
-                     anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool) throws -> DenseEnding {
+                     anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool, probingThrough: Double? = nil) throws -> DenseEnding {
+        var probe = probingThrough
         // The frames over which the run's start is judged next, while it is.
         var startCheck: Int? = checkingStart ? SceneDetector.startFrames : nil
         let changesBefore = detector.changeCount
@@ -37,6 +40,18 @@ extension VideoScanner {
         for (k, packet) in packets.enumerated() {
             if let dense { dense.skipsNonReferencePictures = k > 0 && k < anchorsUntil }
             try decodeDense(packet)
+            if let through = probe, let last = lastDenseThumbnail, last.time >= through - 0.5 * nominalInterval {
+                probe = nil
+                if Self.debug {
+                    let steps = detector.entries.dropFirst().map { String(format: "%.1f", $0.step) }.joined(separator: ",")
+                    FileHandle.standardError.write(Data(String(format: "probe through %.3f: steps %@\n", through, steps).utf8))
+                }
+                if !detector.hasLoneStep(atLeast: settings.activityJumpFloor) {
+                    detector.discardRun()
+                    closeRun()
+                    return .probed
+                }
+            }
             if let frames = startCheck, detector.runLength > frames + 2 {
                 if detector.runBeganMidChange(over: frames) { return .beganMidChange }
                 startCheck = frames == SceneDetector.startFrames && detector.startBlendsSlowly ? SceneDetector.slowStartFrames : nil

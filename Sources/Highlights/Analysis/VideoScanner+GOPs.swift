@@ -133,6 +133,15 @@ extension VideoScanner {
             recentStructureDistances.add(structure)
         }
         let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * recentActivities.quantile(0.5))
+        // The keyframe's sample run moved far more than the keyframes either side of it: something
+        // happened between the keyframe and the first picture after it (a jump cut keeps the
+        // colours and their layout), or a burst of motion began there. Only the frames up to that
+        // picture are decoded to tell which. (The keyframe before counts only when its GOP was not
+        // suspected of a change, since it may be another shot's; the one after next stands in.)
+        let activity = gop.sample?.activity ?? 0
+        let activityBefore = previousSuspected ? afterNext?.activity ?? .infinity : recentActivities.values.dropLast().last ?? .infinity
+        let activityJump = activity >= settings.activityJumpFloor
+            && activity >= settings.activityJumpRatio * max(activityBefore, next?.activity ?? .infinity)
         // After an early keyframe any real change of picture means a cut there; none means the
         // encoder restarted for another reason (a flash, a burst of motion).
         let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
@@ -145,21 +154,30 @@ extension VideoScanner {
         let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceFloor
         let decision: String
         let decodedBefore = decodedFrames
-        if spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing {
+        let suspected = spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing
+        let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
+        // The first picture shown after the keyframe (where the sample run measured its activity),
+        // and at least two steps, so a lone one can be told from the start of a burst.
+        let probeTime = activityJump && !suspected && startsRun
+            ? gop.packets.dropFirst().lazy.compactMap { $0.pts.map(self.stream.seconds) }.first { $0 > gop.keyTime }
+                .map { max($0, gop.keyTime + 2 * nominalInterval) } : nil
+        // Whether this GOP may hold a change (so its keyframe may be another shot's), for the next one.
+        var holdsChange = true
+        if suspected || probeTime != nil {
             // A cut somewhere inside, or a gradual change: find it frame by frame.
-            let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
             try ensureDenseContinuity(for: gop.index)
             // The GOP before, kept in case a dissolve or fade was already under way at this keyframe.
             let before = startsRun ? lastSampled.flatMap { $0.index == gop.index - 1 ? $0 : nil } : nil
             // The change a spike points at is placed once its frame has been shown and judged.
-            let spikeTime = spike ? gop.packets[spikeIndex].pts.map(stream.seconds) ?? .infinity : -Double.infinity
+            let spikeTime = spike ? gop.packets[spikeIndex].pts.map(stream.seconds) ?? .infinity : probeTime ?? -Double.infinity
             // Keyframes alike at both ends: the spike is the only thing to look at (a short insert,
             // a flash, or nothing). The anchors before it are decoded, the run starts a cut window
             // before it, and it ends as soon as the spike has been judged.
             let endsAlike = gop.sample.flatMap { a in next.map { looksAlike(a.thumbnail, $0.thumbnail) } } ?? false
             let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - settings.spikeLookBackPackets) : 0
             var ending = try decodeDense(gop.packets[taken...], towards: next, after: spikeTime, anchorsUntil: anchorsUntil,
-                                         settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0)
+                                         settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0 && probeTime == nil,
+                                         probingThrough: probeTime)
             if ending == .beganMidChange, let before {
                 // Decode the GOP before it too, and this one again after it, so the change is measured whole.
                 detector.discardRun()
@@ -168,14 +186,17 @@ extension VideoScanner {
                 ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: spikeTime, anchorsUntil: 0,
                                          settledAtStart: false, checkingStart: false)
             }
-            decision = ending == .stopped ? "decoded until the change was placed" : "decode in full"
+            decision = ending == .probed ? "probed, nothing stands out"
+                : (probeTime != nil ? "probed, a step stands out: " : "") + (ending == .stopped ? "decoded until the change was placed" : "decode in full")
+            holdsChange = ending != .probed
             // The run ended in this GOP with no change at its spike's frame (or within three frames
             // of it): the spike was none.
             if spike && ending == .stopped && !detector.changes.contains(where: { $0.covers(spikeTime, within: 3 * nominalInterval) }) {
                 idleSpike = (gop.index, spikeShare)
             }
-            lastSampled = nil
-            if ending != .stopped {
+            // A probe that found nothing leaves the GOP as a sampled one.
+            lastSampled = ending == .probed ? gop : nil
+            if ending == .whole || ending == .beganMidChange {
                 denseActiveThrough = gop.index
                 // The GOP after this one (the scanner's current one once no other waits).
                 try releaseLeanDecoder(before: awaiting.first ?? current.flatMap { $0.index == gop.index + 1 ? $0 : nil })
@@ -188,17 +209,19 @@ extension VideoScanner {
             detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
         } else {
             decision = "sampled"
+            holdsChange = false
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
             // Kept at hand (its packets only) in case the next GOP finds a change already under
             // way at its keyframe.
             lastSampled = gop
         }
 
+        previousSuspected = holdsChange
         if Self.debug {
             FileHandle.standardError.write(Data(String(
                 format: "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d, %.2f of the keyframe%@), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
                 gop.index, gop.keyTime, gop.sample?.activity ?? -1, recentActivities.quantile(0.5), gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare, rhythm ? ", rhythm" : "",
-                layoutJump ? "yes" : "no", early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
+                layoutJump ? "yes" : (activityJump ? "activity" : "no"), early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
         }
     }
 }

@@ -35,6 +35,10 @@ final class VideoScanner {
         /// Packets decoded whole before a spike reached over the anchors: the detector's cut window
         /// and a few for reordering.
         var spikeLookBackPackets = 14
+        /// A keyframe whose sample run moved this much, and this many times as much as the
+        /// keyframes either side, has its first frames decoded to see whether one step stands out.
+        var activityJumpFloor = 3.0
+        var activityJumpRatio = 3.0
         /// GOPs sampled ahead of the one being decided, and the compressed bytes they may hold.
         var pipelineDepth = 8
         var pipelineBytes = 64 << 20
@@ -89,6 +93,8 @@ final class VideoScanner {
     /// The last spike that came to nothing (its GOP decoded, no change found) or was taken for the
     /// content's rhythm: its GOP and its size against its keyframe's.
     var idleSpike: (index: Int, share: Double)?
+    /// Whether the GOP decided last was decoded or cut for a change (its keyframe may be another shot's).
+    var previousSuspected = false
     var lastTime: Double?
 
     var samples: [SampleFeatures] = []
