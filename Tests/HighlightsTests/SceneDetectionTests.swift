@@ -161,6 +161,32 @@ struct SceneDetectionTests {
         #expect(unprobed.isEmpty, "found \(unprobed.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
     }
 
+    /// A slow pan (a pixel a frame) over the painted ground, which is smooth: over ten or twenty
+    /// frames its pictures are nearly blends of the first and the last, so the detector's drift
+    /// test says a dissolve may be under way at the end of every GOP. With no dissolve found, it is
+    /// followed for as long as the longest dissolve lasts, not through the whole video.
+    @Test("a slow pan that drifts like a dissolve is not followed GOP after GOP: no change, and its GOPs are sampled once the longest dissolve has passed")
+    func slowPanIsNotFollowed() throws {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [.init(frames: 600, camera: .pan(pixelsPerFrame: 1))])
+        video.gopSize = 30
+        video.audio = nil
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+        let path = try Fixtures.path("scene-slow-pan.mp4", video)
+        let analysis = try HighlightEngine().analyze(input: path)
+        #expect(analysis.changes.isEmpty, "found \(analysis.changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
+        // Every GOP sampled; the first decoded (a moving shot judged with no history), and the
+        // drift followed from it for at most `longestDrift` seconds and a GOP.
+        let settings = VideoScanner.Settings()
+        let gops = video.frameCount / video.gopSize
+        let followed = Int(settings.longestDrift.rounded(.up)) + 2
+        let bound = gops * (settings.sampleRunPackets + 2) + followed * video.gopSize
+        #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames) of \(analysis.totalFrames), bound \(bound)")
+        var unbounded = HighlightSettings()
+        unbounded.scanning.longestDrift = .infinity
+        let followedThrough = try HighlightEngine().analyze(input: path, settings: unbounded)
+        #expect(followedThrough.decodedFrames > bound, "without the bound: decoded \(followedThrough.decodedFrames) (the fixture exercises it)")
+    }
+
     /// Grain renewed every 12 frames: in the still shot after the cut each renewal is coded nearly
     /// whole between tiny pictures, as a transcoded file's old keyframes are, so every GOP there
     /// holds a packet spike that is no change, standing far above the hand-held shot's packets.

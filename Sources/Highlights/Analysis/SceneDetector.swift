@@ -182,6 +182,14 @@ final class SceneDetector {
         }
     }
 
+    /// Whether a gradual change the detector holds is under way at the last frame pushed (a
+    /// dissolve window ending there, a black or white stretch or its ramp), not only a blend-like
+    /// drift of the last frames, which a slow pan over smooth ground is too.
+    var isHoldingChange: Bool {
+        if let group = dissolveGroup, group.last >= entries.count - 3 { return true }
+        return extreme?.short == true || pendingFade != nil
+    }
+
     /// How far frames `a` to `b` moved when they blend steadily from one picture towards another
     /// (no single step carries half of it, every frame a blend of the ends): 0 when they do not,
     /// or when they moved less than `minimum`.

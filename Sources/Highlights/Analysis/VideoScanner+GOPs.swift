@@ -148,7 +148,14 @@ extension VideoScanner {
         // The last dense run's own last frames, if this GOP is open, before anything is judged on it.
         let taken = try decodeLeadingPictures(of: gop)
         // A gradual change still going on where the last dense GOP ended continues into this one.
-        let continuing = denseActiveThrough == gop.index - 1 && detector.isFollowingChange
+        var continuing = denseActiveThrough == gop.index - 1 && detector.isFollowingChange
+        // A drift that goes on longer than any dissolve, with none found in it, is the shot's own
+        // motion (a slow pan over smooth ground blends like a dissolve over a few frames): it is
+        // not followed into GOP after GOP.
+        followingSince = continuing ? followingSince ?? gop.keyTime : nil
+        if continuing, let since = followingSince, gop.keyTime - since > settings.longestDrift, !detector.isHoldingChange {
+            continuing = false
+        }
         // Only new colours make the encoder's keyframe a cut to trust without looking: a changed
         // structure alone may be the end of a whip pan or a zoom.
         let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceFloor

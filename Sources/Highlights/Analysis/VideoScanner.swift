@@ -39,6 +39,9 @@ final class VideoScanner {
         /// keyframes either side, has its first frames decoded to see whether one step stands out.
         var activityJumpFloor = 3.0
         var activityJumpRatio = 3.0
+        /// Seconds a blend-like drift with no dissolve found in it is followed from GOP to GOP
+        /// (the longest dissolve the detector looks for is three seconds).
+        var longestDrift = 4.0
         /// GOPs sampled ahead of the one being decided, and the compressed bytes they may hold.
         var pipelineDepth = 8
         var pipelineBytes = 64 << 20
@@ -95,6 +98,8 @@ final class VideoScanner {
     var idleSpike: (index: Int, share: Double)?
     /// Whether the GOP decided last was decoded or cut for a change (its keyframe may be another shot's).
     var previousSuspected = false
+    /// The keyframe of the first GOP decoded because a change was under way where the one before ended.
+    var followingSince: Double?
     var lastTime: Double?
 
     var samples: [SampleFeatures] = []
