@@ -135,16 +135,20 @@ struct SceneDetectionTests {
     /// apart, as every pair before them (no colour, layout or structure jump), and the encoder
     /// finds the jumped-to picture in the keyframe (no packet spike). Only the keyframe's sample
     /// run, which takes the jump, moves far more than those around it.
-    static let jumpAfterKeyframe: SyntheticVideo = {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: 151, camera: .handheld(drift: 0.5, sway: 4)),
-            .init(frames: 120, camera: .handheld(drift: 0.5, sway: 4), transitionIn: .cut, look: 0, shift: 64),
-        ])
+    static let jumpAfterKeyframe = phoneH264([
+        .init(frames: 151, camera: .handheld(drift: 0.5, sway: 4)),
+        .init(frames: 120, camera: .handheld(drift: 0.5, sway: 4), transitionIn: .cut, look: 0, shift: 64),
+    ])
+
+    /// `scenes` at 320 × 180 and 30 fps, silent, encoded as a phone encodes H.264: a keyframe every
+    /// second and none at the cuts (x264's own scene-cut detection off).
+    static func phoneH264(_ scenes: [SyntheticVideo.Scene]) -> SyntheticVideo {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: scenes)
         video.gopSize = 30
         video.audio = nil
         video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
         return video
-    }()
+    }
 
     @Test("a jump cut just after a keyframe, between keyframes alike, is found from the sample run's activity; the frames up to its picture are decoded to see it")
     func jumpAfterKeyframe() throws {
@@ -167,10 +171,7 @@ struct SceneDetectionTests {
     /// followed for as long as the longest dissolve lasts, not through the whole video.
     @Test("a slow pan that drifts like a dissolve is not followed GOP after GOP: no change, and its GOPs are sampled once the longest dissolve has passed")
     func slowPanIsNotFollowed() throws {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [.init(frames: 600, camera: .pan(pixelsPerFrame: 1))])
-        video.gopSize = 30
-        video.audio = nil
-        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+        let video = Self.phoneH264([.init(frames: 600, camera: .pan(pixelsPerFrame: 1))])
         let path = try Fixtures.path("scene-slow-pan.mp4", video)
         let analysis = try HighlightEngine().analyze(input: path)
         #expect(analysis.changes.isEmpty, "found \(analysis.changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
