@@ -219,17 +219,13 @@ struct SceneDetectionTests {
     /// shown ahead of them (open GOPs: leading pictures, which refer to the GOP before). The cuts,
     /// 4, 1 and 3 frames before a keyframe, fall among them.
     static func openGOPs(hevc: Bool) -> SyntheticVideo {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+        let video = phoneH264([
             .init(frames: 86, camera: .pan(pixelsPerFrame: 2)),
             .init(frames: 63, camera: .shaky(amplitude: 3), transitionIn: .cut),
             .init(frames: 88, camera: .pan(pixelsPerFrame: -2), transitionIn: .cut),
             .init(frames: 63, camera: .still, transitionIn: .cut),
         ])
-        video.gopSize = 30
-        video.audio = nil
-        if hevc { return iPhoneHDR(video) }
-        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
-        return video
+        return hevc ? iPhoneHDR(video) : video
     }
 
     /// `video` (1 s GOPs) encoded as an iPhone records HDR: 10-bit HEVC, HLG, a CRA keyframe every

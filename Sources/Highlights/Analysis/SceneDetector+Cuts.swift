@@ -43,8 +43,7 @@ extension SceneDetector {
               abs(entries[i].luma - entries[i - 1].luma) < settings.localCutLumaShift else { return false }
         let local = Self.localStep(entries[i - 1], entries[i])
         let others = around.map { Self.localStep(entries[$0 - 1], entries[$0]) }
-        let sorted = others.sorted()
-        let localMedian = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        let localMedian = others.isEmpty ? 0 : Self.median(others)
         // The nearest moving steps on each side: a subject moving through a still shot (in a slow
         // source, in jumps between repeated frames) moves as far again in one of them.
         let before = zip(around, others).filter { $0.0 < i }.suffix(2).map(\.1)

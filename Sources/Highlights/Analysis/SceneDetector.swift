@@ -337,8 +337,12 @@ final class SceneDetector {
             structure += abs(a.structure[i] - b.structure[i])
             colour += abs(Int(a.u[i]) - Int(b.u[i])) + abs(Int(a.v[i]) - Int(b.v[i]))
         }
-        return (40 * Double(structure) + Double(colour)) / Double(n)
+        return (Double(structureWeight) * Double(structure) + Double(colour)) / Double(n)
     }
+
+    /// How much a unit of normalised luma counts against a code value of chroma in `difference`
+    /// and `localStep`.
+    static let structureWeight: Float = 40
 
     /// The structure-and-colour difference over the blocks that changed most: the 95th percentile
     /// of the 4 × 4-pixel blocks' mean differences, so things that moved in a still picture count
@@ -351,7 +355,7 @@ final class SceneDetector {
         for row in 0..<(bh * 4) {
             for col in 0..<(bw * 4) {
                 let k = row * w + col
-                blocks[(row / 4) * bw + col / 4] += 40 * abs(a.structure[k] - b.structure[k])
+                blocks[(row / 4) * bw + col / 4] += structureWeight * abs(a.structure[k] - b.structure[k])
                     + Float(abs(Int(a.u[k]) - Int(b.u[k])) + abs(Int(a.v[k]) - Int(b.v[k])))
             }
         }

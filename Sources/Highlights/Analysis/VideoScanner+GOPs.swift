@@ -136,10 +136,12 @@ extension VideoScanner {
         // The keyframe's sample run moved far more than the keyframes either side of it: something
         // happened between the keyframe and the first picture after it (a jump cut keeps the
         // colours and their layout), or a burst of motion began there. Only the frames up to that
-        // picture are decoded to tell which. (The keyframe before counts only when its GOP was not
-        // suspected of a change, since it may be another shot's; the one after next stands in.)
+        // picture are decoded to tell which. (The keyframe before counts only when its GOP was left
+        // as sampled, since one suspected of a change may end in another shot; the one after next
+        // stands in.)
         let activity = gop.sample?.activity ?? 0
-        let activityBefore = previousSuspected ? afterNext?.activity ?? .infinity : recentActivities.values.dropLast().last ?? .infinity
+        let previousSampled = gop.index == 0 || lastSampled?.index == gop.index - 1
+        let activityBefore = previousSampled ? recentActivities.values.dropLast().last ?? .infinity : afterNext?.activity ?? .infinity
         let activityJump = activity >= settings.activityJumpFloor
             && activity >= settings.activityJumpRatio * max(activityBefore, next?.activity ?? .infinity)
         // After an early keyframe any real change of picture means a cut there; none means the
@@ -168,8 +170,6 @@ extension VideoScanner {
         let probeTime = activityJump && !suspected && startsRun
             ? gop.packets.dropFirst().lazy.compactMap { $0.pts.map(self.stream.seconds) }.first { $0 > gop.keyTime }
                 .map { max($0, gop.keyTime + 2 * nominalInterval) } : nil
-        // Whether this GOP may hold a change (so its keyframe may be another shot's), for the next one.
-        var holdsChange = true
         if suspected || probeTime != nil {
             // A cut somewhere inside, or a gradual change: find it frame by frame.
             try ensureDenseContinuity(for: gop.index)
@@ -195,7 +195,6 @@ extension VideoScanner {
             }
             decision = ending == .probed ? "probed, nothing stands out"
                 : (probeTime != nil ? "probed, a step stands out: " : "") + (ending == .stopped ? "decoded until the change was placed" : "decode in full")
-            holdsChange = ending != .probed
             // The run ended in this GOP with no change at its spike's frame (or within three frames
             // of it): the spike was none.
             if spike && ending == .stopped && !detector.changes.contains(where: { $0.covers(spikeTime, within: 3 * nominalInterval) }) {
@@ -216,14 +215,12 @@ extension VideoScanner {
             detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
         } else {
             decision = "sampled"
-            holdsChange = false
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
             // Kept at hand (its packets only) in case the next GOP finds a change already under
             // way at its keyframe.
             lastSampled = gop
         }
 
-        previousSuspected = holdsChange
         if Self.debug {
             FileHandle.standardError.write(Data(String(
                 format: "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d, %.2f of the keyframe%@), layout %@, early %@, continuing %@: %@ (%d decoded)\n",

@@ -96,8 +96,6 @@ final class VideoScanner {
     /// The last spike that came to nothing (its GOP decoded, no change found) or was taken for the
     /// content's rhythm: its GOP and its size against its keyframe's.
     var idleSpike: (index: Int, share: Double)?
-    /// Whether the GOP decided last was decoded or cut for a change (its keyframe may be another shot's).
-    var previousSuspected = false
     /// The keyframe of the first GOP decoded because a change was under way where the one before ended.
     var followingSince: Double?
     var lastTime: Double?
