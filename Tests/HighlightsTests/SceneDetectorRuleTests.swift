@@ -249,4 +249,35 @@ struct SceneDetectorRuleTests {
         let unguarded = Self.changes(Self.street(lamp: 75), settings: settings)
         #expect(unguarded.count == 1 && unguarded.allSatisfy { $0.kind == .cut && abs($0.frame - 75) < 0.01 }, "found \(unguarded)")
     }
+
+    /// `picture` in a dimmer light: at `level` 1 the luma is 100 lower, cut off at black (the
+    /// shadows' detail lost), and the colours 8 further each from where they were (as an HDR
+    /// picture's shift when its light changes); at 0 it is as it was.
+    static func dimmed(_ picture: Thumbnail, _ level: Double) -> Thumbnail {
+        func shifted(_ plane: [UInt8], _ by: Double) -> [UInt8] { plane.map { UInt8(max(0, min(255, (Double($0) + by).rounded()))) } }
+        return Thumbnail(width: picture.width, height: picture.height, y: shifted(picture.y, -100 * level),
+                         u: shifted(picture.u, -8 * level), v: shifted(picture.v, 8 * level))
+    }
+
+    /// `pictures` dimmed over `dim` and lit up again over the two frames after it (half, then whole).
+    static func relit(_ pictures: [Thumbnail], dim: Range<Int>) -> [Thumbnail] {
+        pictures.enumerated().map { k, picture in dimmed(picture, dim.contains(k) ? 1 : k == dim.upperBound ? 0.5 : 0) }
+    }
+
+    @Test("A light switched on over two frames in a still shot (everything brighter, the shadows crushed before, the colours shifted) is no cut, and is taken for one when the order of neighbouring pixels is not looked at")
+    func lightSwitchedOnIsNoCut() {
+        let pictures = Self.relit((0..<150).map { Self.picture(seed: 5, dx: 0, frame: $0) }, dim: 0..<75)
+        let found = Self.changes(pictures)
+        #expect(found.isEmpty, "found \(found)")
+        var settings = SceneDetector.Settings()
+        settings.relitFlips = 0
+        let unguarded = Self.changes(pictures, settings: settings)
+        #expect(unguarded.count == 1 && unguarded.allSatisfy { $0.kind == .cut && abs($0.frame - 75.5) <= 0.5 }, "found \(unguarded)")
+    }
+
+    @Test("A jump cut that dims the street as it comes (everyone elsewhere, the light lower) is still a cut; the light coming back is none")
+    func jumpCutIntoDimmerLightIsACut() {
+        let found = Self.changes(Self.relit(Self.street(jump: 60), dim: 60..<110))
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.frame - 60) < 0.01 }, "found \(found)")
+    }
 }

@@ -25,7 +25,7 @@ extension SceneDetector {
         let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
             || (step >= settings.minimumStillCut && step >= settings.stillCutRatio * median + 3)
             || isLocalCut(i, around: around, median: median)
-        guard isCut, !isFlash(at: i), !isSharpening(at: i), !isInBurst(at: i) else { return }
+        guard isCut, !isFlash(at: i), !isSharpening(at: i), !isInBurst(at: i), !isRelit(at: i) else { return }
         let e = entries[i]
         candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
                                                         strength: step), rank: 0))
@@ -68,6 +68,63 @@ extension SceneDetector {
         return false
     }
 
+    /// The same picture in another light: a light switched on or off, an exposure or colour
+    /// change. Brightening or darkening a picture, even past its black or white (where detail is
+    /// lost, and the colours of an HDR picture shift), leaves every edge where it was and keeps
+    /// which side of it is brighter; another shot, or the same one reframed or with people
+    /// elsewhere, flips the order of many neighbouring pixels, or of many in a few blocks.
+    func isRelit(at i: Int) -> Bool {
+        guard let flips = Self.orderFlips(entries[i - 1], entries[i]) else { return false }
+        return flips.whole < settings.relitFlips && flips.blocks < settings.relitBlockFlips
+    }
+
+    /// Of the pairs of neighbouring pixels (across and down) that are clearly ordered in either
+    /// picture (normalised luma apart by a tenth of the contrast or more), the share whose order
+    /// changed: flipped, or an edge come or gone where the other picture is flat (under half that)
+    /// but not crushed to black or white (where a darker light loses detail). Pairs clear in one
+    /// picture and faint in the other say nothing, nor does grain. Over the picture, and the 90th
+    /// percentile over its 8 × 8 blocks (those with eight such pairs or more); nil when too few
+    /// pairs are ordered to say (a flat picture, a black frame).
+    static func orderFlips(_ a: Entry, _ b: Entry) -> (whole: Double, blocks: Double)? {
+        let w = a.width, h = a.structure.count / max(1, w)
+        guard a.structure.count == b.structure.count, w > 1, h > 1 else { return nil }
+        let bw = max(1, w / 8), bh = max(1, h / 8)
+        var counted = [Int](repeating: 0, count: bw * bh), changed = [Int](repeating: 0, count: bw * bh)
+        let clear: Float = 0.1, flat: Float = 0.05
+        // Normalised luma at or beyond black + 8 or white − 8 (code values 16 and 235).
+        func limits(_ e: Entry) -> (Float, Float) {
+            let scale = Float(e.lumaSpread + 4), mean = Float(e.luma)
+            return ((24 - mean) / scale, (227 - mean) / scale)
+        }
+        let (lowA, highA) = limits(a), (lowB, highB) = limits(b)
+        for row in 0..<h {
+            for col in 0..<w {
+                let p = row * w + col
+                let cell = min(bh - 1, row / 8) * bw + min(bw - 1, col / 8)
+                for q in [col + 1 < w ? p + 1 : nil, row + 1 < h ? p + w : nil].compactMap({ $0 }) {
+                    let da = a.structure[p] - a.structure[q], db = b.structure[p] - b.structure[q]
+                    if abs(da) >= clear && abs(db) >= clear {
+                        counted[cell] += 1
+                        if (da > 0) != (db > 0) { changed[cell] += 1 }
+                    } else if abs(da) >= clear || abs(db) >= clear {
+                        let (s, low, high) = abs(da) >= clear ? (b.structure, lowB, highB) : (a.structure, lowA, highA)
+                        let crushed = max(s[p], s[q]) <= low || min(s[p], s[q]) >= high
+                        guard abs(abs(da) >= clear ? db : da) < flat, !crushed else { continue }
+                        counted[cell] += 1
+                        changed[cell] += 1
+                    }
+                }
+            }
+        }
+        let total = counted.reduce(0, +)
+        let pairs = (w - 1) * h + w * (h - 1)
+        // A cut flips a good share of whatever pairs there are: a hundred tell it.
+        guard total >= max(100, pairs / 50) else { return nil }
+        let shares = zip(changed, counted).filter { $0.1 >= 8 }.map { Double($0.0) / Double($0.1) }.sorted()
+        let blocks = shares.isEmpty ? 0 : shares[min(shares.count - 1, shares.count * 9 / 10)]
+        return (Double(changed.reduce(0, +)) / Double(total), blocks)
+    }
+
     /// The step is one picture coming into (or going out of) focus: a whip pan or a zoom ending
     /// sharp, a focus pull. The sharper picture, blurred as much as the other, is close to it; a
     /// cut to a blurred shot still differs in its coarse structure and colours.
@@ -95,8 +152,10 @@ extension SceneDetector {
         }
         let around = nearest(stride(from: i - 1, through: max(1, i - 4), by: -1)) + nearest((i + 1)..<min(entries.count, i + 5))
         if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@\n", entries[i].time,
-                                                       step, around.map { String(format: "%.1f", $0) }.joined(separator: ",")).utf8))
+            let flips = Self.orderFlips(entries[i - 1], entries[i])
+            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@, order flips %.3f (blocks %.3f)\n",
+                                                       entries[i].time, step, around.map { String(format: "%.1f", $0) }.joined(separator: ","),
+                                                       flips?.whole ?? -1, flips?.blocks ?? -1).utf8))
         }
         return around.filter { $0 >= settings.burstShare * step }.count >= 2
     }

@@ -34,7 +34,9 @@ public struct SceneChange: Sendable, Codable, Equatable {
 ///   shot raises its own median; a smaller step counts where the shot around it is still (a jump
 ///   cut), and in a still shot one whose change is confined to a few blocks that change far more
 ///   than the shot's own motion moves them (a fixed camera's jump cut: the people elsewhere, the
-///   street as it was). A step the picture takes back within five frames is a flash, not a cut.
+///   street as it was). A step the picture takes back within five frames is a flash, not a cut;
+///   one after which every edge still runs the same way (neighbouring pixels keep their order of
+///   brightness) is a light switched on or an exposure change, not a cut.
 /// * **Dissolves**: a window of 8–91 frames whose ends are different shots, with no single step
 ///   carrying the change, whose every frame is the blend `a + α(b − a)` of its ends (checked on
 ///   4 × 4 blocks, so motion inside a shot, which moves content rather than blending it, fails)
@@ -58,6 +60,11 @@ final class SceneDetector {
         var minimumLocalCut = 8.0
         var localCutRatio = 3.0
         var localCutLumaShift = 3.0
+        /// A step that keeps the order of neighbouring pixels' brightness (the share of clearly
+        /// ordered pairs whose order flips, over the whole picture and in the 8 × 8 blocks that
+        /// changed most) is the same picture in another light, not a cut.
+        var relitFlips = 0.01
+        var relitBlockFlips = 0.04
         /// A step between pictures whose sharpness differs by this ratio is checked for a change of focus.
         var sharpeningRatio = 1.5
         /// A step with two neighbours (of the four within two frames) this share of it or more is
