@@ -270,7 +270,7 @@ struct SceneDetectorRuleTests {
         let found = Self.changes(pictures)
         #expect(found.isEmpty, "found \(found)")
         var settings = SceneDetector.Settings()
-        settings.relitFlips = 0
+        settings.relitChanges = 0
         let unguarded = Self.changes(pictures, settings: settings)
         #expect(unguarded.count == 1 && unguarded.allSatisfy { $0.kind == .cut && abs($0.frame - 75.5) <= 0.5 }, "found \(unguarded)")
     }

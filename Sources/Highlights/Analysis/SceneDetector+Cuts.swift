@@ -74,29 +74,30 @@ extension SceneDetector {
     /// which side of it is brighter; another shot, or the same one reframed or with people
     /// elsewhere, flips the order of many neighbouring pixels, or of many in a few blocks.
     func isRelit(at i: Int) -> Bool {
-        guard let flips = Self.orderFlips(entries[i - 1], entries[i]) else { return false }
-        return flips.whole < settings.relitFlips && flips.blocks < settings.relitBlockFlips
+        guard let changes = Self.orderChanges(entries[i - 1], entries[i]) else { return false }
+        return changes.whole < settings.relitChanges && changes.blocks < settings.relitBlockChanges
     }
 
-    /// Of the pairs of neighbouring pixels (across and down) that are clearly ordered in either
-    /// picture (normalised luma apart by a tenth of the contrast or more), the share whose order
-    /// changed: flipped, or an edge come or gone where the other picture is flat (under half that)
-    /// but not crushed to black or white (where a darker light loses detail). Pairs clear in one
-    /// picture and faint in the other say nothing, nor does grain. Over the picture, and the 90th
-    /// percentile over its 8 × 8 blocks (those with eight such pairs or more); nil when too few
-    /// pairs are ordered to say (a flat picture, a black frame).
-    static func orderFlips(_ a: Entry, _ b: Entry) -> (whole: Double, blocks: Double)? {
+    /// Of the pairs of neighbouring pixels (across and down) whose order of brightness can be
+    /// told, the share whose order changed: pairs clearly ordered in both pictures (normalised
+    /// luma a tenth of the contrast apart or more) that flipped, and strong edges (three tenths)
+    /// come or gone where the other picture is faint (under a tenth) but not crushed to black or
+    /// white (where a dimmer light loses detail). Grain says nothing, nor does an edge that a
+    /// change of light only weakened. Over the picture, and the 90th percentile over its 8 × 8
+    /// blocks (those with eight such pairs or more); nil when too few pairs can be told (a flat
+    /// picture, a black frame).
+    static func orderChanges(_ a: Entry, _ b: Entry) -> (whole: Double, blocks: Double)? {
         let w = a.width, h = a.structure.count / max(1, w)
         guard a.structure.count == b.structure.count, w > 1, h > 1 else { return nil }
         let bw = max(1, w / 8), bh = max(1, h / 8)
         var counted = [Int](repeating: 0, count: bw * bh), changed = [Int](repeating: 0, count: bw * bh)
-        let clear: Float = 0.1, flat: Float = 0.05
+        let clear: Float = 0.1, strong: Float = 0.3
         // Normalised luma at or beyond black + 8 or white − 8 (code values 16 and 235).
-        func limits(_ e: Entry) -> (Float, Float) {
+        func limits(_ e: Entry) -> (low: Float, high: Float) {
             let scale = Float(e.lumaSpread + 4), mean = Float(e.luma)
             return ((24 - mean) / scale, (227 - mean) / scale)
         }
-        let (lowA, highA) = limits(a), (lowB, highB) = limits(b)
+        let limitsA = limits(a), limitsB = limits(b)
         for row in 0..<h {
             for col in 0..<w {
                 let p = row * w + col
@@ -106,10 +107,10 @@ extension SceneDetector {
                     if abs(da) >= clear && abs(db) >= clear {
                         counted[cell] += 1
                         if (da > 0) != (db > 0) { changed[cell] += 1 }
-                    } else if abs(da) >= clear || abs(db) >= clear {
-                        let (s, low, high) = abs(da) >= clear ? (b.structure, lowB, highB) : (a.structure, lowA, highA)
-                        let crushed = max(s[p], s[q]) <= low || min(s[p], s[q]) >= high
-                        guard abs(abs(da) >= clear ? db : da) < flat, !crushed else { continue }
+                    } else if max(abs(da), abs(db)) >= strong {
+                        // The picture where the pair is faint: its detail there crushed, or not.
+                        let (faint, limit) = abs(da) < clear ? (a.structure, limitsA) : (b.structure, limitsB)
+                        guard max(faint[p], faint[q]) > limit.low, min(faint[p], faint[q]) < limit.high else { continue }
                         counted[cell] += 1
                         changed[cell] += 1
                     }
@@ -118,7 +119,7 @@ extension SceneDetector {
         }
         let total = counted.reduce(0, +)
         let pairs = (w - 1) * h + w * (h - 1)
-        // A cut flips a good share of whatever pairs there are: a hundred tell it.
+        // A cut changes a good share of whatever pairs there are: a hundred tell it.
         guard total >= max(100, pairs / 50) else { return nil }
         let shares = zip(changed, counted).filter { $0.1 >= 8 }.map { Double($0.0) / Double($0.1) }.sorted()
         let blocks = shares.isEmpty ? 0 : shares[min(shares.count - 1, shares.count * 9 / 10)]
@@ -152,8 +153,8 @@ extension SceneDetector {
         }
         let around = nearest(stride(from: i - 1, through: max(1, i - 4), by: -1)) + nearest((i + 1)..<min(entries.count, i + 5))
         if VideoScanner.debug {
-            let flips = Self.orderFlips(entries[i - 1], entries[i])
-            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@, order flips %.3f (blocks %.3f)\n",
+            let flips = Self.orderChanges(entries[i - 1], entries[i])
+            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@, order changes %.3f (blocks %.3f)\n",
                                                        entries[i].time, step, around.map { String(format: "%.1f", $0) }.joined(separator: ","),
                                                        flips?.whole ?? -1, flips?.blocks ?? -1).utf8))
         }

@@ -60,11 +60,11 @@ final class SceneDetector {
         var minimumLocalCut = 8.0
         var localCutRatio = 3.0
         var localCutLumaShift = 3.0
-        /// A step that keeps the order of neighbouring pixels' brightness (the share of clearly
-        /// ordered pairs whose order flips, over the whole picture and in the 8 × 8 blocks that
-        /// changed most) is the same picture in another light, not a cut.
-        var relitFlips = 0.01
-        var relitBlockFlips = 0.04
+        /// A step that keeps the order of neighbouring pixels' brightness (the share of pairs
+        /// whose order changed, `orderChanges`, over the whole picture and in the 8 × 8 blocks that
+        /// changed most, below these) is the same picture in another light, not a cut.
+        var relitChanges = 0.03
+        var relitBlockChanges = 0.08
         /// A step between pictures whose sharpness differs by this ratio is checked for a change of focus.
         var sharpeningRatio = 1.5
         /// A step with two neighbours (of the four within two frames) this share of it or more is
