@@ -98,23 +98,25 @@ extension SceneDetector {
             return ((24 - mean) / scale, (227 - mean) / scale)
         }
         let limitsA = limits(a), limitsB = limits(b)
+        // Counts the pair (p, q) in `cell` if its order can be told, and whether it changed.
+        func compare(_ p: Int, _ q: Int, in cell: Int) {
+            let da = a.structure[p] - a.structure[q], db = b.structure[p] - b.structure[q]
+            if abs(da) >= clear && abs(db) >= clear {
+                counted[cell] += 1
+                if (da > 0) != (db > 0) { changed[cell] += 1 }
+            } else if max(abs(da), abs(db)) >= strong {
+                // The picture where the pair is faint: its detail there crushed, or not.
+                let (faint, limit) = abs(da) < clear ? (a.structure, limitsA) : (b.structure, limitsB)
+                guard max(faint[p], faint[q]) > limit.low, min(faint[p], faint[q]) < limit.high else { return }
+                counted[cell] += 1
+                changed[cell] += 1
+            }
+        }
         for row in 0..<h {
             for col in 0..<w {
-                let p = row * w + col
-                let cell = min(bh - 1, row / 8) * bw + min(bw - 1, col / 8)
-                for q in [col + 1 < w ? p + 1 : nil, row + 1 < h ? p + w : nil].compactMap({ $0 }) {
-                    let da = a.structure[p] - a.structure[q], db = b.structure[p] - b.structure[q]
-                    if abs(da) >= clear && abs(db) >= clear {
-                        counted[cell] += 1
-                        if (da > 0) != (db > 0) { changed[cell] += 1 }
-                    } else if max(abs(da), abs(db)) >= strong {
-                        // The picture where the pair is faint: its detail there crushed, or not.
-                        let (faint, limit) = abs(da) < clear ? (a.structure, limitsA) : (b.structure, limitsB)
-                        guard max(faint[p], faint[q]) > limit.low, min(faint[p], faint[q]) < limit.high else { continue }
-                        counted[cell] += 1
-                        changed[cell] += 1
-                    }
-                }
+                let p = row * w + col, cell = min(bh - 1, row / 8) * bw + min(bw - 1, col / 8)
+                if col + 1 < w { compare(p, p + 1, in: cell) }
+                if row + 1 < h { compare(p, p + w, in: cell) }
             }
         }
         let total = counted.reduce(0, +)
