@@ -144,6 +144,47 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
     }
 
+    /// `picture` shimmering: each 4 × 4 block's luma moved by up to ±`amount`, anew every frame
+    /// (water, leaves, a sensor in low light), so no frame is an exact blend of two others.
+    static func shimmering(_ picture: Thumbnail, frame: Int, amount: Int = 8) -> Thumbnail {
+        var y = picture.y
+        for row in 0..<picture.height {
+            for col in 0..<picture.width {
+                let offset = Int(hash(frame, col / 4, row / 4, 7) % UInt64(2 * amount + 1)) - amount
+                y[row * picture.width + col] = UInt8(max(0, min(255, Int(y[row * picture.width + col]) + offset)))
+            }
+        }
+        return Thumbnail(width: picture.width, height: picture.height, y: y, u: picture.u, v: picture.v)
+    }
+
+    /// A shimmering shot (scene 11) and one much like it (four tenths of the way to scene 12) whose
+    /// window is swept 120 pixels over frames 52–58 (a whip pan); with `dissolving`, a 30-frame
+    /// dissolve from the first into the second over frames 40–70 (middle 55), the whip halfway
+    /// through it; without, the second shot alone.
+    static func whipOnShimmer(dissolving: Bool) -> [Thumbnail] {
+        (0..<120).map { k in
+            let still = picture(seed: 11, dx: 0, frame: k)
+            let whipping = blend(still, picture(seed: 12, dx: 120 * min(6, max(0, k - 52)) / 6, frame: k), 0.4)
+            return shimmering(dissolving ? blend(still, whipping, min(1, max(0, Double(k - 40) / 30))) : whipping, frame: k)
+        }
+    }
+
+    @Test("A dissolve into a shot that whip-pans halfway through it is found, on its middle: the few frames the whip breaks are left out of the blend's fit, and without that it is missed")
+    func dissolveIntoWhipIsFound() {
+        let found = Self.changes(Self.whipOnShimmer(dissolving: true))
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 55) <= 2 }, "found \(found)")
+        var settings = SceneDetector.Settings()
+        settings.blendTrimShare = 0
+        let untrimmed = Self.changes(Self.whipOnShimmer(dissolving: true), settings: settings)
+        #expect(!untrimmed.contains { $0.kind == .dissolve }, "found \(untrimmed)")
+    }
+
+    @Test("The same shimmering shot whip-panning, with no dissolve, is no change: leaving out the worst frames does not make a whip a blend")
+    func whipOnShimmerIsNoChange() {
+        let found = Self.changes(Self.whipOnShimmer(dissolving: false))
+        #expect(found.isEmpty, "found \(found)")
+    }
+
     /// A 90-frame dissolve from frame 30 on: each frame moves a ninetieth of the way.
     static func slowDissolve(frame k: Int) -> Thumbnail {
         blend(picture(seed: 5, dx: 0, frame: k), picture(seed: 6, dx: 0, frame: k), min(1, max(0, Double(k - 30) / 90)))

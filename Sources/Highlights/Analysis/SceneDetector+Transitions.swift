@@ -41,7 +41,8 @@ extension SceneDetector {
         }
     }
 
-    /// How well frames `a+1 … b-1` are blends of `a` and `b`: the mean residual per unit of change,
+    /// How well frames `a+1 … b-1` are blends of `a` and `b`: the mean residual per unit of change
+    /// (in windows of `blendTrimFrames` or more, over all but their `blendTrimShare` worst frames),
     /// and each frame's α; nil when α does not rise in a straight line or the residual is too large.
     func blendFit(from a: Int, to b: Int) -> (Double, [Double])? {
         let first = entries[a].blocks, last = entries[b].blocks
@@ -54,17 +55,20 @@ extension SceneDetector {
         guard norm > 0 else { return nil }
         let length = Double(b - a)
         var alphas: [Double] = []
-        var residuals = 0.0
+        var residuals: [Double] = []
         for m in (a + 1)..<b {
             let f = entries[m].blocks
             let alpha = blendAlpha(of: m, from: first, to: last, norm: norm)
             guard abs(alpha - Double(m - a) / length) <= settings.maximumBlendBend else { return nil }
             var residual = 0.0
             for k in f.indices { residual += abs(Double(f[k] - first[k]) - alpha * Double(last[k] - first[k])) }
-            residuals += residual / span
+            residuals.append(residual / span)
             alphas.append(alpha)
         }
-        let mean = residuals / max(1, Double(alphas.count))
+        // A whip pan or a zoom in one of the shots breaks the blend for a few frames of a long
+        // window: its fit is judged without its worst frames.
+        let kept = residuals.sorted().dropLast(b - a >= settings.blendTrimFrames ? Int(Double(residuals.count) * settings.blendTrimShare) : 0)
+        let mean = kept.reduce(0, +) / max(1, Double(kept.count))
         return mean <= settings.maximumBlendResidual ? (mean, alphas) : nil
     }
 

@@ -82,6 +82,10 @@ final class SceneDetector {
         /// departure from a straight line.
         var maximumBlendResidual = 0.13
         var maximumBlendBend = 0.2
+        /// …leaving out of the residual, in windows of this many frames or more, this share of
+        /// their frames that fit worst (a whip pan or a zoom in one shot, a few frames of a long blend).
+        var blendTrimFrames = 30
+        var blendTrimShare = 0.15
         /// …and differ by this many times the change over as many frames before the window.
         var dissolveMotionRatio = 1.5
         var darkLuma = 30.0
@@ -144,6 +148,7 @@ final class SceneDetector {
         scaled.flashFrames = scale(settings.flashFrames)
         scaled.fadeRampFrames = scale(settings.fadeRampFrames)
         scaled.dissolveLengths = settings.dissolveLengths.map { max(4, scale($0)) }
+        scaled.blendTrimFrames = scale(settings.blendTrimFrames)
         self.settings = scaled
     }
 
