@@ -84,7 +84,7 @@ extension SyntheticVideo {
         } else {
             video.colorTags = .bt709
             video.bitRate = 15_000_000
-            video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+            video.encoderOptions = phoneX264Options
         }
         return video
     }

@@ -140,6 +140,9 @@ public struct SyntheticVideo: Sendable {
     public var gopSize: Int = 0
     public var bitRate: Int = 0
     public var encoderOptions: [String: String] = ["preset": "veryfast"]
+    /// x264 as a phone encodes: keyframes only where the GOP size puts them, none at the cuts
+    /// (x264's own scene-cut detection off).
+    public static let phoneX264Options = ["preset": "veryfast", "x264-params": "scenecut=0"]
     /// Amplitude of per-frame sensor noise on luma (0: none). Real cameras' noise is what makes
     /// predicted frames cost bits; benchmark footage uses it to look like a phone's to an encoder.
     public var noise = 0

@@ -155,7 +155,7 @@ struct CopyPathTests {
     func eligibility() throws {
         // A 5 s GOP is too coarse to keep segments on their moments.
         // (no scene-cut keyframes: every 150th frame is one).
-        var longGOP = Fixtures.scenes(gop: 150, options: ["preset": "veryfast", "x264-params": "scenecut=0"])
+        var longGOP = Fixtures.scenes(gop: 150, options: SyntheticVideo.phoneX264Options)
         longGOP.container = "mov"
         let longPath = try Fixtures.path("long-gop.mov", longGOP)
         let output = Fixtures.scratch().appendingPathComponent("long-gop.mp4").path

@@ -66,7 +66,7 @@ struct EngineTests {
         ])
         video.gopSize = 360
         video.audio = nil
-        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+        video.encoderOptions = SyntheticVideo.phoneX264Options
         return video
     }()
 

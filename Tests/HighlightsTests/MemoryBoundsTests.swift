@@ -42,7 +42,7 @@ struct MemoryBoundsTests {
                 var video = SyntheticVideo(width: 16, height: 1024, frameRate: 30, scenes: [.init(frames: 600, camera: .shaky(amplitude: 2))])
                 video.brightness = 0.08
                 video.gopSize = 600
-                video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+                video.encoderOptions = SyntheticVideo.phoneX264Options
                 return video
             }
         }

@@ -146,7 +146,7 @@ struct SceneDetectionTests {
         var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: scenes)
         video.gopSize = 30
         video.audio = nil
-        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0"]
+        video.encoderOptions = SyntheticVideo.phoneX264Options
         return video
     }
 

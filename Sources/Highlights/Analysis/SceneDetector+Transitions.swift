@@ -67,7 +67,8 @@ extension SceneDetector {
         }
         // A whip pan or a zoom in one of the shots breaks the blend for a few frames of a long
         // window: its fit is judged without its worst frames.
-        let kept = residuals.sorted().dropLast(b - a >= settings.blendTrimFrames ? Int(Double(residuals.count) * settings.blendTrimShare) : 0)
+        let trim = b - a >= settings.blendTrimFrames ? Int(Double(residuals.count) * settings.blendTrimShare) : 0
+        let kept = trim > 0 ? residuals.sorted().dropLast(trim) : residuals[...]
         let mean = kept.reduce(0, +) / max(1, Double(kept.count))
         return mean <= settings.maximumBlendResidual ? (mean, alphas) : nil
     }
