@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -331,12 +332,27 @@ def build(name, spec, footage, cache, codec="h264"):
     return clip, truth
 
 
-def detect_moments(binary, clip):
+def timed(command):
+    """Runs `command`: its output, wall seconds, and CPU seconds (user and system, all threads)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    out = run([binary, "analyze", clip, "--json"]).stdout
+    result = run(command)
     wall = time.monotonic() - started
-    scenes = json.loads(out)["scenes"]
-    return [{"frame": s["time"] * FPS, "kind": s["kind"]} for s in scenes], wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return result.stdout, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def race(binary, clip, repeat):
+    """FFmpeg's full 2-thread decode and `moments analyze`, taken in turn `repeat` times so that
+    both see the same load; the best wall time of each (and that run's CPU seconds). Returns
+    moments' last output and the two (wall, cpu) pairs."""
+    decode, analysis, out = [], [], None
+    for _ in range(repeat):
+        _, wall, cpu = timed(["ffmpeg", "-v", "error", "-threads", "2", "-i", clip, "-f", "null", "-"])
+        decode.append((wall, cpu))
+        out, wall, cpu = timed([binary, "analyze", clip, "--json"])
+        analysis.append((wall, cpu))
+    return json.loads(out), min(decode), min(analysis)
 
 
 DETECT = """
@@ -402,6 +418,8 @@ def main():
     parser.add_argument("--json", help="also write every figure here")
     parser.add_argument("--moments-only", action="store_true", help="skip PySceneDetect (while tuning)")
     parser.add_argument("--detail", action="store_true", help="list moments' misses, false changes and wrong kinds")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="time FFmpeg's decode and moments this many times each, in turn, and keep the best")
     parser.add_argument("--codec", choices=sorted(ENCODINGS), default="h264",
                         help="h264 (1 s GOPs) or hevc (10-bit HLG, open GOPs, as an iPhone records HDR)")
     args = parser.parse_args()
@@ -409,16 +427,15 @@ def main():
     results = {}
     for name in args.clips.split(","):
         clip, truth = build(name, CLIPS[name], args.footage, args.cache, args.codec)
-        decode_started = time.monotonic()
-        run(["ffmpeg", "-v", "error", "-threads", "2", "-i", clip, "-f", "null", "-"])
-        ffmpeg_wall = time.monotonic() - decode_started
+        analysis, (ffmpeg_wall, ffmpeg_cpu), (wall, cpu) = race(args.moments, clip, max(1, args.repeat))
+        found = [{"frame": s["time"] * FPS, "kind": s["kind"]} for s in analysis["scenes"]]
         rows = {}
-        found, wall = detect_moments(args.moments, clip)
         rows["moments analyze"] = (score(truth, found), wall)
+        work = {"cpu": cpu, "ffmpeg_cpu": ffmpeg_cpu, "decoded": analysis["decoded_frames"], "frames": analysis["total_frames"]}
         for which in () if args.moments_only else ("content", "adaptive"):
             found, wall = detect_pyscenedetect(which, clip)
             rows[f"PySceneDetect {which}"] = (score(truth, found), wall)
-        results[name] = {"truth": truth, "ffmpeg_decode": ffmpeg_wall, "rows": rows}
+        results[name] = {"truth": truth, "ffmpeg_decode": ffmpeg_wall, "rows": rows, "work": work}
 
         kinds = {}
         for t in truth["transitions"]:
@@ -427,7 +444,7 @@ def main():
         print(f"== {name} ({'tuned' if truth['tuned'] else 'held out'}): {seconds:.1f} s, "
               + ", ".join(f"{v} {k}" for k, v in kinds.items())
               + (f"; hard negatives: {', '.join(n['kind'] for n in truth['negatives'])}" if truth["negatives"] else "")
-              + f"; ffmpeg -threads 2 decode {ffmpeg_wall:.2f} s ==")
+              + f"; ffmpeg -threads 2 decode {ffmpeg_wall:.2f} s, {ffmpeg_cpu:.2f} s CPU ==")
         for label, (s, wall) in rows.items():
             kinds = " ".join(f"{k} {f}/{n}" for k, (f, n) in s["by_label"].items())
             negatives = sum(s["in_negatives"].values())
@@ -436,6 +453,10 @@ def main():
             print(f"{label:<24} F1 {s['f1']:.2f}  P {s['precision']:.2f}  R {s['recall']:.2f}  "
                   f"false {s['false']} ({negatives} in hard negatives{': ' + detail if detail else ''})  "
                   f"{wall:6.2f} s ({ffmpeg_wall / wall:.2f}x ffmpeg's decode)  [{kinds}]{exact}")
+            if label.startswith("moments"):
+                print(f"    work: {work['decoded']} of {work['frames']} frames decoded, {work['cpu']:.2f} s CPU "
+                      f"({work['cpu'] / work['ffmpeg_cpu']:.0%} of ffmpeg's decode's)"
+                      + (f"; wall and CPU the best of {args.repeat} runs, in turn with ffmpeg's" if args.repeat > 1 else ""))
             if args.detail and label.startswith("moments"):
                 for what in ("missed", "false_at", "wrong"):
                     if s[what]:
@@ -447,11 +468,17 @@ def main():
         print(f"== {'tuned on' if tuned else 'held out'}: {', '.join(names)} ==")
         for label in results[names[0]]["rows"]:
             f1s = [results[n]["rows"][label][0]["f1"] for n in names]
-            print(f"{label:<24} mean F1 {sum(f1s) / len(f1s):.2f}  (" + ", ".join(f"{n} {f:.2f}" for n, f in zip(names, f1s)) + ")")
+            speeds = [results[n]["ffmpeg_decode"] / results[n]["rows"][label][1] for n in names]
+            print(f"{label:<24} mean F1 {sum(f1s) / len(f1s):.2f}  (" + ", ".join(f"{n} {f:.2f}" for n, f in zip(names, f1s)) + ")"
+                  + f"; {min(speeds):.2f}–{max(speeds):.2f}x ffmpeg's decode")
+        shares = [results[n]["work"]["cpu"] / results[n]["work"]["ffmpeg_cpu"] for n in names]
+        decoded = [results[n]["work"]["decoded"] / results[n]["work"]["frames"] for n in names]
+        print(f"{'moments analyze':<24} work: {min(decoded):.0%}–{max(decoded):.0%} of the frames decoded, "
+              f"{min(shares):.0%}–{max(shares):.0%} of ffmpeg's decode's CPU")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({n: {"rows": {k: {"score": v[0], "wall": v[1]} for k, v in r["rows"].items()},
-                           "ffmpeg_decode": r["ffmpeg_decode"]} for n, r in results.items()}, f, indent=1)
+                           "ffmpeg_decode": r["ffmpeg_decode"], "work": r["work"]} for n, r in results.items()}, f, indent=1)
 
 
 if __name__ == "__main__":
