@@ -456,7 +456,7 @@ def main():
             if label.startswith("moments"):
                 print(f"    work: {work['decoded']} of {work['frames']} frames decoded, {work['cpu']:.2f} s CPU "
                       f"({work['cpu'] / work['ffmpeg_cpu']:.0%} of ffmpeg's decode's)"
-                      + (f"; wall and CPU the best of {args.repeat} runs, in turn with ffmpeg's" if args.repeat > 1 else ""))
+                      + (f"; the run of {args.repeat} with the best wall time, each in turn with ffmpeg's" if args.repeat > 1 else ""))
             if args.detail and label.startswith("moments"):
                 for what in ("missed", "false_at", "wrong"):
                     if s[what]:
