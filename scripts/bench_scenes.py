@@ -365,9 +365,7 @@ print(json.dumps([s[0].frame_num for s in scenes[1:]]))
 
 
 def detect_pyscenedetect(which, clip):
-    started = time.monotonic()
-    out = run([sys.executable, "-c", DETECT, clip, which]).stdout
-    wall = time.monotonic() - started
+    out, wall, _ = timed([sys.executable, "-c", DETECT, clip, which])
     return [{"frame": f, "kind": "cut"} for f in json.loads(out.strip().splitlines()[-1])], wall
 
 
