@@ -177,12 +177,12 @@ final class PrivateRedis: @unchecked Sendable {
     }
 
     func start() throws {
-        let launcher = Process()
-        launcher.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        launcher.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "yes",
-                              "--appendfsync", "always", "--daemonize", "yes", "--pidfile", pidFile.path,
-                              "--logfile", directory.appendingPathComponent("redis.log").path]
-        try launcher.run()
+        _ = try Process.launched { launcher in
+            launcher.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+            launcher.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "yes",
+                                  "--appendfsync", "always", "--daemonize", "yes", "--pidfile", pidFile.path,
+                                  "--logfile", directory.appendingPathComponent("redis.log").path]
+        }
         for _ in 0..<200 where !Socket.canConnect(port: port) { usleep(20_000) }
     }
 

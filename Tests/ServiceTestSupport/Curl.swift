@@ -29,14 +29,14 @@ public func captured(_ executable: String, _ arguments: [String], environment: [
         }
         handles.append(handle)
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    if let folder { process.currentDirectoryURL = folder }
-    process.standardOutput = handles[0]
-    process.standardError = handles[1]
-    try process.run()
+    let process = try Process.launched { process in
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        if let folder { process.currentDirectoryURL = folder }
+        process.standardOutput = handles[0]
+        process.standardError = handles[1]
+    }
     process.waitUntilExit()
     return (process.terminationStatus, try Data(contentsOf: files[0]), try Data(contentsOf: files[1]))
 }
@@ -44,4 +44,31 @@ public func captured(_ executable: String, _ arguments: [String], environment: [
 /// What `executable` wrote to standard output (see `captured`).
 public func capturedOutput(_ executable: String, _ arguments: [String]) throws -> Data {
     try captured(executable, arguments).output
+}
+
+extension Process {
+    /// A process set up by `configure` and started. swift-corelibs-foundation's `run()` can fail with
+    /// EBADF when another thread closes a file descriptor while it spawns the child (many tests
+    /// spawn and close at once; swiftlang/swift#57827, seen in CI): the child never started then,
+    /// so a fresh `Process` is set up and started again, up to four times in all.
+    public static func launched(_ configure: (Process) throws -> Void) throws -> Process {
+        var attempts = 0
+        while true {
+            let process = Process()
+            try configure(process)
+            do {
+                try process.run()
+                return process
+            } catch where attempts < 3 && isSpawnRace(error) {
+                attempts += 1
+            }
+        }
+    }
+
+    /// EBADF from spawning, as itself or as the underlying error of a Cocoa error.
+    private static func isSpawnRace(_ error: any Error) -> Bool {
+        let error = error as NSError
+        let posix = error.domain == NSPOSIXErrorDomain ? error : error.userInfo[NSUnderlyingErrorKey] as? NSError
+        return posix?.domain == NSPOSIXErrorDomain && posix?.code == Int(EBADF)
+    }
 }

@@ -133,19 +133,19 @@ public enum LiveSystem {
 
 /// A `moments` subcommand as a separate process.
 public final class MomentsProcess: @unchecked Sendable {
-    private let process = Process()
+    private let process: Process
 
     /// Standard error goes to `log` when given (created or emptied), else to the test's.
     public init(_ arguments: [String], environment: [String: String], log: URL? = nil) throws {
-        process.executableURL = TestServices.momentsBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        if let log {
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: log)
+        if let log { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
+        let logHandle = try log.map { try FileHandle(forWritingTo: $0) }
+        process = try Process.launched { process in
+            process.executableURL = TestServices.momentsBinary
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            if let logHandle { process.standardError = logHandle }
         }
-        try process.run()
     }
 
     public var isRunning: Bool { process.isRunning }

@@ -373,14 +373,15 @@ actor AsyncGate {
 
 /// `moments queue drill-worker` as a separate process, so it can be killed for real.
 final class DrillProcess: @unchecked Sendable {
-    private let process = Process()
+    private let process: Process
 
     init(arguments: [String], environment: [String: String]) throws {
-        process.executableURL = TestServices.momentsBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        process = try Process.launched { process in
+            process.executableURL = TestServices.momentsBinary
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+        }
     }
 
     func kill() {

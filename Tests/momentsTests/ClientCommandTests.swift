@@ -51,16 +51,17 @@ struct ClientCommandTests {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID())")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
-            let process = Process()
-            process.executableURL = TestServices.momentsBinary
-            process.arguments = ["submit", TestFootage.twentySeconds, "--server", base, "--wait"]
-            process.currentDirectoryURL = folder
-            process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": folder.path]) { $1 }
-            let err = Pipe()
-            process.standardError = err
-            process.standardOutput = FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
+            var err = Pipe()
+            let process = try Process.launched { process in
+                process.executableURL = TestServices.momentsBinary
+                process.arguments = ["submit", TestFootage.twentySeconds, "--server", base, "--wait"]
+                process.currentDirectoryURL = folder
+                process.environment = ProcessInfo.processInfo.environment.merging(["XDG_CONFIG_HOME": folder.path]) { $1 }
+                err = Pipe()
+                process.standardError = err
+                process.standardOutput = FileHandle.nullDevice
+                process.standardInput = FileHandle.nullDevice
+            }
             let collected = Collected()
             err.fileHandleForReading.readabilityHandler = { collected.append($0.availableData) }
             let waiting = try await TestServices.eventually(timeout: .seconds(30)) { collected.text.contains("Processing") }
