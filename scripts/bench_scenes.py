@@ -421,7 +421,7 @@ def main():
     parser.add_argument("--moments-only", action="store_true", help="skip PySceneDetect (while tuning)")
     parser.add_argument("--detail", action="store_true", help="list moments' misses, false changes and wrong kinds")
     parser.add_argument("--repeat", type=int, default=3,
-                        help="time FFmpeg's decode and moments this many times each, in turn, and keep the best")
+                        help="time FFmpeg's two decodes and moments this many times each, in turn, and keep the best")
     parser.add_argument("--codec", choices=sorted(ENCODINGS), default="h264",
                         help="h264 (1 s GOPs) or hevc (10-bit HLG, open GOPs, as an iPhone records HDR)")
     args = parser.parse_args()
