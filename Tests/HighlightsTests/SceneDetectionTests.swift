@@ -188,6 +188,36 @@ struct SceneDetectionTests {
         #expect(followedThrough.decodedFrames > bound, "without the bound: decoded \(followedThrough.decodedFrames) (the fixture exercises it)")
     }
 
+    /// A two-second dissolve that begins on a keyframe as the camera whip-pans (the whip over its
+    /// first ten frames), after a still GOP: the keyframes' colours send the GOP from there to be
+    /// decoded, and its run begins inside the whip, whose blur hides the blend. Its start is
+    /// judged once the whip has stopped, where the blend is seen under way, so the GOP before is
+    /// decoded too and the dissolve's start is read from the still shot. Judged from the run's
+    /// first frame, the blend is missed there and the dissolve is placed from where the whip
+    /// stopped: late.
+    static let dissolveUnderWhip: SyntheticVideo = {
+        var video = phoneH264([.init(frames: 150, camera: .still), .init(frames: 150, camera: .still, transitionIn: .dissolve(frames: 60))])
+        video.effects = [.init(.whip(pixels: 320), startFrame: 120, frames: 10)]
+        return video
+    }()
+
+    @Test("a dissolve that begins on a keyframe under a whip pan is placed on its middle: the run's start is judged after the whip, and the GOP before is decoded")
+    func dissolveUnderWhip() throws {
+        let video = Self.dissolveUnderWhip
+        let path = try Fixtures.path("scene-dissolve-under-whip.mp4", video)
+        let expected = try #require(video.boundaryTimes.first)
+        let frame = 1 / Double(video.frameRate)
+        func describe(_ changes: [SceneChange]) -> String { "\(changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })" }
+        let found = try HighlightEngine().analyze(input: path).changes
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.time - expected) <= 2 * frame + 1e-6 },
+                "found \(describe(found)), expected a dissolve at \(expected)")
+        var fromFirstFrame = HighlightSettings()
+        fromFirstFrame.scanning.longestStartBurst = 0
+        let late = try HighlightEngine().analyze(input: path, settings: fromFirstFrame).changes
+        #expect(!late.contains { $0.kind == .dissolve && abs($0.time - expected) <= 2 * frame + 1e-6 },
+                "judged from the run's first frame: \(describe(late)) (the fixture exercises the rule)")
+    }
+
     /// Grain renewed every 12 frames: in the still shot after the cut each renewal is coded nearly
     /// whole between tiny pictures, as a transcoded file's old keyframes are, so every GOP there
     /// holds a packet spike that is no change, standing far above the hand-held shot's packets.

@@ -53,6 +53,36 @@ struct SceneDetectorRuleTests {
             + (0..<30).map { picture(seed: 1, dx: 120, frame: 30 + frames + $0) }
     }
 
+    /// Where the start of a run is judged from, once `pictures` are pushed into it.
+    static func runStartJudgedFrom(_ pictures: [Thumbnail], burstsUpTo longest: Int = VideoScanner.Settings().longestStartBurst) -> Int? {
+        let detector = SceneDetector(frameInterval: 1.0 / 30)
+        detector.beginRun(baseline: 0)
+        for (k, picture) in pictures.enumerated() { detector.push(time: Double(k) / 30, thumbnail: picture) }
+        return detector.runStartJudgedFrom(burstsUpTo: longest)
+    }
+
+    /// A run whose window sweeps 16 pixels a frame (two of the scene's blocks: every step a cut's
+    /// size) over its first `frames` steps, then stays still for `still` frames.
+    static func sweepAtStart(frames: Int, still: Int = 20) -> [Thumbnail] {
+        (0...frames).map { picture(seed: 1, dx: 16 * $0, frame: $0) } + (1...still).map { picture(seed: 1, dx: 16 * frames, frame: frames + $0) }
+    }
+
+    @Test("A run that begins in a burst of motion has its start judged from the first frame after it; one that begins with a cut, or in a burst longer than half a second, from its first")
+    func runStartAfterBurst() {
+        // Eight sweeping steps: the ninth frame is the first still one.
+        #expect(Self.runStartJudgedFrom(Self.sweepAtStart(frames: 8)) == 9)
+        // Three steps are a burst, two are not (one is a cut).
+        #expect(Self.runStartJudgedFrom(Self.sweepAtStart(frames: SceneDetector.burstSteps)) == SceneDetector.burstSteps + 1)
+        #expect(Self.runStartJudgedFrom(Self.sweepAtStart(frames: SceneDetector.burstSteps - 1)) == 0)
+        let cut = [Self.picture(seed: 1, dx: 0, frame: 0)] + (1...20).map { Self.picture(seed: 2, dx: 0, frame: $0) }
+        #expect(Self.runStartJudgedFrom(cut) == 0)
+        // Still sweeping: not known yet, until the burst has outlasted the limit.
+        #expect(Self.runStartJudgedFrom(Array(Self.sweepAtStart(frames: 20).prefix(10))) == nil)
+        #expect(Self.runStartJudgedFrom(Self.sweepAtStart(frames: 20)) == 0)
+        // Switched off: always the first frame.
+        #expect(Self.runStartJudgedFrom(Self.sweepAtStart(frames: 8), burstsUpTo: 0) == 0)
+    }
+
     @Test("A quick pan or zoom, every step as large as a cut's and as the steps beside it, is not a cut", arguments: [3, 5, 7])
     func burstIsNoCut(frames: Int) {
         let found = Self.changes(Self.sweep(frames: frames))
@@ -125,15 +155,15 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
     }
 
-    /// A 60-frame dissolve (frames 40–100, middle 70) from a shot that whip-pans as the blend begins
-    /// (its window swept 120 pixels over frames 40–48, the blend's first eight frames) into a still
-    /// shot, or from a still shot into one that pans on from frame 90 (a pixel and a half a frame,
-    /// before the blend ends and after).
-    static func dissolveWithMotion(outgoingWhips: Bool) -> [Thumbnail] {
-        (0..<150).map { k in
-            let whip = outgoingWhips ? 120 * min(8, max(0, k - 40)) / 8 : 0
+    /// A `length`-frame dissolve from frame 40 (60: frames 40–100, middle 70) from a shot that
+    /// whip-pans as the blend begins (its window swept 120 pixels over the blend's first
+    /// `whipFrames` frames) into a still shot, or from a still shot into one that pans on from
+    /// frame 90 (a pixel and a half a frame, before the blend ends and after).
+    static func dissolveWithMotion(outgoingWhips: Bool, length: Int = 60, whipFrames: Int = 8) -> [Thumbnail] {
+        (0..<(length + 90)).map { k in
+            let whip = outgoingWhips ? 120 * min(whipFrames, max(0, k - 40)) / whipFrames : 0
             let pan = outgoingWhips ? 0 : 3 * max(0, k - 90) / 2
-            return blend(picture(seed: 9, dx: whip, frame: k), picture(seed: 10, dx: pan, frame: k), min(1, max(0, Double(k - 40) / 60)))
+            return blend(picture(seed: 9, dx: whip, frame: k), picture(seed: 10, dx: pan, frame: k), min(1, max(0, Double(k - 40) / Double(length))))
         }
     }
 
@@ -205,7 +235,7 @@ struct SceneDetectorRuleTests {
         let later = SceneDetector(frameInterval: 1.0 / 30)
         later.beginRun(baseline: 0)
         for k in 60..<90 { later.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
-        #expect(!later.runBeganMidChange(over: SceneDetector.startFrames) && later.startBlendsSlowly
+        #expect(!later.runBeganMidChange(over: SceneDetector.startFrames) && later.startBlendsSlowly()
                     && later.runBeganMidChange(over: SceneDetector.slowStartFrames),
                 "drift over the first frames \(later.startBlendDrift(over: SceneDetector.startFrames)), over more \(later.startBlendDrift(over: SceneDetector.slowStartFrames))")
     }

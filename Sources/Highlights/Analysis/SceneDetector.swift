@@ -230,23 +230,37 @@ final class SceneDetector {
     /// when those blend a little (`startBlendsSlowly`).
     static let startFrames = 6, slowStartFrames = 20
 
-    /// Whether the run's first `frames` frames were already blending towards another picture (a
-    /// dissolve or fade that began before the run).
-    func runBeganMidChange(over frames: Int) -> Bool {
-        guard runStartCandidates != nil, entries.count > frames + 2 else { return false }
-        if entries[0].luma < settings.darkLuma || isExtreme(entries[0], dark: false) { return true }
-        return startBlendDrift(over: frames) >= 0.3 * settings.minimumGradualSpan
+    /// Steps of a still shot's cut size in a row that make a burst of motion (one is a cut).
+    static let burstSteps = 3
+
+    /// The frame the run's start is judged from: its first, or where it begins inside a burst of
+    /// motion (a whip pan or a zoom under way at its first frame: its first `burstSteps` steps or
+    /// more each at least a still shot's cut), the first frame after the burst, since a blend
+    /// under way shows only once the motion stops. Nil while that is not known yet; the first
+    /// frame again when the burst goes on past `longest` frames.
+    func runStartJudgedFrom(burstsUpTo longest: Int) -> Int? {
+        let calm = entries.indices.dropFirst().first { entries[$0].step < settings.minimumStillCut }
+        guard let calm else { return entries.count > longest ? 0 : nil }
+        return calm > Self.burstSteps && calm <= longest ? calm : 0
     }
 
-    /// Whether the run's first frames move a little, and as a blend: perhaps a slow dissolve, whose
-    /// frames change little each, to be told over more frames.
-    var startBlendsSlowly: Bool { startBlendDrift(over: Self.startFrames) >= 0.1 * settings.minimumGradualSpan }
+    /// Whether the run's `frames` frames from `from` (`runStartJudgedFrom`) were already blending
+    /// towards another picture (a dissolve or fade that began before the run).
+    func runBeganMidChange(from: Int = 0, over frames: Int) -> Bool {
+        guard runStartCandidates != nil, entries.count > from + frames + 2 else { return false }
+        if entries[0].luma < settings.darkLuma || isExtreme(entries[0], dark: false) { return true }
+        return startBlendDrift(from: from, over: frames) >= 0.3 * settings.minimumGradualSpan
+    }
 
-    /// How far the run's first `frames` frames moved when they blend steadily from one picture
-    /// towards another (0 when they do not).
-    func startBlendDrift(over frames: Int) -> Double {
-        guard runStartCandidates != nil, entries.count > frames else { return 0 }
-        return blendDrift(from: 0, to: frames)
+    /// Whether the run's first frames (from `from`) move a little, and as a blend: perhaps a slow
+    /// dissolve, whose frames change little each, to be told over more frames.
+    func startBlendsSlowly(from: Int = 0) -> Bool { startBlendDrift(from: from, over: Self.startFrames) >= 0.1 * settings.minimumGradualSpan }
+
+    /// How far the run's `frames` frames from `from` moved when they blend steadily from one
+    /// picture towards another (0 when they do not).
+    func startBlendDrift(from: Int = 0, over frames: Int) -> Double {
+        guard runStartCandidates != nil, entries.count > from + frames else { return 0 }
+        return blendDrift(from: from, to: from + frames)
     }
 
     /// Whether one step of the run so far stands alone: at least `minimum` and three times every other.

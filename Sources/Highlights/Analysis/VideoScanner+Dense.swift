@@ -52,9 +52,19 @@ extension VideoScanner {
                     return .probed
                 }
             }
-            if let frames = startCheck, detector.runLength > frames + 2 {
-                if detector.runBeganMidChange(over: frames) { return .beganMidChange }
-                startCheck = frames == SceneDetector.startFrames && detector.startBlendsSlowly ? SceneDetector.slowStartFrames : nil
+            if let frames = startCheck, let from = detector.runStartJudgedFrom(burstsUpTo: settings.longestStartBurst) {
+                // Out of a burst of motion, over the slow judgement's frames, or over as many as the
+                // GOP has shown by its last packet (the decoder holds a few back): the first frames
+                // after a whip pan still carry its blur, too much for a short blend to fit.
+                let shown = k == packets.count - 1 ? detector.runLength - from - 3 : .max
+                let over = from == 0 ? frames : min(SceneDetector.slowStartFrames, shown)
+                if over >= frames, detector.runLength > from + over + 2 {
+                    if Self.debug, from > 0 {
+                        FileHandle.standardError.write(Data("run start judged from its frame \(from), after a burst of motion, over \(over) frames\n".utf8))
+                    }
+                    if detector.runBeganMidChange(from: from, over: over) { return .beganMidChange }
+                    startCheck = over == SceneDetector.startFrames && detector.startBlendsSlowly(from: from) ? SceneDetector.slowStartFrames : nil
+                }
             }
             guard startCheck == nil, k < packets.count - 1, settledAtStart || detector.changeCount > changesBefore, let next,
                   let last = lastDenseThumbnail, last.time > spikeTime, detector.isSettled,

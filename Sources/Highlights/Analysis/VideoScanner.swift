@@ -39,6 +39,10 @@ final class VideoScanner {
         /// keyframes either side, has its first frames decoded to see whether one step stands out.
         var activityJumpFloor = 3.0
         var activityJumpRatio = 3.0
+        /// A run that begins in a burst of motion (a whip pan or a zoom under way at its keyframe)
+        /// has its start judged after the burst, if it ends within this many frames (0: always
+        /// from the first frame).
+        var longestStartBurst = 15
         /// Seconds a blend-like drift with no dissolve found in it is followed from GOP to GOP
         /// (the longest dissolve the detector looks for is three seconds).
         var longestDrift = 4.0
