@@ -174,6 +174,18 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
     }
 
+    /// A three-second dissolve (frames 40–130, middle 85) whose outgoing shot whip-pans over its
+    /// first four or six frames: the whip jumps the frames' distance from the incoming shot at once,
+    /// while the slow blend grows it by a third of a unit a frame after, so tracing the jump back
+    /// at that pace would put the start up to ten frames early; it stops at the last frame still
+    /// on the outgoing shot's course (placed 2.8 and 1.9 frames early without that).
+    @Test("A slow dissolve begun under a quick whip pan is placed on its middle: its start is not traced back past the last frame still on the outgoing shot's course",
+          arguments: [4, 6])
+    func slowDissolveUnderQuickWhipIsPlaced(whipFrames: Int) {
+        let found = Self.changes(Self.dissolveWithMotion(outgoingWhips: true, length: 90, whipFrames: whipFrames))
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 85) <= 1 }, "found \(found)")
+    }
+
     /// `picture` shimmering: each 4 × 4 block's luma moved by up to ±`amount`, anew every frame
     /// (water, leaves, a sensor in low light), so no frame is an exact blend of two others.
     static func shimmering(_ picture: Thumbnail, frame: Int, amount: Int = 8) -> Thumbnail {

@@ -169,12 +169,18 @@ extension SceneDetector {
         let last = toIncoming.count - 1
         guard let k = toIncoming.indices.first(where: { k in (k..<min(toIncoming.count, k + 3)).allSatisfy { deficit[$0] > band } }),
               k < last else { return Double(start) }
-        // Back to where the deficit, growing as it does over the next frames (or, where motion
-        // slows that, as it does on average across the blend), was nothing.
+        // From the first frame off the course in the `margin` frames up to there (a whip pan as
+        // the blend begins jumps the deficit at once, and may fold it back for a frame or two),
+        // back to where the deficit, growing as it does over the frames after `k` (or, where
+        // motion slows that, as it does on average across the blend), was nothing; but never
+        // before the last frame still on the course.
         let (local, _) = Self.line(through: Array(deficit[k..<min(toIncoming.count, k + 5)]), from: k)
         let growth = max(local, (deficit[last] - deficit[k]) / Double(last - k))
-        let met = growth > 0 ? Double(k) - deficit[k] / growth : Double(k)
-        return Double(low) + max(Double(max(0, k - margin)), min(Double(k), met))
+        let earliest = max(0, k - margin)
+        let off = (earliest...k).first { deficit[$0] > band } ?? k
+        let met = growth > 0 ? Double(off) - deficit[off] / growth : Double(off)
+        let onCourse = deficit[..<off].lastIndex { $0 <= 0 } ?? 0
+        return Double(low) + max(Double(max(earliest, onCourse)), min(Double(off), met))
     }
 
     /// Where the frames from `first` (the blend's start) on stop moving away from the outgoing
