@@ -19,7 +19,10 @@ run was tuned on motion-a, a tuned clip added for it, not on them. gradual-a (tu
 same day to study long dissolves and fades (where their middles are placed) and jump cuts on more
 footage than the a and b clips hold, again so that hard-c's misses are never looked at.
 gradual-b (tuned), added on 2026-11-25, holds dissolves that motion runs into (a whip pan or a zoom
-at the blend's edge, hand-held shots), for where such a dissolve's ends are placed.
+at the blend's edge, hand-held shots), for where such a dissolve's ends are placed. Later that day
+hard-c's dissolve begun on a keyframe under a whip pan was studied (where a run's start is judged),
+so hard-c counts as tuned since, and hard-e, a fresh arrangement written before any detector ran on
+it, is held out in its place.
 """
 
 import argparse
