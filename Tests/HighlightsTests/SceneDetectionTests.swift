@@ -150,19 +150,26 @@ struct SceneDetectionTests {
         return video
     }
 
+    /// Changes as a test failure shows them: time and kind.
+    static func describe(_ changes: [SceneChange]) -> String { "\(changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })" }
+
+    /// Whether `changes` is one change of `kind` within ±2 frames of `time`, and nothing else.
+    static func isOnly(_ kind: TransitionKind, at time: Double, in changes: [SceneChange], frameRate: Int) -> Bool {
+        changes.count == 1 && changes.allSatisfy { $0.kind == kind && abs($0.time - time) <= 2 / Double(frameRate) + 1e-6 }
+    }
+
     @Test("a jump cut just after a keyframe, between keyframes alike, is found from the sample run's activity; the frames up to its picture are decoded to see it")
     func jumpAfterKeyframe() throws {
         let video = Self.jumpAfterKeyframe
         let path = try Fixtures.path("scene-jump-after-keyframe.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
         let found = try HighlightEngine().analyze(input: path).changes
-        #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.time - expected) <= 2 / Double(video.frameRate) + 1e-6 },
-                "found \(found.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) }), expected a cut at \(expected)")
+        #expect(Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
         // Without the probe nothing else looks at that GOP (the fixture exercises it).
         var settings = HighlightSettings()
         settings.scanning.activityJumpFloor = .infinity
         let unprobed = try HighlightEngine().analyze(input: path, settings: settings).changes
-        #expect(unprobed.isEmpty, "found \(unprobed.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
+        #expect(unprobed.isEmpty, "found \(Self.describe(unprobed))")
     }
 
     /// A slow pan (a pixel a frame) over the painted ground, which is smooth: over ten or twenty
@@ -206,16 +213,13 @@ struct SceneDetectionTests {
         let video = Self.dissolveUnderWhip
         let path = try Fixtures.path("scene-dissolve-under-whip.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
-        let frame = 1 / Double(video.frameRate)
-        func describe(_ changes: [SceneChange]) -> String { "\(changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })" }
         let found = try HighlightEngine().analyze(input: path).changes
-        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.time - expected) <= 2 * frame + 1e-6 },
-                "found \(describe(found)), expected a dissolve at \(expected)")
+        #expect(Self.isOnly(.dissolve, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a dissolve at \(expected)")
         var fromFirstFrame = HighlightSettings()
         fromFirstFrame.scanning.longestStartBurst = 0
         let late = try HighlightEngine().analyze(input: path, settings: fromFirstFrame).changes
-        #expect(!late.contains { $0.kind == .dissolve && abs($0.time - expected) <= 2 * frame + 1e-6 },
-                "judged from the run's first frame: \(describe(late)) (the fixture exercises the rule)")
+        #expect(!Self.isOnly(.dissolve, at: expected, in: late, frameRate: video.frameRate),
+                "judged from the run's first frame: \(Self.describe(late)) (the fixture exercises the rule)")
     }
 
     /// Grain renewed every 12 frames: in the still shot after the cut each renewal is coded nearly
