@@ -40,7 +40,9 @@ struct BlockingWorkTests {
             return await group.reduce(into: []) { $0.append($1) }
         }
         let worst = await ticks
-        #expect(worst < .milliseconds(200), "the pool stalled for \(worst)")
+        // A pool held by the jobs would miss ticks for a job's whole 400 ms; beside the other quiet
+        // suites on two cores a free one has missed them for up to 214 ms (a CI run on 2026-11-25).
+        #expect(worst < .milliseconds(350), "the pool stalled for \(worst)")
         #expect(results.compactMap { try? $0.get() }.sorted() == [0, 10, 20, 40, 50, 60, 70])
         #expect(results.contains { if case .failure(let refused) = $0 { refused.index == 3 } else { false } })
     }
