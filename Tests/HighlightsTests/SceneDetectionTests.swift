@@ -158,17 +158,22 @@ struct SceneDetectionTests {
         changes.count == 1 && changes.allSatisfy { $0.kind == kind && abs($0.time - time) <= 2 / Double(frameRate) + 1e-6 }
     }
 
+    /// The changes found in `path`, with the scanner's settings changed by `change`.
+    static func changes(in path: String, scanning change: (inout VideoScanner.Settings) -> Void = { _ in }) throws -> [SceneChange] {
+        var settings = HighlightSettings()
+        change(&settings.scanning)
+        return try HighlightEngine().analyze(input: path, settings: settings).changes
+    }
+
     @Test("a jump cut just after a keyframe, between keyframes alike, is found from the sample run's activity; the frames up to its picture are decoded to see it")
     func jumpAfterKeyframe() throws {
         let video = Self.jumpAfterKeyframe
         let path = try Fixtures.path("scene-jump-after-keyframe.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
-        let found = try HighlightEngine().analyze(input: path).changes
+        let found = try Self.changes(in: path)
         #expect(Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
         // Without the probe nothing else looks at that GOP (the fixture exercises it).
-        var settings = HighlightSettings()
-        settings.scanning.activityJumpFloor = .infinity
-        let unprobed = try HighlightEngine().analyze(input: path, settings: settings).changes
+        let unprobed = try Self.changes(in: path) { $0.activityJumpFloor = .infinity }
         #expect(unprobed.isEmpty, "found \(Self.describe(unprobed))")
     }
 
@@ -213,11 +218,9 @@ struct SceneDetectionTests {
         let video = Self.dissolveUnderWhip
         let path = try Fixtures.path("scene-dissolve-under-whip.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
-        let found = try HighlightEngine().analyze(input: path).changes
+        let found = try Self.changes(in: path)
         #expect(Self.isOnly(.dissolve, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a dissolve at \(expected)")
-        var fromFirstFrame = HighlightSettings()
-        fromFirstFrame.scanning.longestStartBurst = 0
-        let late = try HighlightEngine().analyze(input: path, settings: fromFirstFrame).changes
+        let late = try Self.changes(in: path) { $0.longestStartBurst = 0 }
         #expect(!Self.isOnly(.dissolve, at: expected, in: late, frameRate: video.frameRate),
                 "judged from the run's first frame: \(Self.describe(late)) (the fixture exercises the rule)")
     }

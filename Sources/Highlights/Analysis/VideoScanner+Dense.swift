@@ -52,7 +52,8 @@ extension VideoScanner {
                     return .probed
                 }
             }
-            if let frames = startCheck, let from = detector.runStartJudgedFrom(burstsUpTo: settings.longestStartBurst) {
+            // (The least a judgement needs first: `frames` frames and two more.)
+            if let frames = startCheck, detector.runLength > frames + 2, let from = detector.runStartJudgedFrom(burstsUpTo: settings.longestStartBurst) {
                 // Out of a burst of motion, over the slow judgement's frames, or over as many as the
                 // GOP has shown by its last packet (the decoder holds a few back): the first frames
                 // after a whip pan still carry its blur, too much for a short blend to fit.
