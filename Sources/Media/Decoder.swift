@@ -17,6 +17,13 @@ public final class Decoder {
         /// The largest picture (width × height) the decoder will allocate; a stream that declares or
         /// switches to a larger one fails to decode instead of taking the memory (0: FFmpeg's limit).
         public var maximumPixels: Int = 0
+        /// Output every picture decoded since a keyframe, also when drained early. H.264's decoder
+        /// holds back the pictures that follow a recovery-point I picture (an open GOP's keyframe,
+        /// which is not an IDR) until that picture itself has been output, and a drain drops those
+        /// still held back: a run of the keyframe and its next picture would return the keyframe
+        /// alone. Pictures shown after such a keyframe are whole by the standard's guarantee; only
+        /// for runs that never take the leading pictures (shown before the keyframe).
+        public var showsPicturesBeforeRecovery: Bool = false
 
         public init(threads: Int = 1, frameThreads: Bool = false, exportMotionVectors: Bool = false, skipLoopFilter: Bool = false) {
             self.threads = threads
@@ -45,6 +52,7 @@ public final class Decoder {
         }
         if options.skipLoopFilter { context.pointee.skip_loop_filter = AVDISCARD_ALL }
         if options.maximumPixels > 0 { context.pointee.max_pixels = Int64(options.maximumPixels) }
+        if options.showsPicturesBeforeRecovery { context.pointee.flags2 |= AV_CODEC_FLAG2_SHOW_ALL }
         try check(avcodec_open2(context, codec, nil), "avcodec_open2")
     }
 

@@ -326,6 +326,33 @@ struct SceneDetectionTests {
         }
     }
 
+    /// x264's open GOPs: each keyframe after the first is an I picture with a recovery point, not an
+    /// IDR picture, and FFmpeg's decoder holds back the pictures after it until it has output it.
+    @Test("H.264 open GOPs: each keyframe's motion is measured as with closed GOPs, and every cut is found")
+    func h264OpenGOPs() throws {
+        var video = Self.openGOPs(hevc: false)
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0:open-gop=1:bframes=3"]
+        let path = try Fixtures.path("scene-open-gops-h264.mp4", video)
+        let analysis = try HighlightEngine().analyze(input: path)
+        let closed = try HighlightEngine().analyze(input: try Fixtures.path("scene-closed-gops.mp4", Self.openGOPs(hevc: false)))
+        let frame = 1 / Double(video.frameRate)
+        #expect(analysis.changes.count == video.boundaryTimes.count, "found \(Self.describe(analysis.changes))")
+        for time in video.boundaryTimes {
+            #expect(analysis.changes.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == .cut },
+                    "expected a cut at \(time): \(Self.describe(analysis.changes))")
+        }
+        let moving = analysis.seconds.indices.filter { second in
+            let start = Double(second), end = start + 1
+            return end <= video.boundaryTimes[2] && !video.boundaryTimes.contains { $0 > start && $0 < end }
+        }
+        #expect(moving.count >= 5)
+        for second in moving {
+            let open = analysis.seconds[second].activity, reference = closed.seconds[second].activity
+            #expect(reference > 0.5 && open >= 0.5 * reference && open <= 2 * reference,
+                    "second \(second): activity \(open) against \(reference) with closed GOPs")
+        }
+    }
+
     @Test("decodes sparsely: whole GOPs only around scene changes")
     func decodesSparsely() throws {
         let video = Fixtures.scenes()

@@ -61,6 +61,8 @@ final class SampleRunner: @unchecked Sendable {
     init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, lean: Bool = false, label: String) throws {
         var options = Decoder.Options.video(for: info, threads: 1, analysis: true)
         options.threads = sliceThreads
+        // A run never takes an open GOP's leading pictures, and drains right after its second picture.
+        options.showsPicturesBeforeRecovery = true
         self.options = options
         self.lean = lean
         decoder = lean ? nil : try Decoder(stream: stream, options: options)
