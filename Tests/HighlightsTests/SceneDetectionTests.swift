@@ -177,6 +177,37 @@ struct SceneDetectionTests {
         #expect(unprobed.isEmpty, "found \(Self.describe(unprobed))")
     }
 
+    /// A keyframe the encoder's scene-cut detection put on a cut, 25 frames after the last (x264's
+    /// own rhythm: 30-frame GOPs, a keyframe on any cut), ends a GOP whose camera starts to swing
+    /// on its keyframe and swings on to the cut (5 pixels a frame, blurred): that keyframe moves
+    /// far more than the still keyframes either side, and no packet stands out.
+    static var earlyKeyAfterWhip: SyntheticVideo {
+        var video = phoneH264([.init(frames: 85, camera: .still), .init(frames: 65, camera: .still, transitionIn: .cut)])
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=30:min-keyint=5:scenecut=40"]
+        video.effects = [.init(.whip(pixels: 125), startFrame: 60, frames: 25, eased: false)]
+        return video
+    }
+
+    @Test("a cut the encoder put a keyframe on is kept when the GOP before it opens in a swing of the camera (probed for a jump cut, nothing found)")
+    func earlyKeyAfterWhip() throws {
+        let video = Self.earlyKeyAfterWhip
+        let path = try Fixtures.path("scene-early-key-after-whip.mp4", video)
+        let expected = try #require(video.boundaryTimes.first)
+        // The fixture is what it says: a keyframe on the cut's first frame, and one 25 frames before it.
+        let input = try InputFile(path: path)
+        let stream = try #require(input.bestStream(.video))
+        let packet = Packet()
+        var keys: [Double] = []
+        while try input.read(into: packet) {
+            if packet.streamIndex == stream.index, packet.isKeyframe, let pts = packet.pts { keys.append(stream.seconds(pts)) }
+        }
+        let frame = 1 / Double(video.frameRate)
+        #expect(keys.contains { abs($0 - expected) < frame / 2 } && keys.contains { abs($0 - (expected - 25 * frame)) < frame / 2 },
+                "keyframes at \(keys)")
+        let found = try Self.changes(in: path)
+        #expect(Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
+    }
+
     /// A slow pan (a pixel a frame) over the painted ground, which is smooth: over ten or twenty
     /// frames its pictures are nearly blends of the first and the last, so the detector's drift
     /// test says a dissolve may be under way at the end of every GOP. With no dissolve found, it is

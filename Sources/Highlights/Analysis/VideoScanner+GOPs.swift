@@ -53,6 +53,11 @@ extension VideoScanner {
         return awaiting[index].sample
     }
 
+    /// The keyframe the encoder started early on a cut, taken as that cut without decoding around it.
+    func addKeyframeCut(from gop: GOP, to next: VideoSample) {
+        detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
+    }
+
     /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
     /// `next` is the sample of the keyframe that ends it (nil at the end of the video), `afterNext`
     /// the one after that when it has been sampled.
@@ -164,6 +169,8 @@ extension VideoScanner {
         let decision: String
         let decodedBefore = decodedFrames
         let suspected = spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing
+        // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
+        let cutOnNextKeyframe = !suspected && trustedEarlyKey && next != nil
         let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
         // The first picture shown after the keyframe (where the sample run measured its activity),
         // and at least two steps, so a lone one can be told from the start of a burst.
@@ -193,26 +200,27 @@ extension VideoScanner {
                 ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: spikeTime, anchorsUntil: 0,
                                          settledAtStart: false, checkingStart: false)
             }
-            decision = ending == .probed ? "probed, nothing stands out"
+            decision = ending == .probed ? "probed, nothing stands out" + (cutOnNextKeyframe ? "; cut on the next keyframe" : "")
                 : (probeTime != nil ? "probed, a step stands out: " : "") + (ending == .stopped ? "decoded until the change was placed" : "decode in full")
             // The run ended in this GOP with no change at its spike's frame (or within three frames
             // of it): the spike was none.
             if spike && ending == .stopped && !detector.changes.contains(where: { $0.covers(spikeTime, within: 3 * nominalInterval) }) {
                 idleSpike = (gop.index, spikeShare)
             }
-            // A probe that found nothing leaves the GOP as a sampled one.
-            lastSampled = ending == .probed ? gop : nil
+            // A probe that found nothing leaves the GOP as a sampled one, with the cut its early
+            // keyframe shows (the probe looked at its start only).
+            lastSampled = ending == .probed && !cutOnNextKeyframe ? gop : nil
+            if ending == .probed, cutOnNextKeyframe, let next { addKeyframeCut(from: gop, to: next) }
             if ending == .whole || ending == .beganMidChange {
                 denseActiveThrough = gop.index
                 // The GOP after this one (the scanner's current one once no other waits).
                 try releaseLeanDecoder(before: awaiting.first ?? current.flatMap { $0.index == gop.index + 1 ? $0 : nil })
             }
-        } else if trustedEarlyKey, let next {
-            // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
+        } else if cutOnNextKeyframe, let next {
             decision = "cut on the next keyframe"
             lastSampled = nil
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
-            detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
+            addKeyframeCut(from: gop, to: next)
         } else {
             decision = "sampled"
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
