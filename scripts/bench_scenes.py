@@ -266,6 +266,9 @@ def make_piece(p, footage, cache):
 ENCODINGS = {
     "h264": ["-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-g", str(FPS), "-keyint_min", str(FPS),
              "-sc_threshold", "0", "-pix_fmt", "yuv420p"],
+    # As FFmpeg's libx264 encodes a file when told nothing of GOPs (an export, a download): a keyframe
+    # on every cut its scene-cut detection finds, and at least every 250 frames.
+    "x264": ["-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p"],
     # Like an iPhone's HDR video: HLG, 10-bit HEVC, a CRA keyframe every second with open GOPs.
     "hevc": ["-c:v", "libx265", "-preset", "veryfast", "-crf", "22", "-pix_fmt", "yuv420p10le",
              "-x265-params", f"keyint={FPS}:min-keyint={FPS}:scenecut=0:open-gop=1:log-level=error:"
@@ -440,7 +443,10 @@ def main():
     parser.add_argument("--repeat", type=int, default=3,
                         help="time FFmpeg's two decodes and moments this many times each, in turn, and keep the best")
     parser.add_argument("--codec", choices=sorted(ENCODINGS), default="h264",
-                        help="h264 (1 s GOPs) or hevc (10-bit HLG, open GOPs, as an iPhone records HDR)")
+                        help="h264 (1 s GOPs), hevc (10-bit HLG, open GOPs, as an iPhone records HDR) or x264 "
+                             "(libx264's own GOPs: keyframes on the cuts it finds, at most 250 frames apart)")
+    parser.add_argument("--film", help="also time an edited film as released (no ground truth: the changes "
+                                       "are only set beside PySceneDetect's)")
     args = parser.parse_args()
 
     results = {}
@@ -498,10 +504,45 @@ def main():
         print(f"{'moments analyze':<24} work: {min(decoded):.0%}–{max(decoded):.0%} of the frames decoded, "
               f"{min(shares):.0%}–{max(shares):.0%} of ffmpeg's decode's CPU (its keyframes alone "
               f"{min(floors):.0%}–{max(floors):.0%})")
+    film = bench_film(args) if args.film else None
     if args.json:
         with open(args.json, "w") as f:
             json.dump({n: {"rows": {k: {"score": v[0], "wall": v[1]} for k, v in r["rows"].items()},
-                           "ffmpeg_decode": r["ffmpeg_decode"], "work": r["work"]} for n, r in results.items()}, f, indent=1)
+                           "ffmpeg_decode": r["ffmpeg_decode"], "work": r["work"]} for n, r in results.items()}
+                      | ({"film": film} if film else {}), f, indent=1)
+
+
+def bench_film(args):
+    """An edited film as its makers released it: timed as the clips are, its changes counted and set
+    beside PySceneDetect's cuts (how many of each lie within ±2 frames of one of the other's). No
+    ground truth, so no score: what it shows is the speed and the work on footage no one joined
+    for this benchmark (its encoder's own GOPs, scene-cut keyframes and open GOPs)."""
+    analysis, (ffmpeg_wall, ffmpeg_cpu), (_, keyframes_cpu), (wall, cpu) = race(args.moments, args.film, max(1, args.repeat))
+    rate = analysis["input"]["fps"]
+    ours = sorted(s["time"] * rate for s in analysis["scenes"])
+    kinds = {}
+    for s in analysis["scenes"]:
+        kinds[s["kind"]] = kinds.get(s["kind"], 0) + 1
+    seconds = analysis["total_frames"] / rate
+    print(f"== film {os.path.basename(args.film)} (no ground truth): {seconds:.1f} s, {analysis['total_frames']} frames at "
+          f"{rate:g} fps; ffmpeg -threads 2 decode {ffmpeg_wall:.2f} s, {ffmpeg_cpu:.2f} s CPU ==")
+    print(f"{'moments analyze':<24} {len(ours)} changes (" + ", ".join(f"{v} {k}" for k, v in kinds.items()) + ")  "
+          f"{wall:6.2f} s ({ffmpeg_wall / wall:.2f}x ffmpeg's decode)")
+    print(f"    work: {analysis['decoded_frames']} of {analysis['total_frames']} frames decoded, {cpu:.2f} s CPU "
+          f"({cpu / ffmpeg_cpu:.0%} of ffmpeg's decode's; its keyframes alone {keyframes_cpu / ffmpeg_cpu:.0%})")
+    film = {"ffmpeg_decode": ffmpeg_wall, "moments": {"wall": wall, "cpu": cpu, "changes": len(ours),
+            "decoded": analysis["decoded_frames"], "frames": analysis["total_frames"]}, "ffmpeg_cpu": ffmpeg_cpu}
+    for which in () if args.moments_only else ("content", "adaptive"):
+        found, their_wall = detect_pyscenedetect(which, args.film)
+        theirs = sorted(d["frame"] for d in found)
+        near = lambda f, others: any(abs(f - o) <= 2 + 1e-6 for o in others)
+        agree_ours = sum(1 for f in ours if near(f, theirs))
+        agree_theirs = sum(1 for f in theirs if near(f, ours))
+        print(f"{'PySceneDetect ' + which:<24} {len(theirs)} cuts  {their_wall:6.2f} s ({ffmpeg_wall / their_wall:.2f}x ffmpeg's decode); "
+              f"{agree_theirs} of them within ±2 frames of a change of moments', {agree_ours} of moments' {len(ours)} "
+              f"within ±2 frames of one of them")
+        film[which] = {"wall": their_wall, "cuts": len(theirs), "agree_theirs": agree_theirs, "agree_ours": agree_ours}
+    return film
 
 
 if __name__ == "__main__":
