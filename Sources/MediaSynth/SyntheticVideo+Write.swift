@@ -52,6 +52,7 @@ extension SyntheticVideo {
                 var picture = try converter?.scaled(canvas) ?? canvas
                 if let toHLG { try toHLG.filter(canvas) { picture = try $0.clone() } }
                 picture.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
+                picture.pictureType = forcedKeyframes.contains(index) ? .intra : .unspecified
                 try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
             }
             if let audioEncoder {

@@ -357,6 +357,35 @@ struct SceneDetectionTests {
         }
     }
 
+    /// A fade through white over frames 85–115 and a cut at frame 210, 1 s GOPs, and one more
+    /// keyframe where an encoder restarting on a change of picture (x264) might put it: on the
+    /// fade's last frames or just after it (frames 112–118). Keyframes then fall 2 frames before
+    /// the cut at the latest (key 118: 6.933 s), where the sample run of the keyframe before the
+    /// cut measures the cut itself as its motion, and 1 frame after the fade (key 116), where the
+    /// GOP before opens on the fade and its early keyframe is no cut to trust unseen.
+    static func earlyKeyOnFade(at key: Int) -> SyntheticVideo {
+        var video = phoneH264([
+            .init(frames: 100, camera: .still),
+            .init(frames: 110, camera: .still, transitionIn: .fadeThroughWhite(frames: 30)),
+            .init(frames: 60, camera: .still, transitionIn: .cut),
+        ])
+        video.forcedKeyframes = [key]
+        return video
+    }
+
+    @Test("a fade and a cut around an encoder's extra keyframe are found as they are", arguments: [112, 114, 115, 116, 118])
+    func earlyKeyOnFade(key: Int) throws {
+        let video = Self.earlyKeyOnFade(at: key)
+        let path = try Fixtures.path("scene-early-key-on-fade-\(key).mp4", video)
+        let found = try Self.changes(in: path)
+        let frame = 1 / Double(video.frameRate)
+        #expect(found.count == 2, "found \(Self.describe(found))")
+        for (time, kind) in zip(video.boundaryTimes, [TransitionKind.fade, .cut]) {
+            #expect(found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == kind },
+                    "expected a \(kind) at \(time): \(Self.describe(found))")
+        }
+    }
+
     /// x264's open GOPs: each keyframe after the first is an I picture with a recovery point, not an
     /// IDR picture, and FFmpeg's decoder holds back the pictures after it until it has output it.
     @Test("H.264 open GOPs: each keyframe's motion is measured as with closed GOPs, and every cut is found")

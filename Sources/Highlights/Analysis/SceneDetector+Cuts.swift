@@ -25,6 +25,11 @@ extension SceneDetector {
         let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
             || (step >= settings.minimumStillCut && step >= settings.stillCutRatio * median + 3)
             || isLocalCut(i, around: around, median: median)
+        if VideoScanner.debug, step >= settings.minimumStillCut {
+            let verdict = !isCut ? "not a cut" : isFlash(at: i) ? "flash" : isSharpening(at: i) ? "sharpening"
+                : isInBurst(at: i) ? "burst" : isRelit(at: i) ? "light" : "cut"
+            FileHandle.standardError.write(Data(String(format: "step at %.3f: %.1f (median %.2f): %@\n", entries[i].time, step, median, verdict).utf8))
+        }
         guard isCut, !isFlash(at: i), !isSharpening(at: i), !isInBurst(at: i), !isRelit(at: i) else { return }
         let e = entries[i]
         candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,

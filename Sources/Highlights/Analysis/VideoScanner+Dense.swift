@@ -85,12 +85,13 @@ extension VideoScanner {
             && SceneDetector.difference(a, b) < 25
     }
 
-    func ensureDenseContinuity(for index: Int) throws {
+    /// Starts a run at GOP `index` unless one goes on into it. `baseline`: the footage's motion
+    /// there, for judgements where the run's own frames barely move (the last keyframe's if nil).
+    func ensureDenseContinuity(for index: Int, baseline: Double? = nil) throws {
         if let through = denseActiveThrough, through == index - 1 || through == index { return }
         try endDense(finalThumbnail: nil)
         dense?.flush()
-        let nearby = samples.last(where: { $0.activity != nil })?.activity ?? 0
-        detector.beginRun(baseline: nearby)
+        detector.beginRun(baseline: baseline ?? samples.last(where: { $0.activity != nil })?.activity ?? 0)
     }
 
     func decodeDense(_ packet: Packet) throws {

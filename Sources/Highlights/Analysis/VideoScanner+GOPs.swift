@@ -112,8 +112,10 @@ extension VideoScanner {
         let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
         let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
         var pictureJump = false
+        var pictureDifference = 0.0
         if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
             let difference = a.difference(to: b)
+            pictureDifference = difference
             pictureJump = difference >= 20 && difference >= 2 * recentPictureDifferences.quantile(0.25)
             recentPictureDifferences.add(difference)
         }
@@ -137,7 +139,8 @@ extension VideoScanner {
                                         && structure >= 3 * max(recentStructureDistances.quantile(0.25), structureAround))
             recentStructureDistances.add(structure)
         }
-        let calmAfter = (next?.activity ?? .infinity) <= max(3, 2 * recentActivities.quantile(0.5))
+        let calm = max(3, 2 * recentActivities.quantile(0.5))
+        let calmAfter = (next?.activity ?? .infinity) <= calm
         // The keyframe's sample run moved far more than the keyframes either side of it: something
         // happened between the keyframe and the first picture after it (a jump cut keeps the
         // colours and their layout), or a burst of motion began there. Only the frames up to that
@@ -151,7 +154,7 @@ extension VideoScanner {
             && activity >= settings.activityJumpRatio * max(activityBefore, next?.activity ?? .infinity)
         // After an early keyframe any real change of picture means a cut there; none means the
         // encoder restarted for another reason (a flash, a burst of motion).
-        let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureJump)
+        let changedAtEarlyKey = early && (distance >= settings.keyframeDistanceFloor || pictureDifference >= 20)
         // The last dense run's own last frames, if this GOP is open, before anything is judged on it.
         let taken = try decodeLeadingPictures(of: gop)
         // A gradual change still going on where the last dense GOP ended continues into this one.
@@ -164,11 +167,23 @@ extension VideoScanner {
             continuing = false
         }
         // Only new colours make the encoder's keyframe a cut to trust without looking: a changed
-        // structure alone may be the end of a whip pan or a zoom.
-        let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceFloor
+        // structure alone may be the end of a whip pan or a zoom, and colours a little changed the
+        // end of a GOP restarted on motion. And only after a calm keyframe: a GOP that opens in
+        // motion or in a fade (a run going on into it) may hold another change before its end.
+        let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceAlways
+            && (gop.sample?.activity ?? .infinity) <= calm
         let decision: String
         let decodedBefore = decodedFrames
-        let suspected = spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey)) || continuing
+        // A black or white keyframe: a fade's hold (an encoder restarts on a fade's ramp, and the
+        // last GOP has no keyframe after it to compare with), measured whole from the frames.
+        let blankKey = gop.sample.map { sample in
+            let entry = SceneDetector.entry(time: sample.time, thumbnail: sample.thumbnail)
+            // Flat, so a dark shot (under water, at night) is not taken for black.
+            return (detector.isExtreme(entry, dark: true) || detector.isExtreme(entry, dark: false))
+                && entry.lumaSpread < detector.settings.flatLuma
+        } ?? false
+        let suspected = spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey))
+            || continuing || blankKey
         // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
         let cutOnNextKeyframe = !suspected && trustedEarlyKey && next != nil
         let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
@@ -179,7 +194,9 @@ extension VideoScanner {
                 .map { max($0, gop.keyTime + 2 * nominalInterval) } : nil
         if suspected || probeTime != nil {
             // A cut somewhere inside, or a gradual change: find it frame by frame.
-            try ensureDenseContinuity(for: gop.index)
+            // The footage's motion: this keyframe's, unless it moved far more than the keyframes
+            // either side (its sample run may span the very cut the run is to find).
+            try ensureDenseContinuity(for: gop.index, baseline: activityJump ? max(activityBefore, next?.activity ?? 0) : gop.sample?.activity)
             // The GOP before, kept in case a dissolve or fade was already under way at this keyframe.
             let before = startsRun ? lastSampled.flatMap { $0.index == gop.index - 1 ? $0 : nil } : nil
             // The change a spike points at is placed once its frame has been shown and judged.
@@ -209,7 +226,7 @@ extension VideoScanner {
             }
             // A probe that found nothing leaves the GOP as a sampled one, with the cut its early
             // keyframe shows (the probe looked at its start only).
-            lastSampled = ending == .probed && !cutOnNextKeyframe ? gop : nil
+            lastSampled = ending == .probed ? gop : nil
             if ending == .probed, cutOnNextKeyframe, let next { addKeyframeCut(from: gop, to: next) }
             if ending == .whole || ending == .beganMidChange {
                 denseActiveThrough = gop.index
@@ -218,7 +235,10 @@ extension VideoScanner {
             }
         } else if cutOnNextKeyframe, let next {
             decision = "cut on the next keyframe"
-            lastSampled = nil
+            // Kept at hand as a sampled GOP is: an encoder restarts on a fade's ramp too, and the
+            // next GOP's run then begins in the fade and decodes this one to measure it whole (the
+            // fade absorbs the cut).
+            lastSampled = gop
             if denseActiveThrough != nil { try endDense(finalThumbnail: gop.sample.map { ($0.time, $0.thumbnail) }) }
             addKeyframeCut(from: gop, to: next)
         } else {
