@@ -140,7 +140,7 @@ public struct SyntheticVideo: Sendable {
     public var gopSize: Int = 0
     /// Frames coded as keyframes wherever the GOP size puts the others: an encoder's own scene-cut
     /// keyframes, placed by hand so a test knows where they are.
-    public var forcedKeyframes: Set<Int> = []
+    public var forcedKeyframes: [Int] = []
     public var bitRate: Int = 0
     public var encoderOptions: [String: String] = ["preset": "veryfast"]
     /// x264 as a phone encodes: keyframes only where the GOP size puts them, none at the cuts
