@@ -111,14 +111,7 @@ extension VideoScanner {
         // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
         let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
         let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
-        var pictureJump = false
-        var pictureDifference = 0.0
-        if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
-            let difference = a.difference(to: b)
-            pictureDifference = difference
-            pictureJump = difference >= 20 && difference >= 2 * recentPictureDifferences.quantile(0.25)
-            recentPictureDifferences.add(difference)
-        }
+        let pictureDifference = gop.sample.flatMap { a in next.map { a.thumbnail.difference(to: $0.thumbnail) } } ?? 0
         // Two shots of similar colours can share a histogram: the colour layout (where the colours
         // are) still moves far more across a cut than the quieter GOPs around it.
         var layoutJump = false
@@ -177,10 +170,9 @@ extension VideoScanner {
         // A black or white keyframe: a fade's hold (an encoder restarts on a fade's ramp, and the
         // last GOP has no keyframe after it to compare with), measured whole from the frames.
         let blankKey = gop.sample.map { sample in
-            let entry = SceneDetector.entry(time: sample.time, thumbnail: sample.thumbnail)
+            let entry = SceneDetector.entry(time: sample.time, thumbnail: sample.thumbnail), limits = detector.settings
             // Flat, so a dark shot (under water, at night) is not taken for black.
-            return (detector.isExtreme(entry, dark: true) || detector.isExtreme(entry, dark: false))
-                && entry.lumaSpread < detector.settings.flatLuma
+            return (entry.luma < limits.darkLuma || entry.luma > limits.brightLuma) && entry.lumaSpread < limits.flatLuma
         } ?? false
         let suspected = spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey))
             || continuing || blankKey

@@ -93,7 +93,6 @@ final class VideoScanner {
     var recentKeyDistances = RecentValues()
     var recentKeyIntervals = RecentValues()
     var recentActivities = RecentValues()
-    var recentPictureDifferences = RecentValues()
     var recentLayoutDistances = RecentValues()
     var recentStructureDistances = RecentValues()
     var recentSpikeRatios = RecentValues()
