@@ -75,6 +75,26 @@ public struct Bitstream: Sendable, Equatable {
         return kind
     }
 
+    /// Whether the access unit in `bytes` is an H.264 picture coded on its own (its first slice of
+    /// type I or SI) without being an IDR picture: what x264 codes on a change of picture it finds
+    /// too soon after a keyframe to start a GOP. False for HEVC (its slice headers need the
+    /// picture parameter set to read) and for damaged data.
+    public func isIntraPicture(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard codec == .h264 else { return false }
+        var intra = false
+        forEachNAL(in: bytes) { offset, size in
+            let type = bytes[offset] & 0x1F
+            guard (1...5).contains(type) else { return true }
+            if type == 1 {
+                // The slice header: first_mb_in_slice ue(v), then slice_type ue(v) (2, 7: I; 4, 9: SI).
+                var reader = ExpGolombReader(bytes, from: offset + 1, to: offset + size)
+                if reader.unsigned() != nil, let sliceType = reader.unsigned() { intra = [2, 4, 7, 9].contains(sliceType) }
+            }
+            return false
+        }
+        return intra
+    }
+
     /// Whether the NAL units' length prefixes tile `bytes` exactly: a packet whose lengths do not add
     /// up has been damaged, and copying it would hand the damage to every player.
     public func isWellFormed(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -115,5 +135,57 @@ public struct Bitstream: Sendable, Equatable {
             if !body(position, length) { return }
             position += length
         }
+    }
+}
+
+/// Reads Exp-Golomb codes from a NAL unit's payload, passing over emulation-prevention bytes
+/// (a 3 after two zero bytes). Reads nothing past `end`.
+struct ExpGolombReader {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private let end: Int
+    private var position: Int
+    private var bit = 0
+    private var zeros = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) {
+        self.bytes = bytes
+        self.end = min(end, bytes.count)
+        position = start
+    }
+
+    private mutating func nextBit() -> Int? {
+        if bit == 0 {
+            guard position < end else { return nil }
+            if zeros >= 2 && bytes[position] == 3 {
+                position += 1
+                zeros = 0
+                guard position < end else { return nil }
+            }
+        }
+        let value = Int(bytes[position] >> (7 - bit)) & 1
+        bit += 1
+        if bit == 8 {
+            zeros = bytes[position] == 0 ? zeros + 1 : 0
+            bit = 0
+            position += 1
+        }
+        return value
+    }
+
+    /// ue(v); nil past the end or for a code longer than 31 bits (damaged data).
+    mutating func unsigned() -> Int? {
+        var leading = 0
+        while true {
+            guard let b = nextBit() else { return nil }
+            if b == 1 { break }
+            leading += 1
+            if leading > 31 { return nil }
+        }
+        var value = 0
+        for _ in 0..<leading {
+            guard let b = nextBit() else { return nil }
+            value = value << 1 | b
+        }
+        return (1 << leading) - 1 + value
     }
 }

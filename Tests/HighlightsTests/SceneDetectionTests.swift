@@ -111,6 +111,18 @@ struct SceneDetectionTests {
             ("jump-cut", video([still, .init(frames: 120, camera: .still, look: 0, shift: 64)]), [.cut]),
             // A → B → A: the insert's two cuts, the second back to the first shot's look.
             ("insert", video([.init(frames: 120), .init(frames: 60, camera: .pan(pixelsPerFrame: 2)), .init(frames: 120, look: 0, shift: 8)]), [.cut, .cut]),
+            // The same insert inside one GOP, as x264 codes it with its scene-cut detection on and
+            // 250-frame GOPs: no keyframe is allowed within 126 frames of the last (half the GOP
+            // and one), so each cut (frames 60 and 100) is an intra picture that is no keyframe,
+            // and the keyframes either side (0 and 250) are alike. With a camera's noise every
+            // picture is large, so neither intra picture stands out from the others by its size.
+            ("insert-in-long-gop", {
+                var v = video([.init(frames: 60), .init(frames: 40, camera: .shaky(amplitude: 6)), .init(frames: 200, look: 0, shift: 8)])
+                v.noise = 30
+                v.gopSize = 250
+                v.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=250:min-keyint=250:scenecut=40"]
+                return v
+            }(), [.cut, .cut]),
         ]
     }()
 
@@ -361,6 +373,25 @@ struct SceneDetectionTests {
             #expect(reference > 0.5 && open >= 0.5 * reference && open <= 2 * reference,
                     "second \(second): activity \(open) against \(reference) with closed GOPs")
         }
+    }
+
+    @Test("the packets read as intra pictures that are no keyframes are the cuts x264 coded so inside a long GOP")
+    func intraPicturesInsideGOP() throws {
+        let video = try #require(Self.hardMaterial.first { $0.name == "insert-in-long-gop" }?.video)
+        let input = try InputFile(path: try Fixtures.path("scene-insert-in-long-gop.mp4", video))
+        let stream = try #require(input.bestStream(.video))
+        let bitstream = try #require(stream.bitstream)
+        let packet = Packet()
+        var intra: [Double] = [], keyframes = 0
+        while try input.read(into: packet) {
+            guard packet.streamIndex == stream.index, let pts = packet.pts else { continue }
+            if packet.isKeyframe { keyframes += 1 }
+            if bitstream.isIntraPicture(packet.bytes) { intra.append(stream.seconds(pts)) }
+        }
+        #expect(keyframes == 2)
+        let frame = 1 / Double(video.frameRate)
+        #expect(intra.count == video.boundaryTimes.count
+                && zip(intra.sorted(), video.boundaryTimes).allSatisfy { abs($0 - $1) < frame / 2 }, "intra pictures at \(intra)")
     }
 
     /// A fade through white over frames 85–115 and a cut at frame 210, 1 s GOPs, and one more

@@ -108,6 +108,23 @@ extension VideoScanner {
                 idleSpike = (gop.index, spikeShare)
             }
         }
+        // An intra picture inside the GOP: the encoder's own scene-cut detection found a change of
+        // picture too soon after the keyframe to start a GOP there. It counts as a spike whatever
+        // its size against the GOP's other pictures (another shot's), unless one of much the same
+        // size came to nothing a GOP or two before (an encoder that codes intra pictures in a rhythm).
+        // (A run between alike keyframes starts a cut window before the first; none stops before the last.)
+        if !spike, let intra = gop.intraPictures.first {
+            let share = Double(gop.packets[intra].size) / Double(max(gop.packets[0].size, 1))
+            if let idle = idleSpike, gop.index - idle.index <= settings.spikeRhythmGOPs,
+               max(share, idle.share) <= settings.spikeRhythmRatio * min(share, idle.share) {
+                rhythm = true
+                idleSpike = (gop.index, share)
+            } else {
+                spike = true
+                spikeIndex = intra
+                spikeShare = share
+            }
+        }
         // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
         let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
         let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
@@ -193,12 +210,13 @@ extension VideoScanner {
             let before = startsRun ? lastSampled.flatMap { $0.index == gop.index - 1 ? $0 : nil } : nil
             // The change a spike points at is placed once its frame has been shown and judged.
             let spikeTime = spike ? gop.packets[spikeIndex].pts.map(stream.seconds) ?? .infinity : probeTime ?? -Double.infinity
+            let stopAfter = max(spikeTime, gop.intraPictures.last.map { gop.packets[$0].pts.map(stream.seconds) ?? .infinity } ?? -.infinity)
             // Keyframes alike at both ends: the spike is the only thing to look at (a short insert,
             // a flash, or nothing). The anchors before it are decoded, the run starts a cut window
             // before it, and it ends as soon as the spike has been judged.
             let endsAlike = gop.sample.flatMap { a in next.map { looksAlike(a.thumbnail, $0.thumbnail) } } ?? false
             let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - settings.spikeLookBackPackets) : 0
-            var ending = try decodeDense(gop.packets[taken...], towards: next, after: spikeTime, anchorsUntil: anchorsUntil,
+            var ending = try decodeDense(gop.packets[taken...], towards: next, after: stopAfter, anchorsUntil: anchorsUntil,
                                          settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0 && probeTime == nil,
                                          probingThrough: probeTime)
             if ending == .beganMidChange, let before {
@@ -206,7 +224,7 @@ extension VideoScanner {
                 detector.discardRun()
                 dense?.flush()
                 lastDenseThumbnail = nil
-                ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: spikeTime, anchorsUntil: 0,
+                ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: stopAfter, anchorsUntil: 0,
                                          settledAtStart: false, checkingStart: false)
             }
             decision = ending == .probed ? "probed, nothing stands out" + (cutOnNextKeyframe ? "; cut on the next keyframe" : "")

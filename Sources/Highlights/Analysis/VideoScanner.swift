@@ -61,6 +61,8 @@ final class VideoScanner {
         var interval: Double? = nil
         var denseDecoded = false
         var bytes = 0
+        /// Indices in `packets` of intra pictures that are no keyframes (an encoder's scene cut).
+        var intraPictures: [Int] = []
     }
 
     let stream: MediaStream
@@ -173,6 +175,7 @@ final class VideoScanner {
         }
         current!.packets.append(packet.reference())
         current!.bytes += packet.size
+        if packets.bitstream?.isIntraPicture(packet.bytes) == true { current!.intraPictures.append(current!.packets.count - 1) }
         // An open GOP's leading pictures (shown before its keyframe, decoded after it) refer to the
         // GOP before: a run of the keyframe alone cannot decode them, so it takes the first picture
         // shown after the keyframe instead.
