@@ -53,6 +53,15 @@ extension VideoScanner {
         return awaiting[index].sample
     }
 
+    /// Whether a spike of `share` (its size against its keyframe's) in `gop` is much the size of one
+    /// that came to nothing a GOP or two before: the source's own rhythm, which it then carries on.
+    func repeatsIdleSpike(_ share: Double, in gop: GOP) -> Bool {
+        guard let idle = idleSpike, gop.index - idle.index <= settings.spikeRhythmGOPs,
+              max(share, idle.share) <= settings.spikeRhythmRatio * min(share, idle.share) else { return false }
+        idleSpike = (gop.index, share)
+        return true
+    }
+
     /// The keyframe the encoder started early on a cut, taken as that cut without decoding around it.
     func addKeyframeCut(from gop: GOP, to next: VideoSample) {
         detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
@@ -101,11 +110,9 @@ extension VideoScanner {
             // A source's own refresh pictures (a transcoded file's old keyframes, a camera's intra
             // refresh) come every GOP or two at much the same size, and the first one decoded showed
             // nothing: this one is the same again. A cut's intra picture stands out from them.
-            if candidate, let idle = idleSpike, gop.index - idle.index <= settings.spikeRhythmGOPs,
-               max(spikeShare, idle.share) <= settings.spikeRhythmRatio * min(spikeShare, idle.share) {
+            if candidate, repeatsIdleSpike(spikeShare, in: gop) {
                 rhythm = true
                 spike = false
-                idleSpike = (gop.index, spikeShare)
             }
         }
         // An intra picture inside the GOP: the encoder's own scene-cut detection found a change of
@@ -115,10 +122,8 @@ extension VideoScanner {
         // (A run between alike keyframes starts a cut window before the first; none stops before the last.)
         if !spike, let intra = gop.intraPictures.first {
             let share = Double(gop.packets[intra].size) / Double(max(gop.packets[0].size, 1))
-            if let idle = idleSpike, gop.index - idle.index <= settings.spikeRhythmGOPs,
-               max(share, idle.share) <= settings.spikeRhythmRatio * min(share, idle.share) {
+            if repeatsIdleSpike(share, in: gop) {
                 rhythm = true
-                idleSpike = (gop.index, share)
             } else {
                 spike = true
                 spikeIndex = intra
