@@ -174,6 +174,21 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
     }
 
+    /// A 1.5 s dissolve (frames 40–85, middle 62.5) whose outgoing shot whip-pans over its first
+    /// 6 to 14 frames (up to a third of the blend, more than its fit leaves out), after 40 still
+    /// frames: every window after the whip has the whip in the frames just before it, which moved
+    /// the picture more than the blend does, and was taken for a shot's own motion. Its motion is
+    /// measured before the whip instead (missed before, whatever the whip's length). The same whip
+    /// with no dissolve is no change.
+    @Test("A dissolve whose outgoing shot whip-pans over its first third is found on its middle: the shot's motion is measured before the whip; the whip alone is no change",
+          arguments: [6, 8, 11, 14])
+    func shortDissolveUnderWhipIsFound(whipFrames: Int) {
+        let found = Self.changes(Self.dissolveWithMotion(outgoingWhips: true, length: 45, whipFrames: whipFrames))
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 62.5) <= 1 }, "found \(found)")
+        let whipAlone = (0..<135).map { Self.picture(seed: 9, dx: 120 * min(whipFrames, max(0, $0 - 40)) / whipFrames, frame: $0) }
+        #expect(Self.changes(whipAlone).isEmpty, "whip alone: found \(Self.changes(whipAlone))")
+    }
+
     /// A three-second dissolve (frames 40–130, middle 85) whose outgoing shot whip-pans over its
     /// first four or six frames: the whip jumps the frames' distance from the incoming shot at once,
     /// while the slow blend grows it by a third of a unit a frame after, so tracing the jump back

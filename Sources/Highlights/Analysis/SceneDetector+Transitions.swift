@@ -20,19 +20,38 @@ extension SceneDetector {
             guard let (residual, alphas) = blendFit(from: a, to: b) else { continue }
             // Motion inside one shot can pass for a blend over a short window: a dissolve's ends
             // differ by clearly more than the shot moved over as many frames just before it.
-            if a - length >= 0 && Self.difference(entries[a - length], start) * settings.dissolveMotionRatio > span { continue }
-            if let group = dissolveGroup, a > group.last { closeDissolveGroup() }
+            var afterBurst = false
+            if a - length >= 0 && Self.difference(entries[a - length], start) * settings.dissolveMotionRatio > span {
+                // A zoom or a whip pan as the blend begins moves the picture just before the window
+                // more than the shot moves otherwise: then the window is measured against the frames
+                // before that, unless windows that passed outright already cover it.
+                guard a - 2 * length >= 0,
+                      Self.difference(entries[a - 2 * length], entries[a - length]) * settings.dissolveMotionRatio <= span
+                else { continue }
+                if let group = dissolveGroup, !group.afterBurst, a <= group.last { continue }
+                afterBurst = true
+            }
+            if let group = dissolveGroup {
+                if a > group.last {
+                    closeDissolveGroup()
+                } else if group.afterBurst && !afterBurst {
+                    // Windows that pass outright replace those that passed only after a burst.
+                    dissolveGroup = nil
+                }
+            }
             // The ramp: from the last frame still all `a` to the first already all `b`.
             let rampStart = a + (alphas.lastIndex(where: { $0 <= 0.03 }).map { $0 + 1 } ?? 0)
             let rampEnd = a + 1 + (alphas.firstIndex(where: { $0 >= 0.97 }) ?? alphas.count)
             let change = SceneChange(time: (entries[rampStart].time + entries[rampEnd].time) / 2, kind: .dissolve,
                                      transitionStart: entries[rampStart].time, transitionEnd: entries[rampEnd].time, strength: span)
-            if let group = dissolveGroup {
-                let better = length > group.length || (length == group.length && residual < group.residual)
-                dissolveGroup = (group.first, max(group.last, b), better ? change : group.change,
-                                 better ? length : group.length, better ? residual : group.residual)
+            if var group = dissolveGroup {
+                if length > group.length || (length == group.length && residual < group.residual) {
+                    (group.change, group.length, group.residual) = (change, length, residual)
+                }
+                group.last = max(group.last, b)
+                dissolveGroup = group
             } else {
-                dissolveGroup = (a, b, change, length, residual)
+                dissolveGroup = DissolveGroup(first: a, last: b, change: change, length: length, residual: residual, afterBurst: afterBurst)
             }
             if VideoScanner.debug {
                 FileHandle.standardError.write(Data(String(format: "dissolve window %.3f–%.3f: span %.1f, residual %.3f\n",

@@ -113,6 +113,24 @@ final class SceneDetector {
         var step: Double
     }
 
+    /// Overlapping dissolve windows: the entries they cover and the best of them.
+    struct DissolveGroup {
+        var first: Int
+        var last: Int
+        /// The change the best window (the longest, then the best fit) makes.
+        var change: SceneChange
+        var length: Int
+        var residual: Double
+        /// Whether its windows passed the motion test only against the shot's motion before a burst
+        /// of it (a zoom or a whip pan just before them): a window that passes it outright replaces them.
+        var afterBurst: Bool
+
+        mutating func shift(by removed: Int) {
+            first -= removed
+            last -= removed
+        }
+    }
+
     struct Candidate {
         var change: SceneChange
         /// Gradual changes outrank cuts; fades outrank dissolves.
@@ -124,8 +142,8 @@ final class SceneDetector {
     /// The next entry whose step is judged as a cut (judged once `cutWindow` frames follow it).
     var next = 1
     var candidates: [Candidate] = []
-    /// The best of the overlapping dissolve windows being followed: (first, last, change).
-    var dissolveGroup: (first: Int, last: Int, change: SceneChange, length: Int, residual: Double)?
+    /// The overlapping dissolve windows being followed.
+    var dissolveGroup: DissolveGroup?
     /// A black or white stretch being followed: its first and last entry, whether it is dark, and
     /// whether it is still short enough to be part of a fade.
     var extreme: (first: Int, last: Int, dark: Bool, short: Bool)?
@@ -418,6 +436,6 @@ final class SceneDetector {
         next -= removable
         extreme = extreme.map { ($0.first - removable, $0.last - removable, $0.dark, $0.short) }
         pendingFade = pendingFade.map { ($0.rampStart - removable, $0.first - removable, $0.last - removable, $0.dark) }
-        dissolveGroup = dissolveGroup.map { ($0.first - removable, $0.last - removable, $0.change, $0.length, $0.residual) }
+        dissolveGroup?.shift(by: removable)
     }
 }
