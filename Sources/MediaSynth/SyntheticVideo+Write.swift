@@ -48,7 +48,7 @@ extension SyntheticVideo {
 
         for index in 0..<frameCount {
             if let videoEncoder {
-                try paint(frame: index, painter: painter, into: canvas, scratch: scratch)
+                try paint(frame: index - index % max(1, heldFrames), painter: painter, into: canvas, scratch: scratch)
                 var picture = try converter?.scaled(canvas) ?? canvas
                 if let toHLG { try toHLG.filter(canvas) { picture = try $0.clone() } }
                 picture.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)

@@ -153,6 +153,9 @@ public struct SyntheticVideo: Sendable {
     /// renewal is a picture the encoder codes nearly whole between tiny ones, as a transcoded
     /// file's old keyframes or a camera's intra refresh are.
     public var noiseHeldFrames = 1
+    /// Frames each painted picture is shown (1: a new one every frame), noise and all, as a
+    /// time-lapse or a slow source brought to this frame rate repeats its pictures.
+    public var heldFrames = 1
     /// Stored pixel shape (width, height); (4, 3) stores 4:3-wide pixels.
     public var sampleAspectRatio: (Int, Int) = (1, 1)
     /// false writes only the soundtrack (an audio-only file).

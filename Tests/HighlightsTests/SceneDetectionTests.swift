@@ -425,6 +425,40 @@ struct SceneDetectionTests {
         }
     }
 
+    /// A time-lapse (each picture held ten frames, a camera's noise and all, so every new one is
+    /// coded nearly whole and none stands out by its size) in 120-frame GOPs, with an encoder's
+    /// extra keyframe on a cut at frame 420 and another cut at 390 inside the GOP before it. The
+    /// keyframes either side of that GOP (360 and 420) are in different shots and each is repeated
+    /// by the picture after it, so their sample runs do not move: taken for calm, the keyframe
+    /// cut was trusted without decoding the GOP, and the cut at 390 was lost.
+    static let timeLapseEarlyKey: SyntheticVideo = {
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30,
+                                   scenes: [.init(frames: 390), .init(frames: 30), .init(frames: 120)])
+        video.audio = nil
+        video.heldFrames = 10
+        video.noise = 30
+        video.gopSize = 120
+        video.forcedKeyframes = [420]
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=120:min-keyint=120:scenecut=0"]
+        return video
+    }()
+
+    @Test("a time-lapse's keyframes, each repeated by the picture after it, are not taken for calm: the GOP before an encoder's keyframe cut is decoded, and the cut inside it found")
+    func timeLapseEarlyKey() throws {
+        let video = Self.timeLapseEarlyKey
+        let path = try Fixtures.path("scene-time-lapse-early-key.mp4", video)
+        let frame = 1 / Double(video.frameRate)
+        func hasCuts(_ found: [SceneChange]) -> Bool {
+            found.count == video.boundaryTimes.count && video.boundaryTimes.allSatisfy { time in
+                found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == .cut }
+            }
+        }
+        let found = try Self.changes(in: path)
+        #expect(hasCuts(found), "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
+        let trusting = try Self.changes(in: path) { $0.repeatedPictureActivity = 0 }
+        #expect(!hasCuts(trusting), "repeated pictures taken for calm: \(Self.describe(trusting)) (the fixture exercises the rule)")
+    }
+
     /// x264's open GOPs: each keyframe after the first is an I picture with a recovery point, not an
     /// IDR picture, and FFmpeg's decoder holds back the pictures after it until it has output it.
     @Test("H.264 open GOPs: each keyframe's motion is measured as with closed GOPs, and every cut is found")

@@ -187,6 +187,10 @@ extension VideoScanner {
         // motion or in a fade (a run going on into it) may hold another change before its end.
         let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceAlways
             && (gop.sample?.activity ?? .infinity) <= calm
+            // Calm only where the pictures after the keyframes moved at all: one that repeats its
+            // keyframe (a time-lapse, a slow source brought to a faster rate) says nothing of the
+            // shot's motion.
+            && min(activity, next?.activity ?? 0) >= settings.repeatedPictureActivity
         let decision: String
         let decodedBefore = decodedFrames
         // A black or white keyframe: a fade's hold (an encoder restarts on a fade's ramp, and the

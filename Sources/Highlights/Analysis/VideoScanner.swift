@@ -22,6 +22,8 @@ final class VideoScanner {
         var longGOPBytes = 48 << 20
         /// A GOP whose keyframes' colours differ by more than this is always checked frame by frame…
         var keyframeDistanceAlways = 0.3
+        /// A keyframe's sample run moved less than this: the picture after it repeats it.
+        var repeatedPictureActivity = 0.05
         /// …and one whose differ by more than the floor and the ratio times the recent typical distance.
         var keyframeDistanceFloor = 0.12
         var keyframeDistanceRatio = 2.5
