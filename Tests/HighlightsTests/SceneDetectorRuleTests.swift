@@ -136,6 +136,24 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.frame - 30) < 0.01 }, "found \(found)")
     }
 
+    /// A time-lapse of `frames` frames: each picture held 14 frames (grain and all), each new one
+    /// the window moved 8 pixels on (a block), so no step within the cut window's eight frames
+    /// either side of a jump is more than a repeat; from frame `cutAt` (a jump) another scene.
+    static func timeLapse(frames: Int, cutAt: Int? = nil) -> [Thumbnail] {
+        (0..<frames).map { k in picture(seed: k >= cutAt ?? .max ? 2 : 1, dx: 2 * (k / 14), frame: k / 14) }
+    }
+
+    @Test("A time-lapse's jumps, between repeated pictures, are no cuts: each is measured against the jumps either side; a cut among them is still found on its frame")
+    func timeLapseJumps() {
+        let jumps = Self.changes(Self.timeLapse(frames: 140))
+        #expect(jumps.isEmpty, "found \(jumps)")
+        let cut = Self.changes(Self.timeLapse(frames: 140, cutAt: 70))
+        #expect(cut.count == 1 && cut.allSatisfy { $0.kind == .cut && abs($0.frame - 70) < 0.01 }, "found \(cut)")
+        var settings = SceneDetector.Settings()
+        settings.sparseStepReach = 0
+        #expect(!Self.changes(Self.timeLapse(frames: 140), settings: settings).isEmpty, "the window alone (the fixture exercises the rule)")
+    }
+
     /// A 60-frame dissolve (frames 40–100, middle 70) between two shots whose colours drift all
     /// the while (light changing: a unit of U and V every three frames), before, during and after it.
     static func dissolveBetweenDriftingShots() -> [Thumbnail] {

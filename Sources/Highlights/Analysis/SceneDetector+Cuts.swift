@@ -16,6 +16,17 @@ extension SceneDetector {
             .filter { $0 != i && entries[$0].step >= Self.repeatedFrameStep }
         let window = around.map { entries[$0].step }.sorted()
         var median = window.count >= 3 ? window[window.count / 2] : baselineHint
+        if window.count < 3 {
+            // Mostly repeated frames (a time-lapse, a slow source brought to a faster rate): the
+            // source's own changes of picture lie further apart, and a cut must stand out from them.
+            let reach = max(settings.cutWindow, settings.sparseStepReach)
+            let before = (max(1, i - reach)..<max(1, i - settings.cutWindow)).reversed().filter { entries[$0].step >= Self.repeatedFrameStep }.prefix(2)
+            let after = (min(entries.count, i + settings.cutWindow + 1)..<min(entries.count, i + reach + 1))
+                .filter { entries[$0].step >= Self.repeatedFrameStep }.prefix(2)
+            // (Not the few steps inside the window: a cut made over two frames has its own there.)
+            let beyond = (before + after).map { entries[$0].step }.sorted()
+            if !beyond.isEmpty { median = max(median, beyond[beyond.count / 2]) }
+        }
         if entries.count - 1 - i < settings.cutWindow / 2 {
             // The run ends here, so the window is one-sided: a cut must also stand out from the
             // steps just before it (the end of a whip pan or a burst of motion does not).

@@ -72,6 +72,9 @@ final class SceneDetector {
         var burstShare = 0.5
         /// Frames either side of a step whose steps make its median.
         var cutWindow = 8
+        /// Where fewer than three of those steps are no repeated frame, the nearest two such steps
+        /// on each side within this many frames count too.
+        var sparseStepReach = 30
         /// A step undone within this many frames is a flash.
         var flashFrames = 5
         /// Dissolve windows, in frames (the longest spans a three-second dissolve and the frames either side).
@@ -311,11 +314,22 @@ final class SceneDetector {
         let b = entries.count - 1
         followExtremes(at: b)
         findDissolves(endingAt: b)
-        while next + settings.cutWindow < entries.count {
+        while next + settings.cutWindow < entries.count && (hasStepsAround(next) || next + settings.sparseStepReach < entries.count) {
             judgeCut(next)
             next += 1
         }
         trim()
+    }
+
+    /// Whether the cut window around entry `i` holds three steps that are no repeated frame.
+    func hasStepsAround(_ i: Int) -> Bool {
+        if entries[i].step < min(settings.minimumStillCut, settings.minimumLocalCutStep) { return true }
+        var count = 0
+        for k in max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow) where k != i && entries[k].step >= Self.repeatedFrameStep {
+            count += 1
+            if count >= 3 { return true }
+        }
+        return false
     }
 
     /// Ends the current run (the next frame pushed is not adjacent to the last).
