@@ -425,6 +425,27 @@ struct SceneDetectionTests {
         }
     }
 
+    /// A cut at frame 35 sends its GOP (30–59) to be decoded frame by frame; in the next shot a
+    /// snap zoom or whip pan (5 frames at one speed) begins on the next keyframe, frame 60, so
+    /// the run's last step, onto that keyframe, is the burst's first and as large as a cut's. With
+    /// no frame after it in the run it stood out from the still frames before it: a false cut.
+    /// The keyframe's sample run moves, so the next GOP is decoded too and the burst seen whole.
+    static func burstOnKeyframe(_ kind: SyntheticVideo.Effect.Kind) -> SyntheticVideo {
+        var video = phoneH264([.init(frames: 35, camera: .still), .init(frames: 85, camera: .still)])
+        video.effects = [.init(kind, startFrame: 60, frames: 5, eased: false)]
+        return video
+    }
+
+    @Test("a zoom or whip pan begun on the keyframe after a GOP decoded for a cut is no cut: the next GOP is decoded to see the burst whole",
+          arguments: ["zoom", "whip"])
+    func burstOnKeyframe(kind: String) throws {
+        let video = Self.burstOnKeyframe(kind == "zoom" ? .zoom(factor: 2.5) : .whip(pixels: 320))
+        let path = try Fixtures.path("scene-\(kind)-on-keyframe.mp4", video)
+        let expected = try #require(video.boundaryTimes.first)
+        let found = try Self.changes(in: path)
+        #expect(Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
+    }
+
     /// A time-lapse (each picture held ten frames, a camera's noise and all, so every new one is
     /// coded nearly whole and none stands out by its size) in 120-frame GOPs, with an encoder's
     /// extra keyframe on a cut at frame 420 and another cut at 390 inside the GOP before it. The

@@ -143,12 +143,15 @@ struct SceneDetectorRuleTests {
         (0..<frames).map { k in picture(seed: k >= cutAt ?? .max ? 2 : 1, dx: 2 * (k / 14), frame: k / 14) }
     }
 
-    @Test("A time-lapse's jumps, between repeated pictures, are no cuts: each is measured against the jumps either side; a cut among them is still found on its frame")
+    @Test("A time-lapse's jumps, between repeated pictures, are no cuts: each is measured against the jumps either side; a cut among them, and a slideshow's cuts, are still found on their frames")
     func timeLapseJumps() {
         let jumps = Self.changes(Self.timeLapse(frames: 140))
         #expect(jumps.isEmpty, "found \(jumps)")
         let cut = Self.changes(Self.timeLapse(frames: 140, cutAt: 70))
         #expect(cut.count == 1 && cut.allSatisfy { $0.kind == .cut && abs($0.frame - 70) < 0.01 }, "found \(cut)")
+        // A slideshow: six stills of 20 frames each, every change a cut.
+        let slides = Self.changes((0..<120).map { Self.picture(seed: 20 + $0 / 20, dx: 0, frame: 0) })
+        #expect(slides.map(\.frame) == [20, 40, 60, 80, 100] && slides.allSatisfy { $0.kind == .cut }, "slideshow: found \(slides)")
         var settings = SceneDetector.Settings()
         settings.sparseStepReach = 0
         #expect(!Self.changes(Self.timeLapse(frames: 140), settings: settings).isEmpty, "the window alone (the fixture exercises the rule)")

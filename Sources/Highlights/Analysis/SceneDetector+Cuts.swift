@@ -19,10 +19,11 @@ extension SceneDetector {
         if window.count < 3 {
             // Mostly repeated frames (a time-lapse, a slow source brought to a faster rate): the
             // source's own changes of picture lie further apart, and a cut must stand out from them.
+            // (Changes smaller than any cut: a slideshow's are cuts, each to be found.)
             let reach = max(settings.cutWindow, settings.sparseStepReach)
-            let before = (max(1, i - reach)..<max(1, i - settings.cutWindow)).reversed().filter { entries[$0].step >= Self.repeatedFrameStep }.prefix(2)
-            let after = (min(entries.count, i + settings.cutWindow + 1)..<min(entries.count, i + reach + 1))
-                .filter { entries[$0].step >= Self.repeatedFrameStep }.prefix(2)
+            func own(_ k: Int) -> Bool { entries[k].step >= Self.repeatedFrameStep && entries[k].step < settings.minimumCut }
+            let before = (max(1, i - reach)..<max(1, i - settings.cutWindow)).reversed().filter(own).prefix(2)
+            let after = (min(entries.count, i + settings.cutWindow + 1)..<min(entries.count, i + reach + 1)).filter(own).prefix(2)
             // (Not the few steps inside the window: a cut made over two frames has its own there.)
             let beyond = (before + after).map { entries[$0].step }.sorted()
             if !beyond.isEmpty { median = max(median, beyond[beyond.count / 2]) }

@@ -241,6 +241,15 @@ final class SceneDetector {
         return !isFollowingChange
     }
 
+    /// The step from the run's last frame to `sample`, a frame after it (0 when there is none).
+    func step(to sample: VideoSample) -> Double {
+        guard let last = entries.last, last.time < sample.time else { return 0 }
+        return Self.difference(last, Self.entry(time: sample.time, thumbnail: sample.thumbnail))
+    }
+
+    /// Whether a step of a still shot's cut size is still to be judged.
+    var hasUnjudgedCutStep: Bool { next < entries.count && entries[next...].contains(where: { $0.step >= settings.minimumStillCut }) }
+
     /// Frames pushed since the run began (or since the oldest kept one).
     var runLength: Int { entries.count }
 
