@@ -34,9 +34,7 @@ extension SceneDetector {
             let recent = entries[max(1, i - 3)..<i].map(\.step).sorted()
             if !recent.isEmpty { median = max(median, recent[recent.count / 2]) }
         }
-        let isCut = (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
-            || (step >= settings.minimumStillCut && step >= settings.stillCutRatio * median + 3)
-            || isLocalCut(i, around: around, median: median)
+        let isCut = isCutSized(step, median: median) || isLocalCut(i, around: around, median: median)
         if VideoScanner.debug, step >= settings.minimumStillCut {
             let verdict = !isCut ? "not a cut" : isFlash(at: i) ? "flash" : isSharpening(at: i) ? "sharpening"
                 : isInBurst(at: i) ? "burst" : isRelit(at: i) ? "light" : "cut"
@@ -46,6 +44,20 @@ extension SceneDetector {
         let e = entries[i]
         candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
                                                         strength: step), rank: 0))
+    }
+
+    /// Whether `step` is a cut's size where the steps around it have `median`: above the floor
+    /// and three times the median, or, where the shot is still, a smaller floor and eight times.
+    func isCutSized(_ step: Double, median: Double) -> Bool {
+        (step >= settings.minimumCut && step >= settings.cutRatio * median + 5)
+            || (step >= settings.minimumStillCut && step >= settings.stillCutRatio * median + 3)
+    }
+
+    /// Whether a step of `step` after the last frame pushed would be a cut's size against the
+    /// steps just before it (as the run's last frame is judged, from one side only).
+    func standsOutAtEnd(_ step: Double) -> Bool {
+        let recent = entries.dropFirst().suffix(settings.cutWindow).map(\.step).filter { $0 >= Self.repeatedFrameStep }.sorted()
+        return isCutSized(step, median: recent.count >= 3 ? recent[recent.count / 2] : baselineHint)
     }
 
     /// A fixed camera's jump cut: the people or things in the picture are somewhere else from one

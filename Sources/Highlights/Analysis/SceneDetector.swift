@@ -236,8 +236,7 @@ final class SceneDetector {
     /// Whether the run could end at the last frame pushed and lose nothing: every step large enough
     /// to be a cut has been judged with its frames on both sides, and no gradual change is under way.
     var isSettled: Bool {
-        guard entries.count > settings.cutWindow, extreme == nil, pendingFade == nil else { return false }
-        if entries[next...].contains(where: { $0.step >= settings.minimumStillCut }) { return false }
+        guard entries.count > settings.cutWindow, extreme == nil, pendingFade == nil, !hasUnjudgedCutStep else { return false }
         return !isFollowingChange
     }
 

@@ -173,11 +173,13 @@ extension VideoScanner {
         // The last dense run's own last frames, if this GOP is open, before anything is judged on it.
         let taken = try decodeLeadingPictures(of: gop)
         // A gradual change still going on where the last dense GOP ended continues into this one.
-        // A cut's step onto this keyframe (or just before it), which moves: the step may be the
-        // first of a zoom or a whip pan begun there, told from a cut only by the frames after it.
-        let burstMayBegin = activity > calm && (detector.hasUnjudgedCutStep
-                                                || gop.sample.map { detector.step(to: $0) >= detector.settings.minimumStillCut } ?? false)
-        var continuing = denseActiveThrough == gop.index - 1 && (detector.isFollowingChange || burstMayBegin)
+        // A step onto this keyframe that stands out as a cut's would from the run's last frames,
+        // where the keyframe moves: it may be the first of a zoom or a whip pan begun there, told
+        // from a cut only by the frames after it.
+        let afterDense = denseActiveThrough == gop.index - 1
+        let burstMayBegin = afterDense && activity > calm
+            && gop.sample.map { detector.standsOutAtEnd(detector.step(to: $0)) } ?? false
+        var continuing = afterDense && (detector.isFollowingChange || burstMayBegin)
         // A drift that goes on longer than any dissolve, with none found in it, is the shot's own
         // motion (a slow pan over smooth ground blends like a dissolve over a few frames): it is
         // not followed into GOP after GOP.
