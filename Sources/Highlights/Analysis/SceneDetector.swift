@@ -73,7 +73,7 @@ final class SceneDetector {
         /// Frames either side of a step whose steps make its median.
         var cutWindow = 8
         /// Where fewer than three of those steps are no repeated frame, the nearest two such steps
-        /// on each side within this many frames count too.
+        /// beyond them on each side within this many frames, each smaller than any cut, give the median.
         var sparseStepReach = 30
         /// A step undone within this many frames is a flash.
         var flashFrames = 5
@@ -322,18 +322,21 @@ final class SceneDetector {
         let b = entries.count - 1
         followExtremes(at: b)
         findDissolves(endingAt: b)
-        while next + settings.cutWindow < entries.count && (hasStepsAround(next) || next + settings.sparseStepReach < entries.count) {
+        while isReadyToJudge(next) {
             judgeCut(next)
             next += 1
         }
         trim()
     }
 
-    /// Whether the cut window around entry `i` holds three steps that are no repeated frame.
-    func hasStepsAround(_ i: Int) -> Bool {
-        if entries[i].step < min(settings.minimumStillCut, settings.minimumLocalCutStep) { return true }
+    /// Whether entry `i`'s step can be judged with the frames pushed so far: `cutWindow` frames
+    /// follow it, and `sparseStepReach` where it is a cut candidate whose window holds fewer than
+    /// three steps that are no repeated frame (the median is then read beyond the window).
+    func isReadyToJudge(_ i: Int) -> Bool {
+        guard i + settings.cutWindow < entries.count else { return false }
+        if i + settings.sparseStepReach < entries.count || entries[i].step < min(settings.minimumStillCut, settings.minimumLocalCutStep) { return true }
         var count = 0
-        for k in max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow) where k != i && entries[k].step >= Self.repeatedFrameStep {
+        for k in max(1, i - settings.cutWindow)...(i + settings.cutWindow) where k != i && entries[k].step >= Self.repeatedFrameStep {
             count += 1
             if count >= 3 { return true }
         }
