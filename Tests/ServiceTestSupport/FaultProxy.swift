@@ -62,8 +62,15 @@ public final class FaultProxy: @unchecked Sendable {
     /// Every request so far, in arrival order.
     public var exchanges: [Exchange] { lock.withLock { recorded } }
 
+    /// Stops listening. Only the first call closes the listening socket: a second `close` of its
+    /// number (a test's `close`, then `deinit`) would close whatever took that number since, in
+    /// this process (SwiftNIO traps on the EBADF that a socket of its own then gives).
     public func close() {
-        lock.withLock { closed = true }
+        let first = lock.withLock {
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         Glibc.close(listener)
     }
