@@ -136,22 +136,27 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.frame - 30) < 0.01 }, "found \(found)")
     }
 
-    /// A time-lapse of `frames` frames: each picture held 14 frames (grain and all), each new one
-    /// the window moved 8 pixels on (a block), so no step within the cut window's eight frames
-    /// either side of a jump is more than a repeat; from frame `cutAt` (a jump) another scene.
+    /// A time-lapse of `frames` frames: each picture held `timeLapseHold` frames (grain and all),
+    /// each new one the window moved 2 pixels on (a quarter of a block), so no step within the cut
+    /// window's eight frames either side of a jump is more than a repeat; from frame `cutAt` (a
+    /// jump) another scene.
+    static let timeLapseHold = 14
     static func timeLapse(frames: Int, cutAt: Int? = nil) -> [Thumbnail] {
-        (0..<frames).map { k in picture(seed: k >= cutAt ?? .max ? 2 : 1, dx: 2 * (k / 14), frame: k / 14) }
+        (0..<frames).map { k in picture(seed: k >= cutAt ?? .max ? 2 : 1, dx: 2 * (k / timeLapseHold), frame: k / timeLapseHold) }
     }
 
     @Test("A time-lapse's jumps, between repeated pictures, are no cuts: each is measured against the jumps either side; a cut among them, and a slideshow's cuts, are still found on their frames")
     func timeLapseJumps() {
         let jumps = Self.changes(Self.timeLapse(frames: 140))
         #expect(jumps.isEmpty, "found \(jumps)")
-        let cut = Self.changes(Self.timeLapse(frames: 140, cutAt: 70))
-        #expect(cut.count == 1 && cut.allSatisfy { $0.kind == .cut && abs($0.frame - 70) < 0.01 }, "found \(cut)")
+        let cutAt = 5 * Self.timeLapseHold
+        let cut = Self.changes(Self.timeLapse(frames: 140, cutAt: cutAt))
+        #expect(cut.count == 1 && cut.allSatisfy { $0.kind == .cut && abs($0.frame - Double(cutAt)) < 0.01 }, "found \(cut)")
         // A slideshow: six stills of 20 frames each, every change a cut.
-        let slides = Self.changes((0..<120).map { Self.picture(seed: 20 + $0 / 20, dx: 0, frame: 0) })
-        #expect(slides.map(\.frame) == [20, 40, 60, 80, 100] && slides.allSatisfy { $0.kind == .cut }, "slideshow: found \(slides)")
+        let slide = 20, shown = 6 * slide
+        let slides = Self.changes((0..<shown).map { Self.picture(seed: 20 + $0 / slide, dx: 0, frame: 0) })
+        #expect(slides.map(\.frame) == stride(from: slide, to: shown, by: slide).map(Double.init) && slides.allSatisfy { $0.kind == .cut },
+                "slideshow: found \(slides)")
         var settings = SceneDetector.Settings()
         settings.sparseStepReach = 0
         #expect(!Self.changes(Self.timeLapse(frames: 140), settings: settings).isEmpty, "the window alone (the fixture exercises the rule)")
@@ -182,11 +187,18 @@ struct SceneDetectorRuleTests {
     /// frame 90 (a pixel and a half a frame, before the blend ends and after).
     static func dissolveWithMotion(outgoingWhips: Bool, length: Int = 60, whipFrames: Int = 8) -> [Thumbnail] {
         (0..<(length + 90)).map { k in
-            let whip = outgoingWhips ? 120 * min(whipFrames, max(0, k - 40)) / whipFrames : 0
+            let whip = outgoingWhips ? whipOffset(at: k, frames: whipFrames) : 0
             let pan = outgoingWhips ? 0 : 3 * max(0, k - 90) / 2
-            return blend(picture(seed: 9, dx: whip, frame: k), picture(seed: 10, dx: pan, frame: k), min(1, max(0, Double(k - 40) / Double(length))))
+            return blend(picture(seed: 9, dx: whip, frame: k), picture(seed: 10, dx: pan, frame: k),
+                         min(1, max(0, Double(k - blendStart) / Double(length))))
         }
     }
+
+    /// The frame `dissolveWithMotion`'s blend (and its whip) begins on.
+    static let blendStart = 40
+
+    /// The outgoing shot's window at frame `k`: swept 120 pixels over `frames` frames from `blendStart`.
+    static func whipOffset(at k: Int, frames: Int) -> Int { 120 * min(frames, max(0, k - blendStart)) / frames }
 
     @Test("A dissolve is placed on its middle when the outgoing shot whip-pans as it begins, or the incoming one pans as it ends: each end of the ramp is read from its own side",
           arguments: [true, false])
@@ -204,9 +216,12 @@ struct SceneDetectorRuleTests {
     @Test("A dissolve whose outgoing shot whip-pans over its first third is found on its middle: the shot's motion is measured before the whip; the whip alone is no change",
           arguments: [6, 8, 11, 14])
     func shortDissolveUnderWhipIsFound(whipFrames: Int) {
-        let found = Self.changes(Self.dissolveWithMotion(outgoingWhips: true, length: 45, whipFrames: whipFrames))
-        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 62.5) <= 1 }, "found \(found)")
-        let whipAlone = (0..<135).map { Self.picture(seed: 9, dx: 120 * min(whipFrames, max(0, $0 - 40)) / whipFrames, frame: $0) }
+        let length = 45
+        let pictures = Self.dissolveWithMotion(outgoingWhips: true, length: length, whipFrames: whipFrames)
+        let middle = Double(Self.blendStart) + Double(length) / 2
+        let found = Self.changes(pictures)
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - middle) <= 1 }, "found \(found)")
+        let whipAlone = pictures.indices.map { Self.picture(seed: 9, dx: Self.whipOffset(at: $0, frames: whipFrames), frame: $0) }
         #expect(Self.changes(whipAlone).isEmpty, "whip alone: found \(Self.changes(whipAlone))")
     }
 

@@ -11,9 +11,8 @@ extension SceneDetector {
     func judgeCut(_ i: Int) {
         guard i >= 1, i < entries.count else { return }
         let step = entries[i].step
-        guard step >= min(settings.minimumStillCut, settings.minimumLocalCutStep) else { return }
-        let around = (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
-            .filter { $0 != i && entries[$0].step >= Self.repeatedFrameStep }
+        guard step >= candidateFloor else { return }
+        let around = movingSteps(around: i)
         let window = around.map { entries[$0].step }.sorted()
         var median = window.count >= 3 ? window[window.count / 2] : baselineHint
         if window.count < 3 {
@@ -44,6 +43,15 @@ extension SceneDetector {
         let e = entries[i]
         candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
                                                         strength: step), rank: 0))
+    }
+
+    /// The smallest step judged as a cut at all (by its size, or by its most changed blocks).
+    var candidateFloor: Double { min(settings.minimumStillCut, settings.minimumLocalCutStep) }
+
+    /// The entries within the cut window of entry `i` (not `i` itself) whose steps are no repeated frame.
+    func movingSteps(around i: Int) -> [Int] {
+        (max(1, i - settings.cutWindow)...min(entries.count - 1, i + settings.cutWindow))
+            .filter { $0 != i && entries[$0].step >= Self.repeatedFrameStep }
     }
 
     /// Whether `step` is a cut's size where the steps around it have `median`: above the floor

@@ -334,13 +334,7 @@ final class SceneDetector {
     /// three steps that are no repeated frame (the median is then read beyond the window).
     func isReadyToJudge(_ i: Int) -> Bool {
         guard i + settings.cutWindow < entries.count else { return false }
-        if i + settings.sparseStepReach < entries.count || entries[i].step < min(settings.minimumStillCut, settings.minimumLocalCutStep) { return true }
-        var count = 0
-        for k in max(1, i - settings.cutWindow)...(i + settings.cutWindow) where k != i && entries[k].step >= Self.repeatedFrameStep {
-            count += 1
-            if count >= 3 { return true }
-        }
-        return false
+        return i + settings.sparseStepReach < entries.count || entries[i].step < candidateFloor || movingSteps(around: i).count >= 3
     }
 
     /// Ends the current run (the next frame pushed is not adjacent to the last).
