@@ -512,3 +512,49 @@ struct SceneDetectionTests {
         #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames) of \(analysis.totalFrames), bound \(bound)")
     }
 }
+
+extension SceneDetectionTests {
+    /// One 240-frame GOP (as x264 codes a still stretch when left to its own keyframes) holding two
+    /// changes: at frame 40 a cut or a fade through black into a still shot, and at frame 170 a
+    /// jump cut in it (the camera 10 pixels over, so the picture still looks like the next
+    /// keyframe's at the scanner's scale, with the sensor's grain new from that frame: the encoder
+    /// codes the picture nearly whole, a spike against the second around it but smaller than the
+    /// first change's). The run placed the first change, saw the picture look like the next
+    /// keyframe, and stopped: the jump cut was never decoded. `jump: false` keeps the camera
+    /// where it was: the new grain alone, a spike that holds no change.
+    static func laterSpikeInLongGOP(fade: Bool, jump: Bool = true) -> SyntheticVideo {
+        var shot = SyntheticVideo.Scene(frames: 130, camera: .still)
+        if fade { shot.transitionIn = .fadeThroughBlack(frames: 30) }
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
+            .init(frames: 40, camera: .still), shot, .init(frames: 110, camera: .still, look: 1, shift: jump ? 10 : 0),
+        ])
+        video.audio = nil
+        video.gopSize = 240
+        video.noise = fade ? 4 : 8
+        video.noiseHeldFrames = 170
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=240:min-keyint=240:scenecut=0"]
+        return video
+    }
+
+    @Test("a long GOP's later spike is judged after the first change is placed: a jump cut there is found, reached over the anchors; new grain alone is no change",
+          arguments: [false, true])
+    func laterSpikeInLongGOP(fade: Bool) throws {
+        let video = Self.laterSpikeInLongGOP(fade: fade)
+        let path = try Fixtures.path("scene-later-spike-\(fade ? "fade" : "cut").mp4", video)
+        let frame = 1 / Double(video.frameRate)
+        let kinds: [TransitionKind] = [fade ? .fade : .cut, .cut]
+        func hasAll(_ found: [SceneChange]) -> Bool {
+            found.count == 2 && zip(video.boundaryTimes, kinds).allSatisfy { time, kind in
+                found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == kind }
+            }
+        }
+        let found = try Self.changes(in: path)
+        #expect(hasAll(found), "found \(Self.describe(found)), expected \(kinds) at \(video.boundaryTimes)")
+        let gopOnly = try Self.changes(in: path) { $0.localSpikeWindow = 0 }
+        #expect(!hasAll(gopOnly), "spikes against the GOP only: \(Self.describe(gopOnly)) (the fixture exercises the rule)")
+
+        let grain = Self.laterSpikeInLongGOP(fade: fade, jump: false)
+        let still = try Self.changes(in: try Fixtures.path("scene-later-grain-\(fade ? "fade" : "cut").mp4", grain))
+        #expect(Self.isOnly(kinds[0], at: grain.boundaryTimes[0], in: still, frameRate: grain.frameRate), "new grain: found \(Self.describe(still))")
+    }
+}

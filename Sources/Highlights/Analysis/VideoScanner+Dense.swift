@@ -21,24 +21,30 @@ extension VideoScanner {
     /// dissolve or fade (judged over its first few frames, and over more when those blend a little).
     /// `probingThrough`: once the frame shown then has been decoded, stop with `.probed`, the run
     /// and what it found forgotten, unless one step of the run so far stands out from the others.
+    /// `laterSpikes`: packets (offsets in `packets`) of a long GOP's other spikes. Where the run
+    /// would end before one, it goes on to it; further than a cut window ahead, it ends there and
+    /// begins again a cut window before the spike, reached over the anchors (whose motion gives
+    /// the new run its baseline: the run's own may have been measured in another shot).
     func decodeDense(_ packets: ArraySlice<Packet>, towards next: VideoSample?, after spikeTime: Double,
-                     anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool, probingThrough: Double? = nil) throws -> DenseEnding {
+                     anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool, probingThrough: Double? = nil,
+                     laterSpikes: [Int] = []) throws -> DenseEnding {
         var probe = probingThrough
         // The frames over which the run's start is judged next, while it is.
         var startCheck: Int? = checkingStart ? SceneDetector.startFrames : nil
-        let changesBefore = detector.changeCount
-        if anchorsUntil > 0 {
-            // Every frame shown after the last skippable one is decoded: pictures are shown in
-            // order, and each packet from `anchorsUntil` on is decoded whole.
-            densePushFrom = packets.prefix(anchorsUntil).compactMap { $0.pts.map(stream.seconds) }.max().map { $0 + 0.5 * nominalInterval }
-                ?? -.infinity
-        }
+        var changesBefore = detector.changeCount
+        var settledAtStart = settledAtStart
+        var spikeTime = spikeTime
+        var pendingSpikes = laterSpikes[...]
+        // Packets in `anchors` are decoded without their non-reference pictures.
+        var anchors = 1..<max(1, anchorsUntil)
+        if anchorsUntil > 0 { densePushFrom = pushStart(after: packets.prefix(anchorsUntil)) }
         defer {
             densePushFrom = -.infinity
             dense?.skipsNonReferencePictures = false
+            resumedRun = nil
         }
         for (k, packet) in packets.enumerated() {
-            if let dense { dense.skipsNonReferencePictures = k > 0 && k < anchorsUntil }
+            if let dense { dense.skipsNonReferencePictures = anchors.contains(k) }
             try decodeDense(packet)
             if let through = probe, let last = lastDenseThumbnail, last.time >= through - 0.5 * nominalInterval {
                 probe = nil
@@ -70,11 +76,42 @@ extension VideoScanner {
             guard startCheck == nil, k < packets.count - 1, settledAtStart || detector.changeCount > changesBefore, let next,
                   let last = lastDenseThumbnail, last.time > spikeTime, detector.isSettled,
                   looksAlike(last.thumb, next.thumbnail) else { continue }
+            while let first = pendingSpikes.first, first <= k || packets[packets.startIndex + first].pts.map(stream.seconds) ?? .infinity <= last.time {
+                pendingSpikes.removeFirst()
+            }
+            if let spike = pendingSpikes.first {
+                // A spike still ahead: the run goes on to it. Where it lies further than a cut window,
+                // the run ends here and starts again a cut window before it, over the anchors.
+                spikeTime = packets[packets.startIndex + spike].pts.map(stream.seconds) ?? .infinity
+                changesBefore = detector.changeCount
+                settledAtStart = true
+                let resume = spike - settings.spikeLookBackPackets
+                if resume > k + 1 {
+                    // The run begins again where its first frame is pushed, its baseline measured
+                    // on the anchors decoded on the way (the motion there).
+                    resumedRun = (fallback: detector.recentBaseline, activities: [], lastAnchor: nil)
+                    detector.endRun()
+                    lastDenseThumbnail = nil
+                    anchors = (k + 1)..<resume
+                    densePushFrom = pushStart(after: packets.prefix(resume))
+                    if Self.debug {
+                        FileHandle.standardError.write(Data(String(format: "run resumes over the anchors before the spike at %.3f\n", spikeTime).utf8))
+                    }
+                }
+                continue
+            }
             // What the decoder still holds is not followed by the frames skipped: dropped.
             closeRun()
             return .stopped
         }
         return .whole
+    }
+
+    /// The first frame shown after every picture of `skippable` (packets whose non-reference
+    /// pictures may be skipped): pictures are shown in order, and each packet after them is
+    /// decoded whole.
+    func pushStart(after skippable: ArraySlice<Packet>) -> Double {
+        skippable.compactMap { $0.pts.map(stream.seconds) }.max().map { $0 + 0.5 * nominalInterval } ?? -.infinity
     }
 
     /// Two pictures between which none of the GOP triggers would fire: colours, their layout and
@@ -124,8 +161,21 @@ extension VideoScanner {
         decodedFrames += 1
         guard let ticks = frame.timestamp else { return }
         let t = stream.seconds(ticks)
+        if t < densePushFrom, var resumed = resumedRun {
+            let thumb = try thumbnailer.thumbnail(of: frame)
+            if let last = resumed.lastAnchor {
+                resumed.activities.append(thumb.difference(to: last.thumb) / max(1, (t - last.time) / nominalInterval))
+            }
+            resumed.lastAnchor = (t, thumb)
+            resumedRun = resumed
+        }
         // A lean run that went on past an open GOP's leading pictures has shown its keyframe already.
         guard t >= densePushFrom, !runHasShown(t) else { return }
+        if let resumed = resumedRun {
+            let activities = resumed.activities.sorted()
+            detector.beginRun(baseline: activities.isEmpty ? resumed.fallback : activities[activities.count / 2])
+            resumedRun = nil
+        }
         let thumb = try thumbnailer.thumbnail(of: frame)
         detector.push(time: t, thumbnail: thumb)
         if denseContinuous && t - lastDenseSampleTime >= 0.5 {

@@ -62,6 +62,27 @@ extension VideoScanner {
         return true
     }
 
+    /// The pictures of a long GOP (over twice `localSpikeWindow`) that spike against the pictures
+    /// within that window either side: in a GOP of several seconds a cut's picture stands out from
+    /// the second around it, though a fade's or a busy stretch's large pictures elsewhere in the
+    /// GOP may be larger. Indices in `gop.packets`, in decoding order.
+    func localSpikes(in gop: GOP) -> [Int] {
+        let reach = Int((settings.localSpikeWindow / nominalInterval).rounded())
+        let sizes = gop.packets.map(\.size)
+        guard reach > 0, sizes.count > 2 * reach + 1 else { return [] }
+        let spikes = (1..<sizes.count).filter { i in
+            guard sizes[i] * 6 >= sizes[0] else { return false }
+            let around = (max(1, i - reach)...min(sizes.count - 1, i + reach)).filter { $0 != i }.map { sizes[$0] }.sorted()
+            let upper = around[min(around.count - 1, around.count * 9 / 10)]
+            return Double(sizes[i]) >= settings.packetSpikeRatio * Double(max(upper, 1))
+        }
+        // Spikes of much the size within the window of each other are the source's rhythm (a slow
+        // source's new pictures between repeated ones, a camera's refresh): none stands out.
+        return spikes.filter { i in
+            !spikes.contains { j in j != i && abs(j - i) <= reach && settings.spikeRecurrenceRatio * Double(sizes[j]) >= Double(sizes[i]) }
+        }
+    }
+
     /// The keyframe the encoder started early on a cut, taken as that cut without decoding around it.
     func addKeyframeCut(from gop: GOP, to next: VideoSample) {
         detector.addKeyframeCut(time: next.time, strength: gop.sample.map { $0.thumbnail.difference(to: next.thumbnail) } ?? 0)
@@ -226,6 +247,8 @@ extension VideoScanner {
             // The change a spike points at is placed once its frame has been shown and judged.
             let spikeTime = spike ? gop.packets[spikeIndex].pts.map(stream.seconds) ?? .infinity : probeTime ?? -Double.infinity
             let stopAfter = max(spikeTime, gop.intraPictures.last.map { gop.packets[$0].pts.map(stream.seconds) ?? .infinity } ?? -.infinity)
+            // A long GOP's other spikes: each judged before the run ends (reached over the anchors).
+            let laterSpikes = localSpikes(in: gop).map { $0 - taken }.filter { $0 > 0 }
             // Keyframes alike at both ends: the spike is the only thing to look at (a short insert,
             // a flash, or nothing). The anchors before it are decoded, the run starts a cut window
             // before it, and it ends as soon as the spike has been judged.
@@ -233,7 +256,7 @@ extension VideoScanner {
             let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - settings.spikeLookBackPackets) : 0
             var ending = try decodeDense(gop.packets[taken...], towards: next, after: stopAfter, anchorsUntil: anchorsUntil,
                                          settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0 && probeTime == nil,
-                                         probingThrough: probeTime)
+                                         probingThrough: probeTime, laterSpikes: laterSpikes)
             if ending == .beganMidChange, let before {
                 // Decode the GOP before it too, and this one again after it, so the change is measured whole.
                 detector.discardRun()

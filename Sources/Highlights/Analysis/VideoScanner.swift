@@ -37,6 +37,9 @@ final class VideoScanner {
         /// Packets decoded whole before a spike reached over the anchors: the detector's cut window
         /// and a few for reordering.
         var spikeLookBackPackets = 14
+        /// In a GOP longer than twice this (seconds), a packet this far either side of a picture
+        /// is what the picture is measured against for a spike (0: the GOP's only).
+        var localSpikeWindow = 1.0
         /// A keyframe whose sample run moved this much, and this many times as much as the
         /// keyframes either side, has its first frames decoded to see whether one step stands out.
         var activityJumpFloor = 3.0
@@ -94,6 +97,9 @@ final class VideoScanner {
     var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
     /// Frames shown before this time are anchors of a quick pass, not part of the detector's run.
     var densePushFrom = -Double.infinity
+    /// A run ended before a long GOP's later spike, to begin again a cut window before it: the
+    /// baseline should no anchor be measured, and the motion between the anchors decoded so far.
+    var resumedRun: (fallback: Double, activities: [Double], lastAnchor: (time: Double, thumb: Thumbnail)?)?
     var recentKeyDistances = RecentValues()
     var recentKeyIntervals = RecentValues()
     var recentActivities = RecentValues()
