@@ -558,3 +558,29 @@ extension SceneDetectionTests {
         #expect(Self.isOnly(kinds[0], at: grain.boundaryTimes[0], in: still, frameRate: grain.frameRate), "new grain: found \(Self.describe(still))")
     }
 }
+
+extension SceneDetectionTests {
+    /// A fast pan (8 pixels a frame) over the first two GOPs, a cut on the keyframe at frame 60
+    /// into a dim still shot (a tenth of the light), and a cut on the next keyframe, frame 90,
+    /// into another dim still shot. The GOP before each cut is decoded to its end, so the run
+    /// begun in the pan goes on through the dim shot, whose steps are all repeats of grain: the
+    /// dim cut, small as dim pictures' steps are, was measured against the pan's motion (the
+    /// baseline the run began with) and lost.
+    static let cutAfterRunFromPan: SyntheticVideo = {
+        var dim = SyntheticVideo.Scene(frames: 30, camera: .still), other = SyntheticVideo.Scene(frames: 60, camera: .still)
+        dim.light = 0.1
+        other.light = 0.1
+        return phoneH264([.init(frames: 60, camera: .pan(pixelsPerFrame: 8)), dim, other])
+    }()
+
+    @Test("a run going on into a GOP takes that GOP's motion as its baseline: a cut out of a still shot is not measured against the pan the run began in")
+    func cutAfterRunFromPan() throws {
+        let video = Self.cutAfterRunFromPan
+        let path = try Fixtures.path("scene-cut-after-run-from-pan.mp4", video)
+        let found = try Self.changes(in: path)
+        let frame = 1 / Double(video.frameRate)
+        #expect(found.count == 2 && video.boundaryTimes.allSatisfy { time in
+            found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == .cut }
+        }, "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
+    }
+}

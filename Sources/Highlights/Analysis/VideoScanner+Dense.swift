@@ -125,7 +125,12 @@ extension VideoScanner {
     /// Starts a run at GOP `index` unless one goes on into it. `baseline`: the footage's motion
     /// there, for judgements where the run's own frames barely move (the last keyframe's if nil).
     func ensureDenseContinuity(for index: Int, baseline: Double? = nil) throws {
-        if let through = denseActiveThrough, through == index - 1 || through == index { return }
+        if let through = denseActiveThrough, through == index - 1 || through == index {
+            // A run going on into this GOP: the motion here, as its keyframe's sample run measured
+            // it (the run may have begun in another shot, before a cut).
+            if through == index - 1, let baseline { detector.baselineHint = baseline }
+            return
+        }
         try endDense(finalThumbnail: nil)
         dense?.flush()
         detector.beginRun(baseline: baseline ?? samples.last(where: { $0.activity != nil })?.activity ?? 0)
