@@ -584,3 +584,34 @@ extension SceneDetectionTests {
         }, "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
     }
 }
+
+extension SceneDetectionTests {
+    /// A cut on the keyframe at frame 60 from a still shot into one that pans 3 pixels a frame.
+    /// The GOP before it is decoded to its end; the step onto the keyframe stands out as a cut's
+    /// and the keyframe's picture moves, as at the start of a whip pan, but at a small share of
+    /// that step: the shot's own pace, not a burst's.
+    static let cutIntoPanOnKeyframe = phoneH264([
+        .init(frames: 60, camera: .still), .init(frames: 90, camera: .pan(pixelsPerFrame: 3)),
+    ])
+
+    @Test("a cut on a keyframe into a moving shot does not send the run on into the next GOP: the shot moves at its own pace, not a burst's")
+    func cutIntoPanOnKeyframe() throws {
+        let video = Self.cutIntoPanOnKeyframe
+        let path = try Fixtures.path("scene-cut-into-pan-on-keyframe.mp4", video)
+        func analyze(_ change: (inout VideoScanner.Settings) -> Void = { _ in }) throws -> Analysis {
+            var settings = HighlightSettings()
+            change(&settings.scanning)
+            return try HighlightEngine().analyze(input: path, settings: settings)
+        }
+        let analysis = try analyze()
+        let expected = try #require(video.boundaryTimes.first)
+        #expect(Self.isOnly(.cut, at: expected, in: analysis.changes, frameRate: video.frameRate), "found \(Self.describe(analysis.changes))")
+        // Each GOP's sample run (its keyframe and the picture after it, one frame of slack) and the
+        // GOP before the cut decoded whole: not the GOP after it.
+        let gops = video.frameCount / video.gopSize
+        let bound = gops * (VideoScanner.Settings().sampleRunPackets + 2) + video.gopSize
+        #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames), bound \(bound)")
+        let anyPace = try analyze { $0.burstPace = 0 }
+        #expect(anyPace.decodedFrames > bound, "with any pace taken for a burst: \(anyPace.decodedFrames) (the fixture exercises the rule)")
+    }
+}

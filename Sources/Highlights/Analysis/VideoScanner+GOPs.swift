@@ -198,8 +198,13 @@ extension VideoScanner {
         // where the keyframe moves: it may be the first of a zoom or a whip pan begun there, told
         // from a cut only by the frames after it.
         let afterDense = denseActiveThrough == gop.index - 1
+        // A burst goes on at much the pace of its first step (the steps after it a third of it and
+        // more); after a cut the new shot moves at its own pace, however large the cut's step.
         let burstMayBegin = afterDense && activity > calm
-            && gop.sample.map { detector.standsOutAtEnd(detector.step(to: $0)) } ?? false
+            && gop.sample.map { sample in
+                let step = detector.step(to: sample)
+                return detector.standsOutAtEnd(step) && activity >= settings.burstPace * step
+            } ?? false
         var continuing = afterDense && (detector.isFollowingChange || burstMayBegin)
         // A drift that goes on longer than any dissolve, with none found in it, is the shot's own
         // motion (a slow pan over smooth ground blends like a dissolve over a few frames): it is
