@@ -530,6 +530,9 @@ extension SceneDetectionTests {
         ])
         video.audio = nil
         video.gopSize = 240
+        // Grain that makes the new grain's picture spike against the second around it while it
+        // stays smaller than the first change's largest (a fade's pictures are smaller than a
+        // cut's: with 8 after a fade the jump's picture is the GOP's largest, a spike already).
         video.noise = fade ? 4 : 8
         video.noiseHeldFrames = 170
         video.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=240:min-keyint=240:scenecut=0"]
