@@ -170,11 +170,24 @@ struct SceneDetectionTests {
         changes.count == 1 && changes.allSatisfy { $0.kind == kind && abs($0.time - time) <= 2 / Double(frameRate) + 1e-6 }
     }
 
-    /// The changes found in `path`, with the scanner's settings changed by `change`.
-    static func changes(in path: String, scanning change: (inout VideoScanner.Settings) -> Void = { _ in }) throws -> [SceneChange] {
+    /// Whether `changes` are as many as `times`, each time with a change of its kind (`kinds`, in
+    /// the same order) within ±2 frames of it.
+    static func isExactly(_ kinds: [TransitionKind], at times: [Double], in changes: [SceneChange], frameRate: Int) -> Bool {
+        changes.count == times.count && zip(times, kinds).allSatisfy { time, kind in
+            changes.contains { abs($0.time - time) <= 2 / Double(frameRate) + 1e-6 && $0.kind == kind }
+        }
+    }
+
+    /// The analysis of `path`, with the scanner's settings changed by `change`.
+    static func analysis(of path: String, scanning change: (inout VideoScanner.Settings) -> Void = { _ in }) throws -> Analysis {
         var settings = HighlightSettings()
         change(&settings.scanning)
-        return try HighlightEngine().analyze(input: path, settings: settings).changes
+        return try HighlightEngine().analyze(input: path, settings: settings)
+    }
+
+    /// The changes found in `path`, with the scanner's settings changed by `change`.
+    static func changes(in path: String, scanning change: (inout VideoScanner.Settings) -> Void = { _ in }) throws -> [SceneChange] {
+        try analysis(of: path, scanning: change).changes
     }
 
     @Test("a jump cut just after a keyframe, between keyframes alike, is found from the sample run's activity; the frames up to its picture are decoded to see it")
@@ -468,11 +481,8 @@ struct SceneDetectionTests {
     func timeLapseEarlyKey() throws {
         let video = Self.timeLapseEarlyKey
         let path = try Fixtures.path("scene-time-lapse-early-key.mp4", video)
-        let frame = 1 / Double(video.frameRate)
         func hasCuts(_ found: [SceneChange]) -> Bool {
-            found.count == video.boundaryTimes.count && video.boundaryTimes.allSatisfy { time in
-                found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == .cut }
-            }
+            Self.isExactly(video.boundaryTimes.map { _ in .cut }, at: video.boundaryTimes, in: found, frameRate: video.frameRate)
         }
         let found = try Self.changes(in: path)
         #expect(hasCuts(found), "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
@@ -544,13 +554,8 @@ extension SceneDetectionTests {
     func laterSpikeInLongGOP(fade: Bool) throws {
         let video = Self.laterSpikeInLongGOP(fade: fade)
         let path = try Fixtures.path("scene-later-spike-\(fade ? "fade" : "cut").mp4", video)
-        let frame = 1 / Double(video.frameRate)
         let kinds: [TransitionKind] = [fade ? .fade : .cut, .cut]
-        func hasAll(_ found: [SceneChange]) -> Bool {
-            found.count == 2 && zip(video.boundaryTimes, kinds).allSatisfy { time, kind in
-                found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == kind }
-            }
-        }
+        func hasAll(_ found: [SceneChange]) -> Bool { Self.isExactly(kinds, at: video.boundaryTimes, in: found, frameRate: video.frameRate) }
         let found = try Self.changes(in: path)
         #expect(hasAll(found), "found \(Self.describe(found)), expected \(kinds) at \(video.boundaryTimes)")
         let gopOnly = try Self.changes(in: path) { $0.localSpikeWindow = 0 }
@@ -581,10 +586,8 @@ extension SceneDetectionTests {
         let video = Self.cutAfterRunFromPan
         let path = try Fixtures.path("scene-cut-after-run-from-pan.mp4", video)
         let found = try Self.changes(in: path)
-        let frame = 1 / Double(video.frameRate)
-        #expect(found.count == 2 && video.boundaryTimes.allSatisfy { time in
-            found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == .cut }
-        }, "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
+        #expect(Self.isExactly([.cut, .cut], at: video.boundaryTimes, in: found, frameRate: video.frameRate),
+                "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
     }
 }
 
@@ -601,12 +604,7 @@ extension SceneDetectionTests {
     func cutIntoPanOnKeyframe() throws {
         let video = Self.cutIntoPanOnKeyframe
         let path = try Fixtures.path("scene-cut-into-pan-on-keyframe.mp4", video)
-        func analyze(_ change: (inout VideoScanner.Settings) -> Void = { _ in }) throws -> Analysis {
-            var settings = HighlightSettings()
-            change(&settings.scanning)
-            return try HighlightEngine().analyze(input: path, settings: settings)
-        }
-        let analysis = try analyze()
+        let analysis = try Self.analysis(of: path)
         let expected = try #require(video.boundaryTimes.first)
         #expect(Self.isOnly(.cut, at: expected, in: analysis.changes, frameRate: video.frameRate), "found \(Self.describe(analysis.changes))")
         // Each GOP's sample run (its keyframe and the picture after it, one frame of slack) and the
@@ -614,7 +612,7 @@ extension SceneDetectionTests {
         let gops = video.frameCount / video.gopSize
         let bound = gops * (VideoScanner.Settings().sampleRunPackets + 2) + video.gopSize
         #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames), bound \(bound)")
-        let anyPace = try analyze { $0.burstPace = 0 }
+        let anyPace = try Self.analysis(of: path) { $0.burstPace = 0 }
         #expect(anyPace.decodedFrames > bound, "with any pace taken for a burst: \(anyPace.decodedFrames) (the fixture exercises the rule)")
     }
 }

@@ -109,7 +109,7 @@ final class SampleRunner: @unchecked Sendable {
         }
         guard let first = frames.first(where: { $0.isKey }) ?? frames.first else { return outcome }
         let nearest = frames.filter { $0.time != first.time }.min { abs($0.time - first.time) < abs($1.time - first.time) }
-        let activity = nearest.map { first.thumbnail.difference(to: $0.thumbnail) / max(1, abs($0.time - first.time) / nominalInterval) }
+        let activity = nearest.map { first.thumbnail.activity(to: $0.thumbnail, seconds: $0.time - first.time, frameInterval: nominalInterval) }
         outcome.sample = VideoSample(time: first.time, thumbnail: first.thumbnail, sharpness: key?.sharpness ?? 0,
                                      brightness: first.thumbnail.meanLuma, activity: activity,
                                      motion: frames.compactMap(\.motion).first)

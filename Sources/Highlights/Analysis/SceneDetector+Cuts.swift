@@ -24,8 +24,8 @@ extension SceneDetector {
             let before = (max(1, i - reach)..<max(1, i - settings.cutWindow)).reversed().filter(own).prefix(2)
             let after = (min(entries.count, i + settings.cutWindow + 1)..<min(entries.count, i + reach + 1)).filter(own).prefix(2)
             // (Not the few steps inside the window: a cut made over two frames has its own there.)
-            let beyond = (before + after).map { entries[$0].step }.sorted()
-            if !beyond.isEmpty { median = max(median, beyond[beyond.count / 2]) }
+            let beyond = (before + after).map { entries[$0].step }
+            if !beyond.isEmpty { median = max(median, Self.median(beyond)) }
         }
         if entries.count - 1 - i < settings.cutWindow / 2 {
             // The run ends here, so the window is one-sided: a cut must also stand out from the
@@ -64,8 +64,8 @@ extension SceneDetector {
     /// Whether a step of `step` after the last frame pushed would be a cut's size against the
     /// steps just before it (as the run's last frame is judged, from one side only).
     func standsOutAtEnd(_ step: Double) -> Bool {
-        let recent = entries.dropFirst().suffix(settings.cutWindow).map(\.step).filter { $0 >= Self.repeatedFrameStep }.sorted()
-        return isCutSized(step, median: recent.count >= 3 ? recent[recent.count / 2] : baselineHint)
+        let recent = entries.dropFirst().suffix(settings.cutWindow).map(\.step).filter { $0 >= Self.repeatedFrameStep }
+        return isCutSized(step, median: recent.count >= 3 ? Self.median(recent) : baselineHint)
     }
 
     /// A fixed camera's jump cut: the people or things in the picture are somewhere else from one

@@ -312,8 +312,8 @@ final class SceneDetector {
     /// The usual step over the run's last frames (repeated ones included, as a sample run's
     /// activity counts them): the baseline for a run begun again further on in the same shot.
     var recentBaseline: Double {
-        let steps = entries.dropFirst().suffix(2 * settings.cutWindow).map(\.step).sorted()
-        return steps.count >= 3 ? steps[steps.count / 2] : baselineHint
+        let steps = entries.dropFirst().suffix(2 * settings.cutWindow).map(\.step)
+        return steps.count >= 3 ? Self.median(steps) : baselineHint
     }
 
     /// Starts a run of consecutive frames; `baseline` is the usual frame-to-frame difference there.

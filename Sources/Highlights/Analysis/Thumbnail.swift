@@ -24,6 +24,12 @@ struct Thumbnail: Sendable {
         return (Double(dy) + Double(dc)) / Double(pixelCount)
     }
 
+    /// The change from this picture to `later`, shown `seconds` after it, per frame interval:
+    /// a sample run's activity (a frame's motion, however far apart the two pictures lie).
+    func activity(to later: Thumbnail, seconds: Double, frameInterval: Double) -> Double {
+        difference(to: later) / max(1, abs(seconds) / frameInterval)
+    }
+
     /// Colour histogram distance (0 same colours … 1 disjoint), blind to where things are, so a
     /// pan or shake within one scene scores low while a change of scene scores high.
     /// `aligningBrightness`: the luma histograms are compared as they are and with their means

@@ -169,7 +169,7 @@ extension VideoScanner {
         if t < densePushFrom, var resumed = resumedRun {
             let thumb = try thumbnailer.thumbnail(of: frame)
             if let last = resumed.lastAnchor {
-                resumed.activities.append(thumb.difference(to: last.thumb) / max(1, (t - last.time) / nominalInterval))
+                resumed.activities.append(last.thumb.activity(to: thumb, seconds: t - last.time, frameInterval: nominalInterval))
             }
             resumed.lastAnchor = (t, thumb)
             resumedRun = resumed
@@ -177,15 +177,14 @@ extension VideoScanner {
         // A lean run that went on past an open GOP's leading pictures has shown its keyframe already.
         guard t >= densePushFrom, !runHasShown(t) else { return }
         if let resumed = resumedRun {
-            let activities = resumed.activities.sorted()
-            detector.beginRun(baseline: activities.isEmpty ? resumed.fallback : activities[activities.count / 2])
+            detector.beginRun(baseline: resumed.activities.isEmpty ? resumed.fallback : SceneDetector.median(resumed.activities))
             resumedRun = nil
         }
         let thumb = try thumbnailer.thumbnail(of: frame)
         detector.push(time: t, thumbnail: thumb)
         if denseContinuous && t - lastDenseSampleTime >= 0.5 {
             // Long GOPs have no sample runs: sample the dense stream instead.
-            let activity = lastDenseThumbnail.map { thumb.difference(to: $0.thumb) / max(1, (t - $0.time) / nominalInterval) }
+            let activity = lastDenseThumbnail.map { $0.thumb.activity(to: thumb, seconds: t - $0.time, frameInterval: nominalInterval) }
             let motion = frame.pictureType == .predicted ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
             samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
                                        brightness: thumb.meanLuma, activity: activity, motion: motion).features)

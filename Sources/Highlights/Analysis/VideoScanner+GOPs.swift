@@ -62,6 +62,17 @@ extension VideoScanner {
         return true
     }
 
+    /// A picture's size against the larger of `others` (their 90th percentile: in a GOP, its P
+    /// pictures, above every B picture). `others` is not empty.
+    static func spikeRatio(_ size: Int, against others: [Int]) -> Double {
+        let sorted = others.sorted()
+        return Double(size) / Double(max(sorted[min(sorted.count - 1, sorted.count * 9 / 10)], 1))
+    }
+
+    /// Whether a picture is large enough against its GOP's keyframe (a sixth of it) to be a cut's
+    /// nearly intra-coded one.
+    static func isNearKeyframeSize(_ size: Int, key: Int) -> Bool { size * 6 >= key }
+
     /// The pictures of a long GOP (over twice `localSpikeWindow`) that spike against the pictures
     /// within that window either side: in a GOP of several seconds a cut's picture stands out from
     /// the second around it, though a fade's or a busy stretch's large pictures elsewhere in the
@@ -71,10 +82,9 @@ extension VideoScanner {
         let sizes = gop.packets.map(\.size)
         guard reach > 0, sizes.count > 2 * reach + 1 else { return [] }
         let spikes = (1..<sizes.count).filter { i in
-            guard sizes[i] * 6 >= sizes[0] else { return false }
-            let around = (max(1, i - reach)...min(sizes.count - 1, i + reach)).filter { $0 != i }.map { sizes[$0] }.sorted()
-            let upper = around[min(around.count - 1, around.count * 9 / 10)]
-            return Double(sizes[i]) >= settings.packetSpikeRatio * Double(max(upper, 1))
+            Self.isNearKeyframeSize(sizes[i], key: sizes[0])
+                && Self.spikeRatio(sizes[i], against: (max(1, i - reach)...min(sizes.count - 1, i + reach)).filter { $0 != i }.map { sizes[$0] })
+                    >= settings.packetSpikeRatio
         }
         // Spikes of much the size within the window of each other are the source's rhythm (a slow
         // source's new pictures between repeated ones, a camera's refresh): none stands out.
@@ -121,11 +131,9 @@ extension VideoScanner {
         if gop.packets.count > 4 {
             spikeIndex = gop.packets.indices.dropFirst().max { gop.packets[$0].size < gop.packets[$1].size }!
             let largest = gop.packets[spikeIndex].size
-            let others = gop.packets.indices.dropFirst().filter { $0 != spikeIndex }.map { gop.packets[$0].size }.sorted()
-            let upper = others[min(others.count - 1, others.count * 9 / 10)]
-            spikeRatio = Double(largest) / Double(max(upper, 1))
+            spikeRatio = Self.spikeRatio(largest, against: gop.packets.indices.dropFirst().filter { $0 != spikeIndex }.map { gop.packets[$0].size })
             spikeShare = Double(largest) / Double(max(gop.packets[0].size, 1))
-            let candidate = spikeRatio >= settings.packetSpikeRatio && largest * 6 >= gop.packets[0].size
+            let candidate = spikeRatio >= settings.packetSpikeRatio && Self.isNearKeyframeSize(largest, key: gop.packets[0].size)
             spike = candidate && spikeRatio >= settings.spikeRecurrenceRatio * recentSpikeRatios.quantile(0.5)
             recentSpikeRatios.add(spikeRatio)
             // A source's own refresh pictures (a transcoded file's old keyframes, a camera's intra
