@@ -244,12 +244,13 @@ struct SceneDetectionTests {
         let path = try Fixtures.path("scene-slow-pan.mp4", video)
         let analysis = try HighlightEngine().analyze(input: path)
         #expect(analysis.changes.isEmpty, "found \(analysis.changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
-        // Every GOP sampled; the first decoded (a moving shot judged with no history), and the
-        // drift followed from it for at most `longestDrift` seconds and a GOP.
+        // Every GOP sampled; the first decoded (a moving shot judged with no history), the drift
+        // followed from it for at most `longestDrift` seconds and a GOP, and the last GOP (no
+        // keyframe after it), with the one before it where the drift is under way at its start.
         let settings = VideoScanner.Settings()
         let gops = video.frameCount / video.gopSize
         let followed = Int(settings.longestDrift.rounded(.up)) + 2
-        let bound = gops * (settings.sampleRunPackets + 2) + followed * video.gopSize
+        let bound = gops * (settings.sampleRunPackets + 2) + (followed + 2) * video.gopSize
         #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames) of \(analysis.totalFrames), bound \(bound)")
         var unbounded = HighlightSettings()
         unbounded.scanning.longestDrift = .infinity
@@ -607,12 +608,40 @@ extension SceneDetectionTests {
         let analysis = try Self.analysis(of: path)
         let expected = try #require(video.boundaryTimes.first)
         #expect(Self.isOnly(.cut, at: expected, in: analysis.changes, frameRate: video.frameRate), "found \(Self.describe(analysis.changes))")
-        // Each GOP's sample run (its keyframe and the picture after it, one frame of slack) and the
-        // GOP before the cut decoded whole: not the GOP after it.
+        // Each GOP's sample run (its keyframe and the picture after it, one frame of slack), the
+        // GOP before the cut and the last GOP (no keyframe after it) decoded whole: not the GOP
+        // after the cut.
         let gops = video.frameCount / video.gopSize
-        let bound = gops * (VideoScanner.Settings().sampleRunPackets + 2) + video.gopSize
+        let bound = gops * (VideoScanner.Settings().sampleRunPackets + 2) + 2 * video.gopSize
         #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames), bound \(bound)")
         let anyPace = try Self.analysis(of: path) { $0.burstPace = 0 }
         #expect(anyPace.decodedFrames > bound, "with any pace taken for a burst: \(anyPace.decodedFrames) (the fixture exercises the rule)")
+    }
+}
+
+extension SceneDetectionTests {
+    /// A still shot over five one-second GOPs and a jump cut into the last (frame 165: the camera
+    /// 64 pixels over, the same scene). The encoder finds the moved picture in the one before it,
+    /// so no packet stands out, and no keyframe follows to show the picture changed.
+    static let jumpInLastGOP = phoneH264([
+        .init(frames: 165, camera: .still),
+        .init(frames: 15, camera: .still, transitionIn: .cut, look: 0, shift: 64),
+    ])
+
+    @Test("a jump cut in the video's last GOP is found: with no keyframe after it to compare, that GOP is decoded frame by frame")
+    func jumpInLastGOP() throws {
+        let video = Self.jumpInLastGOP
+        let path = try Fixtures.path("scene-jump-in-last-gop.mp4", video)
+        let expected = try #require(video.boundaryTimes.first)
+        let analysis = try Self.analysis(of: path)
+        #expect(Self.isOnly(.cut, at: expected, in: analysis.changes, frameRate: video.frameRate),
+                "found \(Self.describe(analysis.changes)), expected a cut at \(expected)")
+        // Each GOP's sample run (its keyframe and the picture after it, one frame of slack) and the
+        // last GOP whole: nothing else is decoded.
+        let gops = video.frameCount / video.gopSize
+        let bound = gops * (VideoScanner.Settings().sampleRunPackets + 2) + video.gopSize
+        #expect(analysis.decodedFrames <= bound, "decoded \(analysis.decodedFrames), bound \(bound)")
+        let packetsOnly = try Self.changes(in: path) { $0.lastGOPFrameByFrame = false }
+        #expect(packetsOnly.isEmpty, "the last GOP judged by its packets: \(Self.describe(packetsOnly)) (the fixture exercises the rule)")
     }
 }

@@ -100,8 +100,8 @@ extension VideoScanner {
 
     /// Decides whether GOP `gop` may hold a scene change and, if so, decodes it frame by frame.
     /// `next` is the sample of the keyframe that ends it (nil at the end of the video), `afterNext`
-    /// the one after that when it has been sampled.
-    func finalize(_ gop: GOP, next: VideoSample?, afterNext: VideoSample? = nil) throws {
+    /// the one after that when it has been sampled. `isLast`: the video's last GOP.
+    func finalize(_ gop: GOP, next: VideoSample?, afterNext: VideoSample? = nil, isLast: Bool = false) throws {
         var gop = gop
         if gop.sample == nil { gop.sample = take(gop.job) }
         if let sample = gop.sample {
@@ -240,8 +240,11 @@ extension VideoScanner {
             // Flat, so a dark shot (under water, at night) is not taken for black.
             return (entry.luma < limits.darkLuma || entry.luma > limits.brightLuma) && entry.lumaSpread < limits.flatLuma
         } ?? false
+        // The last GOP has no keyframe after it: nothing tells whether its picture changed, so it is
+        // looked at frame by frame (at most one GOP more per video).
+        let unseenEnd = isLast && settings.lastGOPFrameByFrame && gop.packets.count > 1
         let suspected = spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey))
-            || continuing || blankKey
+            || continuing || blankKey || unseenEnd
         // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
         let cutOnNextKeyframe = !suspected && trustedEarlyKey && next != nil
         let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1

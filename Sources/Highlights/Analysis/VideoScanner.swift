@@ -56,6 +56,9 @@ final class VideoScanner {
         /// Seconds a blend-like drift with no dissolve found in it is followed from GOP to GOP
         /// (the longest dissolve the detector looks for is three seconds).
         var longestDrift = 4.0
+        /// The video's last GOP, with no keyframe after it to compare its own with, is decoded frame
+        /// by frame (false: judged as any other, by its packets alone).
+        var lastGOPFrameByFrame = true
         /// GOPs sampled ahead of the one being decided, and the compressed bytes they may hold.
         var pipelineDepth = 8
         var pipelineBytes = 64 << 20
@@ -219,7 +222,7 @@ final class VideoScanner {
             last.job.submit(to: runner(for: last.index))
             if last.sample == nil { last.sample = take(last.job) }
             try settleAwaiting(before: last.sample)
-            try finalize(last, next: nil)
+            try finalize(last, next: nil, isLast: true)
         }
         current = nil
         try endDense(finalThumbnail: nil)
