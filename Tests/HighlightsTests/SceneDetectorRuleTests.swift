@@ -415,3 +415,29 @@ struct SceneDetectorRuleTests {
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.frame - 60) < 0.01 }, "found \(found)")
     }
 }
+
+extension SceneDetectorRuleTests {
+    /// A 60-frame dissolve (frames 30–90, its middle at 60) into a scene 80 levels brighter, whose
+    /// light clips at 200 (an HDR source's highlights, clipped by the analysis's tone mapping): a
+    /// pixel stops changing once its blend reaches the clip, so the frames' distance from the
+    /// outgoing shot bends from about two thirds of the way on and levels only at the end.
+    static func clippedDissolve() -> [Thumbnail] {
+        (0..<130).map { k in
+            let alpha = min(1, max(0, Double(k - 30) / 60))
+            let a = picture(seed: 5, dx: 0, frame: k), b = picture(seed: 6, dx: 0, frame: k)
+            let y = zip(a.y, b.y).map { UInt8(min(200, (Double($0) * (1 - alpha) + (Double($1) + 80) * alpha).rounded())) }
+            let mixed = blend(a, b, alpha)
+            return Thumbnail(width: a.width, height: a.height, y: y, u: mixed.u, v: mixed.v)
+        }
+    }
+
+    @Test("A dissolve whose blend slows into its end (highlights clipped) is placed on its middle: its end is where the frames settle, not where their rise first bends")
+    func clippedDissolveIsPlaced() {
+        let found = Self.changes(Self.clippedDissolve())
+        #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 60) <= 2 }, "found \(found)")
+        var atKnee = SceneDetector.Settings()
+        atKnee.endsWhereBlendSettles = false
+        let early = Self.changes(Self.clippedDissolve(), settings: atKnee)
+        #expect(!early.allSatisfy { $0.kind == .dissolve && abs($0.frame - 60) <= 2 }, "ended at the knee: \(early) (the fixture exercises the rule)")
+    }
+}

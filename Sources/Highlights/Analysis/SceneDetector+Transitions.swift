@@ -220,7 +220,25 @@ extension SceneDetector {
         let from = max(0, j - 4)
         let (slope, intercept) = Self.line(through: Array(fromOutgoing[from...j]), from: from)
         let met = slope > 0 ? (level - intercept) / slope : Double(j)
-        return Double(first) + max(Double(j), min(Double(knee), met))
+        let placed = max(Double(j), min(Double(knee), met))
+        // A blend that slows into its end (an HDR source's highlights, clipped as the incoming shot
+        // brightens, stop changing one by one) bends well before it levels: the frames at the
+        // knee are still short of the level they settle at. Where the last frames looked at are
+        // flat (rising at most a quarter as fast as the blend), the frame at the end placed so far
+        // lies below that level's band, and the frames from it rise on, none below the one before,
+        // until they come within the band, the end is there. (A shot that moves on after the blend keeps rising in the tail, which is then no
+        // level; one that settles and then drifts pauses between the two.)
+        let tail = Array(fromOutgoing.suffix(margin / 2 + 1))
+        let settled = Self.median(tail)
+        let settledBand = max(0.03 * settled, 3 * Self.median(tail.map { abs($0 - settled) }))
+        let (tailSlope, _) = Self.line(through: tail, from: 0)
+        let short = Int(placed.rounded(.down))
+        if settings.endsWhereBlendSettles, fromOutgoing.count - tail.count > short, fromOutgoing[short] < settled - settledBand, slope > 0, abs(tailSlope) <= 0.25 * slope,
+           let reached = (short..<fromOutgoing.count).first(where: { fromOutgoing[$0] >= settled - settledBand }),
+           (short..<reached).allSatisfy({ fromOutgoing[$0 + 1] >= fromOutgoing[$0] }) {
+            return Double(first) + max(placed, Double(reached))
+        }
+        return Double(first) + placed
     }
 
     /// Frames looked at beyond a dissolve's fitted ramp (ten at 30 fps).

@@ -98,6 +98,9 @@ final class SceneDetector {
         /// A fade's black or white stretch lasts less than this (seconds); its ramps at most `fadeRampFrames`.
         var maximumFadeHold = 2.0
         var fadeRampFrames = 45
+        /// A dissolve whose frames rise on past the knee of their distance from the outgoing shot
+        /// into a flat level ends where they reach it (false: at the knee; see `rampEnd`).
+        var endsWhereBlendSettles = true
     }
 
     struct Entry {
