@@ -226,14 +226,16 @@ extension SceneDetector {
         // knee are still short of the level they settle at. Where the last frames looked at are
         // flat (rising at most a quarter as fast as the blend), the frame at the end placed so far
         // lies below that level's band, and the frames from it rise on, none below the one before,
-        // until they come within the band, the end is there. (A shot that moves on after the blend keeps rising in the tail, which is then no
-        // level; one that settles and then drifts pauses between the two.)
+        // until they come within the band, the end is there. (A shot that moves on after the blend
+        // keeps rising in the tail, which is then no level; one that settles and then drifts
+        // pauses between the two.)
         let tail = Array(fromOutgoing.suffix(margin / 2 + 1))
         let settled = Self.median(tail)
         let settledBand = max(0.03 * settled, 3 * Self.median(tail.map { abs($0 - settled) }))
         let (tailSlope, _) = Self.line(through: tail, from: 0)
         let short = Int(placed.rounded(.down))
-        if settings.endsWhereBlendSettles, fromOutgoing.count - tail.count > short, fromOutgoing[short] < settled - settledBand, slope > 0, abs(tailSlope) <= 0.25 * slope,
+        if settings.endsWhereBlendSettles, fromOutgoing.count - tail.count > short, fromOutgoing[short] < settled - settledBand,
+           slope > 0, abs(tailSlope) <= 0.25 * slope,
            let reached = (short..<fromOutgoing.count).first(where: { fromOutgoing[$0] >= settled - settledBand }),
            (short..<reached).allSatisfy({ fromOutgoing[$0 + 1] >= fromOutgoing[$0] }) {
             return Double(first) + max(placed, Double(reached))
