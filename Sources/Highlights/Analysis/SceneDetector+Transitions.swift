@@ -213,8 +213,7 @@ extension SceneDetector {
         let fromOutgoing = (first...beyond).map { distance($0, entries[first].blocks) }
         guard let knee = Self.knee(of: fromOutgoing, from: (end - first) / 2) else { return Double(end) }
         let after = Array(fromOutgoing[knee..<min(fromOutgoing.count, knee + margin / 2 + 1)])
-        let level = Self.median(after)
-        let band = max(0.03 * level, 3 * Self.median(after.map { abs($0 - level) }))
+        let (level, band) = Self.level(of: after)
         guard let j = stride(from: knee, through: 2, by: -1).first(where: { j in (j - 2...j).allSatisfy { fromOutgoing[$0] < level - band } })
         else { return Double(first + knee) }
         let from = max(0, j - 4)
@@ -230,8 +229,7 @@ extension SceneDetector {
         // keeps rising in the tail, which is then no level; one that settles and then drifts
         // pauses between the two.)
         let tail = Array(fromOutgoing.suffix(margin / 2 + 1))
-        let settled = Self.median(tail)
-        let settledBand = max(0.03 * settled, 3 * Self.median(tail.map { abs($0 - settled) }))
+        let (settled, settledBand) = Self.level(of: tail)
         let (tailSlope, _) = Self.line(through: tail, from: 0)
         let short = Int(placed.rounded(.down))
         if settings.endsWhereBlendSettles, fromOutgoing.count - tail.count > short, fromOutgoing[short] < settled - settledBand,
@@ -241,6 +239,13 @@ extension SceneDetector {
             return Double(first) + max(placed, Double(reached))
         }
         return Double(first) + placed
+    }
+
+    /// The level `values` hold (their median) and the band around it that they keep within: 3 %
+    /// of it, or three times their median deviation from it where they vary more.
+    static func level(of values: [Double]) -> (level: Double, band: Double) {
+        let level = median(values)
+        return (level, max(0.03 * level, 3 * median(values.map { abs($0 - level) })))
     }
 
     /// Frames looked at beyond a dissolve's fitted ramp (ten at 30 fps).
