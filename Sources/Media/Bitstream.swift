@@ -9,6 +9,12 @@ public struct Bitstream: Sendable, Equatable {
     public let codec: Codec
     public let lengthSize: Int
 
+    /// A layout given outright (`lengthSize` 1, 2 or 4).
+    package init(codec: Codec, lengthSize: Int) {
+        self.codec = codec
+        self.lengthSize = lengthSize
+    }
+
     /// Reads the layout from a stream's codec parameters (its `avcC`/`hvcC` extradata).
     package init?(parameters: UnsafePointer<AVCodecParameters>) {
         let p = parameters.pointee
@@ -93,6 +99,96 @@ public struct Bitstream: Sendable, Equatable {
             return false
         }
         return intra
+    }
+
+    /// The settings an encoder wrote of itself in the access unit's user-data SEI messages (x264 and
+    /// x265 write their options there as text, with their first picture); nil when it holds none.
+    public func encoderOptions(_ bytes: UnsafeBufferPointer<UInt8>) -> EncoderOptions? {
+        var options: EncoderOptions?
+        forEachNAL(in: bytes) { offset, size in
+            let isSEI = codec == .h264 ? bytes[offset] & 0x1F == 6 : (bytes[offset] >> 1) & 0x3F == 39
+            if isSEI { options = Self.encoderOptions(inSEI: bytes, from: offset + (codec == .h264 ? 1 : 2), to: offset + size) }
+            return options == nil
+        }
+        return options
+    }
+
+    /// The encoder's options in the SEI NAL units of an `hvcC` record (x265 writes them there, with
+    /// the parameter sets, when the container keeps those out of the pictures); nil when it holds
+    /// none, or the record is no `hvcC` or is damaged.
+    public static func encoderOptions(inHEVCRecord record: UnsafeBufferPointer<UInt8>) -> EncoderOptions? {
+        // 22 bytes of profile and layout, the count of arrays, then each array: its NAL unit type,
+        // the count of its units, and each unit behind a 2-byte length.
+        guard record.count > 22, record[0] == 1 else { return nil }
+        var position = 23
+        func number(_ size: Int) -> Int? {
+            guard position + size <= record.count else { return nil }
+            defer { position += size }
+            return (0..<size).reduce(0) { $0 << 8 | Int(record[position + $1]) }
+        }
+        for _ in 0..<Int(record[22]) {
+            guard let type = number(1), let units = number(2) else { return nil }
+            for _ in 0..<units {
+                guard let length = number(2), length <= record.count - position else { return nil }
+                if type & 0x3F == 39 || type & 0x3F == 40, length > 2,
+                   let options = encoderOptions(inSEI: record, from: position + 2, to: position + length) {
+                    return options
+                }
+                position += length
+            }
+        }
+        return nil
+    }
+
+    /// The options in the user-data messages of the SEI payload at `start..<end` (escaped).
+    private static func encoderOptions(inSEI bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> EncoderOptions? {
+        guard end > start else { return nil }
+        return unregisteredUserData(in: unescaped(bytes, from: start, to: end)).lazy.compactMap(EncoderOptions.init(text:)).first
+    }
+
+    /// A NAL unit's payload without its emulation-prevention bytes (the 3 after two zero bytes).
+    private static func unescaped(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(end - start)
+        var zeros = 0
+        for i in start..<end {
+            let byte = bytes[i]
+            if zeros >= 2 && byte == 3 {
+                zeros = 0
+                continue
+            }
+            zeros = byte == 0 ? zeros + 1 : 0
+            out.append(byte)
+        }
+        return out
+    }
+
+    /// The text after the UUID of each user-data-unregistered message (payload type 5) in an SEI
+    /// payload; messages that run past its end stop the walk.
+    private static func unregisteredUserData(in payload: [UInt8]) -> [String] {
+        var texts: [String] = []
+        var position = 0
+        // Each message: its type and size, each as a run of 255s and a last byte, then its payload;
+        // the payload ends with the RBSP trailing bits (0x80).
+        func number() -> Int? {
+            var value = 0
+            while position < payload.count {
+                let byte = Int(payload[position])
+                position += 1
+                value += byte
+                if byte != 0xFF { return value }
+            }
+            return nil
+        }
+        while position < payload.count, payload[position] != 0x80 {
+            guard let type = number(), let size = number(), size <= payload.count - position else { break }
+            if type == 5, size > 16 {
+                let text = payload[(position + 16)..<(position + size)].prefix { $0 != 0 }
+                texts.append(String(decoding: text, as: UTF8.self))
+            }
+            position += size
+        }
+        return texts
     }
 
     /// Whether the NAL units' length prefixes tile `bytes` exactly: a packet whose lengths do not add
@@ -187,5 +283,46 @@ struct ExpGolombReader {
             value = value << 1 | b
         }
         return (1 << leading) - 1 + value
+    }
+}
+
+/// What an encoder wrote of its own settings (x264's and x265's option strings).
+public struct EncoderOptions: Sendable, Equatable {
+    /// The most pictures from one keyframe to the next (`keyint`); nil where it is unbounded.
+    public var maximumKeyInterval: Int?
+    /// Whether it starts a GOP early on a change of picture it finds (`scenecut` above 0).
+    public var keyframesOnCuts: Bool
+
+    public init(maximumKeyInterval: Int?, keyframesOnCuts: Bool) {
+        self.maximumKeyInterval = maximumKeyInterval
+        self.keyframesOnCuts = keyframesOnCuts
+    }
+
+    /// Reads `keyint` and `scenecut` from an option string such as x264's (`… keyint=250
+    /// keyint_min=25 scenecut=40 …`) or x265's (`… keyint=250 min-keyint=25 scenecut=40 …`, or
+    /// `no-scenecut`); nil when the text names no `keyint`.
+    public init?(text: String) {
+        var keyint: String?
+        var sceneCut: Int?
+        for token in text.split(separator: " ") {
+            let parts = token.split(separator: "=", maxSplits: 1)
+            guard let name = parts.first else { continue }
+            let value = parts.count == 2 ? String(parts[1]) : nil
+            switch name {
+            case "keyint": keyint = value
+            case "scenecut": sceneCut = value.flatMap { Int($0) }
+            case "no-scenecut": sceneCut = 0
+            default: break
+            }
+        }
+        guard let keyint else { return nil }
+        if keyint == "infinite" || keyint == "-1" {
+            maximumKeyInterval = nil
+        } else if let frames = Int(keyint), frames > 0 {
+            maximumKeyInterval = frames
+        } else {
+            return nil
+        }
+        keyframesOnCuts = (sceneCut ?? 0) > 0
     }
 }

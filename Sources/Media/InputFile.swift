@@ -159,6 +159,14 @@ public struct MediaStream {
     }
     /// The NAL layout of an H.264/HEVC stream stored as in MP4 (nil for any other codec or layout).
     public var bitstream: Bitstream? { Bitstream(parameters: parameters) }
+    /// What the encoder wrote of its own settings in the stream's headers (x265's options, in its
+    /// `hvcC` record); nil where they are not there (x264 writes them with its first picture:
+    /// `Bitstream.encoderOptions(_:)`).
+    public var headerEncoderOptions: EncoderOptions? {
+        let p = parameters.pointee
+        guard p.codec_id == AV_CODEC_ID_HEVC, let extradata = p.extradata, p.extradata_size > 0 else { return nil }
+        return Bitstream.encoderOptions(inHEVCRecord: UnsafeBufferPointer(start: extradata, count: Int(p.extradata_size)))
+    }
     /// The codec profile's name (`High`, `Main 10`), or nil when the stream does not say.
     public var profileName: String? {
         let profile = parameters.pointee.profile

@@ -645,3 +645,58 @@ extension SceneDetectionTests {
         #expect(packetsOnly.isEmpty, "the last GOP judged by its packets: \(Self.describe(packetsOnly)) (the fixture exercises the rule)")
     }
 }
+
+extension SceneDetectionTests {
+    /// Footage cut faster than the encoder's longest GOP, as x264 codes it on its own (keyframes
+    /// on the cuts it finds, at most 250 pictures apart): every GOP ends on a cut, each longer than
+    /// the last, so no keyframe comes early against the GOPs before it, and keyframes on cuts are
+    /// what is typical. The fourth cut is a jump cut (frame 300: the camera 64 pixels over, the same
+    /// scene), whose keyframes keep their colours. Keyframes are forced on the cuts so the test
+    /// knows where they are; the encoder's option string says it puts them there.
+    static var jumpOnKeyframeInFastCuts: SyntheticVideo {
+        var video = phoneH264([
+            .init(frames: 60, camera: .still),
+            .init(frames: 70, camera: .still, transitionIn: .cut),
+            .init(frames: 80, camera: .still, transitionIn: .cut),
+            .init(frames: 90, camera: .still, transitionIn: .cut),
+            .init(frames: 90, camera: .still, transitionIn: .cut, look: 3, shift: 64),
+            .init(frames: 45, camera: .still, transitionIn: .cut),
+        ])
+        video.gopSize = 250
+        video.forcedKeyframes = video.boundaryFrames
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=250:min-keyint=25:scenecut=40"]
+        return video
+    }
+
+    @Test("a jump cut on a keyframe is found where every GOP ends on a cut: the encoder's own longest GOP, read from its options, shows the keyframe came early")
+    func jumpOnKeyframeInFastCuts() throws {
+        let video = Self.jumpOnKeyframeInFastCuts
+        let path = try Fixtures.path("scene-jump-on-keyframe-in-fast-cuts.mp4", video)
+        // The fixture is what it says: a keyframe on every cut and nowhere else, and the encoder's
+        // option string in the stream.
+        let input = try InputFile(path: path)
+        let stream = try #require(input.bestStream(.video))
+        let bitstream = try #require(stream.bitstream)
+        let packet = Packet()
+        var keys: [Double] = []
+        var options: EncoderOptions?
+        while try input.read(into: packet) {
+            guard packet.streamIndex == stream.index else { continue }
+            if options == nil { options = bitstream.encoderOptions(packet.bytes) }
+            if packet.isKeyframe, let pts = packet.pts { keys.append(stream.seconds(pts)) }
+        }
+        let expectedKeys = [0] + video.boundaryTimes
+        #expect(keys.count == expectedKeys.count && zip(keys, expectedKeys).allSatisfy { abs($0 - $1) < 0.5 / Double(video.frameRate) },
+                "keyframes at \(keys)")
+        #expect(options == EncoderOptions(maximumKeyInterval: 250, keyframesOnCuts: true), "options \(String(describing: options))")
+        let jump = video.boundaryTimes[3]
+        let found = try Self.changes(in: path)
+        #expect(found.count == video.boundaryTimes.count
+                && zip(found, video.boundaryTimes).allSatisfy { $0.kind == .cut && abs($0.time - $1) <= 2 / Double(video.frameRate) + 1e-6 },
+                "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
+        // Early only against the GOPs seen so far, that keyframe is taken for the encoder's rhythm.
+        let unread = try Self.changes(in: path) { $0.readsEncoderKeyInterval = false }
+        #expect(!unread.contains { abs($0.time - jump) <= 2 / Double(video.frameRate) + 1e-6 },
+                "without the encoder's options: \(Self.describe(unread)) (the fixture exercises the rule)")
+    }
+}

@@ -159,9 +159,15 @@ extension VideoScanner {
                 spikeShare = share
             }
         }
-        // Encoders with scene-cut detection start a new GOP early, on the cut's first frame.
-        let regular = recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil
-        let early = gop.interval.map { interval in regular.map { interval < 0.9 * $0 && interval < $0 - 3 * nominalInterval } ?? false } ?? false
+        // Encoders with scene-cut detection start a new GOP early, on the cut's first frame: early
+        // against the longest of the GOPs so far, or against the longest the encoder makes, where it
+        // wrote it (in footage cut faster than that, every GOP so far may have ended on a cut).
+        func endsBefore(_ regular: Double?) -> Bool {
+            guard let interval = gop.interval, let regular else { return false }
+            return interval < 0.9 * regular && interval < regular - 3 * nominalInterval
+        }
+        let earlyAmongSeen = endsBefore(recentKeyIntervals.count >= 3 ? recentKeyIntervals.quantile(1) : nil)
+        let early = earlyAmongSeen || endsBefore(encoderKeyInterval)
         let pictureDifference = gop.sample.flatMap { a in next.map { a.thumbnail.difference(to: $0.thumbnail) } } ?? 0
         // Two shots of similar colours can share a histogram: the colour layout (where the colours
         // are) still moves far more across a cut than the quieter GOPs around it.
@@ -225,7 +231,10 @@ extension VideoScanner {
         // structure alone may be the end of a whip pan or a zoom, and colours a little changed the
         // end of a GOP restarted on motion. And only after a calm keyframe: a GOP that opens in
         // motion or in a fade (a run going on into it) may hold another change before its end.
-        let trustedEarlyKey = changedAtEarlyKey && distance >= settings.keyframeDistanceAlways
+        // A GOP early only against the encoder's longest is looked at, never trusted unseen: as long
+        // as any seen so far, it may hold a dissolve or another cut before its end, and the encoder
+        // may have started its keyframe in a blend.
+        let trustedEarlyKey = changedAtEarlyKey && earlyAmongSeen && distance >= settings.keyframeDistanceAlways
             && (gop.sample?.activity ?? .infinity) <= calm
             // Calm only where the pictures after the keyframes moved at all: one that repeats its
             // keyframe (a time-lapse, a slow source brought to a faster rate) says nothing of the

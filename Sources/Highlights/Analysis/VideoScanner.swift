@@ -59,6 +59,10 @@ final class VideoScanner {
         /// The video's last GOP, with no keyframe after it to compare its own with, is decoded frame
         /// by frame (false: judged as any other, by its packets alone).
         var lastGOPFrameByFrame = true
+        /// An encoder that starts GOPs on the cuts it finds and wrote its longest GOP in the stream
+        /// (x264, x265): a GOP shorter than that ends early, on a cut, even where every GOP so far
+        /// did (false: early only against the GOPs seen so far).
+        var readsEncoderKeyInterval = true
         /// GOPs sampled ahead of the one being decided, and the compressed bytes they may hold.
         var pipelineDepth = 8
         var pipelineBytes = 64 << 20
@@ -110,6 +114,9 @@ final class VideoScanner {
     var resumedRun: (fallback: Double, activities: [Double], lastAnchor: (time: Double, thumb: Thumbnail)?)?
     var recentKeyDistances = RecentValues()
     var recentKeyIntervals = RecentValues()
+    /// The longest GOP the encoder makes (seconds), where it wrote it in the stream and starts GOPs
+    /// early on the cuts it finds.
+    var encoderKeyInterval: Double?
     var recentActivities = RecentValues()
     var recentLayoutDistances = RecentValues()
     var recentStructureDistances = RecentValues()
@@ -182,6 +189,14 @@ final class VideoScanner {
             bytesPerSecond[second] += packet.size
         }
         if packet.isKeyframe || current == nil {
+            if current == nil, settings.readsEncoderKeyInterval,
+               let options = packets.bitstream?.encoderOptions(packet.bytes) ?? stream.headerEncoderOptions,
+               options.keyframesOnCuts, let frames = options.maximumKeyInterval {
+                encoderKeyInterval = Double(frames) * nominalInterval
+                if Self.debug {
+                    FileHandle.standardError.write(Data(String(format: "encoder: GOPs of at most %d pictures, early on cuts\n", frames).utf8))
+                }
+            }
             try startGOP(with: packet, at: t)
             return
         }
