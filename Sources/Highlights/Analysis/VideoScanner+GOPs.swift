@@ -252,7 +252,9 @@ extension VideoScanner {
         // The last GOP has no keyframe after it: nothing tells whether its picture changed, so it is
         // looked at frame by frame (at most one GOP more per video).
         let unseenEnd = isLast && settings.lastGOPFrameByFrame && gop.packets.count > 1
-        let suspected = spike || ((colourJump || layoutJump) && !early) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey))
+        // (A keyframe early against the GOPs seen is judged as such; one early only against the
+        // encoder's longest GOP, never trusted unseen, is still suspected on its colours and layout.)
+        let suspected = spike || ((colourJump || layoutJump) && !earlyAmongSeen) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey))
             || continuing || blankKey || unseenEnd
         // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
         let cutOnNextKeyframe = !suspected && trustedEarlyKey && next != nil
