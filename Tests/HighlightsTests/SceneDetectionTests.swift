@@ -162,6 +162,21 @@ struct SceneDetectionTests {
         return video
     }
 
+    /// The video's keyframe times, and the options its encoder wrote with the first picture.
+    static func keyframes(in path: String) throws -> (times: [Double], options: EncoderOptions?) {
+        let input = try InputFile(path: path)
+        let stream = try #require(input.bestStream(.video))
+        let packet = Packet()
+        var times: [Double] = []
+        var options: EncoderOptions?
+        while try input.read(into: packet) {
+            guard packet.streamIndex == stream.index else { continue }
+            if times.isEmpty { options = stream.bitstream?.encoderOptions(packet.bytes) ?? stream.headerEncoderOptions }
+            if packet.isKeyframe, let pts = packet.pts { times.append(stream.seconds(pts)) }
+        }
+        return (times, options)
+    }
+
     /// Changes as a test failure shows them: time and kind.
     static func describe(_ changes: [SceneChange]) -> String { "\(changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })" }
 
@@ -219,13 +234,7 @@ struct SceneDetectionTests {
         let path = try Fixtures.path("scene-early-key-after-whip.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
         // The fixture is what it says: a keyframe on the cut's first frame, and one where the swing starts.
-        let input = try InputFile(path: path)
-        let stream = try #require(input.bestStream(.video))
-        let packet = Packet()
-        var keys: [Double] = []
-        while try input.read(into: packet) {
-            if packet.streamIndex == stream.index, packet.isKeyframe, let pts = packet.pts { keys.append(stream.seconds(pts)) }
-        }
+        let (keys, _) = try Self.keyframes(in: path)
         let frame = 1 / Double(video.frameRate)
         let swing = try #require(video.effects.first).startFrame
         #expect(keys.contains { abs($0 - expected) < frame / 2 } && keys.contains { abs($0 - Double(swing) * frame) < frame / 2 },
@@ -674,17 +683,7 @@ extension SceneDetectionTests {
         let path = try Fixtures.path("scene-jump-on-keyframe-in-fast-cuts.mp4", video)
         // The fixture is what it says: a keyframe on every cut and nowhere else, and the encoder's
         // option string in the stream.
-        let input = try InputFile(path: path)
-        let stream = try #require(input.bestStream(.video))
-        let bitstream = try #require(stream.bitstream)
-        let packet = Packet()
-        var keys: [Double] = []
-        var options: EncoderOptions?
-        while try input.read(into: packet) {
-            guard packet.streamIndex == stream.index else { continue }
-            if options == nil { options = bitstream.encoderOptions(packet.bytes) }
-            if packet.isKeyframe, let pts = packet.pts { keys.append(stream.seconds(pts)) }
-        }
+        let (keys, options) = try Self.keyframes(in: path)
         let expectedKeys = [0] + video.boundaryTimes
         #expect(keys.count == expectedKeys.count && zip(keys, expectedKeys).allSatisfy { abs($0 - $1) < 0.5 / Double(video.frameRate) },
                 "keyframes at \(keys)")
