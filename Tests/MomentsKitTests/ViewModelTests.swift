@@ -86,8 +86,11 @@ final class ScriptedService: HighlightService, @unchecked Sendable {
 @MainActor
 @Suite("HighlightViewModel with an injected service", .quiet)
 struct ViewModelTests {
-    /// Waits (on the main actor, letting the model's tasks run) until `condition` holds.
-    func until(_ condition: () -> Bool, timeout: Duration = .seconds(5)) async -> Bool {
+    /// Waits (on the main actor, letting the model's tasks run) until `condition` holds. The model
+    /// gets there in milliseconds; the timeout only bounds a failure, and is long because the
+    /// whole suite starts at once on two cores (a CI run saw the first seconds of the run stall
+    /// every suite for 5.5 s, and two of these waits, then 5 s, gave up before the model's tasks ran).
+    func until(_ condition: () -> Bool, timeout: Duration = .seconds(60)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return condition()
