@@ -159,10 +159,13 @@ public struct MediaStream {
     }
     /// The NAL layout of an H.264/HEVC stream stored as in MP4 (nil for any other codec or layout).
     public var bitstream: Bitstream? { Bitstream(parameters: parameters) }
-    /// What the encoder wrote of its own settings in the stream's headers (x265's options, in its
-    /// `hvcC` record); nil where they are not there (x264 writes them with its first picture:
-    /// `Bitstream.encoderOptions(_:)`).
-    public var headerEncoderOptions: EncoderOptions? {
+    /// What the encoder wrote of its own settings: with its first picture (`packet`, the stream's
+    /// first: x264) or in the stream's headers (x265, in its `hvcC` record); nil where neither holds them.
+    public func encoderOptions(firstPacket packet: Packet) -> EncoderOptions? {
+        bitstream?.encoderOptions(packet.bytes) ?? headerEncoderOptions
+    }
+
+    private var headerEncoderOptions: EncoderOptions? {
         let p = parameters.pointee
         guard p.codec_id == AV_CODEC_ID_HEVC, let extradata = p.extradata, p.extradata_size > 0 else { return nil }
         return Bitstream.encoderOptions(inHEVCRecord: UnsafeBufferPointer(start: extradata, count: Int(p.extradata_size)))

@@ -169,9 +169,11 @@ struct SceneDetectionTests {
         let packet = Packet()
         var times: [Double] = []
         var options: EncoderOptions?
+        var first = true
         while try input.read(into: packet) {
             guard packet.streamIndex == stream.index else { continue }
-            if times.isEmpty { options = stream.bitstream?.encoderOptions(packet.bytes) ?? stream.headerEncoderOptions }
+            if first { options = stream.encoderOptions(firstPacket: packet) }
+            first = false
             if packet.isKeyframe, let pts = packet.pts { times.append(stream.seconds(pts)) }
         }
         return (times, options)
@@ -673,7 +675,7 @@ extension SceneDetectionTests {
         ])
         video.gopSize = 250
         video.forcedKeyframes = video.boundaryFrames
-        video.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=250:min-keyint=25:scenecut=40"]
+        video.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=\(video.gopSize):min-keyint=25:scenecut=40"]
         return video
     }
 
@@ -687,7 +689,7 @@ extension SceneDetectionTests {
         let expectedKeys = [0] + video.boundaryTimes
         #expect(keys.count == expectedKeys.count && zip(keys, expectedKeys).allSatisfy { abs($0 - $1) < 0.5 / Double(video.frameRate) },
                 "keyframes at \(keys)")
-        #expect(options == EncoderOptions(maximumKeyInterval: 250, keyframesOnCuts: true), "options \(String(describing: options))")
+        #expect(options == EncoderOptions(maximumKeyInterval: video.gopSize, keyframesOnCuts: true), "options \(String(describing: options))")
         let jump = video.boundaryTimes[3]
         let found = try Self.changes(in: path)
         #expect(found.count == video.boundaryTimes.count

@@ -110,17 +110,17 @@ struct EncoderOptionsTests {
             try video.write(to: path)
             let input = try InputFile(path: path)
             let stream = try #require(input.bestStream(.video))
-            let bitstream = try #require(stream.bitstream)
             let packet = Packet()
             while try input.read(into: packet) {
-                if packet.streamIndex == stream.index { return bitstream.encoderOptions(packet.bytes) ?? stream.headerEncoderOptions }
+                if packet.streamIndex == stream.index { return stream.encoderOptions(firstPacket: packet) }
             }
             return nil
         }
         var x264 = SyntheticVideo(width: 160, height: 90, frameRate: 30, scenes: [.init(frames: 20)])
         x264.audio = nil
-        x264.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=90:min-keyint=9:scenecut=40"]
-        #expect(try firstOptions(x264, "x264.mp4") == EncoderOptions(maximumKeyInterval: 90, keyframesOnCuts: true))
+        let keyint = 90
+        x264.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=\(keyint):min-keyint=9:scenecut=40"]
+        #expect(try firstOptions(x264, "x264.mp4") == EncoderOptions(maximumKeyInterval: keyint, keyframesOnCuts: true))
         // A phone's kind of stream: x264 with its scene-cut detection off.
         x264.encoderOptions = SyntheticVideo.phoneX264Options
         #expect(try firstOptions(x264, "phone.mp4")?.keyframesOnCuts == false)
@@ -128,7 +128,8 @@ struct EncoderOptionsTests {
         var x265 = x264
         x265.videoCodec = "libx265"
         x265.pixelFormat = "yuv420p10le"
-        x265.encoderOptions = ["preset": "ultrafast", "x265-params": "keyint=30:min-keyint=30:open-gop=1:scenecut=0:log-level=none"]
-        #expect(try firstOptions(x265, "x265.mp4") == EncoderOptions(maximumKeyInterval: 30, keyframesOnCuts: false))
+        let gop = 30
+        x265.encoderOptions = ["preset": "ultrafast", "x265-params": "keyint=\(gop):min-keyint=\(gop):open-gop=1:scenecut=0:log-level=none"]
+        #expect(try firstOptions(x265, "x265.mp4") == EncoderOptions(maximumKeyInterval: gop, keyframesOnCuts: false))
     }
 }

@@ -190,7 +190,7 @@ final class VideoScanner {
         }
         if packet.isKeyframe || current == nil {
             if current == nil, settings.readsEncoderKeyInterval,
-               let options = packets.bitstream?.encoderOptions(packet.bytes) ?? stream.headerEncoderOptions,
+               let options = stream.encoderOptions(firstPacket: packet),
                options.keyframesOnCuts, let frames = options.maximumKeyInterval {
                 encoderKeyInterval = Double(frames) * nominalInterval
                 if Self.debug {
