@@ -311,12 +311,17 @@ ENCODINGS = {
 TO_HLG = "zscale=tin=709:min=709:pin=709:rin=limited:t=arib-std-b67:m=2020_ncl:p=2020:r=limited:npl=203,format=yuv420p10le"
 
 
+def clip_paths(cache, name, codec="h264"):
+    """Where clip `name` in `codec` and its ground truth are cached."""
+    # H.264 clips keep their first names; other codecs' sit beside them.
+    clip = os.path.join(cache, "clips", name + ("" if codec == "h264" else "." + codec) + ".mp4")
+    return clip, clip + ".truth.json"
+
+
 def build(name, spec, footage, cache, codec="h264"):
     """Joins the clip's pieces and writes it (in `codec`) with its ground truth; cached."""
-    # H.264 clips keep their first names; other codecs' sit beside them.
-    stem = os.path.join(cache, "clips", name + ("" if codec == "h264" else "." + codec))
-    clip = stem + ".mp4"
-    truth_path = clip + ".truth.json"
+    clip, truth_path = clip_paths(cache, name, codec)
+    stem = clip[:-len(".mp4")]
     items = spec["items"]
     pieces = [make_piece(item, footage, cache) for item in items if "source" in item]
     # The pieces, the joins and the encoding: a clip is made again when any of them changes.

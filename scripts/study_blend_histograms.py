@@ -20,10 +20,15 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_scenes import CLIPS  # noqa: E402  (which clips are tuned)
+from bench_scenes import CLIPS, clip_paths  # noqa: E402  (which clips are tuned, and where they are)
 
 WIDTH, HEIGHT = 64, 36
 BINS = np.linspace(0, 256, 33)
+# The frames a window's fit is judged on: those well inside the blend, by their α.
+MIDDLE = (0.25, 0.75)
+# Windows that hold no change: their lengths, how far apart they start, the frames kept clear of
+# any change's span, and how far apart (block means, 0–255) their ends must be to count.
+QUIET_LENGTHS, QUIET_STRIDE, QUIET_MARGIN, QUIET_SPAN = (30, 60), 10, 3, 12
 
 
 def thumbnails(path):
@@ -56,7 +61,7 @@ def window(frames, a, b):
     blend_residuals, mixture_residuals = [], []
     for m in range(a + 1, b):
         alpha = float(np.clip(((frames[m].mean(axis=(1, 2)) - mean_a) * direction).sum() / norm, 0, 1))
-        if not 0.25 <= alpha <= 0.75:
+        if not MIDDLE[0] <= alpha <= MIDDLE[1]:
             continue
         hist = cumulative_histograms(frames[m])
         blend_residuals.append(earth_movers(hist, cumulative_histograms((1 - alpha) * first + alpha * last)))
@@ -72,7 +77,6 @@ def main():
     parser.add_argument("--cache", default=os.environ.get("MOMENTS_BENCH_CACHE", os.path.expanduser("~/.cache/moments/bench-scenes")))
     parser.add_argument("clips", nargs="*")
     args = parser.parse_args()
-    folder = os.path.join(args.cache, "clips")
     names = args.clips or sorted(CLIPS)
     quiet = []
     for name in names:
@@ -81,20 +85,25 @@ def main():
         if not CLIPS[name]["tuned"]:
             print(f"{name}: held out, skipped", file=sys.stderr)
             continue
-        truth = json.load(open(os.path.join(folder, f"{name}.mp4.truth.json")))
-        frames = thumbnails(os.path.join(folder, f"{name}.mp4"))
-        changes = [(t["start"] - 3, t["end"] + 3) for t in truth["transitions"]]
+        clip, truth_path = clip_paths(args.cache, name)
+        if not os.path.exists(truth_path):
+            sys.exit(f"{name}: not built yet (scripts/bench-scenes --clips {name} --moments-only builds it)")
+        with open(truth_path) as f:
+            truth = json.load(f)
+        frames = thumbnails(clip)
+        changes = [(t["start"] - QUIET_MARGIN, t["end"] + QUIET_MARGIN) for t in truth["transitions"]]
         for t in truth["transitions"]:
             if t["kind"] == "dissolve":
                 result = window(frames, t["start"] - 1, t["end"] + 1)
-                print(f"dissolve {name} {t['frame']}: " + ("ratio %.3f, blend residual %.3f" % result[:2] if result else "no middle frames"))
-        for length in (30, 60):
-            for a in range(0, len(frames) - length, 10):
+                print(f"dissolve {name} {t['frame']}: " + ("ratio %.3f, blend residual %.3f" % result[:2] if result
+                                                             else "no fit (ends alike, or under three middle frames)"))
+        for length in QUIET_LENGTHS:
+            for a in range(0, len(frames) - length, QUIET_STRIDE):
                 b = a + length
                 if any(not (b < start or a > end) for start, end in changes):
                     continue
                 result = window(frames, a, b)
-                if result and result[2] > 12:
+                if result and result[2] > QUIET_SPAN:
                     negatives = [n["kind"] for n in truth["negatives"] if not (b < n["start"] or a > n["end"])]
                     quiet.append((result[0], name, a, b, negatives))
     quiet.sort()
