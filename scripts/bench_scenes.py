@@ -33,6 +33,7 @@ import argparse
 import hashlib
 import json
 import os
+import platform
 import resource
 import subprocess
 import sys
@@ -267,10 +268,17 @@ def frame_count(path):
     return int(out.strip())
 
 
+# The same clips on every machine. FFmpeg's SIMD code for scaling, for some filters (eq) and for
+# some decoders' IDCT (the MPEG-4 sources') picks its path by the CPU and not every path gives the
+# same pixels: measured here, scaling cockatoo.mp4 with SSE2 alone or with SSSE3 and later gives
+# other pictures, and vtest.avi decodes differently. Its plain C code, forced by `-cpuflags 0`
+# wherever FFmpeg turns footage into pictures, gives the same pictures everywhere. (The encoders,
+# libx264 and libx265, do not take FFmpeg's flags: see below.)
+PORTABLE = ["-cpuflags", "0"]
+
+
 def make_piece(p, footage, cache):
     """Normalises one piece (exact frames, 1280x720, 30 fps) into a lossless intermediate."""
-    key = hashlib.sha1(json.dumps(p, sort_keys=True).encode()).hexdigest()[:16]
-    path = os.path.join(cache, "pieces", key + ".mkv")
     frames = round((p["end"] - p["start"]) * FPS)
     chain = [f"fps={FPS}",
              f"scale={WIDTH}:{HEIGHT}:force_original_aspect_ratio=decrease",
@@ -280,10 +288,13 @@ def make_piece(p, footage, cache):
         extra, negative = effect_filter(p)
         if extra:
             chain.append(extra)
+    # Made again when the piece or how it is made changes.
+    key = hashlib.sha1(json.dumps([p, chain, PORTABLE], sort_keys=True).encode()).hexdigest()[:16]
+    path = os.path.join(cache, "pieces", key + ".mkv")
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         source = os.path.join(footage, SOURCES[p["source"]])
-        run(["ffmpeg", "-v", "error", "-y", "-ss", f"{p['start']:.3f}", "-i", source, "-an",
+        run(["ffmpeg", "-v", "error", "-y", *PORTABLE, "-ss", f"{p['start']:.3f}", "-i", source, "-an",
              "-vf", ",".join(chain), "-frames:v", str(frames),
              "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", path + ".partial.mkv"])
         with open(path + ".frames", "w") as f:
@@ -294,15 +305,23 @@ def make_piece(p, footage, cache):
         return path, int(f.read()), negative
 
 
+# libx264's output depends on how many threads it runs, which it takes from the machine's cores
+# unless told, and on the CPU: its SIMD code for the lookahead's floating-point sums gives other
+# results with AVX-512, AVX2 or SSE2 alone (measured here: three encodes of one piece, three sets
+# of pictures). So it runs three threads (what it takes on two cores) and, on x86-64, only the SIMD
+# code every x86-64 CPU has (15 % slower than all of this machine's; its plain C is 4.6x slower).
+# libx265 takes its frame threads from the cores too and is told one (what it takes on two); its
+# SIMD code gave the same pictures as its C here, so it keeps all of it.
+X264_PORTABLE = ["-threads", "3"] + (["-x264-params", "asm=MMX2,SSE,SSE2"] if platform.machine() == "x86_64" else [])
 ENCODINGS = {
-    "h264": ["-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-g", str(FPS), "-keyint_min", str(FPS),
-             "-sc_threshold", "0", "-pix_fmt", "yuv420p"],
+    "h264": ["-c:v", "libx264", *X264_PORTABLE, "-preset", "veryfast", "-crf", "20", "-g", str(FPS),
+             "-keyint_min", str(FPS), "-sc_threshold", "0", "-pix_fmt", "yuv420p"],
     # As FFmpeg's libx264 encodes a file when told nothing of GOPs (an export, a download): a keyframe
     # on every cut its scene-cut detection finds, and at least every 250 frames.
-    "x264": ["-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p"],
+    "x264": ["-c:v", "libx264", *X264_PORTABLE, "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p"],
     # Like an iPhone's HDR video: HLG, 10-bit HEVC, a CRA keyframe every second with open GOPs.
     "hevc": ["-c:v", "libx265", "-preset", "veryfast", "-crf", "22", "-pix_fmt", "yuv420p10le",
-             "-x265-params", f"keyint={FPS}:min-keyint={FPS}:scenecut=0:open-gop=1:log-level=error:"
+             "-x265-params", f"keyint={FPS}:min-keyint={FPS}:scenecut=0:open-gop=1:frame-threads=1:log-level=error:"
                              "colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc",
              "-color_primaries", "bt2020", "-color_trc", "arib-std-b67", "-colorspace", "bt2020nc", "-tag:v", "hvc1"],
 }
@@ -325,8 +344,8 @@ def build(name, spec, footage, cache, codec="h264"):
     items = spec["items"]
     pieces = [make_piece(item, footage, cache) for item in items if "source" in item]
     # The pieces, the joins and the encoding: a clip is made again when any of them changes.
-    encoding = ENCODINGS[codec] + ([TO_HLG] if codec == "hevc" else [])
-    signature = hashlib.sha1(json.dumps([items, encoding], sort_keys=True).encode()).hexdigest()
+    encoding = ENCODINGS[codec] + ([TO_HLG] if codec == "hevc" else []) + PORTABLE
+    signature = hashlib.sha1(json.dumps([items, [p[0] for p in pieces], encoding], sort_keys=True).encode()).hexdigest()
     if os.path.exists(truth_path):
         truth = json.load(open(truth_path))
         if truth.get("signature") == signature and os.path.exists(clip):
@@ -375,17 +394,24 @@ def build(name, spec, footage, cache, codec="h264"):
     script = stem + ".filter"
     with open(script, "w") as f:
         f.write(";\n".join(graph))
-    run(["ffmpeg", "-v", "error", "-y", *inputs, "-filter_complex_script", script, "-map", f"[{current}]",
+    run(["ffmpeg", "-v", "error", "-y", *PORTABLE, *inputs, "-filter_complex_script", script, "-map", f"[{current}]",
          *ENCODINGS[codec], "-movflags", "+faststart", clip + ".partial.mp4"])
     os.rename(clip + ".partial.mp4", clip)
     made = frame_count(clip)
     if made != length:
         sys.exit(f"{name}: {made} frames written, {length} expected")
     truth = {"signature": signature, "frames": length, "fps": FPS, "tuned": spec["tuned"],
-             "transitions": transitions, "negatives": negatives}
+             "pictures": pictures_md5(clip), "transitions": transitions, "negatives": negatives}
     with open(truth_path, "w") as f:
         json.dump(truth, f, indent=1)
     return clip, truth
+
+
+def pictures_md5(clip):
+    """The MD5 of the clip's decoded pictures (FFmpeg's C decoder): the same clip gives the same
+    figures, so two runs, on two machines, can tell whether they measured the same pictures."""
+    out = run(["ffmpeg", "-v", "error", *PORTABLE, "-i", clip, "-map", "0:v", "-f", "md5", "-"]).stdout
+    return out.strip().removeprefix("MD5=")[:12]
 
 
 def timed(command):
@@ -506,7 +532,7 @@ def main():
         print(f"== {name} ({'tuned' if truth['tuned'] else 'held out'}): {seconds:.1f} s, "
               + ", ".join(f"{v} {k}" for k, v in kinds.items())
               + (f"; hard negatives: {', '.join(n['kind'] for n in truth['negatives'])}" if truth["negatives"] else "")
-              + f"; ffmpeg -threads 2 decode {ffmpeg_wall:.2f} s, {ffmpeg_cpu:.2f} s CPU ==")
+              + f"; ffmpeg -threads 2 decode {ffmpeg_wall:.2f} s, {ffmpeg_cpu:.2f} s CPU; pictures {truth['pictures']} ==")
         for label, (s, wall) in rows.items():
             kinds = " ".join(f"{k} {f}/{n}" for k, (f, n) in s["by_label"].items())
             negatives = sum(s["in_negatives"].values())
