@@ -409,6 +409,34 @@ struct SceneDetectorRuleTests {
         #expect(unguarded.count == 1 && unguarded.allSatisfy { $0.kind == .cut && abs($0.frame - 75.5) <= 0.5 }, "found \(unguarded)")
     }
 
+    /// `street(jump:)` seen by a hand-held camera that jolts as the people jump: from that frame on
+    /// the fine texture of the whole picture is seen from elsewhere (a pattern of ±`texture` levels
+    /// over every pixel), so every block changes a little and the people's blocks a lot.
+    static func joltedStreet(jump: Int, texture: Int) -> [Thumbnail] {
+        street(jump: jump).enumerated().map { k, picture in
+            guard k >= jump else { return picture }
+            var y = picture.y
+            for i in y.indices {
+                let offset = Int(hash(99, i) % UInt64(2 * texture + 1)) - texture
+                y[i] = UInt8(max(0, min(255, Int(y[i]) + offset)))
+            }
+            return Thumbnail(width: picture.width, height: picture.height, y: y, u: picture.u, v: picture.v)
+        }
+    }
+
+    @Test("The people leaping while the whole picture moves a little (a hand-held camera's jolt) are no fixed camera's jump cut: the rest of the picture did not stay; with the rest left unlooked at, the same step is taken for one")
+    func joltIsNoLocalCut() {
+        let found = Self.changes(Self.joltedStreet(jump: 75, texture: 8))
+        #expect(found.isEmpty, "found \(found)")
+        var settings = SceneDetector.Settings()
+        settings.localCutRestShare = .infinity
+        let unguarded = Self.changes(Self.joltedStreet(jump: 75, texture: 8), settings: settings)
+        #expect(unguarded.count == 1 && unguarded.allSatisfy { $0.kind == .cut && abs($0.frame - 75) < 0.01 }, "found \(unguarded)")
+        // A jolt too slight to move the rest as much as a tenth of the people's blocks leaves the jump cut found.
+        let slight = Self.changes(Self.joltedStreet(jump: 75, texture: 1))
+        #expect(slight.count == 1 && slight.allSatisfy { $0.kind == .cut && abs($0.frame - 75) < 0.01 }, "found \(slight)")
+    }
+
     @Test("A jump cut that dims the street as it comes (everyone elsewhere, the light lower) is still a cut; the light coming back is none")
     func jumpCutIntoDimmerLightIsACut() {
         let found = Self.changes(Self.relit(Self.street(jump: 60), dim: 60..<110))

@@ -71,27 +71,34 @@ extension SceneDetector {
     /// A fixed camera's jump cut: the people or things in the picture are somewhere else from one
     /// frame to the next while the rest stays, so the step over the whole picture is small (a
     /// street's walkers fill a few percent of it), but over the blocks that changed most it stands
-    /// far above the shot's own motion there. Only in a still shot, and not where the light changed
-    /// (a lamp switched on changes the dark parts of the picture most).
+    /// far above the shot's own motion there, while the rest of the picture stays (half of its
+    /// blocks or more barely change). Only in a still shot, and not where the light changed (a lamp
+    /// switched on changes the dark parts of the picture most). A subject's leap inside a dissolve,
+    /// whose blend changes every block a little, is none.
     func isLocalCut(_ i: Int, around: [Int], median: Double) -> Bool {
         let step = entries[i].step
         guard median <= settings.localCutStillness, step >= settings.minimumLocalCutStep,
               step >= settings.localCutStepRatio * median,
               abs(entries[i].luma - entries[i - 1].luma) < settings.localCutLumaShift else { return false }
-        let local = Self.localStep(entries[i - 1], entries[i])
+        // The blocks that changed most, and the median block (the rest of the picture).
+        let blocks = Self.blockSteps(entries[i - 1], entries[i], percentiles: [95, 50])
+        let (local, rest) = (blocks[0], blocks[1])
         let others = around.map { Self.localStep(entries[$0 - 1], entries[$0]) }
         let localMedian = others.isEmpty ? 0 : Self.median(others)
         // The nearest moving steps on each side: a subject moving through a still shot (in a slow
         // source, in jumps between repeated frames) moves as far again in one of them.
         let before = zip(around, others).filter { $0.0 < i }.suffix(2).map(\.1)
         let after = zip(around, others).filter { $0.0 > i }.prefix(2).map(\.1)
-        if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "local cut candidate at %.3f: step %.1f (median %.2f), local %.1f (median %.2f; nearest %@)\n",
-                                                       entries[i].time, step, median, local, localMedian,
-                                                       (before + after).map { String(format: "%.1f", $0) }.joined(separator: ",")).utf8))
-        }
-        return local >= settings.minimumLocalCut && local >= settings.localCutRatio * max(localMedian, step)
+        let fires = local >= settings.minimumLocalCut && local >= settings.localCutRatio * max(localMedian, step)
+            && rest <= settings.localCutRestShare * local
             && !(before + after).isEmpty && !(before + after).contains { $0 >= settings.burstShare * local }
+        if VideoScanner.debug {
+            let nearest = (before + after).map { String(format: "%.1f", $0) }.joined(separator: ",")
+            let numbers = String(format: "at %.3f: step %.1f (median %.2f), local %.1f (median %.2f, the rest %.2f; nearest ",
+                                 entries[i].time, step, median, local, localMedian, rest)
+            FileHandle.standardError.write(Data(("local cut candidate " + numbers + nearest + (fires ? "): a cut\n" : "): no cut\n")).utf8))
+        }
+        return fires
     }
 
     /// The picture before the step comes back within a few frames, or the one after it was there a

@@ -60,6 +60,10 @@ final class SceneDetector {
         var minimumLocalCut = 8.0
         var localCutRatio = 3.0
         var localCutLumaShift = 3.0
+        /// …and only where the rest stays: the median block changed at most this share of what the
+        /// most changed blocks did (a fixed camera's street; not a dissolve's blend or a hand-held
+        /// shot's shake, which move every block).
+        var localCutRestShare = 0.1
         /// A step that keeps the order of neighbouring pixels' brightness (the share of pairs
         /// whose order changed, `orderChanges`, over the whole picture and in the 8 × 8 blocks that
         /// changed most, below these) is the same picture in another light, not a cut.
@@ -421,9 +425,14 @@ final class SceneDetector {
     /// of the 4 × 4-pixel blocks' mean differences, so things that moved in a still picture count
     /// at full strength however small a part of it they are.
     static func localStep(_ a: Entry, _ b: Entry) -> Double {
+        blockSteps(a, b, percentiles: [95])[0]
+    }
+
+    /// The given percentiles of the 4 × 4-pixel blocks' mean structure-and-colour differences.
+    static func blockSteps(_ a: Entry, _ b: Entry, percentiles: [Int]) -> [Double] {
         let w = a.width, h = a.structure.count / max(1, w)
         let bw = w / 4, bh = h / 4
-        guard a.structure.count == b.structure.count, bw > 0, bh > 0 else { return 255 }
+        guard a.structure.count == b.structure.count, bw > 0, bh > 0 else { return percentiles.map { _ in 255 } }
         var blocks = [Float](repeating: 0, count: bw * bh)
         for row in 0..<(bh * 4) {
             for col in 0..<(bw * 4) {
@@ -433,7 +442,7 @@ final class SceneDetector {
             }
         }
         blocks.sort()
-        return Double(blocks[min(blocks.count - 1, blocks.count * 95 / 100)]) / 16
+        return percentiles.map { Double(blocks[min(blocks.count - 1, blocks.count * $0 / 100)]) / 16 }
     }
 
     /// The structure-and-colour difference of two thumbnails (as between consecutive frames).
