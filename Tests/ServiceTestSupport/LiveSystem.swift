@@ -78,13 +78,23 @@ public enum LiveSystem {
         ].merging(settings) { $1 }
     }
 
-    /// Starts `moments api` and waits until it is ready; returns it and its base URL.
+    /// Starts `moments api` and waits until it is ready; returns it and its base URL. The port is
+    /// picked at random, not reserved: when another process holds it (the API exits, "Address
+    /// already in use"), the API is started again on another, three times at most.
     public static func startAPI(_ environment: [String: String], log: URL? = nil) async throws -> (MomentsProcess, String) {
-        let api = try MomentsProcess(["api"], environment: environment, log: log)
-        let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
-        let ready = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
-        guard ready else { throw Failure("the API did not become ready within 30 s") }
-        return (api, base)
+        var environment = environment
+        for attempt in 1...3 {
+            if attempt > 1 { environment["PORT"] = "\(Int.random(in: 20_000..<30_000))" }
+            let api = try MomentsProcess(["api"], environment: environment, log: log)
+            let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
+            let ready = try await TestServices.eventually(timeout: .seconds(30)) {
+                !api.isRunning || (try? curl(["\(base)/ready"]).status) == 200
+            }
+            if ready && api.isRunning { return (api, base) }
+            api.stop()
+            guard ready else { throw Failure("the API did not become ready within 30 s") }
+        }
+        throw Failure("the API exited at start on three ports in turn (see its log)")
     }
 
     /// Uploads the 20 s footage for a 15 s highlight and waits until a worker is mid-job.
