@@ -73,10 +73,13 @@ public enum LiveSystem {
     public static func environment(databaseURL: String, _ settings: [String: String] = [:]) throws -> [String: String] {
         [
             "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
-            "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": "\(Int.random(in: 20_000..<30_000))", "HOST": "127.0.0.1",
+            "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "PORT": apiPort(), "HOST": "127.0.0.1",
             "LOG_LEVEL": "warning", "WORKER_CONCURRENCY": "1", "AUTH_REQUIRED": "false", "METRICS_PORT": "0",
         ].merging(settings) { $1 }
     }
+
+    /// A port for a test system's API, picked at random (not reserved).
+    static func apiPort() -> String { "\(Int.random(in: 20_000..<30_000))" }
 
     /// Starts `moments api` and waits until it is ready; returns it and its base URL. The port is
     /// picked at random, not reserved: when another process holds it (the API exits, "Address
@@ -84,7 +87,7 @@ public enum LiveSystem {
     public static func startAPI(_ environment: [String: String], log: URL? = nil) async throws -> (MomentsProcess, String) {
         var environment = environment
         for attempt in 1...3 {
-            if attempt > 1 { environment["PORT"] = "\(Int.random(in: 20_000..<30_000))" }
+            if attempt > 1 { environment["PORT"] = apiPort() }
             let api = try MomentsProcess(["api"], environment: environment, log: log)
             let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
             let ready = try await TestServices.eventually(timeout: .seconds(30)) {
