@@ -172,6 +172,7 @@ extension VideoScanner {
         // Two shots of similar colours can share a histogram: the colour layout (where the colours
         // are) still moves far more across a cut than the quieter GOPs around it.
         var layoutJump = false
+        var structure = 0.0, structureAround = 0.0
         if let a = gop.sample?.thumbnail, let b = next?.thumbnail {
             let layout = SceneDetector.layoutDistance(a.signature, b.signature)
             // A pan, a walk or things moving through the picture change it GOP after GOP: a cut's
@@ -181,8 +182,8 @@ extension VideoScanner {
             layoutJump = layout >= 8 && layout >= 3 * max(recentLayoutDistances.quantile(0.25), layoutAround)
             recentLayoutDistances.add(layout)
             // A jump cut keeps the colours and their layout: the structure still jumps.
-            let structure = SceneDetector.difference(a, b)
-            let structureAround = min(recentStructureDistances.values.last ?? 0, c.map { SceneDetector.difference(b, $0) } ?? 0)
+            structure = SceneDetector.difference(a, b)
+            structureAround = min(recentStructureDistances.values.last ?? 0, c.map { SceneDetector.difference(b, $0) } ?? 0)
             // Only between still pictures: a pan or a walk changes the structure over a GOP too.
             let still = (gop.sample?.activity ?? .infinity) <= 3 && (next?.activity ?? .infinity) <= 3
             layoutJump = layoutJump || (still && structure >= 25
@@ -326,8 +327,8 @@ extension VideoScanner {
 
         if Self.debug {
             FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d, %.2f of the keyframe%@), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
-                gop.index, gop.keyTime, gop.sample?.activity ?? -1, recentActivities.quantile(0.5), gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare, rhythm ? ", rhythm" : "",
+                format: "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d, %.2f of the keyframe%@), structure %.1f (around %.1f), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
+                gop.index, gop.keyTime, gop.sample?.activity ?? -1, recentActivities.quantile(0.5), gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare, rhythm ? ", rhythm" : "", structure, structureAround,
                 layoutJump ? "yes" : (activityJump ? "activity" : "no"), early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
         }
     }
