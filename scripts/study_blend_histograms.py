@@ -72,25 +72,30 @@ def window(frames, a, b):
     return float(ratio), float(np.mean(blend_residuals) / earth_movers(hist_a, hist_b)), float(np.abs(block_means(first) - block_means(last)).mean())
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cache", default=os.environ.get("MOMENTS_BENCH_CACHE", os.path.expanduser("~/.cache/moments/bench-scenes")))
-    parser.add_argument("clips", nargs="*")
-    args = parser.parse_args()
-    names = args.clips or sorted(CLIPS)
-    quiet = []
-    for name in names:
+def tuned_clips(cache, names):
+    """(name, ground truth, thumbnails) of each named tuned clip (every one if none are named), as
+    scripts/bench-scenes built it in H.264; held-out clips are skipped, with a word on stderr."""
+    for name in names or sorted(CLIPS):
         if name not in CLIPS:
             sys.exit(f"{name}: no such clip")
         if not CLIPS[name]["tuned"]:
             print(f"{name}: held out, skipped", file=sys.stderr)
             continue
-        clip, truth_path = clip_paths(args.cache, name)
+        clip, truth_path = clip_paths(cache, name)
         if not os.path.exists(truth_path):
             sys.exit(f"{name}: not built yet (scripts/bench-scenes --clips {name} --moments-only builds it)")
         with open(truth_path) as f:
             truth = json.load(f)
-        frames = thumbnails(clip)
+        yield name, truth, thumbnails(clip)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cache", default=os.environ.get("MOMENTS_BENCH_CACHE", os.path.expanduser("~/.cache/moments/bench-scenes")))
+    parser.add_argument("clips", nargs="*")
+    args = parser.parse_args()
+    quiet = []
+    for name, truth, frames in tuned_clips(args.cache, args.clips):
         changes = [(t["start"] - QUIET_MARGIN, t["end"] + QUIET_MARGIN) for t in truth["transitions"]]
         for t in truth["transitions"]:
             if t["kind"] == "dissolve":

@@ -21,15 +21,14 @@ GOPs, to see whether the GOPs of the dissolves it misses would be decoded at all
 """
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_scenes import CLIPS, clip_paths  # noqa: E402  (which clips are tuned, and where they are)
-from study_blend_histograms import MIDDLE, QUIET_LENGTHS, QUIET_MARGIN, QUIET_SPAN, QUIET_STRIDE, block_means, thumbnails  # noqa: E402
+from study_blend_histograms import (MIDDLE, QUIET_LENGTHS, QUIET_MARGIN, QUIET_SPAN, QUIET_STRIDE,  # noqa: E402
+                                    block_means, tuned_clips)
 
 BLOCK_W, BLOCK_H = 8, 6
 
@@ -139,18 +138,7 @@ def main():
     if args.triggers:
         return study_triggers(args)
     quiet, found = [], []
-    for name in args.clips or sorted(CLIPS):
-        if name not in CLIPS:
-            sys.exit(f"{name}: no such clip")
-        if not CLIPS[name]["tuned"]:
-            print(f"{name}: held out, skipped", file=sys.stderr)
-            continue
-        clip, truth_path = clip_paths(args.cache, name)
-        if not os.path.exists(truth_path):
-            sys.exit(f"{name}: not built yet (scripts/bench-scenes --clips {name} --moments-only builds it)")
-        with open(truth_path) as f:
-            truth = json.load(f)
-        frames = thumbnails(clip)
+    for name, truth, frames in tuned_clips(args.cache, args.clips):
         pictures = frames[:, :1] if args.planes == "y" else frames
         changes = [(t["start"] - QUIET_MARGIN, t["end"] + QUIET_MARGIN) for t in truth["transitions"]]
         for t in truth["transitions"]:
@@ -182,13 +170,8 @@ def main():
 
 def study_triggers(args):
     extra_quiet, extra_changes = 0, 0
-    for name in args.clips or sorted(CLIPS):
-        if not CLIPS[name]["tuned"]:
-            continue
-        clip, truth_path = clip_paths(args.cache, name)
-        with open(truth_path) as f:
-            truth = json.load(f)
-        for key, first, second, d2, typical, fires, changes in triggers(thumbnails(clip), truth):
+    for name, truth, frames in tuned_clips(args.cache, args.clips):
+        for key, first, second, d2, typical, fires, changes in triggers(frames, truth):
             dissolves = [t for t in changes if t["kind"] == "dissolve"]
             if fires or dissolves:
                 held = ", ".join(f"{t['kind']} at {t['frame']}" for t in changes) or "no change"
