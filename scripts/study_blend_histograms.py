@@ -50,7 +50,7 @@ def block_means(picture):
 
 
 def window(frames, a, b):
-    """(ratio, blend residual per unit of the ends' histogram distance, ends' block distance)."""
+    """(ratio, blend residual per unit of the ends' histogram distance)."""
     first, last = frames[a], frames[b]
     mean_a, mean_b = first.mean(axis=(1, 2)), last.mean(axis=(1, 2))
     direction = mean_b - mean_a
@@ -69,7 +69,7 @@ def window(frames, a, b):
     if len(blend_residuals) < 3:
         return None
     ratio = np.mean(blend_residuals) / max(1e-6, np.mean(mixture_residuals))
-    return float(ratio), float(np.mean(blend_residuals) / earth_movers(hist_a, hist_b)), float(np.abs(block_means(first) - block_means(last)).mean())
+    return float(ratio), float(np.mean(blend_residuals) / earth_movers(hist_a, hist_b))
 
 
 def tuned_clips(cache, names):
@@ -89,6 +89,21 @@ def tuned_clips(cache, names):
         yield name, truth, thumbnails(clip)
 
 
+def quiet_windows(frames, truth):
+    """(a, b, the hard negatives it holds) for each window of `QUIET_LENGTHS` frames, every
+    `QUIET_STRIDE`, that holds no change (with `QUIET_MARGIN` frames clear) and whose ends are more
+    than `QUIET_SPAN` apart on the blocks."""
+    changes = [(t["start"] - QUIET_MARGIN, t["end"] + QUIET_MARGIN) for t in truth["transitions"]]
+    for length in QUIET_LENGTHS:
+        for a in range(0, len(frames) - length, QUIET_STRIDE):
+            b = a + length
+            if any(not (b < start or a > end) for start, end in changes):
+                continue
+            if np.abs(block_means(frames[a]) - block_means(frames[b])).mean() <= QUIET_SPAN:
+                continue
+            yield a, b, [n["kind"] for n in truth["negatives"] if not (b < n["start"] or a > n["end"])]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", default=os.environ.get("MOMENTS_BENCH_CACHE", os.path.expanduser("~/.cache/moments/bench-scenes")))
@@ -96,21 +111,15 @@ def main():
     args = parser.parse_args()
     quiet = []
     for name, truth, frames in tuned_clips(args.cache, args.clips):
-        changes = [(t["start"] - QUIET_MARGIN, t["end"] + QUIET_MARGIN) for t in truth["transitions"]]
         for t in truth["transitions"]:
             if t["kind"] == "dissolve":
                 result = window(frames, t["start"] - 1, t["end"] + 1)
                 print(f"dissolve {name} {t['frame']}: " + ("ratio %.3f, blend residual %.3f" % result[:2] if result
                                                              else "no fit (ends alike, or under three middle frames)"))
-        for length in QUIET_LENGTHS:
-            for a in range(0, len(frames) - length, QUIET_STRIDE):
-                b = a + length
-                if any(not (b < start or a > end) for start, end in changes):
-                    continue
-                result = window(frames, a, b)
-                if result and result[2] > QUIET_SPAN:
-                    negatives = [n["kind"] for n in truth["negatives"] if not (b < n["start"] or a > n["end"])]
-                    quiet.append((result[0], name, a, b, negatives))
+        for a, b, negatives in quiet_windows(frames, truth):
+            result = window(frames, a, b)
+            if result:
+                quiet.append((result[0], name, a, b, negatives))
     quiet.sort()
     print(f"windows with no change, ends apart: {len(quiet)}; ratio under 0.6: {sum(r[0] < 0.6 for r in quiet)}, "
           f"under 0.8: {sum(r[0] < 0.8 for r in quiet)}")

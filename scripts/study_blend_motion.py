@@ -27,8 +27,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from study_blend_histograms import (MIDDLE, QUIET_LENGTHS, QUIET_MARGIN, QUIET_SPAN, QUIET_STRIDE,  # noqa: E402
-                                    block_means, tuned_clips)
+from study_blend_histograms import MIDDLE, quiet_windows, tuned_clips  # noqa: E402
 
 BLOCK_W, BLOCK_H = 8, 6
 
@@ -57,9 +56,9 @@ def per_block(copies, choice):
     return blocks[choice, :, rows, :, cols, :].transpose(2, 0, 3, 1, 4).reshape(planes, h, w)
 
 
-def blended(frame, first_copies, last_copies, alpha):
-    """Each block's residual as (1 - α)·first + α·last, each moved on its own to fit best."""
-    choice_last = block_sums(frame[None] - last_copies).argmin(axis=0)
+def blended(frame, first_copies, last_copies, alpha, choice_last):
+    """Each block's residual as (1 - α)·first + α·last, each moved on its own to fit best, starting
+    from `choice_last`, each block's best offset of `last` alone."""
     for _ in range(2):
         rest = frame - alpha * per_block(last_copies, choice_last)
         choice_first = block_sums(rest[None] - (1 - alpha) * first_copies).argmin(axis=0)
@@ -73,11 +72,13 @@ def explained(frame, first_copies, last_copies, alpha, alone="moved"):
     """(alone, blend): the frame's block residuals, summed, as either end alone and as their blend.
     Alone is either end moved (`moved`) or blended with itself at two offsets (`self`: what
     averaging two pictures of moving texture, water, gains without any second shot)."""
+    to_first, to_last = block_sums(frame[None] - first_copies), block_sums(frame[None] - last_copies)
     if alone == "self":
-        best = np.minimum(blended(frame, first_copies, first_copies, alpha), blended(frame, last_copies, last_copies, alpha))
+        best = np.minimum(blended(frame, first_copies, first_copies, alpha, to_first.argmin(axis=0)),
+                          blended(frame, last_copies, last_copies, alpha, to_last.argmin(axis=0)))
     else:
-        best = np.minimum(block_sums(frame[None] - first_copies).min(axis=0), block_sums(frame[None] - last_copies).min(axis=0))
-    return float(best.sum()), float(blended(frame, first_copies, last_copies, alpha).sum())
+        best = np.minimum(to_first.min(axis=0), to_last.min(axis=0))
+    return float(best.sum()), float(blended(frame, first_copies, last_copies, alpha, to_last.argmin(axis=0)).sum())
 
 
 def window(pictures, a, b, radius, alone="moved"):
@@ -88,8 +89,8 @@ def window(pictures, a, b, radius, alone="moved"):
         alpha = (m - a) / (b - a)
         if not MIDDLE[0] <= alpha <= MIDDLE[1]:
             continue
-        alone, blend = explained(pictures[m], first_copies, last_copies, alpha, alone)
-        ratios.append(blend / max(alone, 1e-6))
+        single, blend = explained(pictures[m], first_copies, last_copies, alpha, alone)
+        ratios.append(blend / max(single, 1e-6))
     return float(np.mean(ratios)) if len(ratios) >= 3 else None
 
 
@@ -140,24 +141,16 @@ def main():
     quiet, found = [], []
     for name, truth, frames in tuned_clips(args.cache, args.clips):
         pictures = frames[:, :1] if args.planes == "y" else frames
-        changes = [(t["start"] - QUIET_MARGIN, t["end"] + QUIET_MARGIN) for t in truth["transitions"]]
         for t in truth["transitions"]:
             if t["kind"] == "dissolve":
                 ratio = window(pictures, t["start"] - 1, t["end"] + 1, args.radius, args.alone)
                 found.append(ratio)
                 print(f"dissolve {name} {t['frame']} ({t['end'] - t['start'] + 1} frames): "
                       + (f"ratio {ratio:.3f}" if ratio is not None else "under three middle frames"), flush=True)
-        for length in QUIET_LENGTHS:
-            for a in range(0, len(frames) - length, QUIET_STRIDE):
-                b = a + length
-                if any(not (b < start or a > end) for start, end in changes):
-                    continue
-                if np.abs(block_means(frames[a]) - block_means(frames[b])).mean() <= QUIET_SPAN:
-                    continue
-                ratio = window(pictures, a, b, args.radius, args.alone)
-                if ratio is not None:
-                    negatives = [n["kind"] for n in truth["negatives"] if not (b < n["start"] or a > n["end"])]
-                    quiet.append((ratio, name, a, b, negatives))
+        for a, b, negatives in quiet_windows(frames, truth):
+            ratio = window(pictures, a, b, args.radius, args.alone)
+            if ratio is not None:
+                quiet.append((ratio, name, a, b, negatives))
     quiet.sort()
     ratios = sorted(r for r in found if r is not None)
     print(f"dissolves: {len(ratios)}, ratio {ratios[0]:.3f}–{ratios[-1]:.3f}" if ratios else "no dissolves")
