@@ -10,7 +10,11 @@ well it chose where to look, it would decode at least:
   detector's cut window is 8 frames each way, and `--look 3:3` asks what a detector that needed
   only 3 would save), and the reference pictures from the keyframe before that stretch up to the
   first one after it (what those pictures are predicted from);
-* nothing else: no GOP that holds no change, no hard negative looked at.
+* nothing else: no GOP that holds no change, no hard negative looked at; or, with a look-around
+  written `8:8+events`, the short hard negatives too (flashes, whip pans, quick zooms, a light
+  switched on), each looked at as a change is, since no detector tells one from a cut unseen
+  (the long ones, hand-held footage, water and flicker, are left out: only a part of each stands
+  out).
 
 Each picture costs what FFmpeg's decoder spends on its kind on that clip without the loop filter
 (as the analysis decodes): keyframes, other reference pictures, non-reference pictures, measured by
@@ -23,7 +27,7 @@ of scripts/bench-scenes come out alike). Every figure of a clip comes from one t
 decode and the analysis ran one after another; of `--repeat` turns, the one with the median floor
 (by its speed-up) is printed, and every turn on standard error.
 
-    python3 scripts/study_decode_floor.py [--codec h264|hevc] [--look BEFORE:AFTER …]
+    python3 scripts/study_decode_floor.py [--codec h264|hevc] [--look BEFORE:AFTER[+events] …]
         [--repeat 3] [--binary .build/release/moments] [--cache DIR] [CLIP…]
 
 Clips come as scripts/bench-scenes built them (tuned and held-out alike: nothing here is tuned).
@@ -68,7 +72,11 @@ def kinds(clip):
     return ["key" if t in keys else "ref" if t in references else "nonref" for t in every]
 
 
-def floor_pictures(kind, truth, before, after):
+# Hard negatives short enough to be looked at whole, as a change is.
+EVENTS = ("flash", "whip", "zoom", "light")
+
+
+def floor_pictures(kind, truth, before, after, events=False):
     """The display indices of the pictures the least decoding needs (see the module's words)."""
     keys = [i for i, k in enumerate(kind) if k == "key"]
     references = [i for i, k in enumerate(kind) if k != "nonref"]
@@ -78,7 +86,8 @@ def floor_pictures(kind, truth, before, after):
         following = bisect.bisect_right(references, key)
         if following < len(references):
             needed.add(references[following])
-    for change in truth["transitions"]:
+    looked_at = truth["transitions"] + ([n for n in truth["negatives"] if n["kind"] in EVENTS] if events else [])
+    for change in looked_at:
         first = max(0, change["start"] - before)
         last = min(len(kind) - 1, change["end"] + after)
         needed.update(range(first, last + 1))
@@ -93,19 +102,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("clips", nargs="*", help="clips (default: every clip scripts/bench-scenes has built)")
     parser.add_argument("--codec", default="h264", choices=["h264", "hevc"])
-    parser.add_argument("--look", action="append", metavar="BEFORE:AFTER",
-                        help="frames looked at before and after a change, one floor each (default: 8:8, the "
-                             "detector's cut window, and 3:3)")
+    parser.add_argument("--look", action="append", metavar="BEFORE:AFTER[+events]",
+                        help="frames looked at before and after a change, one floor each; +events: the short hard "
+                             "negatives looked at too (default: 8:8, the detector's cut window, 3:3 and 8:8+events)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--binary", default=".build/release/moments")
     parser.add_argument("--cache", default=os.path.expanduser("~/.cache/moments/bench-scenes"))
     args = parser.parse_args()
-    try:
-        looks = [tuple(int(n) for n in look.split(":")) for look in args.look or ["8:8", "3:3"]]
-        if any(len(look) != 2 or min(look) < 0 for look in looks):
-            raise ValueError
-    except ValueError:
-        sys.exit("--look takes BEFORE:AFTER, two whole numbers of frames, 0 or more")
+    looks = []
+    for look in args.look or ["8:8", "3:3", "8:8+events"]:
+        frames, events = look.removesuffix("+events"), look.endswith("+events")
+        try:
+            before, after = (int(n) for n in frames.split(":"))
+            if min(before, after) < 0:
+                raise ValueError
+        except ValueError:
+            sys.exit(f"--look {look}: BEFORE:AFTER (two whole numbers of frames, 0 or more), +events to look at the short hard negatives too")
+        looks.append((look, before, after, events))
     if args.repeat < 1:
         sys.exit("--repeat takes 1 or more turns")
 
@@ -122,7 +135,7 @@ def main():
             truth = json.load(f)
         kind = kinds(clip)
         count = {k: kind.count(k) for k in ("key", "ref", "nonref")}
-        pictures = [floor_pictures(kind, truth, before, after) for before, after in looks]
+        pictures = [floor_pictures(kind, truth, before, after, events) for _, before, after, events in looks]
         # Each turn times every decode and the analysis one after another, so all see the same load
         # (this machine's speed drifts by a third from minute to minute); the median turn counts.
         turns = []
@@ -149,7 +162,7 @@ def main():
 
     print(f"Least decoding ({args.codec}) against FFmpeg's full 2-thread decode: CPU seconds, pictures decoded, "
           f"speed-up (FFmpeg's CPU over each); a floor per look-around (frames before:after a change)")
-    print(f"{'clip':10} {'tuned':>5} {'changes':>7} {'ffmpeg':>7}" + "".join(f" {f'floor {b}:{a}':>25}" for b, a in looks)
+    print(f"{'clip':10} {'tuned':>5} {'changes':>7} {'ffmpeg':>7}" + "".join(f" {'floor ' + look:>25}" for look, _, _, _ in looks)
           + f" {'moments analyze':>25}")
     for name, truth, total, floors, ffmpeg_cpu, moments_cpu, decoded in rows:
         line = f"{name:10} {'yes' if CLIPS[name]['tuned'] else 'no':>5} {len(truth['transitions']):7d} {ffmpeg_cpu:7.2f}"
