@@ -61,7 +61,8 @@ def shown_times(clip, skip):
     out = subprocess.run(["ffprobe", "-v", "error", "-skip_frame", skip, "-select_streams", "v:0",
                           "-show_entries", "frame=pts", "-of", "csv=p=0", clip],
                          capture_output=True, text=True, check=True).stdout
-    return sorted(int(line.split(",")[0]) for line in out.split() if line.split(",")[0].lstrip("-").isdigit())
+    fields = (line.split(",")[0] for line in out.split())
+    return sorted(int(pts) for pts in fields if pts.lstrip("-").isdigit())
 
 
 def kinds(clip):
@@ -91,10 +92,9 @@ def floor_pictures(kind, truth, before, after, events=False):
         first = max(0, change["start"] - before)
         last = min(len(kind) - 1, change["end"] + after)
         needed.update(range(first, last + 1))
+        # The references from the keyframe before the stretch up to the first one after it.
         opening = keys[max(0, bisect.bisect_right(keys, first) - 1)]
-        closing = bisect.bisect_right(references, last)
-        until = references[closing] if closing < len(references) else last
-        needed.update(r for r in references if opening <= r <= until)
+        needed.update(references[bisect.bisect_left(references, opening):bisect.bisect_right(references, last) + 1])
     return needed
 
 
@@ -152,12 +152,12 @@ def main():
             if os.path.exists(args.binary):
                 out, _, moments_cpu = timed([args.binary, "analyze", clip, "--json"])
                 decoded = json.loads(out)["decoded_frames"]
-            turns.append((ffmpeg_cpu, floors, moments_cpu, decoded, cost, opening))
+            turns.append((ffmpeg_cpu, floors, moments_cpu, decoded))
             print(f"{name}: ffmpeg {ffmpeg_cpu:.2f} s, floors " + ", ".join(f"{f:.2f}" for f in floors)
                   + (f", moments {moments_cpu:.2f} s" if moments_cpu else "")
                   + f"; ms a picture {cost['key'] * 1e3:.1f} (keyframe), {cost['ref'] * 1e3:.1f} (other reference), "
                   f"{cost['nonref'] * 1e3:.1f} (other); opening {opening:.2f} s", file=sys.stderr)
-        ffmpeg_cpu, floors, moments_cpu, decoded, _, _ = sorted(turns, key=lambda t: t[0] / t[1][0])[len(turns) // 2]
+        ffmpeg_cpu, floors, moments_cpu, decoded = sorted(turns, key=lambda t: t[0] / t[1][0])[len(turns) // 2]
         rows.append((name, truth, len(kind), [(len(p), f) for p, f in zip(pictures, floors)], ffmpeg_cpu, moments_cpu, decoded))
 
     print(f"Least decoding ({args.codec}) against FFmpeg's full 2-thread decode: CPU seconds, pictures decoded, "
