@@ -56,21 +56,17 @@ def decode_cpu(clip, skip, loop_filter=False):
                   "-map", "0:v", "-f", "null", "-"])[2]
 
 
-def shown_times(clip, skip):
-    """The presentation times of the pictures FFmpeg's decoder returns with `-skip_frame skip`."""
-    out = subprocess.run(["ffprobe", "-v", "error", "-skip_frame", skip, "-select_streams", "v:0",
-                          "-show_entries", "frame=pts", "-of", "csv=p=0", clip],
-                         capture_output=True, text=True, check=True).stdout
-    fields = (line.split(",")[0] for line in out.split())
-    return sorted(int(pts) for pts in fields if pts.lstrip("-").isdigit())
-
-
 def kinds(clip):
-    """Each picture's kind in display order: "key", "ref" (another reference picture) or "nonref"."""
-    every = shown_times(clip, "default")
-    references = set(shown_times(clip, "noref"))
-    keys = set(shown_times(clip, "nokey"))
-    return ["key" if t in keys else "ref" if t in references else "nonref" for t in every]
+    """Each picture's kind in display order: "key", "ref" (another reference picture) or "nonref".
+    The packets give every picture's time and the keyframes; the pictures FFmpeg's decoder still
+    returns with `-skip_frame noref` are the references."""
+    def entries(*options):
+        out = subprocess.run(["ffprobe", "-v", "error", *options, "-select_streams", "v:0", "-of", "csv=p=0", clip],
+                             capture_output=True, text=True, check=True).stdout
+        return [line.split(",") for line in out.split() if line.split(",")[0].lstrip("-").isdigit()]
+    packets = sorted((int(pts), "K" in flags) for pts, flags, *_ in entries("-show_entries", "packet=pts,flags"))
+    references = {int(pts) for pts, *_ in entries("-skip_frame", "noref", "-show_entries", "frame=pts")}
+    return ["key" if key else "ref" if pts in references else "nonref" for pts, key in packets]
 
 
 # Hard negatives short enough to be looked at whole, as a change is.
