@@ -6,9 +6,8 @@ Each GOP the scanner decodes beyond its keyframe's sample is read from its `MOME
 line: the keyframes' colour distance against the recent typical one, a packet spike, a jump of the
 keyframes' colour layout or still structure, a keyframe whose sample moved far more than its
 neighbours' (`activity`), a keyframe the encoder started early, a change going on into it from
-the GOP before. The colour trigger is the scanner's own rule (VideoScanner.Settings: a distance of
-0.3, or of 0.12 and 2.5 times the typical one). A GOP holds a change where a transition of the
-ground truth reaches within two frames of it. Printed: one line per GOP that held none, then per
+the GOP before. A GOP holds a change where a transition of the ground truth reaches within two
+frames of it. Printed: one line per GOP that held none, then per
 set of triggers the GOPs, the frames they decoded, those that held a change, and the frames spent
 in those that held none; with `--all`, a line for every decoded GOP.
 
@@ -26,21 +25,17 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_scenes import CLIPS, clip_paths  # noqa: E402
 
-# VideoScanner.Settings: keyframeDistanceAlways, keyframeDistanceFloor, keyframeDistanceRatio.
-COLOUR_ALWAYS, COLOUR_FLOOR, COLOUR_RATIO = 0.3, 0.12, 2.5
-
 GOP_LINE = re.compile(
     r"gop (?P<index>\d+) at (?P<time>[\d.]+): activity (?P<activity>[-\d.]+) \(median [\d.]+\), "
-    r"(?P<packets>\d+) packets, colour (?P<colour>[\d.]+) \(typical (?P<typical>[\d.]+)\), "
+    r"(?P<packets>\d+) packets, colour (?P<colour>[\d.]+) \(typical (?P<typical>[\d.]+)(?P<jump>, a jump)?\), "
     r"spike (?P<spike>yes|no) .*?structure (?P<structure>[\d.]+) \(around [\d.]+\), layout (?P<layout>\w+), "
     r"early (?P<early>\w+), continuing (?P<continuing>\w+): (?P<decision>.*) \((?P<decoded>\d+) decoded\)$")
 
 
 def triggers(gop):
     """What sent a GOP to be decoded, by the names the docs use ("other": the video's last GOP)."""
-    colour, typical = float(gop["colour"]), float(gop["typical"])
     fired = {
-        "colour": colour >= COLOUR_ALWAYS or (colour >= COLOUR_FLOOR and colour >= COLOUR_RATIO * typical),
+        "colour": gop["jump"] is not None,
         "spike": gop["spike"] == "yes",
         "layout": gop["layout"] == "yes",
         "activity": gop["layout"] == "activity",

@@ -327,8 +327,8 @@ extension VideoScanner {
 
         if Self.debug {
             FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f), spike %@ (%.1f at %d, %.2f of the keyframe%@), structure %.1f (around %.1f), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
-                gop.index, gop.keyTime, gop.sample?.activity ?? -1, recentActivities.quantile(0.5), gop.packets.count, distance, typicalDistance, spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare, rhythm ? ", rhythm" : "", structure, structureAround,
+                format: "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f%@), spike %@ (%.1f at %d, %.2f of the keyframe%@), structure %.1f (around %.1f), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
+                gop.index, gop.keyTime, gop.sample?.activity ?? -1, recentActivities.quantile(0.5), gop.packets.count, distance, typicalDistance, colourJump ? ", a jump" : "", spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare, rhythm ? ", rhythm" : "", structure, structureAround,
                 layoutJump ? "yes" : (activityJump ? "activity" : "no"), early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
         }
     }
