@@ -3,13 +3,13 @@ scripts/bench-scenes, what sent each GOP there, and whether the ground truth has
 (docs/benchmarks.md, "A new machine, and where the 3x goal stands").
 
 Each GOP the scanner decodes beyond its keyframe's sample is read from its `MOMENTS_DEBUG_SCAN`
-line: the keyframes' colour distance against the recent typical one, a packet spike, a jump of the
-keyframes' colour layout or still structure, a keyframe whose sample moved far more than its
-neighbours' (`activity`), a keyframe the encoder started early, a change going on into it from
-the GOP before. A GOP holds a change where a transition of the ground truth reaches within two
-frames of it. Printed: one line per GOP that held none, then per
-set of triggers the GOPs, the frames they decoded, those that held a change, and the frames spent
-in those that held none; with `--all`, a line for every decoded GOP.
+line: a jump of the keyframes' colours, a packet spike, a jump of their colour layout or still
+structure, a keyframe whose sample moved far more than its neighbours' (`activity`), a keyframe
+the encoder started early, a change going on into it from the GOP before ("other": none of
+these, as for the video's last GOP or a black or white keyframe). A GOP holds a change where a
+transition of the ground truth reaches within two frames of it. Printed: one line per GOP that
+held none, then per set of triggers the GOPs, the frames they decoded, those that held a change,
+and the frames spent in those that held none; with `--all`, a line for every decoded GOP.
 
     python3 scripts/study_idle_gops.py [--codec h264|hevc|x264] [--all] [--binary .build/release/moments]
         [--cache DIR] [CLIP…]
@@ -33,7 +33,7 @@ GOP_LINE = re.compile(
 
 
 def triggers(gop):
-    """What sent a GOP to be decoded, by the names the docs use ("other": the video's last GOP)."""
+    """What sent a GOP to be decoded, by the names the docs use."""
     fired = {
         "colour": gop["jump"] is not None,
         "spike": gop["spike"] == "yes",
