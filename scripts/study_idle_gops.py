@@ -56,7 +56,7 @@ def decoded_gops(binary, clip, truth):
             continue
         gop = match.groupdict()
         first = float(gop["time"]) * fps
-        last = first + int(gop["packets"])
+        last = first + int(gop["packets"]) - 1
         gop["changes"] = [t for t in truth["transitions"] if t["end"] >= first - 2 and t["start"] <= last + 2]
         gop["triggers"] = triggers(gop)
         yield gop
