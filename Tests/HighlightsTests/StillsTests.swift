@@ -46,4 +46,25 @@ struct StillsTests {
         let bottom = grey.suffix(180 * 8).reduce(0) { $0 + Int($1) } / (180 * 8)
         #expect(top > bottom + 50, "the marker is along the top: top \(top), bottom \(bottom)")
     }
+
+    /// Segments the selection's keyframe snapping leaves a frame or two past a whole second, and
+    /// segments too short to keep a frame clear of either edge (30 fps source: a frame is 1/30 s).
+    static let frame = 1.0 / 30
+    static let edges: [(Double, Double)] = [(6, 11), (6, 11 + frame), (6, 11 + 2 * frame), (6 + frame, 11 + 3 * frame),
+                                            (7 - frame, 7 + frame), (7, 7 + frame), (9.5, 9.55)]
+
+    @Test("every segment edge, a frame past a whole second or a segment a frame long, gives stills from inside it",
+          arguments: Self.edges)
+    func edgesOffWholeSeconds(start: Double, end: Double) throws {
+        let path = try Fixtures.path("black-opening.mp4", SyntheticVideo.blackOpening)
+        let analysis = try HighlightEngine().analyze(input: path)
+        let segments = [Segment(start: 0, end: 2, score: 0, reasons: [], shot: 0), Segment(start: start, end: end, score: 0, reasons: [], shot: 2)]
+        let geometry = OutputGeometry(info: analysis.info, quality: .high)
+        let stills = try Stills(path: path, analysis: analysis, geometry: geometry, cancellation: CancellationFlag()).make(segments)
+        #expect(stills.thumbnailTimes.count == 2)
+        for (time, segment) in zip(stills.thumbnailTimes, segments) {
+            #expect(time >= segment.start && time < segment.end, "thumbnail at \(time) for \(segment.start)–\(segment.end)")
+        }
+        #expect(segments.contains { stills.posterTime >= $0.start && stills.posterTime < $0.end }, "poster at \(stills.posterTime)")
+    }
 }

@@ -48,15 +48,19 @@ final class Stills {
         let keyframes = analysis.packets.keyframes.map { analysis.packets.seconds(analysis.packets.entries[$0].pts) - analysis.origin }.sorted()
         var candidates: [(time: Double, score: Double, segment: Int)] = []
         for (index, segment) in segments.enumerated() {
-            let first = segment.start + frame, last = max(segment.start, segment.end - 2 * frame)
+            // The pictures worth grabbing: a frame in from either edge, where the segment has room.
+            let shown = Self.inner(segment, frame: frame)
+            var found = false
             for second in analysis.seconds(overlapping: segment.start, segment.end) {
-                let inside = max(first, second.time)...max(first, min(last, second.time + 1 - frame))
-                let time = Self.first(in: keyframes, within: inside) ?? min(max(second.time + 0.5, first), last)
+                // The part of this second the segment shows; a second it only touches (an edge a
+                // frame past a whole second) offers no picture of its own.
+                let lower = max(shown.lowerBound, second.time), upper = min(shown.upperBound, second.time + 1 - frame)
+                guard lower <= upper else { continue }
+                let time = Self.first(in: keyframes, within: lower...upper) ?? min(max(second.time + 0.5, lower), upper)
                 candidates.append((time, second.isUsable ? second.score : second.score - 10, index))
+                found = true
             }
-            if analysis.seconds(overlapping: segment.start, segment.end).isEmpty {
-                candidates.append(((segment.start + segment.end) / 2, -20, index))
-            }
+            if !found { candidates.append(((segment.start + segment.end) / 2, -20, index)) }
         }
         candidates.sort { ($0.score, -$0.time) > ($1.score, -$1.time) }
 
@@ -120,6 +124,15 @@ final class Stills {
         }
         guard let picture = found ?? last else { throw StillsError() }
         return try pictures.prepare(picture, time: time)
+    }
+
+    /// The times of `segment` a picture may be taken from: one frame in from its start, two from
+    /// its end (the last picture may be cut short by the next segment); its middle when it is
+    /// shorter than that.
+    static func inner(_ segment: Segment, frame: Double) -> ClosedRange<Double> {
+        let first = segment.start + frame, last = segment.end - 2 * frame
+        guard first <= last else { let middle = (segment.start + segment.end) / 2; return middle...middle }
+        return first...last
     }
 
     /// The first of `sorted` inside `range`, if any.
