@@ -6,11 +6,10 @@ extension SyntheticVideo {
     public func write(to path: String) throws {
         let output = try OutputFile(path: path, format: container)
         let globalHeader = output.wantsGlobalHeader
-        let timeBase = Rational(1, Int32(variableFrameRate ? frameRate * 4 : frameRate))
+        let (timeBase, rate) = timing
         guard let format = PixelFormat(name: pixelFormat) else { throw FFmpegError.invalidData("unknown pixel format \(pixelFormat)") }
         var settings = Encoder.Video(codec: videoCodec, width: width, height: height, pixelFormat: format,
-                                     timeBase: timeBase, frameRate: Rational(Int32(frameRate), 1),
-                                     options: encoderOptions)
+                                     timeBase: timeBase, frameRate: rate, options: encoderOptions)
         settings.gopSize = gopSize
         settings.bitRate = bitRate
         settings.threads = 2
@@ -45,35 +44,47 @@ extension SyntheticVideo {
             "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=arib-std-b67:p=bt2020:m=bt2020nc:r=tv:npl=203,format=\(pixelFormat)") : nil
         canvas.color = .bt709
         var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.sampleRate ?? 48000))
+        let marks = Set(syncMarks)
+        let ticksPerSecond = 1 / timeBase.value
+        let audioEnd = min(duration, audioDuration ?? duration)
 
         for index in 0..<frameCount {
             if let videoEncoder {
-                try paint(frame: index - index % max(1, heldFrames), painter: painter, into: canvas, scratch: scratch)
+                try paint(frame: index - index % max(1, heldFrames), painter: painter, into: canvas, scratch: scratch,
+                          marked: marks.contains(index))
                 var picture = try converter?.scaled(canvas) ?? canvas
                 if let toHLG { try toHLG.filter(canvas) { picture = try $0.clone() } }
-                picture.pts = variableFrameRate ? Int64((time(ofFrame: index) * Double(frameRate * 4)).rounded()) : Int64(index)
+                picture.pts = Int64(((startTime + time(ofFrame: index)) * ticksPerSecond).rounded())
                 picture.pictureType = forcedKeyframes.contains(index) ? .intra : .unspecified
                 try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
             }
             if let audioEncoder {
-                try sound.encode(until: time(ofFrame: index + 1), with: audioEncoder) { try output.write($0, stream: audioIndex) }
+                try sound.encode(until: min(audioEnd, time(ofFrame: index + 1)), with: audioEncoder) { try output.write($0, stream: audioIndex) }
             }
         }
         try videoEncoder?.encode(nil) { try output.write($0, stream: videoIndex) }
         if let audioEncoder {
-            try sound.encode(until: duration, with: audioEncoder, final: true) { try output.write($0, stream: audioIndex) }
+            try sound.encode(until: audioEnd, with: audioEncoder, final: true) { try output.write($0, stream: audioIndex) }
         }
         try output.finish()
     }
 
-    private func paint(frame index: Int, painter: ScenePainter, into canvas: Frame, scratch: Frame) throws {
+    /// The time base the pictures are stamped in and the nominal frame rate the encoder is told.
+    var timing: (timeBase: Rational, rate: Rational) {
+        if !rateRuns.isEmpty || startTime != 0 { return (Rational(1, 90_000), Rational(approximating: nominalRate)) }
+        let (num, den) = ntscRate ? (Int32(frameRate * 1000), Int32(1001)) : (Int32(frameRate), Int32(1))
+        // Alternating spacing is 0.75 and 1.25 of a frame: quarter-frame ticks.
+        return (Rational(den, variableFrameRate ? num * 4 : num), Rational(num, den))
+    }
+
+    private func paint(frame index: Int, painter: ScenePainter, into canvas: Frame, scratch: Frame, marked: Bool) throws {
         try canvas.makeWritable()
         let parts = painter.composition(of: index)
         let (y, ys) = canvas.plane(0), (u, cs) = canvas.plane(1), (v, _) = canvas.plane(2)
         painter.paint(scene: parts[0].scene, frame: index, gain: parts[0].gain * brightness, y: y, yStride: ys, u: u, v: v, cStride: cs)
         defer {
-            // Washes towards white: a fade through white, a camera flash.
-            let flash = effects.contains { $0.kind == .flash && index >= $0.startFrame && index < $0.startFrame + $0.frames }
+            // Washes towards white: a fade through white, a camera flash, a sync mark.
+            let flash = marked || effects.contains { $0.kind == .flash && index >= $0.startFrame && index < $0.startFrame + $0.frames }
             let white = max(painter.whiteness(of: index), flash ? 0.6 : 0)
             if white > 0 {
                 let keep = Int((1 - white) * 256), add = Int(white * 256)
@@ -140,7 +151,14 @@ struct SoundTrack {
         self.sampleRate = sampleRate
         events = video.eventTimes
         sceneStarts = [0] + video.boundaryTimes
+        marks = video.syncMarkTimes.sorted()
+        origin = Int64((video.startTime * Double(sampleRate)).rounded())
     }
+
+    private let marks: [Double]
+    /// The first sample's timestamp (`startTime` in samples).
+    private let origin: Int64
+
 
     /// Amplitude of the tone (about −34 dBFS) and of event bursts (peaks near −3 dBFS).
     static let toneLevel = 0.02
@@ -152,12 +170,25 @@ struct SoundTrack {
         let t = Double(index) / Double(sampleRate)
         let scene = max(0, (sceneStarts.lastIndex { $0 <= t }) ?? 0)
         var value = Self.toneLevel * sin(2 * Double.pi * video.scenes[scene].toneHz * t)
+        if let mark = Self.last(in: marks, atOrBefore: t), t - mark < SyntheticVideo.syncClickSeconds {
+            value += SyntheticVideo.syncClickLevel * sin(2 * Double.pi * 2000 * (t - mark))
+        }
         for range in events where range.contains(t) {
             let since = (t - range.lowerBound).truncatingRemainder(dividingBy: Self.burstInterval)
             let white = Double(Int64(bitPattern: noise.next() >> 11) % 2001) / 1000 - 1
             value += Self.burstLevel * exp(-since * 18) * white
         }
         return Float(max(-1, min(1, value)))
+    }
+
+    /// The last of `sorted` at or before `t`.
+    static func last(in sorted: [Double], atOrBefore t: Double) -> Double? {
+        var lo = 0, hi = sorted.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if sorted[mid] <= t { lo = mid + 1 } else { hi = mid }
+        }
+        return lo > 0 ? sorted[lo - 1] : nil
     }
 
     mutating func encode(until seconds: Double, with encoder: Encoder, final: Bool = false, _ write: (Packet) throws -> Void) throws {
@@ -181,7 +212,7 @@ struct SoundTrack {
                 if resampler == nil { resampler = Resampler(sampleRate: sampleRate, channels: 2, format: target) }
                 frame = try resampler!.convert(planar)
             }
-            frame.pts = Int64(position)
+            frame.pts = origin + Int64(position)
             position += count
             try encoder.encode(frame, write)
         }

@@ -136,6 +136,37 @@ public struct SyntheticVideo: Sendable {
     public var rotation: Int = 0
     /// Uneven frame spacing (alternating 1/frameRate × 0.75 and × 1.25).
     public var variableFrameRate: Bool = false
+    /// Frames run at `frameRate` × 1000/1001 (23.976, 29.97, 59.94), as cameras sold for NTSC
+    /// regions record; `frameRate` stays the whole rate things move by.
+    public var ntscRate = false
+    /// Stretches at other rates, repeated until the video ends (a phone in low light drops to 20 fps
+    /// and back); empty: every frame at the nominal rate. Takes precedence over `variableFrameRate`.
+    public var rateRuns: [RateRun] = []
+    /// The soundtrack stops this many seconds in (a recording whose sound ended early); nil: it
+    /// lasts as long as the pictures.
+    public var audioDuration: Double? = nil
+    /// Presentation time of the first picture and the first sample: a clip cut from a longer
+    /// recording (MP4 and MOV write it as an edit list).
+    public var startTime: Double = 0
+    /// Frames that carry a sync mark: the picture washes towards white for that frame, and a loud
+    /// click starts on the soundtrack at the frame's time; a player that keeps sound and picture
+    /// together shows each flash as its click sounds.
+    public var syncMarks: [Int] = []
+
+    /// A sync mark's click: `syncClickSeconds` of a 2 kHz tone at `syncClickLevel` (full scale 1).
+    public static let syncClickLevel = 0.8
+    public static let syncClickSeconds = 0.004
+
+    /// `frames` frames at `rate` frames per second.
+    public struct RateRun: Sendable, Equatable {
+        public var frames: Int
+        public var rate: Int
+
+        public init(frames: Int, rate: Int) {
+            self.frames = frames
+            self.rate = rate
+        }
+    }
     /// Keyframe interval in frames (0: the encoder's default).
     public var gopSize: Int = 0
     /// Frames coded as keyframes wherever the GOP size puts the others: an encoder's own scene-cut
@@ -198,14 +229,35 @@ public struct SyntheticVideo: Sendable {
         return result
     }
 
-    /// Presentation time of frame `index`, in seconds.
+    /// Frames per second as the timestamps run (`frameRate`, or its NTSC rate).
+    public var nominalRate: Double { ntscRate ? Double(frameRate) * 1000 / 1001 : Double(frameRate) }
+
+    /// Presentation time of frame `index`, in seconds from the first picture (`startTime` not added).
     public func time(ofFrame index: Int) -> Double {
-        let nominal = 1.0 / Double(frameRate)
+        if !rateRuns.isEmpty { return runsTime(ofFrame: index) }
+        let nominal = 1.0 / nominalRate
         guard variableFrameRate else { return Double(index) * nominal }
         // Pairs of frames take exactly two nominal durations: 0.75 + 1.25.
         let pairs = Double(index / 2) * 2 * nominal
         return index % 2 == 0 ? pairs : pairs + 0.75 * nominal
     }
+
+    private func runsTime(ofFrame index: Int) -> Double {
+        let period = rateRuns.reduce(0) { $0 + max(1, $1.frames) }
+        let periodSeconds = rateRuns.reduce(0.0) { $0 + Double(max(1, $1.frames)) / Double(max(1, $1.rate)) }
+        var time = Double(index / period) * periodSeconds
+        var left = index % period
+        for run in rateRuns {
+            let frames = max(1, run.frames)
+            time += Double(min(left, frames)) / Double(max(1, run.rate))
+            left -= min(left, frames)
+            if left == 0 { break }
+        }
+        return time
+    }
+
+    /// The sync marks' times in seconds from the first picture.
+    public var syncMarkTimes: [Double] { syncMarks.map(time(ofFrame:)) }
 
     /// Duration of the whole video in seconds.
     public var duration: Double { time(ofFrame: frameCount) }
