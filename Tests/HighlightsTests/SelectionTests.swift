@@ -119,6 +119,33 @@ struct SelectionTests {
         for (a, b) in zip(selection.segments, selection.segments.dropFirst()) { #expect(a.end <= b.start) }
     }
 
+    /// `Fixtures.clip`: two 1.5 s shots (a cut at 45 of 90 frames, 30 fps).
+    @Test("min_segment longer than every shot, or than the whole video: one stretch across the cut, never nothing",
+          arguments: [2.5, 5])
+    func minimumBeyondTheShots(minimum: Double) throws {
+        let path = try Fixtures.path("h264-aac.mp4", Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4"))
+        let analysis = try HighlightEngine().analyze(input: path)
+        #expect(analysis.shots.allSatisfy { $0.duration < minimum }, "\(analysis.shots)")
+        let rules = SegmentRules(HighlightChoices(minSegment: minimum), target: 10)
+        let segments = SegmentSelector.select(from: analysis, target: 10, rules: rules).segments
+        try #require(segments.count == 1, "\(segments)")
+        // At least `minimum`, or the whole video where it is shorter.
+        let duration = analysis.info.duration
+        #expect(segments[0].duration >= min(minimum, duration) - 1.0 / 30 - 1e-6 && segments[0].duration <= duration + 1e-6,
+                "\(segments[0].start)–\(segments[0].end)")
+    }
+
+    /// `Fixtures.event`: eight 5 s shots.
+    @Test("max_segments whose segments must be longer than any shot: they run across cuts and the total stays on target")
+    func countBeyondTheShots() throws {
+        let analysis = try analysis()
+        let rules = SegmentRules(HighlightChoices(maxSegments: 2), target: 20)
+        let selection = SegmentSelector.select(from: analysis, target: 20, rules: rules)
+        #expect(selection.segments.count <= 2 && !selection.segments.isEmpty)
+        #expect(abs(selection.total - 20) <= 0.5, "total \(selection.total): \(selection.segments.map { ($0.start, $0.end) })")
+        for (a, b) in zip(selection.segments, selection.segments.dropFirst()) { #expect(a.end <= b.start) }
+    }
+
     @Test("choices are checked: ranges, contradictions, an unreachable target")
     func choiceValidation() throws {
         func field(_ min: String? = nil, _ max: String? = nil, _ count: String? = nil, _ aspect: String? = nil,

@@ -12,7 +12,7 @@ public enum SegmentSelector {
     static let maximumLength = SegmentRules.standard.longest
     static let step = 0.5
     static let edgeMargin = 0.5
-    static let tolerance = 0.5
+    public static let tolerance = 0.5
 
     public static func select(from analysis: Analysis, target: Double, rules: SegmentRules = .standard) -> Selection {
         let duration = analysis.info.duration
@@ -59,14 +59,27 @@ public enum SegmentSelector {
         chosen.sort { $0.start < $1.start }
         chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
         chosen = snap(chosen, to: analysis.frameTimes, target: target, shots: shots, rules: rules)
+        // Nothing fits the rules (its usable parts are shorter than the shortest segment allowed):
+        // the best stretch of the length the rules and the target agree on, cuts or not.
+        if chosen.isEmpty {
+            chosen = snap([bestWindow(analysis, length: max(rules.shortest, min(target, rules.longest)))], to: analysis.frameTimes,
+                          target: nil, shots: shots, rules: rules)
+        }
         return Selection(segments: chosen, candidates: topCandidates)
     }
 
     // MARK: Candidates
 
+    /// A segment that spans cuts (its `shot`): chosen only where no shot is as long as the user's
+    /// shortest segment, and bounded by the video alone.
+    static let acrossShots = -1
+
     static func makeCandidates(_ analysis: Analysis, rules: SegmentRules = .standard) -> [Segment] {
         var result: [Segment] = []
-        for (index, shot) in analysis.shots.enumerated() where shot.duration >= rules.shortest {
+        var spans = analysis.shots.enumerated().filter { $0.element.duration >= rules.shortest }.map { ($0.offset, $0.element) }
+        // No shot is as long as the shortest segment the user allows: the windows cross cuts.
+        if spans.isEmpty { spans = [(acrossShots, Shot(start: 0, end: analysis.info.duration))] }
+        for (index, shot) in spans where shot.duration >= rules.shortest {
             var seen = Set<String>()
             for length in rules.lengths where length <= shot.duration + 1e-9 {
                 var start = shot.start
@@ -131,6 +144,22 @@ public enum SegmentSelector {
 
     static func clock(_ t: Double) -> String { String(format: "%d:%02d", Int(saturating: t) / 60, Int(saturating: t) % 60) }
 
+    /// The best-scoring stretch of `length` seconds (the whole video when it is shorter), across cuts.
+    static func bestWindow(_ analysis: Analysis, length: Double) -> Segment {
+        let duration = analysis.info.duration
+        guard length < duration else {
+            return Segment(start: 0, end: duration, score: meanScore(analysis, 0, duration), reasons: ["the whole video"], shot: acrossShots)
+        }
+        var best = Segment(start: 0, end: length, score: meanScore(analysis, 0, length), reasons: ["fills the highlight"], shot: acrossShots)
+        var start = step
+        while start + length <= duration + 1e-9 {
+            let score = meanScore(analysis, start, start + length)
+            if score > best.score { best = Segment(start: start, end: start + length, score: score, reasons: best.reasons, shot: acrossShots) }
+            start += step
+        }
+        return best
+    }
+
     // MARK: Short sources
 
     /// The whole video minus transitions and unusable stretches (dark, blurred, frozen) of a second or more.
@@ -187,6 +216,22 @@ public enum SegmentSelector {
                 let growStart = min(delta, roomStart, max(0, cap - result[i].duration))
                 result[i].start -= growStart
                 delta -= growStart
+            }
+        }
+        // Still short by more than the tolerance: the shots are full, or fewer segments are allowed
+        // than the target needs. Segments grow across cuts then, up to their neighbours.
+        if delta > tolerance {
+            for i in result.indices.sorted(by: { result[$0].score > result[$1].score }) where delta > 0.01 {
+                let cap = rules.capsEveryPass ? rules.longest : .infinity
+                let nextStart = i + 1 < result.count ? result[i + 1].start : duration
+                let previousEnd = i > 0 ? result[i - 1].end : 0
+                let grow = min(delta, max(0, nextStart - result[i].end), max(0, cap - result[i].duration))
+                result[i].end += grow
+                delta -= grow
+                let growStart = min(delta, max(0, result[i].start - previousEnd), max(0, cap - result[i].duration))
+                result[i].start -= growStart
+                delta -= growStart
+                if grow + growStart > 0 { result[i].shot = acrossShots }
             }
         }
         // Shrink from the weakest segment's end while too long.
