@@ -158,6 +158,11 @@ extension HighlightEngine {
     }
 }
 
+/// Why segments cannot be moved onto a keyframe grid.
+struct Unaligned: Error {
+    var reason: String
+}
+
 extension HighlightEngine {
     /// Renders `segments` by the copy path where the source allows it, else by the encode path, with
     /// the segments moved onto the keyframe grid (copy: random access points; encode: keyframes,
@@ -172,10 +177,22 @@ extension HighlightEngine {
         let rules = settings.rules
         // The user's segment choices hold on whichever grid the segments land, to within a frame.
         let slack = max(0.05, analysis.info.nominalFrameInterval * 1.01)
-        func align(to grid: KeyframeGrid) -> AlignedSelection? {
+        /// The segments on `grid`, or why they cannot be.
+        func align(to grid: KeyframeGrid) -> Result<AlignedSelection, Unaligned> {
             let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
                                                 rules: rules, score: { SegmentSelector.meanScore(analysis, $0, $1) })
-            return aligned.segments.isEmpty || !rules.admits(aligned.segments, slack: slack) ? nil : aligned
+            guard !aligned.segments.isEmpty, rules.admits(aligned.segments, slack: slack) else {
+                return .failure(Unaligned(reason: rules == .standard ? "no shot is long enough to hold a whole GOP"
+                                                    : "the chosen segment lengths do not fall on the source's keyframes"))
+            }
+            // Keyframes must not cost the highlight the length the selection reached.
+            if !isShort {
+                let miss = { (segments: [Segment]) in abs(segments.reduce(0) { $0 + $1.duration } - settings.duration) }
+                if miss(aligned.segments) > SegmentSelector.tolerance && miss(aligned.segments) > miss(segments) + 1e-6 {
+                    return .failure(Unaligned(reason: "the source's keyframes do not fall where a highlight of the target length can cut"))
+                }
+            }
+            return .success(aligned)
         }
         var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
         let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
@@ -187,7 +204,8 @@ extension HighlightEngine {
             grid = nil
         }
         if let grid {
-            if let aligned = align(to: grid) {
+            switch align(to: grid) {
+            case .success(let aligned):
                 do {
                     let result = try writing {
                         try CopyRenderer(path: input, analysis: analysis, grid: grid, reporter: reporter).render(aligned.ranges, to: partial)
@@ -196,22 +214,24 @@ extension HighlightEngine {
                 } catch let mismatch as CopyRenderer.IndexMismatch {
                     decision = RenderDecision(mode: .encode, reason: "the stream could not be copied (\(mismatch.detail))")
                 }
-            } else {
-                decision = RenderDecision(mode: .encode, reason: rules == .standard ? "no shot is long enough to hold a whole GOP"
-                                          : "the chosen segment lengths do not fall on the source's keyframes")
+            case .failure(let unaligned):
+                decision = RenderDecision(mode: .encode, reason: unaligned.reason)
             }
         }
         var chosen = (segments: segments, moves: [EdgeMove]())
         if analysis.packets.isComplete,
            let keys = KeyframeGrid(index: analysis.packets, origin: analysis.origin, frameInterval: analysis.info.nominalFrameInterval,
                                    starts: .keyframes),
-           keys.longestGOP <= RenderDecision.longestCopyableGOP, let aligned = align(to: keys) {
+           keys.longestGOP <= RenderDecision.longestCopyableGOP, case .success(let aligned) = align(to: keys) {
             chosen = (aligned.segments, aligned.moves)
         }
         // Planning the crop reads the segments' pictures before the render reads them again: it
         // gets its part of the stage's progress, so the progress moves while it runs.
         let crop = try reframer.map { reframer in
             try reporter.within(0...Reframer.progressShare) { try reframer.plan(chosen.segments, reporter: reporter) }
+        }
+        guard !chosen.segments.isEmpty else {
+            throw MomentsError(.internalError, "The highlight could not be made: no part of the video was chosen.")
         }
         let result = try reporter.within(crop == nil ? 0...1 : Reframer.progressShare...1) {
             try writing {
