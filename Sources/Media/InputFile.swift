@@ -218,7 +218,9 @@ public struct MediaStream {
         Double(ticks) * Double(timeBase.numerator) / Double(timeBase.denominator)
     }
 
+    /// The tick at or before `seconds`; a time a rounding error short of a tick (a timestamp turned
+    /// into seconds and back) is that tick.
     public func ticks(_ seconds: Double) -> Int64 {
-        Int64(saturating: (seconds * Double(timeBase.denominator) / Double(timeBase.numerator)).rounded(.down))
+        Int64(saturating: (seconds * Double(timeBase.denominator) / Double(timeBase.numerator) + 1e-6).rounded(.down))
     }
 }

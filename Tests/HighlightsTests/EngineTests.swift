@@ -73,13 +73,14 @@ struct EngineTests {
     @Test("cancelling during a segment's pre-roll stops the render's reader before it decodes the pre-roll")
     func cancelDuringPreRoll() throws {
         let source = try Fixtures.path("one-keyframe.mp4", Self.oneKeyframe)
+        let analysis = try HighlightEngine().analyze(input: source)
         let late = Segment(start: 11, end: 12, score: 1, reasons: [], shot: 1)
         /// Runs the reader over the late segment; the time until its first picture (nil: none came) and how it ended.
         func read(cancelled: Bool) throws -> (firstPicture: Duration?, elapsed: Duration, error: (any Error)?) {
             let (input, info, video, _) = try MediaProbe.open(source, limits: MediaLimits())
             let flag = CancellationFlag()
             if cancelled { flag.cancel() }
-            let reader = try SegmentReader(input: input, video: video, audio: nil, info: info, origin: 0,
+            let reader = try SegmentReader(input: input, video: video, audio: nil, analysis: analysis,
                                            geometry: OutputGeometry(info: info, quality: .low), cancellation: flag)
             let queue = RenderQueue(capacity: 4)
             let ended = Mutex<(any Error)?>(nil)

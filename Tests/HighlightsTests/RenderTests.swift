@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import MediaSynth
 import MomentsModel
 import ServiceTestSupport
@@ -61,6 +62,57 @@ struct RenderTests {
         let before = rms(samples[max(0, Int((at - 0.06) * rate))..<Int((at - 0.01) * rate)])
         let after = rms(samples[Int((at + 0.002) * rate)..<Int((at + 0.04) * rate)])
         #expect(after > 4 * before, "burst expected at \(at) s: rms before \(before), after \(after)")
+    }
+
+    /// MPEG-TS finds a time by searching the file and can land past the keyframe before it: every
+    /// segment must still show all its pictures (`Fixtures.scenes`: 20 s at 30 fps, here 3 s GOPs).
+    @Test("MPEG-TS with long GOPs: every segment shows every picture from its first")
+    func transportStreamSeeks() throws {
+        var video = Fixtures.scenes(gop: 90)
+        video.container = "mpegts"
+        let source = try Fixtures.path("scenes-gop90.ts", video)
+        let output = Fixtures.scratch().appendingPathComponent("ts-highlight.mp4").path
+        let report = try HighlightEngine().highlight(input: source, output: output, settings: HighlightSettings(duration: 10, quality: .low))
+        #expect(report.segments.contains { ($0.start * 30).rounded().truncatingRemainder(dividingBy: 90) != 0 }, "a segment starts mid-GOP")
+        let times = try frameHashes(output).map(\.time)
+        let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect((gaps.max() ?? 1) < 1.5 / 30, "the longest gap between pictures is \(gaps.max() ?? 0) s")
+        let expected = report.segments.reduce(0) { $0 + Int(($1.end * 30).rounded() - ($1.start * 30).rounded()) }
+        #expect(times.count == expected, "\(times.count) pictures, the segments hold \(expected)")
+    }
+
+    /// Every picture is reachable by a seek: from the first (whose time, turned into seconds and
+    /// back, once fell a tick short of it) to keyframes and mid-GOP times, in MPEG-TS (whose seek
+    /// lands on a decode time two B-frames past the keyframe) and in MP4.
+    @Test("a seek for decoding reaches the picture asked for, in every container", arguments: ["mpegts", "mp4", "matroska"])
+    func seekReachesEveryPicture(container: String) throws {
+        var video = Fixtures.scenes(gop: 45)
+        video.container = container
+        let source = try Fixtures.path("scenes-gop45.\(container)", video)
+        let analysis = try HighlightEngine().analyze(input: source)
+        let (input, info, stream, _) = try MediaProbe.open(source, limits: MediaLimits())
+        input.discardAll(except: [stream.index])
+        let decoder = try Media.Decoder(stream: stream, options: .video(for: info, threads: 2, analysis: false))
+        let frame = Frame(), packet = Packet()
+        for index in [0, 1, 44, 45, 46, 100, 135, 300, 599] {
+            let wanted = analysis.frameTimes[index]
+            try input.seek(stream, toDecode: wanted + analysis.origin, index: analysis.packets)
+            decoder.flush()
+            var first: Double?
+            func take(_ decoded: Frame) {
+                guard first == nil, let ticks = decoded.timestamp else { return }
+                let t = stream.seconds(ticks) - analysis.origin
+                if t >= wanted - 1e-6 { first = t }
+            }
+            while first == nil {
+                guard try input.read(into: packet) else {
+                    try decoder.decode(nil, into: frame, take)
+                    break
+                }
+                if packet.streamIndex == stream.index { try decoder.decode(packet, into: frame, take) }
+            }
+            #expect(first.map { abs($0 - wanted) < 1e-6 } == true, "frame \(index) at \(wanted) s: the first picture decoded at or after it is at \(String(describing: first))")
+        }
     }
 
     @Test("a portrait phone clip keeps its display matrix on both paths and shows upright",

@@ -11,17 +11,20 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     private let pictures: PicturePipeline
 
     private let info: MediaInfo
+    private let index: PacketIndex
 
     private let cancellation: CancellationFlag
 
-    init(input: InputFile, video: MediaStream, audio: MediaStream?, info: MediaInfo, origin: Double, geometry: OutputGeometry,
+    init(input: InputFile, video: MediaStream, audio: MediaStream?, analysis: Analysis, geometry: OutputGeometry,
          crop: CropPlan? = nil, cancellation: CancellationFlag) throws {
         self.cancellation = cancellation
+        let info = analysis.info
         self.info = info
+        index = analysis.packets
         self.input = input
         self.video = video
         self.audio = audio
-        self.origin = origin
+        origin = analysis.origin
         pictures = try PicturePipeline(geometry: geometry, info: info, crop: crop)
     }
 
@@ -45,7 +48,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
             let sound = SegmentSound(stream: audio, origin: origin, start: segment.start,
                                      outputStart: outputStart, outputEnd: outputEnd)
             try put(.segment(samples: sound.samples))
-            try input.seek(stream: video, to: segment.start + origin)
+            try input.seek(video, toDecode: segment.start + origin, index: index)
             videoDecoder.flush()
             audioDecoder?.flush()
             var videoDone = false
@@ -89,7 +92,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                     do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch is Stopped { throw Stopped() } catch { /* damaged audio: silence */ }
                 }
             }
-            try put(.endSegment)
+            try put(.endSegment(end: Int64(saturating: (outputEnd * 90_000).rounded())))
             outputStart = outputEnd
         }
         try put(.finished)

@@ -7,6 +7,7 @@ final class VideoFrames {
     private let video: MediaStream
     private let decoder: Decoder
     private let origin: Double
+    private let index: PacketIndex
     private let cancellation: CancellationFlag
 
     init(path: String, analysis: Analysis, cancellation: CancellationFlag) throws {
@@ -15,6 +16,7 @@ final class VideoFrames {
         self.input = input
         self.video = video
         origin = analysis.origin
+        index = analysis.packets
         self.cancellation = cancellation
         decoder = try Decoder(stream: video, options: .video(for: analysis.info, threads: 2, analysis: false))
     }
@@ -23,7 +25,7 @@ final class VideoFrames {
     /// from there, with its source time, to `body` until it answers false or the video ends. The
     /// frame is the decoder's: clone it to keep it. Checks for cancellation at every packet.
     func decode(from start: Double, _ body: (Frame, Double) throws -> Bool) throws {
-        try input.seek(stream: video, to: start + origin)
+        try input.seek(video, toDecode: start + origin, index: index)
         decoder.flush()
         let frame = Frame()
         let packet = Packet()
