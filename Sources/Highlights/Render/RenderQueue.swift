@@ -9,7 +9,8 @@ enum RenderItem: @unchecked Sendable {  // Frames move between threads; each has
     case video(Frame, progress: Double)
     /// Resampled audio starting `offset` samples into the current segment.
     case audio(Frame, offset: Int)
-    case endSegment
+    /// The segment ends; its last picture shows until `end` (output ticks).
+    case endSegment(end: Int64)
     case finished
 }
 

@@ -79,7 +79,7 @@ final class Renderer {
         let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
         // Reading (demux, decode, scale, resample) runs on its own thread while this one encodes.
         let queue = RenderQueue(capacity: 4)
-        let reader = try SegmentReader(input: input, video: video, audio: audio, info: analysis.info, origin: origin, geometry: geometry,
+        let reader = try SegmentReader(input: input, video: video, audio: audio, analysis: analysis, geometry: geometry,
                                        crop: crop, cancellation: reporter.cancellation)
         let readerDone = DispatchSemaphore(value: 0)
         let thread = Thread {
@@ -96,22 +96,39 @@ final class Renderer {
             queue.close()
             readerDone.wait()
         }
+        // Each picture is held until the next one (or its segment's end) says how long it shows:
+        // its packet carries that duration, so the last picture of a variable-rate source lasts
+        // as long as it did there and the track ends where the sound does.
+        var held: Frame?
+        var durations: [Int64: Int64] = [:]
+        func write(_ packet: Packet) throws {
+            if let pts = packet.pts, let duration = durations.removeValue(forKey: pts) { packet.duration = duration }
+            try output.write(packet, stream: videoIndex)
+        }
+        func encode(_ picture: Frame, until end: Int64) throws {
+            let pts = picture.pts ?? 0
+            durations[pts] = max(1, end - pts)
+            try videoEncoder.encode(picture, write)
+        }
         loop: while true {
             switch try queue.take() {
             case .segment(let samples):
                 sound.beginSegment(samples: samples)
             case .video(let picture, let progress):
-                try videoEncoder.encode(picture) { try output.write($0, stream: videoIndex) }
+                if let held { try encode(held, until: picture.pts ?? 0) }
+                held = picture
                 try reporter.report(.rendering, progress)
             case .audio(let samples, let offset):
                 try sound.add(samples, at: offset)
-            case .endSegment:
+            case .endSegment(let end):
+                if let last = held { try encode(last, until: end) }
+                held = nil
                 try sound.endSegment()
             case .finished:
                 break loop
             }
         }
-        try videoEncoder.encode(nil) { try output.write($0, stream: videoIndex) }
+        try videoEncoder.encode(nil, write)
         try sound.finish()
         try output.finish()
         let duration = segments.reduce(0) { $0 + $1.duration }
