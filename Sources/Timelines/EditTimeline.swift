@@ -49,6 +49,16 @@ public struct EditTimeline: Sendable, Equatable {
         self.clips = clips
     }
 
+    /// The timeline of a highlight of the file at `source` (a file URL): named after the file and
+    /// referring to it by its URL, as `moments highlight --timeline` writes it beside the file.
+    public init(highlightOf source: URL, frameRate: Double, sourceDuration: Double, startTimecode: String?, hasAudio: Bool,
+                width: Int?, height: Int?, clips: [Clip]) {
+        let url = source.standardizedFileURL
+        self.init(name: "\(url.deletingPathExtension().lastPathComponent) highlight", sourceName: url.lastPathComponent,
+                  sourceURL: url.absoluteString, frameRate: frameRate, sourceDuration: sourceDuration, startTimecode: startTimecode,
+                  hasAudio: hasAudio, width: width, height: height, clips: clips)
+    }
+
     /// Each clip in whole frames: its first source frame (counted from the start timecode) and length.
     var frames: [(source: Int, length: Int)] {
         clips.map { clip in

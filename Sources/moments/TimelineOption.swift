@@ -27,12 +27,9 @@ struct TimelineOption: ParsableArguments {
     /// Writes the timeline of `segments` of `input` (described by `info`), if one was asked for.
     func write(input: String, info: MediaInfo, segments: [Segment]) throws {
         guard let (format, file) = try request() else { return }
-        let url = URL(fileURLWithPath: input).standardizedFileURL
-        let name = url.deletingPathExtension().lastPathComponent
-        let timeline = EditTimeline(name: "\(name) highlight", sourceName: url.lastPathComponent, sourceURL: url.absoluteString,
-                                    frameRate: info.frameRate, sourceDuration: info.duration, startTimecode: info.startTimecode,
-                                    hasAudio: info.hasAudio, width: info.displayWidth, height: info.displayHeight,
-                                    clips: segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
+        let timeline = EditTimeline(highlightOf: URL(fileURLWithPath: input), frameRate: info.frameRate, sourceDuration: info.duration,
+                                    startTimecode: info.startTimecode, hasAudio: info.hasAudio, width: info.displayWidth,
+                                    height: info.displayHeight, clips: segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
         do {
             try Data(timeline.render(format).utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
         } catch {
