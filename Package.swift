@@ -115,6 +115,10 @@ let package = Package(
         // The fuzzing target over probe → demux → decode → analysis on in-memory input (scripts/fuzz
         // builds it with libFuzzer and AddressSanitizer; the plain build writes seeds and replays).
         .executableTarget(name: "moments-fuzz", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel"]),
+        // Generated sources and settings, and what every highlight of them must keep: the suite's
+        // fixed set (HighlightsTests) and the long soak (`moments-soak`, run by scripts/soak).
+        .target(name: "HighlightChecks", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel", "Timelines"]),
+        .executableTarget(name: "moments-soak", dependencies: ["HighlightChecks"]),
         .testTarget(name: "TimelinesTests", dependencies: ["Timelines"]),
         .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
@@ -140,7 +144,7 @@ let package = Package(
         ]),
         // The `moments` command: the client commands and the operator's commands, as separate processes.
         .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
-        .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -18,8 +18,7 @@ final class Stills {
         var thumbnailTimes: [Double]
     }
 
-    /// Height of each picture in the strip (its width follows the picture's shape).
-    static let thumbnailHeight = 180
+    static let thumbnailHeight = HighlightReport.Stills.thumbnailHeight
     /// Mean luma (limited range, 16 black … 235 white) below which a picture counts as dark.
     static let darkLuma = 40.0
     /// How many candidates the poster looks at.

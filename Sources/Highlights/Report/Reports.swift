@@ -112,6 +112,9 @@ public struct HighlightReport: Sendable, Codable {
 
     /// The poster and the thumbnail strip, when asked for: which source times they show.
     public struct Stills: Sendable, Codable {
+        /// Height of each picture in the thumbnail strip (its width follows the picture's shape).
+        public static let thumbnailHeight = 180
+
         public var posterTime: Double
         public var posterWidth: Int
         public var posterHeight: Int
