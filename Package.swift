@@ -33,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
@@ -83,9 +84,12 @@ let package = Package(
         ]),
         // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).
         .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server)]),
-        // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable.
+        // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable, and
+        // the highlight engine runs in a child process per attempt.
         .target(name: "Worker", dependencies: [
             "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "Subprocess", package: "swift-subprocess", condition: server),
+            .product(name: "SystemPackage", package: "swift-system", condition: server),
             .product(name: "Crypto", package: "swift-crypto", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
             .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
         ]),

@@ -83,6 +83,8 @@ public struct HighlightEngine: Sendable {
             return try body()
         } catch let error as MomentsError {
             throw error
+        } catch let error as FFmpegError where error.code == -ENOMEM {
+            throw MomentsError(.outOfMemory, "The video needs more memory than this worker allows (\(error.reason)).")
         } catch let error as FFmpegError {
             throw MomentsError(.corruptMedia, "The video could not be processed (\(error.reason)); the file may be damaged.")
         } catch {

@@ -30,7 +30,7 @@ public enum Stage: String, Sendable, Codable, CaseIterable {
 }
 
 /// One progress report: the stage and the overall fraction done (0…1, never decreasing).
-public struct ProgressUpdate: Sendable, Equatable {
+public struct ProgressUpdate: Sendable, Equatable, Codable {
     public var stage: Stage
     public var fraction: Double
 }

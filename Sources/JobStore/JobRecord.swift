@@ -128,6 +128,8 @@ public struct JobEvent: Sendable, Equatable {
     public var attempt: Int
     public var worker: String?
     public var detail: String?
+    /// How a failed attempt's engine process ended, for operators (see `job_events.diagnostics`).
+    public var diagnostics: String? = nil
 }
 
 /// The answer to `create(_:monthlyLimit:)`.

@@ -154,8 +154,11 @@ extension JobStore {
     /// Ends an attempt that failed. A retryable error on an attempt below `max_attempts` returns the
     /// job to `pending` until `retryDelay` has passed; a permanent error fails it at once with its own
     /// code; a retryable error on the last attempt fails it with `exhausted_retries`.
-    public func fail(_ lease: JobLease, code: String, message: String, retryable: Bool,
-                     retryDelay: Duration) async throws(JobStoreError) -> FailOutcome {
+    /// `diagnostics` go to the attempt's `job_events` row only. A failure with a `finalMessage` (one
+    /// that the same file will meet again) keeps its own code once no attempt is left, and says
+    /// that message instead of the generic "try again later".
+    public func fail(_ lease: JobLease, code: String, message: String, retryable: Bool, retryDelay: Duration,
+                     diagnostics: String? = nil, finalMessage: String? = nil) async throws(JobStoreError) -> FailOutcome {
         let delay = retryDelay.inSeconds
         let row = try await database("record the failure") { client, logger in
             let rows = try await client.query("""
@@ -168,20 +171,22 @@ extension JobStore {
                     UPDATE jobs j SET
                         status = CASE WHEN d.retry THEN 'pending' ELSE 'failed' END,
                         run_after = CASE WHEN d.retry THEN now() + make_interval(secs => \(delay)) ELSE j.run_after END,
-                        error_code = CASE WHEN d.retry OR NOT \(retryable) THEN \(code) ELSE 'exhausted_retries' END,
+                        error_code = CASE WHEN d.retry OR NOT \(retryable) OR \(finalMessage)::text IS NOT NULL THEN \(code)
+                            ELSE 'exhausted_retries' END,
                         error_message = CASE WHEN d.retry OR NOT \(retryable) THEN \(message)
                             ELSE 'Failed after ' || d.attempt || ' attempts. Last error: ' || \(message) END,
                         message = CASE WHEN d.retry THEN 'Retrying after a temporary problem'
                             WHEN NOT \(retryable) THEN \(message)
-                            ELSE 'This video could not be processed after ' || d.attempt || ' attempts. Please try again later.' END,
+                            ELSE coalesce(\(finalMessage),
+                                'This video could not be processed after ' || d.attempt || ' attempts. Please try again later.') END,
                         stage = CASE WHEN d.retry THEN 'queued' ELSE j.stage END,
                         completed_at = CASE WHEN d.retry THEN NULL ELSE now() END,
                         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
                     FROM d WHERE j.id = d.id
                     RETURNING j.id, j.status, j.run_after, j.error_code, j.attempt),
                 e AS (
-                    INSERT INTO job_events (job_id, from_status, to_status, attempt, worker, detail)
-                    SELECT id, 'processing', status, attempt, \(lease.worker), error_code || ': ' || \(message) FROM t)
+                    INSERT INTO job_events (job_id, from_status, to_status, attempt, worker, detail, diagnostics)
+                    SELECT id, 'processing', status, attempt, \(lease.worker), error_code || ': ' || \(message), \(diagnostics) FROM t)
                 SELECT status, run_after, error_code FROM t
                 """, logger: logger)
             for try await row in rows.decode((String, Date, String).self) { return Optional(row) }

@@ -105,12 +105,13 @@ public struct JobStore: Sendable {
     public func events(_ id: UUID) async throws(JobStoreError) -> [JobEvent] {
         try await database("read the job's history") { client, logger in
             let rows = try await client.query("""
-                SELECT at, from_status, to_status, attempt, worker, detail FROM job_events WHERE job_id = \(id) ORDER BY id
+                SELECT at, from_status, to_status, attempt, worker, detail, diagnostics FROM job_events WHERE job_id = \(id) ORDER BY id
                 """, logger: logger)
             var events: [JobEvent] = []
-            for try await (at, from, to, attempt, worker, detail) in rows.decode((Date, String?, String, Int, String?, String?).self) {
+            for try await (at, from, to, attempt, worker, detail, diagnostics)
+                in rows.decode((Date, String?, String, Int, String?, String?, String?).self) {
                 events.append(JobEvent(at: at, from: from.flatMap(JobStatus.init(rawValue:)), to: JobStatus(rawValue: to) ?? .failed,
-                                       attempt: attempt, worker: worker, detail: detail))
+                                       attempt: attempt, worker: worker, detail: detail, diagnostics: diagnostics))
             }
             return events
         }

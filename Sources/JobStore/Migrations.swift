@@ -300,6 +300,10 @@ public enum Migrations {
             "COMMENT ON COLUMN jobs.thumbnails_key IS 'The completed highlight''s thumbnail strip JPEG (one picture per segment) in object storage.'",
             "COMMENT ON COLUMN jobs.source_media IS 'What the worker found the source to be, for timeline exports: frame_rate, start_timecode, has_audio, width and height as displayed.'",
         ]),
+        Migration(version: 12, name: "attempt diagnostics", statements: [
+            "ALTER TABLE job_events ADD COLUMN diagnostics text",
+            "COMMENT ON COLUMN job_events.diagnostics IS 'For operators, never shown to the app: how a failed attempt''s engine process ended (its signal, or its memory limit) and the last lines of its standard error.'",
+        ]),
     ]
 }
 

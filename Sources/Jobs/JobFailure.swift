@@ -6,11 +6,19 @@ public struct JobFailure: Error, Sendable, Equatable {
     public var code: String
     public var message: String
     public var retryable: Bool
+    /// For operators, stored with the attempt and never shown to the app (a crashed engine's signal
+    /// and the last lines of its standard error).
+    public var diagnostics: String?
+    /// What the job says if no attempt is left after this one; nil: that it could not be processed
+    /// after so many attempts and to try again later (right for failures that may pass).
+    public var finalMessage: String?
 
-    public init(code: String, message: String, retryable: Bool) {
+    public init(code: String, message: String, retryable: Bool, diagnostics: String? = nil, finalMessage: String? = nil) {
         self.code = code
         self.message = message
         self.retryable = retryable
+        self.diagnostics = diagnostics
+        self.finalMessage = finalMessage
     }
 
     /// The engine's errors: bad media is permanent, the rest may pass.

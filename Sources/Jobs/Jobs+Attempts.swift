@@ -100,7 +100,8 @@ extension Jobs {
         case .failed(let failure, let delay):
             do {
                 switch try await persisting(logger, { () throws(JobStoreError) in
-                    try await store.fail(lease, code: failure.code, message: failure.message, retryable: failure.retryable, retryDelay: delay)
+                    try await store.fail(lease, code: failure.code, message: failure.message, retryable: failure.retryable, retryDelay: delay,
+                                         diagnostics: failure.diagnostics, finalMessage: failure.finalMessage)
                 }) {
                 case .willRetry(let at):
                     logger.warning("attempt failed; retrying", metadata: ["error_code": "\(failure.code)", "retry_at": "\(at)"])
@@ -108,7 +109,8 @@ extension Jobs {
                     return .retrying
                 case .failed(let code):
                     logger.warning("job failed", metadata: ["error_code": "\(code)", "error": "\(failure.message)"])
-                    if code == ErrorCode.exhaustedRetries.rawValue {
+                    // Out of attempts (a failure that may pass, on the last one): dead-lettered.
+                    if code == ErrorCode.exhaustedRetries.rawValue || failure.retryable {
                         await deadLetter(delivery, logger: logger)
                     } else {
                         await afterTruth("acknowledge", logger: logger) { try await queue.acknowledge(delivery) }

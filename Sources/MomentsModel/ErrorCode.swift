@@ -26,6 +26,10 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case attemptStalled = "attempt_stalled"
     /// An attempt ran past its deadline (a multiple of the time it expected) and was stopped.
     case attemptTimeout = "attempt_timeout"
+    /// The attempt's engine process died of a signal (a crash in the engine or a library under it).
+    case engineCrashed = "engine_crashed"
+    /// The attempt's engine process passed its memory limit (`WORKER_ATTEMPT_MEMORY_MB`).
+    case outOfMemory = "out_of_memory"
 
     /// Whether the same input can never succeed, so a job should fail at once instead of retrying.
     public var isPermanent: Bool {
@@ -33,7 +37,8 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
              .resolutionTooLarge, .invalidArgument, .sourceMissing, .sourceChanged:
             true
-        case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError, .attemptStalled, .attemptTimeout:
+        case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError, .attemptStalled, .attemptTimeout, .engineCrashed,
+             .outOfMemory:
             false
         }
     }

@@ -11,23 +11,25 @@ import Tracing
 /// The real work of a job: fetch the source from storage, run the highlight engine, store the result.
 ///
 /// Each attempt works in a folder of its own under `workDirectory`, removed when the attempt ends
-/// however it ends. The engine runs on a thread of its own (it blocks while it decodes and encodes)
-/// and stops within a second of the job's cancellation. Each attempt stores its highlight under a
+/// however it ends. The engine runs in a child process per attempt (`EngineIsolation.childProcess`:
+/// a crash or a runaway allocation ends that process, not the worker), or, in tests and tools, on a
+/// thread of this one; either way it stops within a second of the job's cancellation. Each attempt stores its highlight under a
 /// key of its own (`results/<id>-<attempt>.mp4`), so an attempt that lost its lease can never
 /// overwrite the result of the attempt that took over; the worker deletes an attempt's result
 /// through `discard` only when the store says the job was cancelled or taken over.
 public struct HighlightJobHandler: JobHandler {
     let storage: any ObjectStore
     let workDirectory: URL
-    let engine = HighlightEngine()
+    let isolation: EngineIsolation
     /// Delete the uploaded source once the highlight is stored and the job completed.
     let deleteSourceAfterSuccess: Bool
 
     public init(storage: any ObjectStore, workDirectory: URL = FileManager.default.temporaryDirectory,
-                deleteSourceAfterSuccess: Bool = true) {
+                deleteSourceAfterSuccess: Bool = true, isolation: EngineIsolation = .inProcess) {
         self.storage = storage
         self.workDirectory = workDirectory
         self.deleteSourceAfterSuccess = deleteSourceAfterSuccess
+        self.isolation = isolation
     }
 
     /// Removes the work folders of attempts whose worker died (nothing written in them for an
@@ -64,12 +66,6 @@ public struct HighlightJobHandler: JobHandler {
             }
         }
         try Task.checkCancellation()
-        // What the attempt may take from here: about half the source's length at worst (4K HDR on
-        // two cores), so its deadline is twice the source plus two minutes. A file the probe refuses
-        // fails in the engine with its own code a moment later.
-        if let info = try? MediaProbe.probe(source.path) {
-            context.expect(.seconds(info.duration / 2 + 30))
-        }
 
         let output = folder.appendingPathComponent("highlight.mp4")
         let stills = StillPaths(poster: folder.appendingPathComponent("poster.jpg").path,
@@ -124,48 +120,56 @@ public struct HighlightJobHandler: JobHandler {
         }
     }
 
-    /// Runs the engine on its own thread; engine progress (0…1) becomes job progress 3…96 %.
+    /// Runs the engine; its progress (0…1) becomes job progress 3…96 %. What the attempt may take
+    /// is known once the source is probed: about half the source's length at worst (4K HDR on two
+    /// cores), so its deadline is twice the source plus two minutes.
     private func highlight(source: URL, output: URL, stills: StillPaths, job: JobRecord, context: JobContext) async throws -> HighlightReport {
         var settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec, choices: job.choices)
         settings.stills = stills
-        let cancellation = CancellationFlag()
         let (updates, sink) = AsyncStream.makeStream(of: ProgressUpdate.self, bufferingPolicy: .bufferingNewest(1))
         let forward = Task {
             for await update in updates {
                 await context.progress(3 + Int(update.fraction * 93), stage: update.stage.rawValue, message: update.stage.message)
             }
         }
-        let engine = self.engine
         let stages = StageSpans(parent: ServiceContext.current)
+        let probed: @Sendable (Double) -> Void = { context.expect(.seconds($0 / 2 + 30)) }
+        let progress: @Sendable (ProgressUpdate) -> Void = { update in
+            stages.enter(update.stage)
+            sink.yield(update)
+        }
         let outcome: Result<HighlightReport, any Error>
         do {
-            outcome = .success(try await run(engine, source: source, output: output, settings: settings, cancellation: cancellation,
-                                             stages: stages, sink: sink))
+            switch isolation {
+            case .inProcess:
+                outcome = .success(try await Self.runHere(source: source, output: output, settings: settings, probed: probed, progress: progress))
+            case .childProcess(let process):
+                let request = EngineRequest(input: source.path, output: output.path, poster: stills.poster, thumbnails: stills.thumbnails,
+                                            settings: settings, memoryLimit: nil)
+                outcome = .success(try await process.highlight(request, probed: probed, progress: progress))
+            }
         } catch {
-            outcome = .failure(error)
+            outcome = .failure(Self.failure(ofEngine: error))
         }
+        sink.finish()
         stages.end(failure: outcome.failure)
         await forward.value  // the last progress write lands before the job moves on
         return try outcome.get()
     }
 
-    private func run(_ engine: HighlightEngine, source: URL, output: URL, settings: HighlightSettings, cancellation: CancellationFlag,
-                     stages: StageSpans, sink: AsyncStream<ProgressUpdate>.Continuation) async throws -> HighlightReport {
-        try await withTaskCancellationHandler {
+    /// The engine on a thread of this process (it blocks while it decodes and encodes).
+    private static func runHere(source: URL, output: URL, settings: HighlightSettings, probed: @escaping @Sendable (Double) -> Void,
+                                progress: @escaping @Sendable (ProgressUpdate) -> Void) async throws -> HighlightReport {
+        let cancellation = CancellationFlag()
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HighlightReport, any Error>) in
                 let thread = Thread {
+                    if let info = try? MediaProbe.probe(source.path) { probed(info.duration) }
                     do throws(MomentsError) {
-                        let report = try engine.highlight(input: source.path, output: output.path, settings: settings,
-                                                          cancellation: cancellation) { update in
-                            stages.enter(update.stage)
-                            sink.yield(update)
-                        }
-                        sink.finish()
-                        continuation.resume(returning: report)
+                        continuation.resume(returning: try HighlightEngine().highlight(input: source.path, output: output.path, settings: settings,
+                                                                                       cancellation: cancellation, progress: progress))
                     } catch {
-                        sink.finish()
-                        let failure: any Error = error.code == .cancelled ? CancellationError() : JobFailure(error)
-                        continuation.resume(throwing: failure)
+                        continuation.resume(throwing: error)
                     }
                 }
                 thread.name = "moments-engine"
@@ -176,6 +180,34 @@ public struct HighlightJobHandler: JobHandler {
             cancellation.cancel()
         }
     }
+
+    /// The engine's failure as the attempt's: cancelled stays cancelled; bad media is permanent; a
+    /// crashed engine or one past its memory limit is retried, and once no attempt is left, says the
+    /// video could not be processed (no later try of the same file would fare better).
+    static func failure(ofEngine error: any Error) -> any Error {
+        switch error {
+        case let error as MomentsError where error.code == .cancelled:
+            return CancellationError()
+        case let error as MomentsError where error.code == .outOfMemory:
+            return JobFailure(code: error.code.rawValue, message: error.message, retryable: true,
+                              diagnostics: "the engine reported: \(error.message)", finalMessage: outOfMemoryMessage)
+        case let error as MomentsError:
+            return JobFailure(error)
+        case let error as EngineFailure:
+            return JobFailure(code: error.code.rawValue, message: error.message, retryable: true, diagnostics: error.diagnostics,
+                              finalMessage: error.code == .outOfMemory ? outOfMemoryMessage : crashedMessage)
+        case is CancellationError:
+            return error
+        default:
+            return JobFailure(code: ErrorCode.internalError.rawValue, message: "The worker could not run its video engine.", retryable: true,
+                              diagnostics: "\(error)")
+        }
+    }
+
+    static let crashedMessage = "This video could not be processed: our video engine stopped on it every time we tried. "
+        + "Export it again as MP4 or MOV and upload it once more."
+    static let outOfMemoryMessage = "This video could not be processed: it needs more memory than our workers have. "
+        + "Try a shorter video or one of a lower resolution."
 
     /// The extension the engine sees (it probes the bytes; the extension only helps FFmpeg guess).
     static func fileExtension(of filename: String?) -> String {

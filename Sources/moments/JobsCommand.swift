@@ -88,6 +88,12 @@ struct JobsCommand: AsyncParsableCommand {
                     [JobsCommand.shortDate(event.at), event.from?.rawValue ?? "", event.to.rawValue, "\(event.attempt)", event.worker ?? "",
                      event.detail ?? ""]
                 }))
+                // A failed attempt's engine process: how it ended and its last words (operators only).
+                for event in events {
+                    guard let diagnostics = event.diagnostics else { continue }
+                    print("\nattempt \(event.attempt): engine process")
+                    print(diagnostics.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n"))
+                }
                 if !webhooks.isEmpty {
                     print("\nwebhooks")
                     print(JobsCommand.table(["event", "attempts", "last status", "state", "last error"], webhooks.map { hook in

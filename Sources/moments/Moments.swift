@@ -10,7 +10,7 @@ struct Moments: AsyncParsableCommand {
         abstract: "Turns a phone video into a short highlight reel.",
         version: MomentsVersion.current,
         subcommands: [HighlightCommand.self, AnalyzeCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, WebhooksCommand.self, HealthCommand.self,
-                      SubmitCommand.self, StatusCommand.self, DownloadCommand.self])
+                      SubmitCommand.self, StatusCommand.self, DownloadCommand.self, EngineCommand.self])
 
     /// ArgumentParser's entry, after `moments api` has put its tasks on the event loops (which
     /// must happen before any task starts).

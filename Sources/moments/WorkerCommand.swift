@@ -11,7 +11,8 @@ struct WorkerCommand: AsyncParsableCommand {
         discussion: """
             Reads DATABASE_URL, REDIS_URL, STORAGE_URL (and S3_* for S3), WORKER_CONCURRENCY (default 1), \
             WORKER_LEASE_SECONDS (60), WORKER_HEARTBEAT_SECONDS (10), WORKER_SHUTDOWN_GRACE_SECONDS (25), \
-            WORKER_STALL_SECONDS (300), WORKER_ATTEMPT_TIMEOUT_SECONDS (7200) and \
+            WORKER_STALL_SECONDS (300), WORKER_ATTEMPT_TIMEOUT_SECONDS (7200), WORKER_ATTEMPT_MEMORY_MB (the most memory \
+            each attempt's engine process may map beyond its start; default \(EngineLimits.defaultMemoryMB), 0 for no limit) and \
             WORK_DIR (the system's temporary folder), METRICS_PORT (9090; 0 for none), WEBHOOK_SECRET and WEBHOOK_*, \
             DELETE_SOURCE_AFTER_SUCCESS (true), RESULT_RETENTION_DAYS (30), JOB_RETENTION_DAYS (90) and \
             RETENTION_SWEEP_SECONDS (3600), OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_*) for tracing. Applies migrations at start-up. On SIGTERM it stops taking \
@@ -38,8 +39,10 @@ extension WorkerCommand {
         -> (configuration: WorkerConfiguration, handler: HighlightJobHandler, sweeper: RetentionSweeper) {
         let (configuration, workDirectory) = try settings(environment)
         let retention = try RetentionConfiguration(environment: environment)
+        let memory = try Setting.integer("WORKER_ATTEMPT_MEMORY_MB", in: environment, default: EngineLimits.defaultMemoryMB, range: 0...1_048_576)
+        let engine = EngineProcess(executable: EngineProcess.currentExecutable, memoryLimit: memory == 0 ? nil : memory << 20)
         let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
-                                          deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess)
+                                          deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess, isolation: .childProcess(engine))
         let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)
         let leftovers = handler.removeLeftovers()
         if !leftovers.isEmpty {

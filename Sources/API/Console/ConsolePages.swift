@@ -82,11 +82,12 @@ enum ConsolePages {
     static func attempts(_ events: [JobEvent]) -> [[String: Any]] {
         var rows: [[String: Any]] = []
         var open: (attempt: Int, worker: String?, started: Date)?
-        func close(_ ended: Date?, outcome: String) {
+        func close(_ ended: Date?, outcome: String, diagnostics: String? = nil) {
             guard let current = open else { return }
-            rows.append(["number": current.attempt, "worker": current.worker ?? "", "started": ConsoleFormat.time(current.started),
-                         "ended": ConsoleFormat.time(ended), "took": ended.map { ConsoleFormat.span($0.timeIntervalSince(current.started)) } ?? "running",
-                         "outcome": outcome])
+            rows.append(present(["number": current.attempt, "worker": current.worker ?? "", "started": ConsoleFormat.time(current.started),
+                                 "ended": ConsoleFormat.time(ended),
+                                 "took": ended.map { ConsoleFormat.span($0.timeIntervalSince(current.started)) } ?? "running",
+                                 "outcome": outcome, "diagnostics": diagnostics]))
             open = nil
         }
         for event in events {
@@ -96,7 +97,7 @@ enum ConsolePages {
             } else if let current = open, event.from == .processing, event.attempt == current.attempt {
                 let detail = event.detail.flatMap { $0 == event.to.rawValue ? nil : $0 }
                 let outcome = event.to == .pending ? "retry: \(detail ?? "")" : "\(event.to.rawValue)\(detail.map { ": \($0)" } ?? "")"
-                close(event.at, outcome: outcome)
+                close(event.at, outcome: outcome, diagnostics: event.diagnostics)
             }
         }
         close(nil, outcome: "running")

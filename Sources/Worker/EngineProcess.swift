@@ -1,0 +1,195 @@
+import Foundation
+import Highlights
+import MomentsModel
+import Subprocess
+import Synchronization
+import SystemPackage
+
+/// Runs one attempt's engine work (probe, analysis, render, stills) in a child process, `moments
+/// engine`, so that a trap, a runaway allocation or a crash in a library under the engine ends that
+/// process and fails its attempt, while the worker, its other jobs and (in `moments dev`) the API
+/// carry on.
+///
+/// The request goes in as one JSON line on the child's standard input, which stays open while the
+/// child works: when this process ends, however it ends, the pipe closes and the child exits at
+/// once. Progress and the result come back as JSON lines on its standard output; the last few
+/// kilobytes of its standard error are kept for the attempt's diagnostics. Cancelling the calling
+/// task sends SIGTERM (the engine stops within a second), then SIGKILL after `grace`.
+public struct EngineProcess: Sendable {
+    /// The `moments` executable (this one, in the worker).
+    public var executable: String
+    /// Bytes the child may map beyond what it has when it starts (RLIMIT_AS); nil: no limit.
+    public var memoryLimit: Int?
+    public var grace: Duration
+
+    /// How much of the child's standard error is kept, and the longest line of its output read.
+    static let keptErrors = 4096
+    static let longestLine = 16 << 20
+
+    public init(executable: String, memoryLimit: Int?, grace: Duration = .seconds(2)) {
+        self.executable = executable
+        self.memoryLimit = memoryLimit
+        self.grace = grace
+    }
+
+    /// The path of the running executable, for a worker that starts its own engine processes.
+    public static var currentExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// Makes the highlight `request` asks for. Throws the engine's own `MomentsError` (bad media,
+    /// cancelled), an `EngineFailure` when the process died or passed its memory limit, or
+    /// `CancellationError` when the calling task was cancelled.
+    public func highlight(_ request: EngineRequest, probed: @escaping @Sendable (Double) -> Void,
+                          progress: @escaping @Sendable (ProgressUpdate) -> Void) async throws -> HighlightReport {
+        var request = request
+        request.memoryLimit = memoryLimit
+        var line = try JSONEncoder().encode(request)
+        line.append(UInt8(ascii: "\n"))
+        var options = PlatformOptions()
+        options.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: grace)]
+        let watch = ChildWatch()
+        let result = try await Subprocess.run(
+            .path(FilePath(executable)), arguments: ["engine"],
+            environment: .inherit.updating([
+                // Fewer malloc arenas (each reserves 64 MB of address space). No backtracer: it
+                // takes seconds, while the engine's other threads may carry on, where a crash
+                // should end the process at once (the runtime's own "Fatal error" line still
+                // says where a trap was).
+                "MALLOC_ARENA_MAX": "2",
+                "SWIFT_BACKTRACE": "enable=no",
+            ]),
+            platformOptions: options, input: .inputWriter, output: .sequence, error: .sequence
+        ) { execution in
+            _ = try await execution.standardInputWriter.write(Array(line))
+            let pid = execution.processIdentifier.value
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await chunk in execution.standardError { watch.keepError(chunk.withUnsafeBytes { Array($0) }) }
+                }
+                group.addTask {
+                    // The child's peak address space, read while it lives (its memory limit is on that).
+                    while !Task.isCancelled {
+                        watch.notePeak(Self.peakAddressSpace(of: pid))
+                        try? await Task.sleep(for: .milliseconds(200))
+                    }
+                }
+                var pending: [UInt8] = []
+                for try await chunk in execution.standardOutput {
+                    pending += chunk.withUnsafeBytes { Array($0) }
+                    while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                        let message = try? JSONDecoder().decode(EngineMessage.self, from: Data(pending[..<end]))
+                        pending.removeSubrange(...end)
+                        switch message {
+                        case .limited(let start, let limit): watch.noteLimit(start: start, limit: limit)
+                        case .probed(let duration): probed(duration)
+                        case .progress(let update): progress(update)
+                        case .finished, .failed: watch.noteLast(message)
+                        case nil: break
+                        }
+                    }
+                    if pending.count > Self.longestLine { pending.removeAll() }
+                }
+                // Standard output ended: the child is exiting. Stop watching its memory.
+                group.cancelAll()
+                try? await group.waitForAll()
+            }
+        }
+        try Task.checkCancellation()
+        return try watch.outcome(result.terminationStatus)
+    }
+
+    /// VmPeak of process `pid`, bytes (0 once it is gone).
+    static func peakAddressSpace(of pid: pid_t) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmPeak:") }),
+              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
+        return kilobytes * 1024
+    }
+}
+
+/// An engine process that died (a signal) or passed its memory limit: the attempt fails with
+/// `engine_crashed` or `out_of_memory`, and is retried like any failure that may pass.
+public struct EngineFailure: Error, Sendable, Equatable {
+    public var code: ErrorCode
+    public var message: String
+    /// How the process ended and the last lines of its standard error, for operators.
+    public var diagnostics: String
+}
+
+/// What the worker learns of a child while it runs.
+final class ChildWatch: Sendable {
+    private struct State {
+        var errors: [UInt8] = []
+        var peak = 0
+        var limit: (start: Int, limit: Int)?
+        var last: EngineMessage?
+    }
+    private let state = Mutex(State())
+
+    func keepError(_ bytes: [UInt8]) {
+        state.withLock { state in
+            state.errors += bytes
+            if state.errors.count > 2 * EngineProcess.keptErrors { state.errors.removeFirst(state.errors.count - EngineProcess.keptErrors) }
+        }
+    }
+
+    func notePeak(_ bytes: Int) { state.withLock { $0.peak = max($0.peak, bytes) } }
+    func noteLimit(start: Int, limit: Int) { state.withLock { $0.limit = (start, limit) } }
+    func noteLast(_ message: EngineMessage?) { state.withLock { $0.last = message } }
+
+    /// The highlight, or why there is none. The child's last word decides when it said one; else
+    /// how it ended: a signal is a crash, unless it was near its memory limit or said it could not
+    /// allocate, which is running out of memory.
+    func outcome(_ status: TerminationStatus) throws -> HighlightReport {
+        let state = state.withLock { $0 }
+        switch state.last {
+        case .finished(let report): return report
+        case .failed(let code, let message): throw MomentsError(code, message)
+        default: break
+        }
+        let errors = String(decoding: state.errors.suffix(EngineProcess.keptErrors), as: UTF8.self)
+        let lines = errors.split(separator: "\n", omittingEmptySubsequences: true)
+        let tail = lines.suffix(40).map { "\n" + $0 }.joined()
+        let how: String
+        switch status {
+        case .signaled(let signal): how = "killed by \(Self.name(ofSignal: signal))"
+        case .exited(let code): how = "exited with status \(code) without a result"
+        }
+        let nearLimit = state.limit.map { Double(state.peak - $0.start) >= EngineMessage.nearLimitShare * Double($0.limit - $0.start) } ?? false
+        let lowered = errors.lowercased()
+        let couldNotAllocate = ["allocate memory", "out of memory", "bad_alloc", "cannot allocate"].contains { lowered.contains($0) }
+        if nearLimit || couldNotAllocate {
+            let limit = state.limit.map { " of \(($0.limit - $0.start) >> 20) MB beyond its start" } ?? ""
+            return try Self.fail(.outOfMemory, "Processing this video needed more memory than a worker allows.",
+                                 "engine process \(how), at its address-space limit\(limit) (peak \(state.peak >> 20) MB)\(tail)")
+        }
+        throw EngineFailure(code: .engineCrashed, message: "The video engine stopped unexpectedly (\(how)).",
+                            diagnostics: "engine process \(how)\(tail)")
+    }
+
+    private static func fail(_ code: ErrorCode, _ message: String, _ diagnostics: String) throws -> HighlightReport {
+        throw EngineFailure(code: code, message: message, diagnostics: diagnostics)
+    }
+
+    static func name(ofSignal signal: Int32) -> String {
+        let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGKILL: "SIGKILL", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL",
+                                      SIGTRAP: "SIGTRAP", SIGFPE: "SIGFPE", SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGPIPE: "SIGPIPE"]
+        return names[signal] ?? "signal \(signal)"
+    }
+}
+
+/// Where a worker runs the engine of each attempt.
+public enum EngineIsolation: Sendable {
+    /// On a thread of the worker's own process: for tests and tools that run no untrusted input.
+    case inProcess
+    /// In a child process per attempt, which a crash or a runaway allocation ends alone.
+    case childProcess(EngineProcess)
+}
+
+/// How much an attempt's engine process may take.
+public enum EngineLimits {
+    /// Address space an attempt's engine may map beyond what it starts with, in MB
+    /// (`WORKER_ATTEMPT_MEMORY_MB`).
+    public static let defaultMemoryMB = 2048
+}
