@@ -37,6 +37,8 @@ final class CopyRenderer {
         var packet: Int
         var pts: Int64
         var dts: Int64 = 0
+        /// How long the picture shows: to the next one, or to its segment's end.
+        var duration: Int64 = 0
     }
 
     /// One segment of the output: the source packets it copies and the span it shows (ticks).
@@ -57,9 +59,16 @@ final class CopyRenderer {
             let first = grid.points[range.first]
             let start = first.startTicks, end = grid.endTicks(before: range.end)
             // The RASL pictures of the segment's first CRA reference the GOP before it.
-            let packets = (first.packet..<grid.packet(before: range.end, of: entries.count))
+            var packets = (first.packet..<grid.packet(before: range.end, of: entries.count))
                 .filter { $0 >= first.gopEnd || entries[$0].kind != .rasl }
                 .map { Planned(packet: $0, pts: entries[$0].pts &- start &+ offset) }
+            // Each picture's duration, in presentation order: the last one's runs to the segment's
+            // end, so the track ends where the sound does (a source's own last packet may say 0).
+            let shown = packets.indices.sorted { packets[$0].pts < packets[$1].pts }
+            for (k, index) in shown.enumerated() {
+                let next = k + 1 < shown.count ? packets[shown[k + 1]].pts : offset &+ (end &- start)
+                packets[index].duration = max(1, next &- packets[index].pts)
+            }
             plans.append(SegmentPlan(packets: packets, start: start, end: end))
             offset &+= end &- start  // wrapping: a damaged index cannot trap, only fail the muxer
         }
@@ -135,6 +144,7 @@ final class CopyRenderer {
                         packet.isKeyframe = entries[cursor].kind.isRandomAccessPoint
                         packet.pts = p.pts
                         packet.dts = p.dts
+                        packet.duration = p.duration
                         try output.write(packet, stream: videoIndex)
                         next += 1
                         try reporter.report(.rendering, Double(p.pts) * secondsPerTick / max(total, 0.001))
