@@ -151,7 +151,7 @@ public struct FrameRate: Sendable, Equatable {
     public func frames(timecode: String) -> Int? {
         let fields = timecode.split(omittingEmptySubsequences: false) { $0 == ":" || $0 == ";" || $0 == "." }.map { Int($0) }
         guard fields.count == 4, let h = fields[0], let m = fields[1], let s = fields[2], let f = fields[3],
-              f < timecodeBase, s < 60, m < 60 else { return nil }
+              (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(s), (0..<timecodeBase).contains(f) else { return nil }
         let base = timecodeBase
         var total = ((h * 60 + m) * 60 + s) * base + f
         if allowsDropFrame && timecode.contains(";") {

@@ -29,6 +29,10 @@ struct TimelineTests {
             #expect(ntsc.frames(timecode: ntsc.timecode(frame, dropFrame: true)) == frame, "frame \(frame)")
         }
         #expect(thirty.frames(timecode: "00:00:00:30") == nil && thirty.frames(timecode: "garbage") == nil)
+        // Out of range, however large (hours past a day once overflowed the frame count and trapped).
+        for text in ["24:00:00:00", "999999999999999:00:00:00", "-1:00:00:00", "00:-5:00:00", "00:00:60:00", "00:00:00:-1"] {
+            #expect(thirty.frames(timecode: text) == nil, "\(text)")
+        }
     }
 
     static let timeline = EditTimeline(name: "Beach & \"waves\" highlight", sourceName: "IMG_0042 <1>.MOV", sourceURL: "IMG_0042%20%3C1%3E.MOV",
