@@ -116,9 +116,11 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
             ]
         ),
-        // The fuzzing target over probe → demux → decode → analysis on in-memory input (scripts/fuzz
-        // builds it with libFuzzer and AddressSanitizer; the plain build writes seeds and replays).
-        .executableTarget(name: "moments-fuzz", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel"]),
+        // The fuzzing target over probe → demux → decode → analysis on in-memory input, then the
+        // whole highlight (selection, render, stills, timelines) with settings the input chooses
+        // (scripts/fuzz builds it with libFuzzer and AddressSanitizer; the plain build writes seeds
+        // and replays).
+        .executableTarget(name: "moments-fuzz", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel", "Timelines"]),
         // Generated sources and settings, and what every highlight of them must keep: the suite's
         // fixed set (HighlightsTests) and the long soak (`moments-soak`, run by scripts/soak).
         .target(name: "HighlightChecks", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel", "Timelines"]),

@@ -3,10 +3,14 @@ import Highlights
 import Media
 import MediaSynth
 import MomentsModel
+import Timelines
 
-/// The fuzzing target: one input, in memory, through what an upload meets on a worker: the probe
+/// The fuzzing target: one input through what an upload meets on a worker. In memory: the probe
 /// (container and stream checks), the demuxer, the decoders and the analysis pass (scene, motion
-/// and audio features). Built twice by `scripts/fuzz`:
+/// and audio features). Then, for an input the analysis takes, the whole highlight of it as a file
+/// (analysis, selection, render on whichever path it allows, poster, thumbnails) with settings
+/// the input's own bytes choose (`FuzzSettings`), and its timeline in every format. Built twice
+/// by `scripts/fuzz`:
 ///
 /// - with `-sanitize=fuzzer,address -D FUZZING`, libFuzzer's driver runs every input it makes
 ///   under AddressSanitizer and LeakSanitizer;
@@ -18,12 +22,34 @@ enum MediaFuzzer {
     /// A short clip's limits: what a seed-sized input can need, so one input costs milliseconds.
     static let settings = HighlightSettings(duration: 5, limits: MediaLimits(maximumDuration: 120))
 
-    /// Runs one input; the outcome as a line: `ok <duration>` or the error's code.
+    /// Where each input's highlight is written (memory, where the machine has it).
+    static let scratch: URL = {
+        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
+        let folder = base.appendingPathComponent("moments-fuzz-\(getpid())")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }()
+
+    /// Runs one input; the outcome as a line: `ok <duration> <render mode>`, or the error's code.
     @discardableResult
     static func run(_ bytes: [UInt8]) -> String {
         do {
-            let analysis = try engine.analyze(source: MemoryInput(bytes), name: "input", settings: settings)
-            return "ok \(analysis.info.duration)"
+            _ = try engine.analyze(source: MemoryInput(bytes), name: "input", settings: settings)
+        } catch {
+            return error.code.rawValue
+        }
+        let input = scratch.appendingPathComponent("input"), output = scratch.appendingPathComponent("highlight.mp4")
+        defer { for file in ["input", "highlight.mp4", "poster.jpg", "thumbnails.jpg"] { unlink(scratch.appendingPathComponent(file).path) } }
+        guard FileManager.default.createFile(atPath: input.path, contents: Data(bytes)) else { return "io_error" }
+        let settings = FuzzSettings(bytes).settings(stillsIn: scratch)
+        do {
+            let report = try engine.highlight(input: input.path, output: output.path, settings: settings)
+            let timeline = EditTimeline(highlightOf: input, frameRate: report.input.frameRate, sourceDuration: report.input.duration,
+                                        startTimecode: report.input.startTimecode, hasAudio: report.input.hasAudio,
+                                        width: report.input.displayWidth, height: report.input.displayHeight,
+                                        clips: report.segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
+            let written = TimelineFormat.allCases.reduce(0) { $0 + timeline.render($1).utf8.count }
+            return "ok \(report.output.duration) \(report.render.mode.rawValue) \(written > 0 ? "timelines" : "")"
         } catch {
             return error.code.rawValue
         }
@@ -99,3 +125,45 @@ struct FuzzTool {
     }
 }
 #endif
+
+/// A highlight's settings chosen by an input's own bytes (an FNV-1a hash of them), so that the
+/// fuzzer explores the settings with the media and a saved input replays the same run: target
+/// 1–8 s, quality, codec, aspect, segment choices, stills or none.
+struct FuzzSettings {
+    var hash: UInt64
+
+    init(_ bytes: [UInt8]) {
+        var hash: UInt64 = 0xcbf29ce484222325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100000001b3 }
+        self.hash = hash
+    }
+
+    /// `count` choices from the next bits of the hash.
+    private mutating func choose(_ count: Int) -> Int {
+        defer { hash = hash >> 7 | hash << 57 }
+        return Int(hash % UInt64(count))
+    }
+
+    /// The settings; stills, when chosen, go to `folder`.
+    func settings(stillsIn folder: URL) -> HighlightSettings {
+        var bits = self
+        let target = Double(1 + bits.choose(8))
+        var choices = HighlightChoices(aspect: AspectRatio.allCases[bits.choose(AspectRatio.allCases.count)])
+        switch bits.choose(4) {
+        case 0: choices.minSegment = Double(1 + bits.choose(3))
+        case 1: choices.maxSegment = Double(1 + bits.choose(3))
+        case 2: choices.maxSegments = 1 + bits.choose(4)
+        default: break
+        }
+        if (try? choices.check(targetDuration: target)) == nil { (choices.minSegment, choices.maxSegment, choices.maxSegments) = (nil, nil, nil) }
+        var settings = HighlightSettings(duration: target, quality: Quality.allCases[bits.choose(Quality.allCases.count)],
+                                         codec: VideoCodecChoice.allCases[bits.choose(VideoCodecChoice.allCases.count)],
+                                         limits: MediaLimits(maximumDuration: 120), choices: choices)
+        if bits.choose(3) != 0 {
+            settings.stills = StillPaths(poster: folder.appendingPathComponent("poster.jpg").path,
+                                         thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
+        }
+        return settings
+    }
+}
+
