@@ -105,11 +105,11 @@ extension MediaInspection {
     }
 
     /// Times (seconds, as the player's clock) where a loud click starts after 10 ms of quiet (the
-    /// last 2 ms before it left out: a click's own first samples and an AAC pre-echo rise there).
-    public func clicks(level: Float = 0.3, quiet: Float = 0.12) -> [Double] {
+    /// last 3 ms before it left out: a click's own first samples and an AAC pre-echo rise there).
+    public func clicks(level: Float = 0.3, quiet: Float = 0.2) -> [Double] {
         let block = Int(Self.audioRate / 1000)
         var found: [Double] = []
-        var recent = [Float](repeating: 0, count: 10)  // the last ten 1 ms blocks' peaks, a ring
+        var recent = [Float](repeating: 0, count: 10)  // the last ten 1 ms blocks' peaks, oldest at `slot`
         var slot = 0
         var current: Float = 0
         var holdOff = 0
@@ -117,7 +117,7 @@ extension MediaInspection {
             let value = abs(sample)
             if holdOff > 0 {
                 holdOff -= 1
-            } else if value >= level, recent.indices.allSatisfy({ $0 == (slot + recent.count - 1) % recent.count || recent[$0] < quiet }) {
+            } else if value >= level, (0..<(recent.count - 2)).allSatisfy({ recent[(slot + $0) % recent.count] < quiet }) {
                 found.append(audioStart + Double(index) / Self.audioRate)
                 holdOff = 30 * block
             }

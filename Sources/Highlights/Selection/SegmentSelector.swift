@@ -58,6 +58,7 @@ public enum SegmentSelector {
         }
         chosen.sort { $0.start < $1.start }
         chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
+        chosen = fill(chosen, to: target, analysis: analysis, rules: rules)
         chosen = snap(chosen, to: analysis.frameTimes, target: target, shots: shots, rules: rules)
         // Nothing fits the rules (its usable parts are shorter than the shortest segment allowed):
         // the best stretch of the length the rules and the target agree on, cuts or not.
@@ -239,6 +240,39 @@ public enum SegmentSelector {
             let cut = min(-delta, max(0, result[i].duration - rules.shortest))
             result[i].end -= cut
             delta += cut
+        }
+        return result
+    }
+
+    /// Still short by more than the tolerance once the segments grew as far as the rules let them
+    /// (segments no longer than `max_segment` cannot fill the target from where the greedy pass
+    /// left them): new segments in the free stretches, cuts or not, each the best-scoring window
+    /// of the largest stretch, until the target is reached, the count runs out, or no stretch
+    /// holds a segment as long as the rules' shortest.
+    static func fill(_ segments: [Segment], to target: Double, analysis: Analysis, rules: SegmentRules) -> [Segment] {
+        var result = segments.sorted { $0.start < $1.start }
+        var delta = target - result.reduce(0) { $0 + $1.duration }
+        while delta > tolerance, result.count < rules.count ?? .max {
+            var gaps: [(start: Double, end: Double, at: Int)] = []
+            var previous = 0.0
+            for (index, segment) in result.enumerated() {
+                gaps.append((previous, segment.start, index))
+                previous = segment.end
+            }
+            gaps.append((previous, analysis.info.duration, result.count))
+            guard let gap = gaps.max(by: { $0.end - $0.start < $1.end - $1.start }) else { break }
+            let length = min(max(delta, rules.shortest), rules.longest, gap.end - gap.start)
+            guard length >= rules.shortest - 1e-6 else { break }
+            var best = Segment(start: gap.start, end: gap.start + length, score: meanScore(analysis, gap.start, gap.start + length),
+                               reasons: ["fills the highlight"], shot: acrossShots)
+            var start = gap.start + step
+            while start + length <= gap.end + 1e-9 {
+                let score = meanScore(analysis, start, start + length)
+                if score > best.score { (best.start, best.end, best.score) = (start, start + length, score) }
+                start += step
+            }
+            result.insert(best, at: gap.at)
+            delta -= length
         }
         return result
     }
