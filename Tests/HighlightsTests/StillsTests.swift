@@ -67,4 +67,22 @@ struct StillsTests {
         }
         #expect(segments.contains { stills.posterTime >= $0.start && stills.posterTime < $0.end }, "poster at \(stills.posterTime)")
     }
+
+    /// 2000 × 32 (a panorama strip), six segments: at its own shape each thumbnail would be 11,520
+    /// pixels wide and the strip past the 65,535 a JPEG can hold, so no stills at all.
+    @Test("a panorama's thumbnails are squeezed to four heights wide, so the strip is still a JPEG")
+    func panoramaStrip() throws {
+        var video = Fixtures.clip(codec: "libx264", audio: nil, container: "mp4", frames: 90)
+        video.width = 2000
+        video.height = 32
+        let path = try Fixtures.path("panorama.mp4", video)
+        let analysis = try HighlightEngine().analyze(input: path)
+        let segments = (0..<6).map { Segment(start: Double($0), end: Double($0) + 0.9, score: 0, reasons: [], shot: $0 < 3 ? 0 : 1) }
+        let geometry = OutputGeometry(info: analysis.info, quality: .high)
+        let stills = try Stills(path: path, analysis: analysis, geometry: geometry, cancellation: CancellationFlag()).make(segments)
+        let file = Fixtures.scratch().appendingPathComponent("strip.jpg")
+        try stills.strip.write(to: file)
+        let size = try TestFootage.pictureSize(file.path)
+        #expect(size.width == 6 * 4 * Stills.thumbnailHeight && size.height == Stills.thumbnailHeight, "\(size)")
+    }
 }

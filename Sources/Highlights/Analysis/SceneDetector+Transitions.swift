@@ -129,7 +129,7 @@ extension SceneDetector {
 
     /// The time of the fractional entry `x`, between the frames either side of it.
     func time(at x: Double) -> Double {
-        let k = max(0, min(entries.count - 1, Int(x.rounded(.down))))
+        let k = max(0, min(entries.count - 1, Int(saturating: x.rounded(.down))))
         guard k + 1 < entries.count else { return entries[k].time }
         return entries[k].time + (x - Double(k)) * (entries[k + 1].time - entries[k].time)
     }
@@ -160,7 +160,7 @@ extension SceneDetector {
             low = max(low, min(start, after + 1))
         }
         let placedStart = rampStart(fitted: start, end: end, from: low)
-        let placedEnd = rampEnd(fitted: end, from: Int(placedStart.rounded()))
+        let placedEnd = rampEnd(fitted: end, from: Int(saturating: placedStart.rounded()))
         guard placedEnd - placedStart >= 2 else { return (Double(start), Double(end)) }
         if VideoScanner.debug {
             FileHandle.standardError.write(Data(String(format: "dissolve ramp placed %.3f–%.3f (fitted %.3f–%.3f)\n",
@@ -231,7 +231,7 @@ extension SceneDetector {
         let tail = Array(fromOutgoing.suffix(margin / 2 + 1))
         let (settled, settledBand) = Self.level(of: tail)
         let (tailSlope, _) = Self.line(through: tail, from: 0)
-        let short = Int(placed.rounded(.down))
+        let short = Int(saturating: placed.rounded(.down))
         if settings.endsWhereBlendSettles, fromOutgoing.count - tail.count > short, fromOutgoing[short] < settled - settledBand,
            slope > 0, abs(tailSlope) <= 0.25 * slope,
            let reached = (short..<fromOutgoing.count).first(where: { fromOutgoing[$0] >= settled - settledBand }),

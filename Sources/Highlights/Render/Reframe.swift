@@ -30,7 +30,7 @@ struct CropPlan: Sendable {
     /// segment's path, held at the ends.
     func window(at time: Double) -> (x: Int, y: Int) {
         let offset = self.offset(at: time)
-        let even = min(max(0, Int(offset / 2) * 2), (axis.length - axis.window) / 2 * 2)
+        let even = min(max(0, Int(saturating: offset / 2) * 2), (axis.length - axis.window) / 2 * 2)
         return horizontal ? (even, (frameHeight - height) / 4 * 2) : ((frameWidth - width) / 4 * 2, even)
     }
 
@@ -246,7 +246,7 @@ final class Reframer {
         }
         // A running median over about a third of a second drops a frame's stray reading.
         let step = times.count > 1 ? max(1e-3, (times[times.count - 1] - times[0]) / Double(times.count - 1)) : 1.0 / 30
-        let reachAround = max(1, Int((0.15 / step).rounded()))
+        let reachAround = max(1, Int(saturating: (0.15 / step).rounded()))
         let filled = held.indices.map { i -> Double in
             let near = held[max(0, i - reachAround)...min(held.count - 1, i + reachAround)].sorted()
             return near[near.count / 2]
@@ -275,8 +275,8 @@ final class Reframer {
     static func gaussian(_ values: [Double], sigma: Double) -> [Double] {
         let n = values.count
         guard n > 2, sigma > 0.3 else { return values }
-        let radius = Int((3 * sigma).rounded(.up))
-        let edge = max(2, min(n, Int(sigma * 1.25)))
+        let radius = Int(saturating: (3 * sigma).rounded(.up))
+        let edge = max(2, min(n, Int(saturating: sigma * 1.25)))
         func trend(_ slice: ArraySlice<Double>) -> Double {
             let xs = slice.indices.map(Double.init), ys = Array(slice)
             let mx = xs.reduce(0, +) / Double(xs.count), my = ys.reduce(0, +) / Double(ys.count)

@@ -39,7 +39,7 @@ public struct SegmentRules: Sendable, Equatable {
         let high = choices.maxSegment ?? max(6, low, choices.maxSegments.map { target / Double($0) } ?? 0)
         var lengths = [low]
         if high - low > 0.01 {
-            let steps = min(5, Int((high - low) / 0.5))
+            let steps = min(5, Int(saturating: (high - low) / 0.5))
             lengths = (0...max(1, steps)).map { low + (high - low) * Double($0) / Double(max(1, steps)) }
         }
         self.init(lengths: lengths, shortest: choices.minSegment ?? min(1.5, high), longest: high,

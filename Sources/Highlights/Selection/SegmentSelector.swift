@@ -29,7 +29,7 @@ public enum SegmentSelector {
         }
         var chosen: [Segment] = []
         var total = 0.0
-        let bins = max(3, Int((target / 4).rounded()))
+        let bins = max(3, Int(saturating: (target / 4).rounded()))
         var covered = Set<Int>()
         func bin(_ s: Segment) -> Int { min(bins - 1, max(0, Int(saturating: (s.start + s.end) / 2 / duration * Double(bins)))) }
         let tau = max(0.5, 0.5 * duration / target)
