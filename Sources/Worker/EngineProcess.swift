@@ -11,30 +11,52 @@ import SystemPackage
 /// carry on.
 ///
 /// The request goes in as one JSON line on the child's standard input, which stays open while the
-/// child works: when this process ends, however it ends, the pipe closes and the child exits at
+/// child lives: when this process ends, however it ends, the pipe closes and the child exits at
 /// once. Progress and the result come back as JSON lines on its standard output; the last few
 /// kilobytes of its standard error are kept for the attempt's diagnostics. Cancelling the calling
 /// task sends SIGTERM (the engine stops within a second), then SIGKILL after `grace`.
-public struct EngineProcess: Sendable {
+///
+/// Starting a process that loads FFmpeg's libraries takes tens of milliseconds, so `spares`
+/// processes are started ahead and wait for their request: an attempt takes one that is ready,
+/// and a new one is started behind it.
+public final class EngineProcess: Sendable {
     /// The `moments` executable (this one, in the worker).
-    public var executable: String
+    public let executable: String
     /// Bytes the child may map beyond what it has when it starts (RLIMIT_AS); nil: no limit.
-    public var memoryLimit: Int?
-    public var grace: Duration
+    public let memoryLimit: Int?
+    public let grace: Duration
+    /// Processes kept started and waiting (one per slot of the worker is enough).
+    public let spares: Int
+    private let ready = Mutex<[Standby]>([])
 
     /// How much of the child's standard error is kept, and the longest line of its output read.
     static let keptErrors = 4096
     static let longestLine = 16 << 20
 
-    public init(executable: String, memoryLimit: Int?, grace: Duration = .seconds(2)) {
+    public init(executable: String, memoryLimit: Int?, grace: Duration = .seconds(2), spares: Int = 1) {
         self.executable = executable
         self.memoryLimit = memoryLimit
         self.grace = grace
+        self.spares = max(0, spares)
+        // A request written to a process that died must fail that write, not end this process.
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    deinit {
+        for standby in ready.withLock({ $0 }) { standby.stop() }
     }
 
     /// The path of the running executable, for a worker that starts its own engine processes.
     public static var currentExecutable: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// Starts the spare processes now (a worker calls it as it starts, so its first job waits for none).
+    public func prepare() {
+        let missing = ready.withLock { spares - $0.count }
+        guard missing > 0 else { return }
+        let started = (0..<missing).map { _ in Standby(self) }
+        ready.withLock { $0 += started }
     }
 
     /// Makes the highlight `request` asks for. Throws the engine's own `MomentsError` (bad media,
@@ -46,22 +68,83 @@ public struct EngineProcess: Sendable {
         request.memoryLimit = memoryLimit
         var line = try JSONEncoder().encode(request)
         line.append(UInt8(ascii: "\n"))
-        var options = PlatformOptions()
-        options.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: grace)]
-        let watch = ChildWatch()
-        let result = try await Subprocess.run(
-            .path(FilePath(executable)), arguments: ["engine"],
-            environment: .inherit.updating([
-                // Fewer malloc arenas (each reserves 64 MB of address space). No backtracer: it
-                // takes seconds, while the engine's other threads may carry on, where a crash
-                // should end the process at once (the runtime's own "Fatal error" line still
-                // says where a trap was).
-                "MALLOC_ARENA_MAX": "2",
-                "SWIFT_BACKTRACE": "enable=no",
-            ]),
-            platformOptions: options, input: .inputWriter, output: .sequence, error: .sequence
-        ) { execution in
-            _ = try await execution.standardInputWriter.write(Array(line))
+        let assignment = Assignment(line: line, probed: probed, progress: progress)
+        let spare = ready.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        prepare()
+        do {
+            return try await run(assignment, on: spare ?? Standby(self))
+        } catch let error as EngineFailure where spare != nil && error == .unavailable {
+            // The spare had died while it waited: a fresh one.
+            return try await run(assignment, on: Standby(self))
+        }
+    }
+
+    private func run(_ assignment: Assignment, on standby: Standby) async throws -> HighlightReport {
+        try await withTaskCancellationHandler {
+            guard let outcome = standby.assign(assignment) else { throw EngineFailure.unavailable }
+            return try await outcome.value
+        } onCancel: {
+            standby.stop()
+        }
+    }
+
+    /// The work one process is given.
+    struct Assignment: Sendable {
+        var line: Data
+        var probed: @Sendable (Double) -> Void
+        var progress: @Sendable (ProgressUpdate) -> Void
+    }
+
+    /// One engine process, started and waiting for its one assignment.
+    final class Standby: Sendable {
+        private let handoff: AsyncStream<Assignment>.Continuation
+        private let result: Task<HighlightReport, any Error>
+
+        init(_ engine: EngineProcess) {
+            let (assignments, handoff) = AsyncStream.makeStream(of: Assignment.self, bufferingPolicy: .bufferingOldest(1))
+            self.handoff = handoff
+            let (executable, grace) = (engine.executable, engine.grace)
+            result = Task {
+                let watch = ChildWatch()
+                var options = PlatformOptions()
+                options.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: grace)]
+                let run = try await Subprocess.run(
+                    .path(FilePath(executable)), arguments: ["engine"],
+                    environment: .inherit.updating([
+                        // Fewer malloc arenas (each reserves 64 MB of address space). No backtracer:
+                        // it takes seconds, while the engine's other threads may carry on, where a
+                        // crash should end the process at once (the runtime's own "Fatal error"
+                        // line still says where a trap was).
+                        "MALLOC_ARENA_MAX": "2",
+                        "SWIFT_BACKTRACE": "enable=no",
+                    ]),
+                    platformOptions: options, input: .inputWriter, output: .sequence, error: .sequence
+                ) { execution -> Bool in
+                    // Stopped while waiting (shutdown): the body ends, standard input closes, the child exits.
+                    guard let assignment = await assignments.first(where: { _ in true }) else { return false }
+                    _ = try await execution.standardInputWriter.write(Array(assignment.line))
+                    try await Self.follow(execution, watch: watch, assignment: assignment)
+                    return true
+                }
+                handoff.finish()
+                guard run.closureResult else { throw CancellationError() }
+                try Task.checkCancellation()
+                return try watch.outcome(run.terminationStatus)
+            }
+        }
+
+        /// Gives the process its work; nil when it can take none (it died, or was stopped).
+        func assign(_ assignment: Assignment) -> Task<HighlightReport, any Error>? {
+            guard case .enqueued = handoff.yield(assignment) else { return nil }
+            return result
+        }
+
+        /// SIGTERM, then SIGKILL after the grace: the work stops (or the waiting process goes).
+        func stop() { result.cancel() }
+
+        /// Reads what the child says until its standard output ends, and its standard error meanwhile.
+        static func follow(_ execution: Execution<CustomWriteInput, SequenceOutput, SequenceOutput>, watch: ChildWatch,
+                           assignment: Assignment) async throws {
             let pid = execution.processIdentifier.value
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -70,7 +153,7 @@ public struct EngineProcess: Sendable {
                 group.addTask {
                     // The child's peak address space, read while it lives (its memory limit is on that).
                     while !Task.isCancelled {
-                        watch.notePeak(Self.peakAddressSpace(of: pid))
+                        watch.notePeak(EngineProcess.peakAddressSpace(of: pid))
                         try? await Task.sleep(for: .milliseconds(200))
                     }
                 }
@@ -81,22 +164,21 @@ public struct EngineProcess: Sendable {
                         let message = try? JSONDecoder().decode(EngineMessage.self, from: Data(pending[..<end]))
                         pending.removeSubrange(...end)
                         switch message {
+                        case .started: watch.noteStarted()
                         case .limited(let start, let limit): watch.noteLimit(start: start, limit: limit)
-                        case .probed(let duration): probed(duration)
-                        case .progress(let update): progress(update)
+                        case .probed(let duration): assignment.probed(duration)
+                        case .progress(let update): assignment.progress(update)
                         case .finished, .failed: watch.noteLast(message)
                         case nil: break
                         }
                     }
-                    if pending.count > Self.longestLine { pending.removeAll() }
+                    if pending.count > EngineProcess.longestLine { pending.removeAll() }
                 }
                 // Standard output ended: the child is exiting. Stop watching its memory.
                 group.cancelAll()
                 try? await group.waitForAll()
             }
         }
-        try Task.checkCancellation()
-        return try watch.outcome(result.terminationStatus)
     }
 
     /// VmPeak of process `pid`, bytes (0 once it is gone).
@@ -115,6 +197,10 @@ public struct EngineFailure: Error, Sendable, Equatable {
     public var message: String
     /// How the process ended and the last lines of its standard error, for operators.
     public var diagnostics: String
+
+    /// A process that could take no work (stopped before it was given any).
+    static let unavailable = EngineFailure(code: .internalError, message: "The worker could not start its video engine.",
+                                           diagnostics: "the engine process had stopped before it was given its work")
 }
 
 /// What the worker learns of a child while it runs.
@@ -122,6 +208,7 @@ final class ChildWatch: Sendable {
     private struct State {
         var errors: [UInt8] = []
         var peak = 0
+        var started = false
         var limit: (start: Int, limit: Int)?
         var last: EngineMessage?
     }
@@ -135,6 +222,7 @@ final class ChildWatch: Sendable {
     }
 
     func notePeak(_ bytes: Int) { state.withLock { $0.peak = max($0.peak, bytes) } }
+    func noteStarted() { state.withLock { $0.started = true } }
     func noteLimit(start: Int, limit: Int) { state.withLock { $0.limit = (start, limit) } }
     func noteLast(_ message: EngineMessage?) { state.withLock { $0.last = message } }
 
@@ -148,6 +236,8 @@ final class ChildWatch: Sendable {
         case .failed(let code, let message): throw MomentsError(code, message)
         default: break
         }
+        // Gone before it took its work (a spare that died while it waited): nothing of the video's.
+        guard state.started else { throw EngineFailure.unavailable }
         let errors = String(decoding: state.errors.suffix(EngineProcess.keptErrors), as: UTF8.self)
         let lines = errors.split(separator: "\n", omittingEmptySubsequences: true)
         let tail = lines.suffix(40).map { "\n" + $0 }.joined()

@@ -194,8 +194,13 @@ public struct HighlightJobHandler: JobHandler {
         case let error as MomentsError:
             return JobFailure(error)
         case let error as EngineFailure:
+            let finalMessage: String? = switch error.code {
+            case .outOfMemory: outOfMemoryMessage
+            case .engineCrashed: crashedMessage
+            default: nil
+            }
             return JobFailure(code: error.code.rawValue, message: error.message, retryable: true, diagnostics: error.diagnostics,
-                              finalMessage: error.code == .outOfMemory ? outOfMemoryMessage : crashedMessage)
+                              finalMessage: finalMessage)
         case is CancellationError:
             return error
         default:

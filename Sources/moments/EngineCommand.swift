@@ -29,6 +29,7 @@ struct EngineCommand: ParsableCommand {
             throw ExitCode(64)
         }
         let messages = EngineMessages()
+        messages.send(.started)
         Self.exitWithWorker(messages)
         let start = Self.addressSpace("VmSize")
         if let growth = request.memoryLimit { messages.send(.limited(start: start, limit: try Self.limitAddressSpace(to: start + growth))) }
@@ -36,6 +37,11 @@ struct EngineCommand: ParsableCommand {
         let stop = SignalCancellation(flag: cancellation)
         defer { stop.restore() }
         if let info = try? MediaProbe.probe(request.input) { messages.send(.probed(duration: info.duration)) }
+        defer {
+            // The last word is said and every file written: exit without the libraries' teardown,
+            // which the worker would otherwise wait for.
+            if messages.isFinished { _exit(0) }
+        }
         do throws(MomentsError) {
             let report = try HighlightEngine().highlight(input: request.input, output: request.output, settings: request.settings,
                                                          cancellation: cancellation) { messages.send(.progress(update: $0)) }

@@ -40,7 +40,10 @@ extension WorkerCommand {
         let (configuration, workDirectory) = try settings(environment)
         let retention = try RetentionConfiguration(environment: environment)
         let memory = try Setting.integer("WORKER_ATTEMPT_MEMORY_MB", in: environment, default: EngineLimits.defaultMemoryMB, range: 0...1_048_576)
-        let engine = EngineProcess(executable: EngineProcess.currentExecutable, memoryLimit: memory == 0 ? nil : memory << 20)
+        // One engine process started ahead per slot: an attempt takes a ready one.
+        let engine = EngineProcess(executable: EngineProcess.currentExecutable, memoryLimit: memory == 0 ? nil : memory << 20,
+                                   spares: configuration.concurrency)
+        engine.prepare()
         let handler = HighlightJobHandler(storage: storage, workDirectory: workDirectory,
                                           deleteSourceAfterSuccess: retention.deleteSourceAfterSuccess, isolation: .childProcess(engine))
         let sweeper = RetentionSweeper(store: services.store, storage: storage, configuration: retention, logger: services.logger)

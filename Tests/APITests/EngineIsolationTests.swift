@@ -116,6 +116,28 @@ struct EngineIsolationTests {
         }
     }
 
+    @Test("A worker keeps an engine process ready; one killed while it waits is replaced and the job completes in its first attempt")
+    func spareEngine() async throws {
+        try await TestServices.withDatabase { store, databaseURL in
+            let environment = try System.environment(databaseURL: databaseURL)
+            let (api, base) = try await System.startAPI(environment)
+            defer { api.stop() }
+            let worker = try MomentsProcess(["worker"], environment: environment)
+            defer { worker.stop() }
+            var spares: [pid_t] = []
+            let ready = try await TestServices.eventually(timeout: .seconds(30)) {
+                spares = worker.engineChildren
+                return spares.count == 1
+            }
+            try #require(ready, "the worker keeps one engine ready (WORKER_CONCURRENCY=1): \(spares)")
+            kill(spares[0], SIGKILL)
+            let id = try Self.upload(base)
+            let done = try await TestServices.eventually(timeout: .seconds(120)) { try await store.job(id)?.status == .completed }
+            let history = try await store.events(id)
+            #expect(done && history.map(\.to) == [.pending, .processing, .completed], "\(history.map { "\($0.to) \($0.detail ?? "") \($0.diagnostics ?? "")" })")
+        }
+    }
+
     @Test("No engine outlives its worker killed with SIGKILL, nor its job cancelled mid-run")
     func noOrphans() async throws {
         try await TestServices.withDatabase { store, databaseURL in

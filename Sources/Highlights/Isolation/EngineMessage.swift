@@ -47,6 +47,8 @@ public enum EngineMessage: Codable, Sendable {
     /// encoder that cannot open is "a generic error in an external library").
     public static let nearLimitShare = 0.75
 
+    /// The request is read and the work begins (the first line, at once).
+    case started
     /// The memory limit is set: the process had `start` bytes of address space mapped and may map
     /// up to `limit`.
     case limited(start: Int, limit: Int)
