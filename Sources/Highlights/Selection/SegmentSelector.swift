@@ -261,8 +261,12 @@ public enum SegmentSelector {
             }
             gaps.append((previous, analysis.info.duration, result.count))
             guard let gap = gaps.max(by: { $0.end - $0.start < $1.end - $1.start }) else { break }
-            let length = min(max(delta, rules.shortest), rules.longest, gap.end - gap.start)
-            guard length >= rules.shortest - 1e-6 else { break }
+            // Where no stretch holds the shortest segment the engine likes and the user set no
+            // minimum, the stretches left are used as they are (down to a quarter second): the
+            // target is nearly the whole video.
+            let shortest = rules.floorIsPromise ? rules.shortest : min(rules.shortest, max(0.25, gap.end - gap.start))
+            let length = min(max(delta, shortest), rules.longest, gap.end - gap.start)
+            guard length >= shortest - 1e-6 else { break }
             var best = Segment(start: gap.start, end: gap.start + length, score: meanScore(analysis, gap.start, gap.start + length),
                                reasons: ["fills the highlight"], shot: acrossShots)
             var start = gap.start + step
