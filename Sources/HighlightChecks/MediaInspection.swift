@@ -78,7 +78,8 @@ public struct MediaInspection: Sendable {
         return Picture(time: time, checksum: String(checksum), luma: (y - black) / (white - black))
     }
 
-    static func sections(_ text: String) -> (streams: [[String: String]], format: [String: String]) {
+    /// ffprobe's default output (`[STREAM]` and `[FORMAT]` sections of `key=value` lines), flattened.
+    public static func sections(_ text: String) -> (streams: [[String: String]], format: [String: String]) {
         var streams: [[String: String]] = []
         var format: [String: String] = [:]
         var current: [String: String]?

@@ -84,11 +84,12 @@ public enum LiveSystem {
     /// Starts `moments api` and waits until it is ready; returns it and its base URL. The port is
     /// picked at random, not reserved: when another process holds it (the API exits, "Address
     /// already in use"), the API is started again on another, three times at most.
-    public static func startAPI(_ environment: [String: String], log: URL? = nil) async throws -> (MomentsProcess, String) {
+    /// `command`: `api`, or `dev` (the API and a worker in one process).
+    public static func startAPI(_ environment: [String: String], log: URL? = nil, command: String = "api") async throws -> (MomentsProcess, String) {
         var environment = environment
         for attempt in 1...3 {
             if attempt > 1 { environment["PORT"] = apiPort() }
-            let api = try MomentsProcess(["api"], environment: environment, log: log)
+            let api = try MomentsProcess([command], environment: environment, log: log)
             let base = "http://127.0.0.1:\(environment["PORT"] ?? "")"
             let ready = try await TestServices.eventually(timeout: .seconds(30)) {
                 !api.isRunning || (try? curl(["\(base)/ready"]).status) == 200

@@ -1,4 +1,5 @@
 import Foundation
+import HighlightChecks
 import ServiceTestSupport
 
 /// Runs a program (by path, or found on `PATH`) and returns its exit status, standard output and
@@ -21,17 +22,7 @@ struct Probe {
     var format: [String: String] = [:]
 
     init(_ path: String) throws {
-        let result = try run("ffprobe", ["-v", "error", "-show_streams", "-show_format", path])
-        var current: [String: String]? = nil
-        for line in result.stdout.split(separator: "\n").map(String.init) {
-            switch line {
-            case "[STREAM]", "[FORMAT]": current = [:]
-            case "[/STREAM]": streams.append(current ?? [:]); current = nil
-            case "[/FORMAT]": format = current ?? [:]; current = nil
-            default:
-                if let eq = line.firstIndex(of: "=") { current?[String(line[..<eq])] = String(line[line.index(after: eq)...]) }
-            }
-        }
+        (streams, format) = MediaInspection.sections(try run("ffprobe", ["-v", "error", "-show_streams", "-show_format", path]).stdout)
     }
 
     var video: [String: String]? { streams.first { $0["codec_type"] == "video" } }
