@@ -143,7 +143,7 @@ let package = Package(
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: [
             "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "CurlHTTP", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Subprocess", package: "swift-subprocess"),
         ]),
         .testTarget(name: "MomentsKitTests", dependencies: [
             "MomentsKit", "MomentsContract", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),

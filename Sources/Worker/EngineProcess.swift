@@ -32,6 +32,9 @@ public final class EngineProcess: Sendable {
     /// How much of the child's standard error is kept, and the longest line of its output read.
     static let keptErrors = 4096
     static let longestLine = 16 << 20
+    /// A child near its memory limit that says nothing for this long is stuck for want of memory
+    /// (a thread it waits for could not start): it is killed and its attempt fails out_of_memory.
+    static let silenceAtLimit: Duration = .seconds(30)
 
     public init(executable: String, memoryLimit: Int?, grace: Duration = .seconds(2), spares: Int = 1) {
         self.executable = executable
@@ -111,11 +114,13 @@ public final class EngineProcess: Sendable {
                 let run = try await Subprocess.run(
                     .path(FilePath(executable)), arguments: ["engine"],
                     environment: .inherit.updating([
-                        // Fewer malloc arenas (each reserves 64 MB of address space). No backtracer:
+                        // One malloc arena: each further one reserves 64 MB of address space (128 MB
+                        // for a moment as it is made), which would make the memory limit, counted from
+                        // the address space at the start, a matter of when threads first allocate. No backtracer:
                         // it takes seconds, while the engine's other threads may carry on, where a
                         // crash should end the process at once (the runtime's own "Fatal error"
                         // line still says where a trap was).
-                        "MALLOC_ARENA_MAX": "2",
+                        "MALLOC_ARENA_MAX": "1",
                         "SWIFT_BACKTRACE": "enable=no",
                     ]),
                     platformOptions: options, input: .inputWriter, output: .sequence, error: .sequence
@@ -154,6 +159,7 @@ public final class EngineProcess: Sendable {
                     // The child's peak address space, read while it lives (its memory limit is on that).
                     while !Task.isCancelled {
                         watch.notePeak(EngineProcess.peakAddressSpace(of: pid))
+                        if watch.silentAtLimit(for: EngineProcess.silenceAtLimit) { kill(pid, SIGKILL) }
                         try? await Task.sleep(for: .milliseconds(200))
                     }
                 }
@@ -163,6 +169,7 @@ public final class EngineProcess: Sendable {
                     while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
                         let message = try? JSONDecoder().decode(EngineMessage.self, from: Data(pending[..<end]))
                         pending.removeSubrange(...end)
+                        watch.noteHeard()
                         switch message {
                         case .started: watch.noteStarted()
                         case .limited(let start, let limit): watch.noteLimit(start: start, limit: limit)
@@ -211,6 +218,12 @@ final class ChildWatch: Sendable {
         var started = false
         var limit: (start: Int, limit: Int)?
         var last: EngineMessage?
+        var heard = ContinuousClock.now
+        var silenced = false
+
+        var nearLimit: Bool {
+            limit.map { Double(peak - $0.start) >= EngineMessage.nearLimitShare * Double($0.limit - $0.start) } ?? false
+        }
     }
     private let state = Mutex(State())
 
@@ -225,6 +238,17 @@ final class ChildWatch: Sendable {
     func noteStarted() { state.withLock { $0.started = true } }
     func noteLimit(start: Int, limit: Int) { state.withLock { $0.limit = (start, limit) } }
     func noteLast(_ message: EngineMessage?) { state.withLock { $0.last = message } }
+    func noteHeard() { state.withLock { $0.heard = .now } }
+
+    /// Whether the child has been near its memory limit and silent for `silence` (then it is
+    /// taken as stuck there: the caller kills it, and its end is out of memory).
+    func silentAtLimit(for silence: Duration) -> Bool {
+        state.withLock { state in
+            guard !state.silenced, state.last == nil, state.nearLimit, ContinuousClock.now - state.heard >= silence else { return false }
+            state.silenced = true
+            return true
+        }
+    }
 
     /// The highlight, or why there is none. The child's last word decides when it said one; else
     /// how it ended: a signal is a crash, unless it was near its memory limit or said it could not
@@ -243,10 +267,12 @@ final class ChildWatch: Sendable {
         let tail = lines.suffix(40).map { "\n" + $0 }.joined()
         let how: String
         switch status {
+        case .signaled(let signal) where state.silenced:
+            how = "silent for \(EngineProcess.silenceAtLimit) near its limit, then killed by \(Self.name(ofSignal: signal))"
         case .signaled(let signal): how = "killed by \(Self.name(ofSignal: signal))"
         case .exited(let code): how = "exited with status \(code) without a result"
         }
-        let nearLimit = state.limit.map { Double(state.peak - $0.start) >= EngineMessage.nearLimitShare * Double($0.limit - $0.start) } ?? false
+        let nearLimit = state.nearLimit
         let lowered = errors.lowercased()
         let couldNotAllocate = ["allocate memory", "out of memory", "bad_alloc", "cannot allocate"].contains { lowered.contains($0) }
         if nearLimit || couldNotAllocate {

@@ -31,11 +31,12 @@ struct EngineCommand: ParsableCommand {
         let messages = EngineMessages()
         messages.send(.started)
         Self.exitWithWorker(messages)
-        let start = Self.addressSpace("VmSize")
-        if let growth = request.memoryLimit { messages.send(.limited(start: start, limit: try Self.limitAddressSpace(to: start + growth))) }
+        // Every thread this process needs beyond the engine's own is started before the limit.
         let cancellation = CancellationFlag()
         let stop = SignalCancellation(flag: cancellation)
         defer { stop.restore() }
+        let start = Self.addressSpace("VmSize")
+        if let growth = request.memoryLimit { messages.send(.limited(start: start, limit: try Self.limitAddressSpace(to: start + growth))) }
         if let info = try? MediaProbe.probe(request.input) { messages.send(.probed(duration: info.duration)) }
         defer {
             // The last word is said and every file written: exit without the libraries' teardown,

@@ -33,20 +33,40 @@ struct EngineIsolationTests {
         return found
     }
 
+    /// The API and one `moments worker` on a fresh database.
+    struct Running: Sendable {
+        let store: JobStore
+        let databaseURL: String
+        let api: MomentsProcess
+        let base: String
+        let worker: MomentsProcess
+    }
+
+    /// The API and one `moments worker` with `settings` on a fresh database, for the length of
+    /// `body`; with `together`, `moments dev`: both in one process, as a newcomer runs them.
+    static func withWorker(_ settings: [String: String] = [:], together: Bool = false,
+                           _ body: @Sendable (Running) async throws -> Void) async throws {
+        try await TestServices.withDatabase { store, databaseURL in
+            let environment = try System.environment(databaseURL: databaseURL, settings)
+            let (api, base) = try await System.startAPI(environment, command: together ? "dev" : "api")
+            defer { api.stop() }
+            let worker = together ? api : try MomentsProcess(["worker"], environment: environment)
+            defer { worker.stop() }
+            try await body(Running(store: store, databaseURL: databaseURL, api: api, base: base, worker: worker))
+        }
+    }
+
     static func isGone(_ pid: pid_t) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
         return stat.contains(") Z ")  // a zombie: dead, not yet reaped by whoever holds it now
     }
 
+    /// SIGSEGV under `moments dev` (the API in the worker's own process), SIGKILL with the API apart.
     @Test("An engine killed mid-job fails its attempt engine_crashed; the retry completes; the job beside it and the API carry on",
-          arguments: [SIGSEGV, SIGKILL])
-    func killedEngine(signal: Int32) async throws {
-        try await TestServices.withDatabase { store, databaseURL in
-            let environment = try System.environment(databaseURL: databaseURL, ["WORKER_CONCURRENCY": "2"])
-            let (api, base) = try await System.startAPI(environment)
-            defer { api.stop() }
-            let worker = try MomentsProcess(["worker"], environment: environment)
-            defer { worker.stop() }
+          arguments: [(SIGSEGV, true), (SIGKILL, false)])
+    func killedEngine(signal: Int32, together: Bool) async throws {
+        try await Self.withWorker(["WORKER_CONCURRENCY": "2"], together: together) { system in
+            let (store, base, worker) = (system.store, system.base, system.worker)
             let victim = try Self.upload(base), bystander = try Self.upload(base)
             let engine = try await Self.engine(of: victim, in: worker)
             _ = try await Self.engine(of: bystander, in: worker)
@@ -60,7 +80,7 @@ struct EngineIsolationTests {
             }
             let history = try await store.events(victim)
             #expect(done, "\(history)")
-            #expect(healthy > 0 && api.isRunning && worker.isRunning)
+            #expect(healthy > 0 && system.api.isRunning && worker.isRunning)
             // The victim: its first attempt failed engine_crashed, naming the signal; the second completed.
             #expect(history.map(\.to) == [.pending, .processing, .pending, .processing, .completed], "\(history)")
             let failed = try #require(history.first { $0.from == .processing && $0.to == .pending })
@@ -72,32 +92,29 @@ struct EngineIsolationTests {
             for id in [victim, bystander] { #expect(try System.downloadedDuration(base, id: id).status == 200) }
             // What an operator reads.
             let shown = try captured(TestServices.momentsBinary.path, ["jobs", "show", victim.uuidString],
-                                     environment: ["DATABASE_URL": databaseURL])
+                                     environment: ["DATABASE_URL": system.databaseURL])
             let text = String(decoding: shown.output, as: UTF8.self)
             #expect(text.contains("attempt 1: engine process") && text.contains("killed by \(name)"), "\(text)")
         }
     }
 
-    /// 4K, the picture everything at once: far more than 64 MB beyond the engine's start (the small
-    /// footage needs about 15 MB).
+    /// 8K: one decoded picture is 50 MB, and decoding needs it with its references, so no way
+    /// through fits in 64 MB beyond the engine's start (the small footage needs about 40 MB; a 4K
+    /// picture is small enough that, with its threads refused, the engine sometimes fits).
     static let large: String = {
-        var video = SyntheticVideo(width: 3840, height: 2160, frameRate: 5, scenes: [.init(frames: 7, camera: .still)])
+        var video = SyntheticVideo(width: 7680, height: 4320, frameRate: 5, scenes: [.init(frames: 7, camera: .still)])
         video.audio = nil
         video.gopSize = 5
         video.encoderOptions = ["preset": "ultrafast"]
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-4k-\(UUID().uuidString).mp4").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moments-8k-\(UUID().uuidString).mp4").path
         try? video.write(to: path)
         return path
     }()
 
     @Test("A video past the memory limit ends out_of_memory after its attempts, saying so; the worker carries on with the next")
     func pastTheMemoryLimit() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
-            let environment = try System.environment(databaseURL: databaseURL, ["WORKER_ATTEMPT_MEMORY_MB": "64"])
-            let (api, base) = try await System.startAPI(environment)
-            defer { api.stop() }
-            let worker = try MomentsProcess(["worker"], environment: environment)
-            defer { worker.stop() }
+        try await Self.withWorker(["WORKER_ATTEMPT_MEMORY_MB": "64"]) { system in
+            let (store, base, worker) = (system.store, system.base, system.worker)
             let large = try Self.upload(base, Self.large)
             let ended = try await TestServices.eventually(timeout: .seconds(240)) { try await store.job(large)?.status.isTerminal == true }
             let job = try #require(try await store.job(large))
@@ -118,12 +135,8 @@ struct EngineIsolationTests {
 
     @Test("A worker keeps an engine process ready; one killed while it waits is replaced and the job completes in its first attempt")
     func spareEngine() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
-            let environment = try System.environment(databaseURL: databaseURL)
-            let (api, base) = try await System.startAPI(environment)
-            defer { api.stop() }
-            let worker = try MomentsProcess(["worker"], environment: environment)
-            defer { worker.stop() }
+        try await Self.withWorker { system in
+            let (store, base, worker) = (system.store, system.base, system.worker)
             var spares: [pid_t] = []
             let ready = try await TestServices.eventually(timeout: .seconds(30)) {
                 spares = worker.engineChildren
@@ -140,13 +153,9 @@ struct EngineIsolationTests {
 
     @Test("No engine outlives its worker killed with SIGKILL, nor its job cancelled mid-run")
     func noOrphans() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
-            let environment = try System.environment(databaseURL: databaseURL)
-            let (api, base) = try await System.startAPI(environment)
-            defer { api.stop() }
+        try await Self.withWorker { system in
+            let (store, base, worker) = (system.store, system.base, system.worker)
             // Cancelled: SIGTERM, and the engine stops within a second or two.
-            let worker = try MomentsProcess(["worker"], environment: environment)
-            defer { worker.stop() }
             let cancelled = try Self.upload(base)
             let first = try await Self.engine(of: cancelled, in: worker)
             #expect(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(cancelled)"]).status == 200)

@@ -1,5 +1,6 @@
 import Dispatch
 import Media
+import MomentsModel
 
 /// One sample run: a keyframe and the packet after it, handed from the demuxing thread to a runner.
 /// The scanner fills `packets` and then never touches the job again until `wait()` returns.
@@ -40,12 +41,12 @@ struct SampleOutcome {
     var decodedFrames = 0
 }
 
-/// Decodes sample runs on its own serial queue, so keyframes (the costly pictures) of successive
+/// Decodes sample runs on a thread of its own, so keyframes (the costly pictures) of successive
 /// GOPs decode in parallel with each other and with the scanner's demuxing and dense decoding.
 /// A lean runner (pictures beyond 4K) decodes each run on the caller's thread instead, with a
 /// decoder opened for the run and freed after it, so its pictures never add to the dense decoder's.
 final class SampleRunner: @unchecked Sendable {
-    // Used only from `queue` (or, lean, from the caller's thread).
+    // Used only on `thread` (or, lean, on the caller's).
     private var decoder: Decoder?
     private let options: Decoder.Options
     private let lean: Bool
@@ -54,7 +55,7 @@ final class SampleRunner: @unchecked Sendable {
     private let stream: MediaStream
     private let width: Int
     private let nominalInterval: Double
-    private let queue: DispatchQueue
+    private let thread: SerialThread?
 
     /// `sliceThreads` decoding threads work on each picture's slices or wavefront rows together
     /// (no frame threading: a run is two pictures).
@@ -70,14 +71,14 @@ final class SampleRunner: @unchecked Sendable {
         self.stream = stream
         self.width = info.width
         self.nominalInterval = nominalInterval
-        queue = DispatchQueue(label: label)
+        thread = lean ? nil : try SerialThread(name: label)
     }
 
     func run(_ job: SampleJob) {
-        if lean {
-            job.finish(decode(job.packets))
+        if let thread {
+            thread.async { job.finish(self.decode(job.packets)) }
         } else {
-            queue.async { job.finish(self.decode(job.packets)) }
+            job.finish(decode(job.packets))
         }
     }
 

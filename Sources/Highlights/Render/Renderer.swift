@@ -82,7 +82,7 @@ final class Renderer {
         let reader = try SegmentReader(input: input, video: video, audio: audio, analysis: analysis, geometry: geometry,
                                        crop: crop, cancellation: reporter.cancellation)
         let readerDone = DispatchSemaphore(value: 0)
-        let thread = Thread {
+        try OwnThread.start(name: "moments-reader", stackSize: 4 << 20) {
             do {
                 try reader.read(segments, into: queue)
             } catch {
@@ -90,8 +90,6 @@ final class Renderer {
             }
             readerDone.signal()
         }
-        thread.stackSize = 4 << 20
-        thread.start()
         defer {
             queue.close()
             readerDone.wait()
