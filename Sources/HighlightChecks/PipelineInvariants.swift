@@ -260,7 +260,8 @@ public struct PipelineInvariants: Sendable {
                 let count = max(1, report.segments.count)
                 let each = size.width / count
                 let shape = Double(report.output.width) / Double(max(1, report.output.height))
-                if size.height != HighlightReport.Stills.thumbnailHeight || size.width % count != 0 || abs(Double(each) - shape * Double(size.height)) > 2.5 {
+                let expected = min(Double(HighlightReport.Stills.widestThumbnail), shape * Double(size.height))
+                if size.height != HighlightReport.Stills.thumbnailHeight || size.width % count != 0 || abs(Double(each) - expected) > 2.5 {
                     found.append("the thumbnail strip is \(size.width)×\(size.height) for \(count) segments of a \(report.output.width)×\(report.output.height) highlight")
                 }
             } else {

@@ -84,7 +84,7 @@ final class Stills {
         // One picture per segment: its best candidate that is not dark.
         // At most four heights wide (a panorama's thumbnail is squeezed): the strip stays within
         // what a JPEG can be (65,535 pixels) and a bounded size, however many segments.
-        let thumbWidth = min(4 * Self.thumbnailHeight,
+        let thumbWidth = min(HighlightReport.Stills.widestThumbnail,
                              max(2, Int(saturating: (Double(Self.thumbnailHeight) * Double(upright.0) / Double(upright.1)) / 2) * 2))
         let strip = try Frame.video(width: thumbWidth * segments.count, height: Self.thumbnailHeight, format: .yuvj420p)
         let fitter = try FilterGraph(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,

@@ -114,6 +114,8 @@ public struct HighlightReport: Sendable, Codable {
     public struct Stills: Sendable, Codable {
         /// Height of each picture in the thumbnail strip (its width follows the picture's shape).
         public static let thumbnailHeight = 180
+        /// The widest a thumbnail is (a panorama's are squeezed to it), so the strip stays a JPEG.
+        public static let widestThumbnail = 4 * thumbnailHeight
 
         public var posterTime: Double
         public var posterWidth: Int
