@@ -73,6 +73,6 @@ func reportingClientErrors<T>(_ body: () async throws -> T) async throws -> T {
         return try await body()
     } catch let error as MomentsClientError {
         FileHandle.standardError.write(Data("error: \(error.code): \(error.message)\n".utf8))
-        throw ExitCode(1)
+        throw ExitStatus.failure
     }
 }

@@ -20,13 +20,13 @@ struct EngineCommand: ParsableCommand {
         shouldDisplay: false)
 
     /// Exit status when the worker went away first.
-    static let orphaned: Int32 = 75
+    static let orphaned = ExitStatus.suspended.rawValue
 
     func run() throws {
         guard let line = readLine(strippingNewline: true),
               let request = try? JSONDecoder().decode(EngineRequest.self, from: Data(line.utf8)) else {
             FileHandle.standardError.write(Data("moments engine: standard input must start with an engine request (one JSON line)\n".utf8))
-            throw ExitCode(64)
+            throw ExitStatus.usage
         }
         let messages = EngineMessages()
         messages.send(.started)

@@ -39,6 +39,6 @@ struct HealthCommand: AsyncParsableCommand {
             }
         }
         FileHandle.standardError.write(Data("unhealthy: \(answers.isEmpty ? "no port to ask" : answers.joined(separator: "; "))\n".utf8))
-        throw ExitCode(1)
+        throw ExitStatus.failure
     }
 }

@@ -20,13 +20,30 @@ struct Moments: AsyncParsableCommand {
     }
 }
 
-/// Runs `body`; a `CodedError` becomes one line `error: <code>: <message>` and exit status 1.
+/// Every command's exit status (docs/cli.md has the table).
+enum ExitStatus {
+    /// It did what was asked.
+    static let success = ExitCode.success
+    /// It could not: one line `error: <code>: <message>` says why.
+    static let failure = ExitCode(1)
+    /// The command line or its input was not what the command takes (ArgumentParser's own, and
+    /// `moments engine`'s without its request).
+    static let usage = ExitCode.validationFailure
+    /// Stopped on purpose and can go on later (a resumable upload stopped after its parts, an
+    /// engine whose worker went away).
+    static let suspended = ExitCode(75)
+
+    /// Stopped by `signal` (SIGINT is Ctrl-C): 128 + its number, as a shell reports it.
+    static func interrupted(by signal: Int32) -> ExitCode { ExitCode(128 + signal) }
+}
+
+/// Runs `body`; a `CodedError` becomes one line `error: <code>: <message>` and exit status 1, or,
+/// when a signal cancelled the work, 128 + the signal's number (130 for Ctrl-C).
 func runReportingErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as any CodedError {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-        throw ExitCode(1)
+        throw exitStatus(reporting: error)
     }
 }
 
@@ -35,7 +52,12 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as any CodedError {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-        throw ExitCode(1)
+        throw exitStatus(reporting: error)
     }
+}
+
+private func exitStatus(reporting error: any CodedError) -> ExitCode {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    if error.codeName == ErrorCode.cancelled.rawValue, let signal = SignalCancellation.received { return ExitStatus.interrupted(by: signal) }
+    return ExitStatus.failure
 }

@@ -41,12 +41,22 @@ final class ProgressDisplay: Sendable {
 /// Turns SIGINT and SIGTERM into cancellation of the running engine (which removes partial output).
 final class SignalCancellation {
     private let sources: [any DispatchSourceSignal]
+    private static let receivedSignal = Atomic<Int32>(0)
+
+    /// The signal that cancelled the work, if one did.
+    static var received: Int32? {
+        let number = receivedSignal.load(ordering: .relaxed)
+        return number == 0 ? nil : number
+    }
 
     init(flag: CancellationFlag) {
         sources = [SIGINT, SIGTERM].map { signalNumber in
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { flag.cancel() }
+            source.setEventHandler {
+                Self.receivedSignal.store(signalNumber, ordering: .relaxed)
+                flag.cancel()
+            }
             source.resume()
             return source
         }

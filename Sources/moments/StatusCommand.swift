@@ -62,7 +62,7 @@ struct StatusCommand: AsyncParsableCommand {
             } else {
                 FileHandle.standardError.write(Data("job \(id) keeps running; follow it with: moments status \(id) --wait\n".utf8))
             }
-            throw ExitCode(130)
+            throw ExitStatus.interrupted(by: SIGINT)
         }
         guard let report = try result.get() else { throw MomentsClientError(kind: .invalidResponse, code: "invalid_response", message: "No status arrived.") }
         switch report.status {
@@ -75,7 +75,7 @@ struct StatusCommand: AsyncParsableCommand {
             print("highlight saved to \(destination.path)")
         case .failed, .cancelled:
             FileHandle.standardError.write(Data("error: \(report.status.rawValue): \(report.message ?? "The job ended without a highlight.")\n".utf8))
-            throw ExitCode(1)
+            throw ExitStatus.failure
         case .pending, .processing:
             throw MomentsClientError(kind: .invalidResponse, code: "invalid_response", message: "The status stream ended before the job did.")
         }

@@ -62,7 +62,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 } catch let error as MomentsClientError where error.code == "suspended" {
                     bar.finish()
                     print("stopped: \(error.message)")
-                    throw ExitCode(75)
+                    throw ExitStatus.suspended
                 }
             } else {
                 accepted = try await client.upload(file: source, targetDuration: duration, quality: quality, codec: codec,
