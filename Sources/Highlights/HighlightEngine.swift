@@ -177,12 +177,13 @@ extension HighlightEngine {
                                                               moves: [EdgeMove], crop: CropPlan?) {
         let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
         let rules = settings.rules
-        // The user's segment choices hold on whichever grid the segments land, to within a frame.
-        let slack = max(0.05, analysis.info.nominalFrameInterval * 1.01)
+        // The user's segment choices hold on whichever grid the segments land, to within a frame
+        // (not a fixed 50 ms: that is two and a half frames at 50 fps).
+        let slack = analysis.info.nominalFrameInterval * 1.01 + 1e-6
         /// The segments on `grid`, or why they cannot be.
         func align(to grid: KeyframeGrid) -> Result<AlignedSelection, Unaligned> {
             let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
-                                                rules: rules, score: { SegmentSelector.meanScore(analysis, $0, $1) })
+                                                rules: rules, slack: slack, score: { SegmentSelector.meanScore(analysis, $0, $1) })
             guard !aligned.segments.isEmpty, rules.admits(aligned.segments, slack: slack) else {
                 return .failure(Unaligned(reason: rules == .standard ? "no shot is long enough to hold a whole GOP"
                                                     : "the chosen segment lengths do not fall on the source's keyframes"))

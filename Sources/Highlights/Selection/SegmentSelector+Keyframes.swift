@@ -25,10 +25,11 @@ extension SegmentSelector {
     /// is added (the best-scoring by `score(start, end)`) and grown from there.
     ///
     /// Under user-chosen `rules`, no step makes a segment longer than `max_segment` or shorter than
-    /// `min_segment` (unless it was already), or adds a segment past `max_segments`; whether the
-    /// result keeps the rules is the caller's to check (`SegmentRules.admits`).
+    /// `min_segment` (unless it was already) by more than `slack` (a frame), or adds a segment past
+    /// `max_segments`; whether the result keeps the rules is the caller's to check
+    /// (`SegmentRules.admits`).
     static func align(_ segments: [Segment], to grid: KeyframeGrid, shots: [Shot], target: Double?,
-                      rules: SegmentRules = .standard, score: (Double, Double) -> Double) -> AlignedSelection {
+                      rules: SegmentRules = .standard, slack: Double = 0.05, score: (Double, Double) -> Double) -> AlignedSelection {
         let duration = grid.streamEnd
         func shot(_ index: Int) -> Shot {
             guard shots.indices.contains(index) else { return Shot(start: 0, end: duration) }
@@ -88,8 +89,8 @@ extension SegmentSelector {
                     let new = range.map(length) ?? 0
                     let miss = abs(target - (total - old + new))
                     guard miss < abs(target - total) - epsilon else { return }
-                    if rules.capsEveryPass, new > old, new > rules.longest + 0.05 { return }
-                    if rules.floorIsPromise, range != nil, new < old, new < rules.shortest - 0.05 { return }
+                    if rules.capsEveryPass, new > old, new > rules.longest + slack { return }
+                    if rules.floorIsPromise, range != nil, new < old, new < rules.shortest - slack { return }
                     if index >= kept.count, kept.count >= rules.count ?? .max { return }
                     // Grow what scores well, shrink what scores badly.
                     let preference = index < kept.count ? (new > old ? 1 : -1) * kept[index].segment.score
