@@ -80,6 +80,11 @@ for overlay in ("dev", "prod"):
                     fail(where, f"emptyDir {volume['name']} needs a sizeLimit")
             if kind == "Deployment" and "/var/lib/moments/work" not in {m["mountPath"] for m in container.get("volumeMounts", [])}:
                 fail(where, "the work folder must be a writable volume (the root filesystem is read-only)")
+    # A Job's pod template cannot change: one with a fixed name makes the next `kubectl apply`
+    # with a new image fail ("field is immutable") until it is deleted. Migrations run at start-up.
+    for (kind, name), o in kinds.items():
+        if kind == "Job" and "generateName" not in o["metadata"]:
+            fail(f"k8s/overlays/{overlay} Job/{name}", "a Job with a fixed name cannot be applied again with a new image")
     worker = kinds[("Deployment", "moments-worker")]["spec"]["template"]["spec"]
     grace = int(config.get("WORKER_SHUTDOWN_GRACE_SECONDS", "25"))
     if worker.get("terminationGracePeriodSeconds", 30) <= grace + 10:
