@@ -122,10 +122,15 @@ extension HighlightEngine {
             let made = try Self.render(analysis, selection.segments, input: input, to: partial, settings: settings, reporter: reporter)
             let (rendered, decision) = (made.result, made.decision)
             try reporter.report(.finishing, 0)
-            let stills = try settings.stills.flatMap {
-                try Self.stills(of: analysis, made.segments, input: input, settings: settings, crop: made.crop, to: $0, reporter: reporter)
+            let stills = try settings.stills.flatMap { paths in
+                paths.poster == nil && paths.thumbnails == nil ? nil
+                    : try Self.stills(of: analysis, made.segments, input: input, settings: settings, crop: made.crop, reporter: reporter)
             }
             let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? NSNumber)?.int64Value ?? 0
+            // The last moment a cancellation undoes the work: from here on the files are saved,
+            // and a cancellation that comes later is too late to take them back.
+            try reporter.cancellation.check()
+            if let stills, let paths = settings.stills { try stills.save(to: paths) }
             do {
                 if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
                 try FileManager.default.moveItem(atPath: partial, toPath: output)
@@ -134,7 +139,7 @@ extension HighlightEngine {
             }
             let finished = clock.now
             let total = (finished - started).inSeconds
-            try reporter.report(.finishing, 1)
+            reporter.finish()
             return HighlightReport(
                 input: analysis.info,
                 settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue,
@@ -149,7 +154,7 @@ extension HighlightEngine {
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
                 analysisRealTimeFactor: analysis.info.duration / max((analyzed - started).inSeconds, 1e-6),
-                decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames, stills: stills,
+                decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames, stills: stills?.report,
                 reframe: made.crop.map { crop in
                     let shown = CropPlan.display(x: 0, y: 0, width: crop.width, height: crop.height, frameWidth: crop.frameWidth,
                                                  frameHeight: crop.frameHeight, rotation: analysis.info.rotation)
@@ -247,12 +252,11 @@ extension HighlightEngine {
 }
 
 extension HighlightEngine {
-    /// Writes the poster and the thumbnail strip of `segments` to `paths`. Stills the source will
-    /// not give (a picture that does not decode) leave the highlight without them (nil) rather than
-    /// failing it; cancellation still stops it, and a file that cannot be written is an `io_error`.
+    /// Makes the poster and the thumbnail strip of `segments`, in memory (`MadeStills.save` writes
+    /// them with the highlight). Stills the source will not give (a picture that does not decode)
+    /// leave the highlight without them (nil) rather than failing it; cancellation still stops it.
     static func stills(of analysis: Analysis, _ segments: [Segment], input: String, settings: HighlightSettings, crop: CropPlan?,
-                       to paths: StillPaths, reporter: ProgressReporter) throws -> HighlightReport.Stills? {
-        guard paths.poster != nil || paths.thumbnails != nil else { return nil }
+                       reporter: ProgressReporter) throws -> MadeStills? {
         let made: Stills.Result
         do {
             made = try Stills(path: input, analysis: analysis, geometry: OutputGeometry(info: analysis.info, quality: settings.quality, crop: crop),
@@ -262,14 +266,23 @@ extension HighlightEngine {
         } catch {
             return nil
         }
-        do {
-            if let path = paths.poster { try made.poster.write(to: URL(fileURLWithPath: path), options: .atomic) }
-            if let path = paths.thumbnails { try made.strip.write(to: URL(fileURLWithPath: path), options: .atomic) }
-        } catch {
-            throw MomentsError(.ioError, "The highlight's poster or thumbnails could not be saved (\(error.localizedDescription)).")
+        return MadeStills(made: made, report: .init(posterTime: made.posterTime, posterWidth: made.posterSize.width,
+                                                    posterHeight: made.posterSize.height, thumbnailTimes: made.thumbnailTimes))
+    }
+
+    /// The poster and thumbnail strip made in memory, saved with the highlight once nothing can cancel it.
+    struct MadeStills {
+        var made: Stills.Result
+        var report: HighlightReport.Stills
+
+        func save(to paths: StillPaths) throws(MomentsError) {
+            do {
+                if let path = paths.poster { try made.poster.write(to: URL(fileURLWithPath: path), options: .atomic) }
+                if let path = paths.thumbnails { try made.strip.write(to: URL(fileURLWithPath: path), options: .atomic) }
+            } catch {
+                throw MomentsError(.ioError, "The highlight's poster or thumbnails could not be saved (\(error.localizedDescription)).")
+            }
         }
-        return .init(posterTime: made.posterTime, posterWidth: made.posterSize.width, posterHeight: made.posterSize.height,
-                     thumbnailTimes: made.thumbnailTimes)
     }
 }
 

@@ -55,6 +55,14 @@ final class ProgressReporter {
     }
 
     /// Reports `fraction` (0…1) of `stage`; throws `cancelled` if the job was cancelled.
+    /// The work is done and saved: the last report, which a cancellation arriving now cannot undo.
+    func finish() {
+        stage = .finishing
+        last = 1
+        lastReport = Date()
+        handler(ProgressUpdate(stage: .finishing, fraction: 1))
+    }
+
     func report(_ stage: Stage, _ fraction: Double) throws {
         try cancellation.check()
         let done = part.lowerBound + (part.upperBound - part.lowerBound) * max(0, min(1, fraction))

@@ -8,7 +8,7 @@ import Testing
 /// signal's number, as `submit` and `status` answer Ctrl-C), the `cancelled` line, and nothing left.
 @Suite("Stopping moments highlight")
 struct InterruptTests {
-    /// Two minutes of small footage: analysis takes seconds, so the signal lands mid-work.
+    /// Two minutes of small footage: several seconds of work for the signal to land in.
     static func source() throws -> String {
         try Fixtures.path("two-minutes.mp4", Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4", frames: 1800))
     }
@@ -30,8 +30,13 @@ struct InterruptTests {
             said.withLock { $0 += text }
         }
         try process.run()
-        let working = try await TestServices.eventually(timeout: .seconds(60)) { said.withLock { $0.contains("Finding scenes") } }
-        #expect(working)
+        // A second of processor time in: its signal handlers are long in place (they come first) and
+        // the work is well under way. (Its first stage line can reach this process seconds late on
+        // a loaded machine, by when the work may be done.)
+        let working = try await TestServices.eventually(timeout: .seconds(60)) {
+            Self.processorTicks(process.processIdentifier) >= 100 || !process.isRunning
+        }
+        #expect(working && process.isRunning, "\(said.withLock { $0 })")
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
         errors.fileHandleForReading.readabilityHandler = nil
@@ -40,5 +45,15 @@ struct InterruptTests {
         #expect(text.contains("error: cancelled: "), "\(text)")
         let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         #expect(left.isEmpty, "left behind: \(left)")
+    }
+
+    /// User and system time of process `pid` so far, in clock ticks (100 a second).
+    static func processorTicks(_ pid: pid_t) -> Int {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        // Fields after the command's name: state is 3rd, utime the 14th, stime the 15th.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
+        return user + system
     }
 }
