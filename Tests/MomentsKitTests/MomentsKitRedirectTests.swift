@@ -89,7 +89,8 @@ struct MomentsKitRedirectTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-idempotent-\(job).mov")
         try Data(repeating: 7, count: 4096).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let up = try await TestServices.eventually(timeout: .seconds(10)) { (try? curl(["http://127.0.0.1:\(port)/"]).status) ?? 0 != 0 }
+        // Long enough for a server starting on a machine busy with the whole suite.
+        let up = try await TestServices.eventually(timeout: .seconds(60)) { (try? curl(["http://127.0.0.1:\(port)/"]).status) ?? 0 != 0 }
         #expect(up)
 
         let accepted = try await client.upload(file: file, targetDuration: 10)
