@@ -20,10 +20,8 @@ struct Moments: AsyncParsableCommand {
     }
 }
 
-/// Every command's exit status (docs/cli.md has the table).
+/// Every command's exit status but success's 0 (docs/cli.md has the table).
 enum ExitStatus {
-    /// It did what was asked.
-    static let success = ExitCode.success
     /// It could not: one line `error: <code>: <message>` says why.
     static let failure = ExitCode(1)
     /// The command line or its input was not what the command takes (ArgumentParser's own, and
