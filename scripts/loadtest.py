@@ -8,7 +8,9 @@ abuse: the hostile requests of issue 14 against a running API, while one well-be
        a job's status and times every answer: multipart floods (a part header with no line break,
        200,000 tiny fields, a second file part, a truncated file part, a huge field), and 1000
        Server-Sent-Events connections held open at once. Each abusive request must end in a 4xx with
-       the error shape (or, for SSE, an open stream or 429); prints one JSON object.
+       the error shape (or, for SSE, an open stream or 429). Then 50 connections pipeline status polls
+       for 20 s and never read an answer (issue 51): the server's RSS meanwhile (MOMENTS_SERVER_PID)
+       must stay within a few MB of before. Prints one JSON object.
 """
 import http.client
 import json
@@ -231,6 +233,65 @@ def flood(base, token, name, boundary, body_chunks, length):
     return {"case": name, "status": status, "code": code, "seconds": round(took, 2), "ok": 400 <= status < 500 and code is not None}
 
 
+def rss_mb(pid):
+    """VmRSS of process `pid` in MB, or None without one."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return None
+
+
+def never_reading(base, connections, seconds, server_pid):
+    """CONNECTIONS connections (each with a 4 KB receive buffer) pipeline status polls with a bad
+    token for SECONDS as fast as the server takes them, and never read an answer. What the server's
+    RSS did meanwhile, how many polls went in, and how many connections it closed."""
+    url = urllib.parse.urlparse(base)
+    poll = (f"GET /api/v1/jobs/{uuid.uuid4()}/status HTTP/1.1\r\nHost: moments\r\n"
+            f"Authorization: Bearer {uuid.uuid4().hex}{uuid.uuid4().hex[:11]}\r\n\r\n").encode()
+    burst = poll * 64
+    sockets = []
+    for _ in range(connections):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((url.hostname, url.port))
+        sock.setblocking(False)
+        sockets.append([sock, 0])  # bytes of the current burst already sent
+    before = rss_mb(server_pid)
+    peak = before
+    sent_bytes, closed = 0, 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and closed < connections:
+        for entry in sockets:
+            sock, offset = entry
+            if sock is None:
+                continue
+            try:
+                n = sock.send(burst[offset:])
+                sent_bytes += n
+                entry[1] = (offset + n) % len(burst)
+            except BlockingIOError:
+                pass
+            except OSError:
+                entry[0] = None
+                closed += 1
+                sock.close()
+        now = rss_mb(server_pid)
+        if now is not None:
+            peak = max(peak, now)
+        time.sleep(0.005)
+    for sock, _ in sockets:
+        if sock is not None:
+            sock.close()
+    growth = None if before is None else round(peak - before, 1)
+    return {"case": f"{connections} connections pipeline polls for {seconds} s and never read",
+            "polls_sent": sent_bytes // len(poll), "poll_bytes": len(poll), "closed_by_server": closed,
+            "server_rss_before_mb": before and round(before), "server_rss_peak_mb": peak and round(peak),
+            "server_rss_growth_mb": growth, "ok": growth is None or growth < 16}
+
+
 def abuse(base, video_path, sse_connections):
     video = open(video_path, "rb").read()
     good = Client(base)
@@ -325,6 +386,9 @@ def abuse(base, video_path, sse_connections):
         sock.close()
     results.append({"case": f"{sse_connections} SSE connections at once", "open": opened, "refused_429": refused,
                     "other": other[:10], "seconds_to_open": round(held_seconds, 1), "ok": not other})
+
+    # 8. Status polls pipelined on 50 connections that never read an answer.
+    results.append(never_reading(base, 50, 20, os.environ.get("MOMENTS_SERVER_PID")))
     stop.set()
     poller.join()
     return {

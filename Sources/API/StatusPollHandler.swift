@@ -80,6 +80,12 @@ struct StatusPollRoute: Sendable {
 
 /// One connection's status polls; `StatusPollRoute` says which requests it answers. It sits after
 /// the HTTP/1 codec and before Hummingbird's connection handlers.
+///
+/// It keeps to the client's pace: while the connection cannot take more output (the client is not
+/// reading), it reads no more requests and answers none of those it holds, so what the node keeps
+/// for a client that never reads is one read's requests and the socket's buffer. A client with
+/// more than `mostHeld` requests parts waiting (pipelined far past what any client needs) is
+/// disconnected.
 final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -100,8 +106,14 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// events (the client's end of input, graceful shutdown's quiesce) and errors (a request that
     /// does not parse), which would otherwise end the connection before the poll's answer is written.
     private var answering = false
-    private var held: [HTTPRequestPart] = []
+    private var held = CircularBuffer<HTTPRequestPart>()
     private var heldRead = false
+    /// Request parts held at most (two a poll, a few hundred bytes each): more than one read of
+    /// pipelined polls may bring, so only a client far past any real one meets it (it is disconnected).
+    static let mostHeld = 256
+    /// Whether what arrives now must wait behind a poll at the database, or behind requests held
+    /// while the client was not reading its answers.
+    private var waiting: Bool { answering || !held.isEmpty }
     private enum Signal {
         case event(Any)
         case error(any Error)
@@ -113,7 +125,12 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
-        if answering {
+        if waiting {
+            guard held.count < Self.mostHeld else {
+                held.removeAll()
+                context.close(promise: nil)
+                return
+            }
             held.append(part)
             return
         }
@@ -194,13 +211,18 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         answering = false
-        // What arrived meanwhile, in order, until a poll waits again.
+        resume(context: context)
+    }
+
+    /// Goes on with what arrived meanwhile, in order, until a poll waits again or the client stops
+    /// taking answers; then with the events and the read held behind it.
+    private func resume(context: ChannelHandlerContext) {
         var routedAny = false
-        while !answering, !held.isEmpty {
-            routedAny = read(held.removeFirst(), context: context) || routedAny
+        while !answering, context.channel.isWritable, let part = held.popFirst() {
+            routedAny = read(part, context: context) || routedAny
         }
         if routedAny { context.fireChannelReadComplete() }
-        guard !answering else { return }
+        guard !waiting else { return }
         let signals = heldSignals
         heldSignals.removeAll()
         for signal in signals {
@@ -209,10 +231,15 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .error(let error): context.fireErrorCaught(error)
             }
         }
-        if heldRead {
+        if heldRead, context.channel.isWritable {
             heldRead = false
             context.read()
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, !answering { resume(context: context) }
+        context.fireChannelWritabilityChanged()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -221,7 +248,7 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if answering {
+        if waiting || !context.channel.isWritable {
             heldRead = true
         } else {
             context.read()
@@ -231,7 +258,7 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Hummingbird ends a connection when its input ends, and graceful shutdown closes it once the
     /// requests Hummingbird knows of are answered: while a poll is at the database, both wait.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if answering {
+        if waiting {
             heldSignals.append(.event(event))
         } else {
             context.fireUserInboundEventTriggered(event)
@@ -239,7 +266,7 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if answering {
+        if waiting {
             heldSignals.append(.error(error))
         } else {
             context.fireErrorCaught(error)
