@@ -24,8 +24,8 @@ public struct MonthlyUsage: Sendable, Equatable {
 extension JobStore {
     /// Records a new device with the SHA-256 (hex) of its token.
     public func registerDevice(id: UUID = UUID(), tokenSHA256: String, name: String?) async throws(JobStoreError) -> Device {
-        let row = try await database("register the device") { client, logger in
-            let rows = try await client.query("""
+        let row = try await database("register the device") { connection, logger in
+            let rows = try await connection.query("""
                 INSERT INTO devices (id, token_sha256, name) VALUES (\(id), \(tokenSHA256), \(name))
                 RETURNING id, name, plan, created_at
                 """, logger: logger)
@@ -38,8 +38,8 @@ extension JobStore {
 
     /// The device holding the token with this SHA-256 (hex), unless it was revoked.
     public func device(tokenSHA256: String) async throws(JobStoreError) -> Device? {
-        try await database("look up the device") { client, logger in
-            let rows = try await client.query("""
+        try await database("look up the device") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT id, name, plan, created_at FROM devices WHERE token_sha256 = \(tokenSHA256) AND revoked_at IS NULL
                 """, logger: logger)
             for try await (id, name, plan, created) in rows.decode((UUID, String?, String, Date).self) {
@@ -52,10 +52,8 @@ extension JobStore {
     /// The owner's highlights this calendar month (UTC): every job created since the month began
     /// except failed and cancelled ones.
     public func monthlyUsage(owner: String) async throws(JobStoreError) -> MonthlyUsage {
-        try await database("count this month's highlights") { client, logger in
-            try await client.withConnection { connection in
-                try await Self.monthlyUsage(owner: owner, on: connection, logger: logger)
-            }
+        try await database("count this month's highlights") { connection, logger in
+            try await Self.monthlyUsage(owner: owner, on: connection, logger: logger)
         }
     }
 

@@ -22,8 +22,8 @@ extension JobStore {
     /// cleared, it gets `attempts` more attempts, and the change is recorded in `job_events`. The
     /// caller queues it in Redis afterwards (or the reconciler does).
     public func requeue(_ id: UUID, attempts: Int = 3, detail: String = "retried by an operator") async throws(JobStoreError) -> RequeueOutcome {
-        let outcome = try await database("re-queue the job") { client, logger -> RequeueOutcome in
-            let rows = try await client.query("""
+        let outcome = try await database("re-queue the job") { connection, logger -> RequeueOutcome in
+            let rows = try await connection.query("""
                 WITH old AS (SELECT id, status, attempt FROM jobs WHERE id = \(id) FOR UPDATE),
                 t AS (
                     UPDATE jobs j SET status = 'pending', run_after = now(), max_attempts = j.attempt + \(attempts),
@@ -61,8 +61,8 @@ extension JobStore {
     /// CASCADE). Answers the keys of the objects it had, for the caller to delete from storage
     /// (any it cannot are orphans that the retention sweep deletes a day later).
     public func deleteJob(_ id: UUID) async throws(JobStoreError) -> DeleteOutcome {
-        try await database("delete the job") { client, logger -> DeleteOutcome in
-            let rows = try await client.query("""
+        try await database("delete the job") { connection, logger -> DeleteOutcome in
+            let rows = try await connection.query("""
                 WITH old AS (SELECT id, status FROM jobs WHERE id = \(id)),
                 d AS (DELETE FROM jobs j USING old WHERE j.id = old.id AND old.status IN ('completed', 'failed', 'cancelled')
                       RETURNING j.source_key, j.result_key)

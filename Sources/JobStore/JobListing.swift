@@ -95,8 +95,8 @@ extension JobStore {
     /// keeps page 1,000 as cheap as page 1 (`scripts/bench-console` measures it on a million rows).
     public func listJobs(_ filter: JobFilter, after cursor: JobCursor? = nil, limit: Int = 50) async throws(JobStoreError) -> JobPage {
         let limit = min(max(limit, 1), 500)
-        return try await database("list jobs") { client, logger in
-            try await Self.page(of: client.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: false), logger: logger),
+        return try await database("list jobs") { connection, logger in
+            try await Self.page(of: connection.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: false), logger: logger),
                                 limit: limit)
         }
     }
@@ -108,10 +108,10 @@ extension JobStore {
                         limit: Int = 20) async throws(JobStoreError) -> JobPage {
         let limit = min(max(limit, 1), 100)
         let statuses = statuses.isEmpty ? nil : statuses.map(\.rawValue)
-        return try await database("list the owner's jobs") { client, logger in
+        return try await database("list the owner's jobs") { connection, logger in
             // Not `owner IS NOT DISTINCT FROM`, which no index serves: with its values bound, the
             // planner folds this to `owner = '…'` or to `owner IS NULL`, as the console's filters fold.
-            try await Self.page(of: client.query("""
+            try await Self.page(of: connection.query("""
                 SELECT \(unescaped: Self.columns) FROM jobs
                 WHERE (owner = \(owner) OR (\(owner)::text IS NULL AND owner IS NULL))
                   AND (\(statuses)::text[] IS NULL OR status = ANY(\(statuses)))
@@ -132,8 +132,8 @@ extension JobStore {
 
     /// PostgreSQL's `EXPLAIN (ANALYZE, BUFFERS)` of exactly the statement `listJobs` sends.
     public func explainListJobs(_ filter: JobFilter, after cursor: JobCursor? = nil, limit: Int = 50) async throws(JobStoreError) -> String {
-        try await database("explain the job list", timeout: .seconds(60)) { client, logger in
-            let rows = try await client.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: true), logger: logger)
+        try await database("explain the job list", timeout: .seconds(60)) { connection, logger in
+            let rows = try await connection.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: true), logger: logger)
             var lines: [String] = []
             for try await line in rows.decode(String.self) { lines.append(line) }
             return lines.joined(separator: "\n")
@@ -142,8 +142,8 @@ extension JobStore {
 
     /// How many jobs match (a bulk action's confirmation says it before anything happens).
     public func countJobs(_ filter: JobFilter) async throws(JobStoreError) -> Int {
-        try await database("count jobs", timeout: .seconds(30)) { client, logger in
-            let rows = try await client.query("""
+        try await database("count jobs", timeout: .seconds(30)) { connection, logger in
+            let rows = try await connection.query("""
                 SELECT count(*)::int FROM jobs WHERE \(filter: filter)
                 """, logger: logger)
             for try await count in rows.decode(Int.self) { return count }

@@ -12,8 +12,8 @@ extension JobStore {
     /// One page, in id order after `after`: page on with the last id until a page comes back short.
     public func pendingJobs(quietFor: Duration, after: UUID? = nil, limit: Int = 1000) async throws(JobStoreError)
         -> [(id: UUID, runAfter: Date)] {
-        try await database("list pending jobs") { client, logger in
-            let rows = try await client.query("""
+        try await database("list pending jobs") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT id, run_after FROM jobs
                 WHERE status = 'pending' AND updated_at <= now() - make_interval(secs => \(quietFor.inSeconds))
                   AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
@@ -28,8 +28,8 @@ extension JobStore {
     /// Processing jobs whose lease has lapsed: their worker died or lost touch.
     /// One page, in id order after `after`, as `pendingJobs`.
     public func lapsedLeases(after: UUID? = nil, limit: Int = 1000) async throws(JobStoreError) -> [(id: UUID, attempt: Int, maxAttempts: Int)] {
-        try await database("list lapsed leases") { client, logger in
-            let rows = try await client.query("""
+        try await database("list lapsed leases") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT id, attempt, max_attempts FROM jobs
                 WHERE status = 'processing' AND lease_expires_at <= now()
                   AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
@@ -61,9 +61,9 @@ extension JobStore {
 
     /// How many jobs are in each status.
     public func countsByStatus() async throws(JobStoreError) -> [JobStatus: Int] {
-        try await database("count jobs") { client, logger in
+        try await database("count jobs") { connection, logger in
             var counts = Dictionary(uniqueKeysWithValues: JobStatus.allCases.map { ($0, 0) })
-            let rows = try await client.query("SELECT status, count(*) FROM jobs GROUP BY status", logger: logger)
+            let rows = try await connection.query("SELECT status, count(*) FROM jobs GROUP BY status", logger: logger)
             for try await (status, count) in rows.decode((String, Int).self) {
                 if let status = JobStatus(rawValue: status) { counts[status] = count }
             }
@@ -87,8 +87,8 @@ extension JobStore {
     /// processing time (start of the first attempt to the end), median real-time factor.
     public func recentProcessing(within window: Duration) async throws(JobStoreError)
         -> (completed: Int, p50Seconds: Double, p95Seconds: Double, medianRealTimeFactor: Double) {
-        try await database("summarize recent jobs") { client, logger in
-            let rows = try await client.query("""
+        try await database("summarize recent jobs") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT count(*)::int,
                        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),
                        coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),
@@ -109,7 +109,7 @@ extension JobStore {
     public func isReachable(timeout: Duration = .seconds(3)) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                (try? await database("answer") { client, logger in try await client.query("SELECT 1", logger: logger).hasRows() }) == true
+                (try? await database("answer") { connection, logger in try await connection.query("SELECT 1", logger: logger).hasRows() }) == true
             }
             group.addTask {
                 try? await Task.sleep(for: timeout)

@@ -11,8 +11,8 @@ extension JobStore {
     /// whose lease has lapsed (its worker died). Starts a new attempt with a lease of `lease`.
     public func claim(_ id: UUID, worker: String, lease: Duration) async throws(JobStoreError) -> ClaimResult {
         let seconds = lease.inSeconds
-        let outcome = try await database("claim the job") { client, logger in
-            let rows = try await client.query("""
+        let outcome = try await database("claim the job") { connection, logger in
+            let rows = try await connection.query("""
                 WITH old AS (
                     SELECT id, status, attempt, max_attempts, run_after, lease_owner, lease_expires_at
                     FROM jobs WHERE id = \(id) FOR UPDATE),
@@ -65,8 +65,8 @@ extension JobStore {
     /// Fails a job that has no attempts left (its last worker's lease lapsed) with `exhausted_retries`.
     func exhaust(_ id: UUID, attempt: Int, expectedStatus: JobStatus, grace: Duration = .zero) async throws(JobStoreError) -> ClaimResult {
         let message = "This video could not be processed after \(attempt) attempts. Please try again later."
-        let done = try await database("fail the job") { client, logger in
-            let rows = try await client.query("""
+        let done = try await database("fail the job") { connection, logger in
+            let rows = try await connection.query("""
                 WITH t AS (
                     UPDATE jobs SET status = 'failed', error_code = 'exhausted_retries', error_message = \(message),
                         message = \(message), lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()
@@ -87,23 +87,26 @@ extension JobStore {
         return .heldByAnother(worker: record.leaseOwner ?? "?", until: record.leaseExpiresAt ?? .distantPast)
     }
 
-    /// Extends the lease by `duration` from now.
-    public func heartbeat(_ lease: JobLease, extendBy duration: Duration) async throws(JobStoreError) -> LeaseState {
-        let held = try await database("renew the lease") { client, logger in
-            try await client.query("""
+    /// Extends the lease by `duration` from now, giving up (`unavailable`) after `timeout`: a
+    /// worker renews within what is left of its lease, so that a silent database cannot keep it
+    /// working on a job another worker may take over meanwhile.
+    public func heartbeat(_ lease: JobLease, extendBy duration: Duration, timeout: Duration = .seconds(10)) async throws(JobStoreError) -> LeaseState {
+        let end = ContinuousClock.now + timeout
+        let held = try await database("renew the lease", timeout: timeout) { connection, logger in
+            try await connection.query("""
                 UPDATE jobs SET lease_expires_at = now() + make_interval(secs => \(duration.inSeconds)), updated_at = now()
                 WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt) AND lease_owner = \(lease.worker)
                 RETURNING 1
                 """, logger: logger).hasRows()
         }
-        return held ? .held : try await leaseState(lease)
+        return held ? .held : try await leaseState(lease, timeout: max(end - .now, .milliseconds(100)))
     }
 
     /// Records progress (it never goes down within an attempt) and the stage with its human message.
     public func progress(_ lease: JobLease, percent: Int, stage: String, message: String) async throws(JobStoreError) -> LeaseState {
         let percent = min(max(percent, 0), 100)
-        let held = try await database("record progress") { client, logger in
-            try await client.query("""
+        let held = try await database("record progress") { connection, logger in
+            try await connection.query("""
                 UPDATE jobs SET progress = GREATEST(progress, \(percent)), stage = \(stage), message = \(message), updated_at = now()
                 WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt) AND lease_owner = \(lease.worker)
                 RETURNING 1
@@ -113,9 +116,9 @@ extension JobStore {
     }
 
     /// Whether `lease` still holds its job; a cheap read for the cancellation check.
-    public func leaseState(_ lease: JobLease) async throws(JobStoreError) -> LeaseState {
-        try await database("read the lease") { client, logger in
-            let rows = try await client.query("SELECT status, attempt, lease_owner FROM jobs WHERE id = \(lease.jobID)", logger: logger)
+    public func leaseState(_ lease: JobLease, timeout: Duration = .seconds(10)) async throws(JobStoreError) -> LeaseState {
+        try await database("read the lease", timeout: timeout) { connection, logger in
+            let rows = try await connection.query("SELECT status, attempt, lease_owner FROM jobs WHERE id = \(lease.jobID)", logger: logger)
             for try await (status, attempt, owner) in rows.decode((String, Int, String?).self) {
                 if status == JobStatus.processing.rawValue, attempt == lease.attempt, owner == lease.worker { return LeaseState.held }
                 if status == JobStatus.cancelled.rawValue, attempt == lease.attempt { return .cancelled }
@@ -130,8 +133,8 @@ extension JobStore {
     /// cancelled): then nothing changed.
     public func complete(_ lease: JobLease, result: JobResult, message: String = "Your highlight is ready") async throws(JobStoreError) -> Bool {
         let segments = result.segments.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
-        return try await database("complete the job") { client, logger in
-            try await client.query("""
+        return try await database("complete the job") { connection, logger in
+            try await connection.query("""
                 WITH t AS (
                     UPDATE jobs SET status = 'completed', progress = 100, stage = 'done', message = \(message),
                         result_key = \(result.resultKey), result_size = \(result.resultSize),
@@ -160,8 +163,8 @@ extension JobStore {
     public func fail(_ lease: JobLease, code: String, message: String, retryable: Bool, retryDelay: Duration,
                      diagnostics: String? = nil, finalMessage: String? = nil) async throws(JobStoreError) -> FailOutcome {
         let delay = retryDelay.inSeconds
-        let row = try await database("record the failure") { client, logger in
-            let rows = try await client.query("""
+        let row = try await database("record the failure") { connection, logger in
+            let rows = try await connection.query("""
                 WITH d AS (
                     SELECT id, (\(retryable) AND attempt < max_attempts) AS retry, attempt, max_attempts
                     FROM jobs WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt)
@@ -199,8 +202,8 @@ extension JobStore {
     /// Gives the job back at shutdown so another worker can start it at once. The attempt is not
     /// counted against the job (its `max_attempts` grows by one, visible in `job_events`).
     public func release(_ lease: JobLease) async throws(JobStoreError) -> Bool {
-        try await database("give the job back") { client, logger in
-            try await client.query("""
+        try await database("give the job back") { connection, logger in
+            try await connection.query("""
                 WITH t AS (
                     UPDATE jobs SET status = 'pending', run_after = now(), max_attempts = max_attempts + 1, progress = 0,
                         stage = 'queued', message = 'Waiting for a worker', lease_owner = NULL, lease_expires_at = NULL,
@@ -219,8 +222,8 @@ extension JobStore {
     /// Cancels a pending or processing job. A pending job never starts; a running one is told
     /// through `leaseState`, `heartbeat` and `progress`, which answer `.cancelled` from now on.
     public func cancel(_ id: UUID, owner: String? = nil, detail: String = "cancelled on request") async throws(JobStoreError) -> CancelOutcome {
-        let row = try await database("cancel the job") { client, logger in
-            let rows = try await client.query("""
+        let row = try await database("cancel the job") { connection, logger in
+            let rows = try await connection.query("""
                 WITH old AS (
                     SELECT id, status, attempt, lease_owner FROM jobs
                     WHERE id = \(id) AND (\(owner)::text IS NULL OR owner = \(owner)) FOR UPDATE),

@@ -54,8 +54,8 @@ public struct JobStore: Sendable {
     /// cannot both take the last one. Failed and cancelled jobs do not count, and neither does a job
     /// whose id exists already (the same submission again).
     public func create(_ job: NewJob, monthlyLimit: Int?) async throws(JobStoreError) -> CreateOutcome {
-        let inserted = try await database("create the job") { client, logger -> CreateOutcome? in
-            try await client.withTransaction(logger: logger) { connection in
+        let inserted = try await database("create the job") { connection, logger -> CreateOutcome? in
+            try await connection.withTransaction(logger: logger) { connection in
                 if let owner = job.owner, let limit = monthlyLimit {
                     let lock = Int64(bitPattern: Self.fnv1a("moments-quota:\(owner)"))
                     try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
@@ -94,8 +94,8 @@ public struct JobStore: Sendable {
     }
 
     public func job(_ id: UUID) async throws(JobStoreError) -> JobRecord? {
-        try await database("read the job") { client, logger in
-            let rows = try await client.query("SELECT \(unescaped: Self.columns) FROM jobs WHERE id = \(id)", logger: logger)
+        try await database("read the job") { connection, logger in
+            let rows = try await connection.query("SELECT \(unescaped: Self.columns) FROM jobs WHERE id = \(id)", logger: logger)
             for try await row in rows { return try Self.record(row) }
             return nil
         }
@@ -103,8 +103,8 @@ public struct JobStore: Sendable {
 
     /// The job's status changes, oldest first.
     public func events(_ id: UUID) async throws(JobStoreError) -> [JobEvent] {
-        try await database("read the job's history") { client, logger in
-            let rows = try await client.query("""
+        try await database("read the job's history") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT at, from_status, to_status, attempt, worker, detail, diagnostics FROM job_events WHERE job_id = \(id) ORDER BY id
                 """, logger: logger)
             var events: [JobEvent] = []
@@ -176,24 +176,34 @@ public struct JobStore: Sendable {
             sourceMedia: try r["source_media"].decode(String?.self).flatMap { try? JSONDecoder().decode(SourceMedia.self, from: Data($0.utf8)) })
     }
 
-    /// Runs database work, turning any failure into a `JobStoreError` whose message says what could
-    /// not be done; the full error (SQL state, server message) goes to the log only.
+    /// Runs database work on a connection of the pool, turning any failure into a `JobStoreError`
+    /// whose message says what could not be done; the full error (SQL state, server message) goes
+    /// to the log only.
     ///
-    /// A call gets `timeout` (10 s) to finish: while PostgreSQL is down the pool keeps requests
-    /// waiting for a connection, and a request to the API must end in a 503, not hang with them.
-    /// The work runs as a task of its own that an event loop's timer cancels when the time is up
-    /// (one task and one timer per call).
+    /// A call gets `timeout` (10 s) to finish, and then it ends: while PostgreSQL is down the pool
+    /// keeps requests waiting for a connection, and when it goes silent (a frozen machine, a
+    /// failover that black-holes the old primary) a statement already sent is never answered, and
+    /// PostgresNIO does not give it up when its task is cancelled. So when the time is up the
+    /// waiting task is cancelled and the connection the work holds is closed, which fails its
+    /// statement at once and gives the pool room for a new connection; the caller gets
+    /// `unavailable` (503 `service_unavailable` from the API). One task and one timer per call.
     func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10),
-                               _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
+                               _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
         try await Self.database(what, timeout: timeout, client: client, logger: logger, body)
     }
 
     static func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
-                                      _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(JobStoreError) -> T {
-        let work = Task { try await body(client, logger) }
-        let expired = Expiry()
+                                      _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
+        let deadline = Deadline()
+        let work = Task {
+            try await client.withConnection { connection in
+                try deadline.hold(connection)
+                defer { deadline.release() }
+                return try await body(connection, logger)
+            }
+        }
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: TimeAmount(timeout)) {
-            expired.expire()
+            deadline.expire()
             work.cancel()
         }
         do {
@@ -202,7 +212,7 @@ public struct JobStore: Sendable {
             return value
         } catch {
             timer.cancel()
-            if expired.happened { throw timedOut(what, logger: logger) }
+            if deadline.expired { throw timedOut(what, logger: logger) }
             if let error = error as? JobStoreError { throw error }
             if error is CancellationError { throw cancelled(what) }
             throw failed(what, error, logger: logger)
@@ -231,11 +241,33 @@ public struct JobStore: Sendable {
     }
 }
 
-/// Whether a database call ran out of time (set by its timer, read once the call ended).
-private final class Expiry: Sendable {
-    private let flag = Atomic(false)
-    func expire() { flag.store(true, ordering: .releasing) }
-    var happened: Bool { flag.load(ordering: .acquiring) }
+/// A database call's time limit: whether it ran out (set by its timer, read once the call ended),
+/// and the connection its work holds meanwhile, which running out closes.
+private final class Deadline: Sendable {
+    private let state = Mutex<(expired: Bool, connection: PostgresConnection?)>((false, nil))
+
+    /// The work's connection, closed when the time is up; throws if it is up already.
+    func hold(_ connection: PostgresConnection) throws {
+        let expired = state.withLock { state in
+            if !state.expired { state.connection = connection }
+            return state.expired
+        }
+        if expired { throw CancellationError() }
+    }
+
+    func release() { state.withLock { $0.connection = nil } }
+
+    func expire() {
+        let connection = state.withLock { state in
+            state.expired = true
+            defer { state.connection = nil }
+            return state.connection
+        }
+        // Closing fails the statement on it at once, silent server or not; the pool drops the connection.
+        if let connection { _ = connection.close() as EventLoopFuture<Void> }
+    }
+
+    var expired: Bool { state.withLock { $0.expired } }
 }
 
 extension PostgresRowSequence {

@@ -330,8 +330,8 @@ extension JobStore {
     /// lock: concurrent callers wait, then find nothing left to do. Returns the versions applied now.
     @discardableResult
     public func migrate() async throws(JobStoreError) -> [Int] {
-        try await database("migrate", timeout: .seconds(120)) { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
+        try await database("migrate", timeout: .seconds(120)) { connection, logger in
+            try await connection.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Migrations.advisoryLockKey))", logger: logger)
                 try await connection.query("""
                     CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -362,9 +362,9 @@ extension JobStore {
 
     /// The versions recorded in `schema_migrations`, ascending.
     public func appliedMigrations() async throws(JobStoreError) -> [Int] {
-        try await database("read migrations") { client, logger in
+        try await database("read migrations") { connection, logger in
             var versions: [Int] = []
-            let rows = try await client.query("SELECT version FROM schema_migrations ORDER BY version", logger: logger)
+            let rows = try await connection.query("SELECT version FROM schema_migrations ORDER BY version", logger: logger)
             for try await version in rows.decode(Int.self) { versions.append(version) }
             return versions
         }

@@ -9,8 +9,8 @@ extension JobStore {
     /// Finished jobs (completed, failed or cancelled) that ended before `cutoff` and still have
     /// objects in storage, oldest first.
     public func jobsWithObjects(finishedBefore cutoff: Date, limit: Int = 100) async throws(JobStoreError) -> [JobRecord] {
-        try await database("find jobs whose objects expire") { client, logger in
-            let rows = try await client.query("""
+        try await database("find jobs whose objects expire") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT \(unescaped: Self.columns) FROM jobs
                 WHERE completed_at < \(cutoff) AND result_expired_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
                 ORDER BY completed_at LIMIT \(limit)
@@ -25,8 +25,8 @@ extension JobStore {
     /// gone or was already marked.
     @discardableResult
     public func markObjectsExpired(_ id: UUID) async throws(JobStoreError) -> Bool {
-        try await database("record expired objects") { client, logger in
-            try await client.query("""
+        try await database("record expired objects") { connection, logger in
+            try await connection.query("""
                 UPDATE jobs SET result_expired_at = now(), source_deleted_at = coalesce(source_deleted_at, now())
                 WHERE id = \(id) AND result_expired_at IS NULL RETURNING 1
                 """, logger: logger).hasRows()
@@ -36,8 +36,8 @@ extension JobStore {
     /// Records that the job's source was deleted from storage after its highlight was stored.
     @discardableResult
     public func markSourceDeleted(_ id: UUID) async throws(JobStoreError) -> Bool {
-        try await database("record the deleted source") { client, logger in
-            try await client.query("""
+        try await database("record the deleted source") { connection, logger in
+            try await connection.query("""
                 UPDATE jobs SET source_deleted_at = now() WHERE id = \(id) AND source_deleted_at IS NULL RETURNING 1
                 """, logger: logger).hasRows()
         }
@@ -46,8 +46,8 @@ extension JobStore {
     /// Deletes up to `limit` rows of jobs that ended before `cutoff` and whose objects are already
     /// gone, with their events and webhook deliveries. Returns how many were deleted.
     public func deleteExpiredJobs(finishedBefore cutoff: Date, limit: Int = 500) async throws(JobStoreError) -> Int {
-        try await database("delete expired jobs") { client, logger in
-            let rows = try await client.query("""
+        try await database("delete expired jobs") { connection, logger in
+            let rows = try await connection.query("""
                 DELETE FROM jobs WHERE id IN (
                     SELECT id FROM jobs
                     WHERE completed_at < \(cutoff) AND result_expired_at IS NOT NULL AND status IN ('completed', 'failed', 'cancelled')
@@ -63,8 +63,8 @@ extension JobStore {
     /// The source, result, poster and thumbnail keys of the jobs `ids` that still exist (what storage may keep).
     public func objectKeys(ofJobs ids: [UUID]) async throws(JobStoreError) -> Set<String> {
         guard !ids.isEmpty else { return [] }
-        return try await database("read the jobs' object keys") { client, logger in
-            let rows = try await client.query(
+        return try await database("read the jobs' object keys") { connection, logger in
+            let rows = try await connection.query(
                 "SELECT source_key, result_key, poster_key, thumbnails_key FROM jobs WHERE id = ANY(\(ids))", logger: logger)
             var keys = Set<String>()
             for try await (source, result, poster, thumbnails) in rows.decode((String, String?, String?, String?).self) {

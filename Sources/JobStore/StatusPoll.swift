@@ -64,8 +64,8 @@ extension JobStore {
     /// one statement (`StatusPolls`): each is answered by a read that began after it arrived.
     public func pollStatus(job id: UUID, tokenSHA256: String?) async throws(JobStoreError) -> PolledJob {
         guard let tokenSHA256 else {
-            return try await database("read the job") { client, logger in
-                for try await row in try await client.execute(AnonymousPoll(job: id), logger: logger) {
+            return try await database("read the job") { connection, logger in
+                for try await row in try await connection.execute(AnonymousPoll(job: id), logger: logger) {
                     return row.map(PolledJob.found) ?? .notFound
                 }
                 return .notFound
@@ -85,10 +85,10 @@ extension JobStore {
     /// polls from outside the event loops).
     static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient,
                              logger: Logger) async throws(JobStoreError) -> [PolledJob] {
-        try await database("read the jobs", client: client, logger: logger) { client, logger in
+        try await database("read the jobs", client: client, logger: logger) { connection, logger in
             var answers = [PolledJob](repeating: .unknownToken, count: polls.count)
             let statement = DevicePolls(jobs: polls.map(\.job), tokens: polls.map(\.tokenSHA256))
-            for try await (index, answer) in try await client.execute(statement, logger: logger) where answers.indices.contains(index) {
+            for try await (index, answer) in try await connection.execute(statement, logger: logger) where answers.indices.contains(index) {
                 answers[index] = answer
             }
             return answers

@@ -25,8 +25,8 @@ extension JobStore {
     /// sender that dies mid-request leaves them to be tried again then. Several senders never take
     /// the same row (`SKIP LOCKED`).
     public func takeDueWebhooks(limit: Int, lease: Duration) async throws(JobStoreError) -> [WebhookDelivery] {
-        try await database("take due webhooks") { client, logger in
-            let rows = try await client.query("""
+        try await database("take due webhooks") { connection, logger in
+            let rows = try await connection.query("""
                 WITH due AS (
                     SELECT id FROM webhook_deliveries
                     WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
@@ -46,20 +46,20 @@ extension JobStore {
 
     /// Records how an attempt went.
     public func recordWebhookAttempt(_ delivery: WebhookDelivery, _ outcome: WebhookAttemptOutcome) async throws(JobStoreError) {
-        try await database("record the webhook attempt") { client, logger -> Void in
+        try await database("record the webhook attempt") { connection, logger -> Void in
             switch outcome {
             case .delivered(let status):
-                try await client.query("""
+                try await connection.query("""
                     UPDATE webhook_deliveries SET delivered_at = now(), last_status = \(status), last_error = NULL
                     WHERE id = \(delivery.id)
                     """, logger: logger)
             case .failed(let status, let error, let retryAt?):
-                try await client.query("""
+                try await connection.query("""
                     UPDATE webhook_deliveries SET next_attempt_at = \(retryAt), last_status = \(status), last_error = \(error)
                     WHERE id = \(delivery.id)
                     """, logger: logger)
             case .failed(let status, let error, nil):
-                try await client.query("""
+                try await connection.query("""
                     UPDATE webhook_deliveries SET gave_up_at = now(), last_status = \(status), last_error = \(error)
                     WHERE id = \(delivery.id)
                     """, logger: logger)
@@ -69,8 +69,8 @@ extension JobStore {
 
     /// Every delivery of a job's webhooks, oldest first.
     public func webhookDeliveries(job: UUID) async throws(JobStoreError) -> [WebhookDeliveryRecord] {
-        try await database("read the job's webhooks") { client, logger in
-            let rows = try await client.query("""
+        try await database("read the job's webhooks") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT \(unescaped: Self.deliveryColumns) FROM webhook_deliveries WHERE job_id = \(job) ORDER BY id
                 """, logger: logger)
             var list: [WebhookDeliveryRecord] = []
@@ -83,8 +83,8 @@ extension JobStore {
     /// that names the one it repeats (which stays as it was, for the record). Nil when there is no
     /// delivery `id`.
     public func redeliverWebhook(_ id: Int64) async throws(JobStoreError) -> WebhookDeliveryRecord? {
-        try await database("redeliver the webhook") { client, logger in
-            let rows = try await client.query("""
+        try await database("redeliver the webhook") { connection, logger in
+            let rows = try await connection.query("""
                 INSERT INTO webhook_deliveries (job_id, url, event, redelivery_of)
                 SELECT job_id, url, event, id FROM webhook_deliveries WHERE id = \(id)
                 RETURNING \(unescaped: Self.deliveryColumns)

@@ -50,21 +50,21 @@ extension JobStore {
     /// Registers the worker (again, after a database outage: the row is upserted) and forgets
     /// workers that have not been heard of for a week.
     public func registerWorker(_ worker: WorkerIdentity) async throws(JobStoreError) {
-        try await database("register the worker") { client, logger in
-            try await client.query("""
+        try await database("register the worker") { connection, logger in
+            try await connection.query("""
                 INSERT INTO workers (id, host, pid, version, concurrency) VALUES
                     (\(worker.id), \(worker.host), \(worker.pid), \(worker.version), \(worker.concurrency))
                 ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = now(), stopped_at = NULL
                 """, logger: logger)
-            try await client.query("DELETE FROM workers WHERE last_heartbeat_at < now() - interval '7 days'", logger: logger)
+            try await connection.query("DELETE FROM workers WHERE last_heartbeat_at < now() - interval '7 days'", logger: logger)
         }
     }
 
     /// The worker is alive, running `running` jobs, and has finished `finished` since it started.
     /// False when the registry does not know it (register again).
     public func workerHeartbeat(_ id: String, running: Int, finished: Int64) async throws(JobStoreError) -> Bool {
-        try await database("record the worker's heartbeat") { client, logger in
-            try await client.query("""
+        try await database("record the worker's heartbeat") { connection, logger in
+            try await connection.query("""
                 UPDATE workers SET last_heartbeat_at = now(), running = \(running), jobs_finished = \(finished), stopped_at = NULL
                 WHERE id = \(id) RETURNING 1
                 """, logger: logger).hasRows()
@@ -73,8 +73,8 @@ extension JobStore {
 
     /// The worker stopped cleanly.
     public func workerStopped(_ id: String, finished: Int64) async throws(JobStoreError) {
-        try await database("record the worker's stop") { client, logger -> Void in
-            try await client.query("""
+        try await database("record the worker's stop") { connection, logger -> Void in
+            try await connection.query("""
                 UPDATE workers SET stopped_at = now(), last_heartbeat_at = now(), running = 0, jobs_finished = \(finished) WHERE id = \(id)
                 """, logger: logger)
         }
@@ -83,8 +83,8 @@ extension JobStore {
     /// Every worker heard of within `within` (a day): live ones first, then the most recent.
     public func workers(within: Duration = .seconds(86_400)) async throws(JobStoreError) -> [WorkerRecord] {
         let window = Self.workerLivenessWindow.inSeconds
-        return try await database("list workers") { client, logger in
-            let rows = try await client.query("""
+        return try await database("list workers") { connection, logger in
+            let rows = try await connection.query("""
                 SELECT w.id, w.host, w.pid, w.version, w.concurrency, w.started_at, w.last_heartbeat_at, w.stopped_at, w.running,
                        w.jobs_finished, coalesce(array_agg(j.id::text ORDER BY j.started_at) FILTER (WHERE j.id IS NOT NULL), '{}'),
                        (w.stopped_at IS NULL AND w.last_heartbeat_at > now() - make_interval(secs => \(window))) AS alive

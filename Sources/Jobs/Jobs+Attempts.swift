@@ -58,12 +58,14 @@ extension Jobs {
     }
 
     /// Renews the lease: the queue's first, then PostgreSQL's, so PostgreSQL's never lapses
-    /// before the queue's. Answers whether the attempt still holds the job.
-    public func renew(_ lease: JobLease, delivery: Delivery, consumer: String, extendBy: Duration, logger: Logger) async throws(JobStoreError) -> LeaseState {
+    /// before the queue's. Answers whether the attempt still holds the job; PostgreSQL's renewal
+    /// gives up (`unavailable`) after `timeout`.
+    public func renew(_ lease: JobLease, delivery: Delivery, consumer: String, extendBy: Duration, timeout: Duration,
+                      logger: Logger) async throws(JobStoreError) -> LeaseState {
         if (try? await queue.heartbeat(delivery, consumer: consumer)) != true {
             logger.notice("the queue no longer holds this delivery; PostgreSQL's lease still fences the job")
         }
-        return try await store.heartbeat(lease, extendBy: extendBy)
+        return try await store.heartbeat(lease, extendBy: extendBy, timeout: timeout)
     }
 
     /// Whether the attempt still holds the job (cheap: no renewal).

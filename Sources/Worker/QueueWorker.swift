@@ -240,6 +240,8 @@ public final class QueueWorker: Sendable {
     /// Renews the lease once `heartbeat` has passed by the clock since the last renewal that held
     /// (not by counting loop passes: a slow PostgreSQL must not stretch the interval). A renewal
     /// that fails is tried again a second later; once the lease may have lapsed the work stops.
+    /// Each renewal gives up when the lease it renews would lapse (at most the store's 10 s), so a
+    /// database that goes silent stops the work by then, before another worker may take it over.
     private func renew(_ lease: JobLease, delivery: Delivery, consumer: String, stop: @Sendable (Interruption) -> Void,
                        logger: Logger) async {
         // Measured from when each renewal was sent: the database starts the new lease later than that.
@@ -249,7 +251,9 @@ public final class QueueWorker: Sendable {
             do { try await Task.sleep(until: next, clock: .continuous) } catch { return }
             let sent = ContinuousClock.now
             do {
-                let state = try await jobs.renew(lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease, logger: logger)
+                let left = lastRenewal + configuration.lease - sent
+                let state = try await jobs.renew(lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease,
+                                                 timeout: min(max(left, .milliseconds(100)), .seconds(10)), logger: logger)
                 guard Self.holds(state, stop: stop, logger: logger) else { return }
                 lastRenewal = sent
                 next = sent + configuration.heartbeat

@@ -92,6 +92,64 @@ struct FaultTests {
         }
     }
 
+    @Test("PostgreSQL frozen (SIGSTOP) while uploads and two workers run: every API call answers 503 within the database timeout; after SIGCONT every job completes once, with no restart")
+    func postgresFrozenUnderLoad() async throws {
+        let postgres = try PrivatePostgres()
+        defer { postgres.destroy() }
+        try await System.withSystem(workers: 2, settings: ["WORKER_LEASE_SECONDS": "10", "WORKER_HEARTBEAT_SECONDS": "2"],
+                                    databaseURL: postgres.url) { base in
+            try await Self.withStore(postgres.url) { store in
+                let device = try System.device(base)
+                var accepted: [UUID] = []
+                for _ in 0..<3 {
+                    let reply = try Self.upload(base)
+                    accepted.append(try #require(reply.id, "\(reply.status) \(reply.body)"))
+                }
+                let working = try await TestServices.eventually(timeout: .seconds(60)) {
+                    for id in accepted where try await store.job(id)?.status == .processing { return true }
+                    return false
+                }
+                #expect(working, "a worker started on one of the jobs")
+                let frozenAt = ContinuousClock.now
+                postgres.freeze()
+                // Each call at once, as apps make them: an upload, a status poll (its own lane), an
+                // authenticated read and a listing. Each ends in the store's 10 s, with the error shape.
+                let calls: [(String, [String])] = [
+                    ("upload", ["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "\(base)/api/v1/upload"]),
+                    ("status poll", ["\(base)/api/v1/jobs/\(accepted[0])/status"]),
+                    ("GET /api/v1/me", device + ["\(base)/api/v1/me"]),
+                    ("job history", device + ["\(base)/api/v1/jobs"]),
+                ]
+                try await withThrowingTaskGroup(of: (String, (status: Int, body: String), Duration).self) { group in
+                    for (name, arguments) in calls {
+                        group.addTask {
+                            let started = ContinuousClock.now
+                            let reply = try curl(["--max-time", "60"] + arguments)
+                            return (name, (reply.status, reply.body), ContinuousClock.now - started)
+                        }
+                    }
+                    for try await (name, reply, took) in group {
+                        #expect(reply.status == 503 && (try? System.error(reply).code) == "service_unavailable", "\(name): \(reply)")
+                        #expect(took < .seconds(13), "\(name) answered after \(took)")
+                    }
+                }
+                // Frozen past a lease and its takeover grace: the workers give up what they cannot renew.
+                try await Task.sleep(until: frozenAt + .seconds(17))
+                postgres.thaw()
+                let done = try await TestServices.eventually(timeout: .seconds(240)) {
+                    for id in accepted where (try? await store.job(id)?.status) != .completed { return false }
+                    return true
+                }
+                var statuses: [JobStatus?] = []
+                for id in accepted { statuses.append(try? await store.job(id)?.status) }
+                #expect(done, "every accepted job completed: \(statuses)")
+                for id in accepted { try await Self.checkCompletedOnce(id, base: base, store: store) }
+                let me = try curl(["--max-time", "30"] + device + ["\(base)/api/v1/me"])
+                #expect(me.status == 200, "the API answers again without a restart: \(me)")
+            }
+        }
+    }
+
     @Test("Storage answers 503, 500 and silence mid-job: each request is tried again and the job completes once, in its first attempt")
     func storageFaultsMidJob() async throws {
         let upstream = try #require(URL(string: try TestServices.environment("S3_ENDPOINT"))?.port)

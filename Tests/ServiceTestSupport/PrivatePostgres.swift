@@ -33,7 +33,42 @@ public final class PrivatePostgres: @unchecked Sendable {
         try asPostgres("\(Self.bin)/pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "fast", "-w", "stop"])
     }
 
+    /// Freezes the whole server (SIGSTOP to the postmaster, then to every backend), as a frozen
+    /// machine or a failover that black-holes the old primary looks to its clients: connections
+    /// stay open, statements sent are never answered, new connections are never served.
+    public func freeze() {
+        let postmaster = self.postmaster
+        postmaster.map { _ = kill($0, SIGSTOP) }
+        for child in postmaster.map(Self.children) ?? [] { kill(child, SIGSTOP) }
+    }
+
+    /// Wakes a frozen server (backends first, then the postmaster).
+    public func thaw() {
+        let postmaster = self.postmaster
+        for child in postmaster.map(Self.children) ?? [] { kill(child, SIGCONT) }
+        postmaster.map { _ = kill($0, SIGCONT) }
+    }
+
+    /// The postmaster's pid (the first line of `postmaster.pid`).
+    var postmaster: pid_t? {
+        (try? String(contentsOf: directory.appendingPathComponent("data/postmaster.pid"), encoding: .utf8))
+            .flatMap { $0.split(separator: "\n").first }.flatMap { pid_t($0) }
+    }
+
+    /// The processes whose parent is `parent`, from /proc.
+    static func children(of parent: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> pid_t? in
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let end = stat.lastIndex(of: ")") else { return nil }
+            // After the command's closing parenthesis: state, then the parent's pid.
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
+        }
+    }
+
     public func destroy() {
+        thaw()
         try? stop()
         try? FileManager.default.removeItem(at: directory)
     }

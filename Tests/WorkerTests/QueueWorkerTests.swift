@@ -140,6 +140,41 @@ struct QueueWorkerTests {
         }
     }
 
+    @Test("PostgreSQL frozen mid-job (SIGSTOP): the work stops before another worker may take it over, not when TCP gives up; after SIGCONT it completes once")
+    func frozenDatabase() async throws {
+        let postgres = try PrivatePostgres()
+        defer { postgres.destroy() }
+        let store = JobStore(configuration: try DatabaseConfiguration(url: postgres.url), logger: TestServices.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            try await TestServices.withQueue { queue in
+                let id = try await Self.submit(store, queue, count: 1)[0]
+                let handler = CountingHandler(workFor: .seconds(3))
+                try await Self.withWorkers(store, queue, handler: handler) {
+                    #expect(try await TestServices.eventually(timeout: .seconds(10)) { try await store.job(id)?.status == .processing })
+                    try await Task.sleep(for: .milliseconds(500))
+                    let frozenAt = ContinuousClock.now
+                    postgres.freeze()
+                    // Renewed at most `heartbeat` (0.4 s) before: the lease (1.5 s) lapses, and another
+                    // worker may take the job, `takeoverGrace` (0.3 s) after that. On a busy machine a
+                    // second more. Until this was fixed the renewal waited for an answer that never came.
+                    let configuration = Self.configuration("w0")
+                    let limit = configuration.lease + configuration.takeoverGrace + .seconds(1)
+                    let stopped = try await TestServices.eventually(timeout: limit + .seconds(3)) { await handler.stopped.contains(id) }
+                    let took = ContinuousClock.now - frozenAt
+                    postgres.thaw()
+                    #expect(stopped && took < limit, "the work stopped: \(stopped), \(took) after the freeze")
+                    #expect(try await TestServices.eventually(timeout: .seconds(60)) { try await store.job(id)?.status == .completed })
+                    let events = try await store.events(id)
+                    #expect(events.filter { $0.to == .completed }.count == 1, "\(events)")
+                    #expect(await handler.runs(of: [id]) == [2], "the stopped attempt, and the one that completed")
+                }
+            }
+        }
+    }
+
     @Test("The watchdog stops an attempt that stops reporting progress, and one that runs past the deadline it expected")
     func watchdog() async throws {
         try await TestServices.withDatabase { store, _ in
