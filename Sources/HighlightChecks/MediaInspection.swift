@@ -34,8 +34,12 @@ public struct MediaInspection: Sendable {
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("moments-check-\(UUID().uuidString).f32")
         defer { try? FileManager.default.removeItem(at: raw) }
         let hasAudio = wantsAudio && streams.contains { $0["codec_type"] == "audio" }
+        // The pictures go to the null muxer with the file's own timestamps: in the default time
+        // base (one tick a frame at the stated rate) two pictures of a 59.94 fps stream whose times
+        // are whole milliseconds (from Matroska) can round to the same tick, which the muxer
+        // reports as an error although every picture decoded.
         var arguments = ["-nostdin", "-hide_banner", "-v", "level+info", "-i", path,
-                         "-map", "0:v:0", "-vf", "showinfo", "-fps_mode", "passthrough", "-f", "null", "-"]
+                         "-map", "0:v:0", "-vf", "showinfo", "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "null", "-"]
         if hasAudio { arguments += ["-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-y", raw.path] }
         let decode = try Tool.run("ffmpeg", arguments)
         var pictures: [Picture] = []

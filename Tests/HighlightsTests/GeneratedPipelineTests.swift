@@ -55,6 +55,26 @@ struct GeneratedPipelineTests {
         #expect(cases.contains { $0.pixelAspect != [1, 1] }, "non-square pixels")
     }
 
+    /// Made by FFmpeg's own tools: 240 pictures (4 s) at 59.94 fps whose times are whole
+    /// milliseconds in a 90 kHz track, the pictures from the 61st on 8.2 ms (half a frame) later,
+    /// as a highlight's are when a join leaves its pictures off the source's grid. The soak (seed
+    /// 5eed41c5) once reported such a highlight as not decoding: FFmpeg's null muxer, in its
+    /// default time base of one tick a frame, saw two pictures round to the same tick.
+    @Test("the decode check reports decoding errors, not the null muxer's rounding of good timestamps")
+    func decodeCheckKeepsTheFilesTimes() throws {
+        let folder = Fixtures.scratch()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("joined-59.94.mp4").path
+        let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x36:rate=60000/1001", "-frames:v", "240",
+                                      "-vf", "settb=1/90000,setpts=round((PTS*TB+if(gte(N\\,60)\\,0.0082\\,0))*1000)*90",
+                                      "-fps_mode", "passthrough", "-c:v", "libx264", "-video_track_timescale", "90000", path])
+        #expect(made.status == 0, "\(made.stderr)")
+        let inspected = try MediaInspection(path, audio: false)
+        #expect(inspected.errors.isEmpty, "\(inspected.errors.prefix(3))")
+        #expect(inspected.pictures.count == 240, "4 s at 59.94 fps: \(inspected.pictures.count) pictures")
+    }
+
     @Test("every case the soak found failing holds now", arguments: regressions)
     func regression(_ name: String) throws {
         let data = try Data(contentsOf: Self.regressionFolder.appendingPathComponent(name))
