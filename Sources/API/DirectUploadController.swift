@@ -12,11 +12,14 @@ import Storage
 /// URL, then asks the API to start the job.
 ///
 /// `POST /api/v1/uploads` reserves a job id and returns a URL for a staging key; the reservation
-/// (file name, settings, declared size) lives in the reservation store (Redis) until the URL
-/// expires. With `size_bytes`, the length is part of the URL's signature, so storage refuses any
-/// other. `POST /api/v1/jobs/{id}/start` copies the staged object inside storage to a source key
-/// no URL can write, deletes the staged one, probes the copy by ranged reads, and only then writes
-/// the job row and queues it. A PUT after the start changes nothing; no row exists before it.
+/// (file name, settings, declared size) lives in the reservation store (Redis) until
+/// `HighlightLimits.stagedUploadHours` after the URL expires: storage checks the URL when a PUT
+/// begins, so one that began in time may end long after. With `size_bytes`, the length is part of
+/// the URL's signature, so storage refuses any other. `POST /api/v1/jobs/{id}/start` copies the
+/// staged object inside storage to a source key no URL can write, probes the copy by ranged
+/// reads, writes the job row and queues it, and only then deletes the staged object: until the
+/// job is committed, nothing the client sent is gone, and a start that failed (a database blip, a
+/// quota race) can be asked again. A PUT after the start changes nothing; no row exists before it.
 ///
 /// A resumable upload (`"resumable": true`, API 1.1) is an S3 multipart upload of the staging key:
 /// the answer gives equal parts (the last one shorter) with a signed PUT URL each; `GET
@@ -72,6 +75,8 @@ struct DirectUploadController: Sendable {
     }
 
     static let resumableLifetime = Duration.seconds(HighlightLimits.resumableUploadHours * 3600)
+    /// How long a direct upload's reservation outlives its URL.
+    static let stagedLifetime = Duration.seconds(HighlightLimits.stagedUploadHours * 3600)
 
     /// The part size for a file of `size` bytes: at least `minimum`, and large enough that no more
     /// than 10,000 parts (S3's limit) are needed, in whole MiB.
@@ -134,10 +139,11 @@ struct DirectUploadController: Sendable {
             let reply = try await reserveResumable(id, reservation: reservation, replayed: replayed)
             return EditedResponse(headers: replayed ? [Idempotency.replayed: "true"] : [:], response: reply)
         }
-        // S3 checks a presigned URL when the upload begins, so a long upload that began in time finishes.
+        // S3 checks a presigned URL when the upload begins, so a long upload that began in time
+        // finishes, and its reservation waits for it.
         let lifetime = configuration.uploadLinkLifetime
         let url = try presigner.signedURL(for: Self.stagingKey(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
-        try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime)
+        try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime + Self.stagedLifetime)
         let reply = DirectUpload(jobID: id, uploadURL: url.absoluteString,
                                  expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
                                  maxSizeBytes: configuration.maxUploadBytes)
@@ -275,9 +281,9 @@ struct DirectUploadController: Sendable {
                            "The uploaded file has \(staged.size) bytes, not the \(declared) declared; upload it again.")
         }
         // From here on the job reads a copy no URL can write: a PUT after this changes nothing.
+        // The staged object stays until the job is committed: a start that fails can be asked again.
         let sourceKey = Self.sourceKey(id)
         try await storage.copy(from: Self.stagingKey(id), to: sourceKey)
-        try? await storage.delete(key: Self.stagingKey(id))
         do {
             let info = try await probe(sourceKey, size: staged.size)
             _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
@@ -288,11 +294,12 @@ struct DirectUploadController: Sendable {
                                               callbackURL: reservation.callbackURL, choices: try reservation.choices()),
                                        identity: context.identity)
             try? await reservations.remove(key: Self.reservationKey(id))
+            try? await storage.delete(key: Self.stagingKey(id))
             context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
                                                           "duration": "\(info.duration)", "direct": "true"])
             return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info))
         } catch {
-            try? await storage.delete(key: sourceKey)  // no job, no orphaned source
+            await UploadController.removeUnclaimed(sourceKey, of: id, store: store, storage: storage)
             throw error
         }
     }

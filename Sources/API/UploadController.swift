@@ -94,11 +94,24 @@ struct UploadController: Sendable {
                                               sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
                                               codec: codec, callbackURL: callbackURL, choices: choices), identity: context.identity)
         } catch {
-            try? await storage.delete(key: sourceKey)  // no job, no orphaned source
+            await Self.removeUnclaimed(sourceKey, of: id, store: quota.store, storage: storage)
             throw error
         }
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
         return EditedResponse(response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info)))
+    }
+
+    /// Deletes the source stored for job `id` after its submission failed, when the store says no
+    /// such job exists (no job, no orphaned source). A row may have been written before the failure
+    /// (an answer lost on its way back): that job keeps its source. When the store cannot say, the
+    /// source stays too; if no job names it, the retention sweep deletes it a day later.
+    static func removeUnclaimed(_ sourceKey: String, of id: UUID, store: JobStore, storage: any ObjectStore) async {
+        do {
+            guard try await store.job(id) == nil else { return }
+        } catch {
+            return
+        }
+        try? await storage.delete(key: sourceKey)
     }
 
     /// Seconds until the highlight is likely ready. Measured: about 8x real time at 1080p on two

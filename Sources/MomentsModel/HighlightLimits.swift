@@ -12,4 +12,8 @@ public enum HighlightLimits {
     /// How long a resumable upload may take from its reservation to its start, in hours; the
     /// retention sweep aborts multipart uploads left unfinished an hour past it.
     public static let resumableUploadHours = 24
+    /// How long a direct upload's staged object may wait for its start, in hours, counted from when
+    /// its upload URL expires (a PUT that began in time may end after it): the reservation lives
+    /// that long, and the retention sweep deletes a staged object no start took once it is older.
+    public static let stagedUploadHours = 2
 }

@@ -165,9 +165,10 @@ public struct RetentionSweeper: Sendable {
     /// How old an object no job names must be before it goes: a source is stored a moment before
     /// its row is written and a result a moment before its job completes, so a day is ample.
     static let orphanGrace: TimeInterval = 86_400
-    /// A direct upload's staged object is never named by a job; past the longest upload URL (an
-    /// hour) and a margin, it is abandoned.
-    static let stagedGrace: TimeInterval = 2 * 3600
+    /// A direct upload's staged object is never named by a job; once older than its reservation
+    /// may live (the longest upload URL, an hour, and `HighlightLimits.stagedUploadHours` after
+    /// it), no start can take it.
+    static let stagedGrace = TimeInterval((1 + HighlightLimits.stagedUploadHours) * 3600)
 
     /// A resumable upload's reservation lives `HighlightLimits.resumableUploadHours`; an hour past
     /// that, its multipart upload can never be started.

@@ -201,7 +201,8 @@ struct RetentionTests {
                 throw Failure(description: "could not claim")
             }
             #expect(try await store.complete(lease, result: JobResult(resultKey: "results/\(name)-1.mp4", resultSize: 10)))
-            let old = Date(timeIntervalSinceNow: -3 * 86_400), hours = Date(timeIntervalSinceNow: -3 * 3600)
+            let old = Date(timeIntervalSinceNow: -3 * 86_400), hours = Date(timeIntervalSinceNow: -5 * 3600)
+            let recent = Date(timeIntervalSinceNow: -2.5 * 3600)
             let objects: [(key: String, modified: Date, kept: Bool)] = [
                 ("sources/\(name).mov", old, true),                          // the job's source
                 ("results/\(name)-1.mp4", old, true),                        // its highlight
@@ -209,6 +210,7 @@ struct RetentionTests {
                 ("sources/\(UUID().uuidString.lowercased()).mp4", old, false),  // stored, then the insert failed
                 ("sources/\(UUID().uuidString.lowercased()).mp4", hours, true), // the same, but too young to judge
                 ("uploads/\(UUID().uuidString.lowercased())", hours, false),    // staged and never started
+                ("uploads/\(UUID().uuidString.lowercased())", recent, true),    // staged by a PUT that ended late: startable
                 ("sources/notes.txt", old, true),                            // names no job: not ours
                 ("elsewhere/\(name).mov", old, true),                        // another folder: not ours
             ]
