@@ -58,19 +58,25 @@ public enum DeleteOutcome: Sendable, Equatable {
 
 extension JobStore {
     /// Deletes an ended job's row; its events and webhook deliveries go with it (ON DELETE
-    /// CASCADE). Answers the keys of the objects it had, for the caller to delete from storage
-    /// (any it cannot are orphans that the retention sweep deletes a day later).
+    /// CASCADE). Answers the keys of the objects it still has (its source unless the source was
+    /// deleted after success; its highlight, poster and thumbnails unless retention removed them),
+    /// for the caller to delete from storage (any it cannot are orphans that the retention sweep
+    /// deletes a day later).
     public func deleteJob(_ id: UUID) async throws(JobStoreError) -> DeleteOutcome {
         try await database("delete the job") { connection, logger -> DeleteOutcome in
             let rows = try await connection.query("""
                 WITH old AS (SELECT id, status FROM jobs WHERE id = \(id)),
                 d AS (DELETE FROM jobs j USING old WHERE j.id = old.id AND old.status IN ('completed', 'failed', 'cancelled')
-                      RETURNING j.source_key, j.result_key)
-                SELECT old.status, d.source_key, d.result_key FROM old LEFT JOIN d ON true
+                      RETURNING j.source_key, j.source_deleted_at IS NOT NULL AS source_gone, j.result_expired_at IS NOT NULL AS result_gone,
+                                j.result_key, j.poster_key, j.thumbnails_key)
+                SELECT old.status, d.source_key, d.source_gone, d.result_gone, d.result_key, d.poster_key, d.thumbnails_key
+                FROM old LEFT JOIN d ON true
                 """, logger: logger)
-            for try await (status, source, result) in rows.decode((String, String?, String?).self) {
+            for try await (status, source, sourceGone, resultGone, result, poster, thumbnails)
+                in rows.decode((String, String?, Bool?, Bool?, String?, String?, String?).self) {
                 guard let source else { return .notFinished(JobStatus(rawValue: status) ?? .pending) }
-                return .deleted(objectKeys: [source] + (result.map { [$0] } ?? []))
+                let outputs = resultGone == true ? [] : [result, poster, thumbnails].compactMap { $0 }
+                return .deleted(objectKeys: (sourceGone == true ? [] : [source]) + outputs)
             }
             return .notFound
         }

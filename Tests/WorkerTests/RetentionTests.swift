@@ -1,5 +1,6 @@
 import Foundation
 import JobStore
+import Jobs
 import MomentsModel
 import PostgresNIO
 import ServiceTestSupport
@@ -185,6 +186,41 @@ struct RetentionTests {
             Issue.record("\(environment) was accepted")
         } catch {
             #expect(error.message.hasPrefix(refusal), "\(error.message)")
+        }
+    }
+
+    @Test("Deleting a job deletes every object it has (source, highlight, poster, thumbnails) and the audit says how many; a source already gone is not counted")
+    func deletingAJob() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-delete-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storage = try LocalObjectStore(root: folder)
+        try await TestServices.withDatabase { store, _ in
+            let controls = Operator(jobs: Jobs(store: store, queue: MemoryQueue(), logger: TestServices.logger), storage: storage, actor: "test")
+            let file = folder.appendingPathComponent("x.bin")
+            try Data(repeating: 3, count: 100).write(to: file)
+            /// A completed job and its keys (source first), each object stored but the source when it is gone.
+            func completed(sourceGone: Bool) async throws -> (UUID, [String]) {
+                let id = UUID()
+                let name = id.uuidString.lowercased()
+                let keys = ["sources/\(name).mov", "results/\(name)-1.mp4", "results/\(name)-1-poster.jpg", "results/\(name)-1-thumbnails.jpg"]
+                for key in keys.dropFirst(sourceGone ? 1 : 0) { _ = try await storage.put(key: key, from: file, contentType: "video/mp4") }
+                let job = try await store.create(NewJob(id: id, sourceKey: keys[0], maxAttempts: 1))
+                guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else {
+                    throw Failure(description: "could not claim")
+                }
+                #expect(try await store.complete(lease, result: JobResult(resultKey: keys[1], resultSize: 100, posterKey: keys[2], thumbnailsKey: keys[3])))
+                if sourceGone { #expect(try await store.markSourceDeleted(id)) }
+                return (id, keys)
+            }
+            let (whole, keys) = try await completed(sourceGone: false)
+            #expect(try await controls.delete(whole) == .deleted(objectKeys: keys))
+            for key in keys { #expect(try await !Self.exists(storage, key), "\(key) is deleted with its job") }
+            #expect(try await store.operations(job: whole).first?.message == "Deleted the job and 4 of its 4 objects.")
+
+            let (sourceless, others) = try await completed(sourceGone: true)
+            #expect(try await controls.delete(sourceless) == .deleted(objectKeys: Array(others.dropFirst())))
+            for key in others { #expect(try await !Self.exists(storage, key), "\(key)") }
+            #expect(try await store.operations(job: sourceless).first?.message == "Deleted the job and 3 of its 3 objects.")
         }
     }
 
