@@ -15,7 +15,8 @@ public struct QueueKeys: Sendable {
     public var delayed: String
     /// Sorted set of dead-lettered job ids, scored by when (ms) they were given up.
     public var dead: String
-    /// Present while the queue is paused (workers take no new jobs).
+    /// `1` while the queue is paused (workers take no new jobs), `0` once resumed; missing when
+    /// Redis has no word on it (a new queue, or a Redis that restarted empty).
     public var paused: String
 
     public init(prefix: String = "moments") {
@@ -135,11 +136,15 @@ public final class RedisQueue: JobQueueDriver {
     }
 
     public func setPaused(_ paused: Bool) async throws(RedisError) {
-        try await client.send(paused ? ["SET", keys.paused, "1"] : ["DEL", keys.paused])
+        try await client.send(["SET", keys.paused, paused ? "1" : "0"])
     }
 
-    public func isPaused() async throws(RedisError) -> Bool {
-        try await client.send(["EXISTS", keys.paused]).int == 1
+    public func pausedState() async throws(RedisError) -> Bool? {
+        switch try await client.send(["GET", keys.paused]).string {
+        case "1": true
+        case "0": false
+        default: nil
+        }
     }
 
     /// Whether Redis answers PING now (one try, no retries).

@@ -110,7 +110,7 @@ enum Scripts {
           else first = redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 1) end
           if #first > 0 then oldest = tonumber(string.match(first[1][1], '^(%d+)')) end
         end
-        return {ready, pending, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]), oldest, now, redis.call('EXISTS', KEYS[4])}
+        return {ready, pending, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]), oldest, now, redis.call('GET', KEYS[4]) == '1' and 1 or 0}
         """
 
     /// KEYS: stream. ARGV: group, idle ms. Deletes consumers holding nothing that have been idle that long.

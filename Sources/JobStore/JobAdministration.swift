@@ -81,4 +81,21 @@ extension JobStore {
             return .notFound
         }
     }
+
+    /// Records whether the queue is paused (the truth; Redis keeps a copy for the workers).
+    public func setQueuePaused(_ paused: Bool) async throws(JobStoreError) {
+        try await database(paused ? "pause the queue" : "resume the queue") { connection, logger in
+            try await connection.query("UPDATE queue_control SET paused = \(paused), changed_at = now()", logger: logger)
+        }
+    }
+
+    /// Whether the queue is paused.
+    public func isQueuePaused() async throws(JobStoreError) -> Bool {
+        try await database("read whether the queue is paused") { connection, logger in
+            for try await paused in try await connection.query("SELECT paused FROM queue_control", logger: logger).decode(Bool.self) {
+                return paused
+            }
+            return false
+        }
+    }
 }

@@ -304,6 +304,17 @@ public enum Migrations {
             "ALTER TABLE job_events ADD COLUMN diagnostics text",
             "COMMENT ON COLUMN job_events.diagnostics IS 'For operators, never shown to the app: how a failed attempt''s engine process ended (its signal, or its memory limit) and the last lines of its standard error.'",
         ]),
+        Migration(version: 13, name: "queue pause", statements: [
+            """
+            CREATE TABLE queue_control (
+                singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                paused boolean NOT NULL DEFAULT false,
+                changed_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "INSERT INTO queue_control DEFAULT VALUES",
+            "COMMENT ON TABLE queue_control IS 'Whether the queue is paused (workers take no new jobs): the truth, which Redis only caches; a Redis that restarted empty gets it back from here.'",
+        ]),
     ]
 }
 

@@ -39,7 +39,9 @@ public protocol JobQueueDriver: Sendable {
     func pruneConsumers(idleFor: Duration) async throws -> Int
     /// Paused: workers take no new jobs (running ones go on; enqueueing still works).
     func setPaused(_ paused: Bool) async throws
-    func isPaused() async throws -> Bool
+    /// Whether the queue is paused, or nil when the queue's server has no word on it (a new queue,
+    /// or one that restarted empty): then PostgreSQL, which keeps the truth, says.
+    func pausedState() async throws -> Bool?
     /// Whether the queue's server answers now (readiness checks).
     func isReachable() async -> Bool
 }

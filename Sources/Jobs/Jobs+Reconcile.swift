@@ -11,11 +11,14 @@ public struct ReconcileReport: Sendable, Equatable, CustomStringConvertible {
     /// Jobs whose lease lapsed on their last attempt, failed with `exhausted_retries`.
     public var exhausted = 0
     public var prunedConsumers = 0
+    /// The queue had lost whether it is paused (or had it wrong), and got PostgreSQL's word back.
+    public var restoredPause = false
 
     public init() {}
 
     public var description: String {
         "restored_pending=\(restoredPending) restored_lapsed=\(restoredLapsed) exhausted=\(exhausted) pruned_consumers=\(prunedConsumers)"
+            + (restoredPause ? " restored_pause" : "")
     }
 }
 
@@ -36,6 +39,12 @@ extension Jobs {
     private func reconcilePass(quiet: Duration, grace: Duration, batch: Int) async throws -> ReconcileReport {
         var report = ReconcileReport()
         try await queue.prepare()
+        // The pause first: a queue that lost it (and the jobs restored below) must not run meanwhile.
+        let paused = try await store.isQueuePaused()
+        if try await queue.pausedState() != paused {
+            try await queue.setPaused(paused)
+            report.restoredPause = true
+        }
         try await Self.everyPage(batch, id: \.id, { try await store.pendingJobs(quietFor: quiet, after: $0, limit: batch) }) { pending in
             let known = try await queue.contains(pending.map(\.id))
             for (job, isKnown) in zip(pending, known) where !isKnown {

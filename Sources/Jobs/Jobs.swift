@@ -81,18 +81,30 @@ public struct Jobs: Sendable {
     // MARK: The queue as a whole
 
     /// Workers stop taking new jobs (running ones finish); uploads are still accepted and wait.
+    /// PostgreSQL keeps it, the queue a copy for the workers' every look.
     public func pause() async throws {
+        try await store.setQueuePaused(true)
         try await queue.setPaused(true)
         logger.notice("queue paused")
     }
 
     /// Workers take jobs again.
     public func resume() async throws {
+        try await store.setQueuePaused(false)
         try await queue.setPaused(false)
         logger.notice("queue resumed")
     }
 
-    public func isPaused() async throws -> Bool { try await queue.isPaused() }
+    /// Whether the queue is paused: the queue's copy, or, when it has none (a Redis that restarted
+    /// empty), PostgreSQL's, which is then copied back. Throws when neither can say: a worker then
+    /// takes nothing.
+    public func isPaused() async throws -> Bool {
+        if let paused = try await queue.pausedState() { return paused }
+        let paused = try await store.isQueuePaused()
+        try await queue.setPaused(paused)
+        logger.notice("the queue had lost whether it is paused; restored from PostgreSQL", metadata: ["paused": "\(paused)"])
+        return paused
+    }
 
     public func stats() async throws -> QueueStats { try await queue.stats() }
 

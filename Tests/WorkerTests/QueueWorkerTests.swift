@@ -283,6 +283,30 @@ struct QueueWorkerTests {
         }
     }
 
+    @Test("Paused, then Redis loses everything: no job is claimed (PostgreSQL keeps the pause and gives it back); resumed, the jobs complete")
+    func pauseOutlivesRedis() async throws {
+        try await TestServices.withDatabase { store, _ in
+            try await TestServices.withQueue { queue in
+                let jobs = Self.jobs(store, queue)
+                try await jobs.pause()
+                let ids = try await Self.submit(store, queue, count: 2)
+                let handler = CountingHandler()
+                try await Self.withWorkers(store, queue, handler: handler, configure: { $0.pausedCheck = .milliseconds(100) }) {
+                    // Redis restarted empty (FLUSHALL, for this queue's keys): no pause, no jobs. The
+                    // reconciler (every 0.5 s here) puts the pending jobs back.
+                    try await queue.destroy()
+                    try await Task.sleep(for: .seconds(3))
+                    #expect(await handler.runs(of: ids) == [0, 0], "nothing claimed while paused")
+                    #expect(try await Self.statuses(store, ids) == [.pending, .pending])
+                    #expect(try await queue.pausedState() == true, "the queue has the pause back")
+                    #expect(try await queue.contains(ids) == [true, true], "and the jobs")
+                    try await jobs.resume()
+                    #expect(try await TestServices.eventually(timeout: .seconds(10)) { try await Self.statuses(store, ids) == [.completed, .completed] })
+                }
+            }
+        }
+    }
+
     @Test("Only one reconciler runs at a time across processes")
     func reconcilerIsExclusive() async throws {
         try await TestServices.withDatabase { store, _ in

@@ -24,7 +24,7 @@ public actor MemoryQueue: JobQueueDriver {
     private var leases: [String: Lease] = [:]
     private var dead: Set<UUID> = []
     private var consumers: [String: ContinuousClock.Instant] = [:]
-    private var paused = false
+    private var paused: Bool?
     private var entries = 0
     /// While false, every call fails as a server that went away would (`isReachable` answers false).
     private var reachable = true
@@ -112,7 +112,7 @@ public actor MemoryQueue: JobQueueDriver {
         try check()
         let oldest = ready.first.map { (ContinuousClock.now - $0.readySince).inSeconds } ?? 0
         return QueueStats(ready: ready.count, delayed: delayed.count, inFlight: leases.count, deadLettered: dead.count,
-                          oldestReadySeconds: oldest, consumers: consumers.count, paused: paused)
+                          oldestReadySeconds: oldest, consumers: consumers.count, paused: paused == true)
     }
 
     public func pruneConsumers(idleFor: Duration) throws -> Int {
@@ -128,7 +128,7 @@ public actor MemoryQueue: JobQueueDriver {
         self.paused = paused
     }
 
-    public func isPaused() throws -> Bool {
+    public func pausedState() throws -> Bool? {
         try check()
         return paused
     }
