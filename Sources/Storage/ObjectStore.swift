@@ -60,8 +60,32 @@ public protocol ResumableObjectStore: PresigningObjectStore {
     func completeUpload(key: String, uploadID: String, parts: [UploadedPart]) async throws(StorageError)
     /// Aborts the upload, freeing its parts.
     func abortUpload(key: String, uploadID: String) async throws(StorageError)
-    /// Uploads under `prefix` neither completed nor aborted.
-    func unfinishedUploads(prefix: String) async throws(StorageError) -> [UnfinishedUpload]
+    /// One page (at most `limit`) of the uploads under `prefix` neither completed nor aborted,
+    /// after `marker` (the page before's `next`); `next` is nil after the last page.
+    func unfinishedUploads(prefix: String, after marker: UploadListMarker?,
+                           limit: Int) async throws(StorageError) -> (uploads: [UnfinishedUpload], next: UploadListMarker?)
+}
+
+extension ResumableObjectStore {
+    /// Every upload under `prefix` neither completed nor aborted, page after page.
+    public func unfinishedUploads(prefix: String) async throws(StorageError) -> [UnfinishedUpload] {
+        var all: [UnfinishedUpload] = []
+        var marker: UploadListMarker?
+        repeat {
+            let page = try await unfinishedUploads(prefix: prefix, after: marker, limit: 1000)
+            all += page.uploads
+            marker = page.next
+        } while marker != nil
+        return all
+    }
+}
+
+/// Where a listing of unfinished uploads goes on, as the server said: S3 names the key and the
+/// upload id to go on after; SeaweedFS only the upload id (its listing is ordered by upload id,
+/// and it reads a key marker as "only this key").
+public struct UploadListMarker: Sendable, Equatable {
+    public var key: String?
+    public var uploadID: String?
 }
 
 /// A part of a multipart upload that storage holds.

@@ -171,18 +171,29 @@ public struct RetentionSweeper: Sendable {
     static let stagedGrace = TimeInterval((1 + HighlightLimits.stagedUploadHours) * 3600)
 
     /// A resumable upload's reservation lives `HighlightLimits.resumableUploadHours`; an hour past
-    /// that, its multipart upload can never be started.
+    /// that, its multipart upload can never be started. Our own multipart uploads of sources and
+    /// highlights take minutes, so one that old was cut off by a crash.
     static let abandonedUploadGrace = TimeInterval(HighlightLimits.resumableUploadHours * 3600 + 3600)
 
-    /// Aborts multipart uploads under `uploads/` begun more than `abandonedUploadGrace` ago (a
-    /// resumable upload never started), deleting their parts. Stores without resumable uploads have none.
-    public func abortAbandonedUploads(now: Date) async throws -> Int {
+    /// Where the service writes multipart uploads: resumable uploads, and big sources and highlights.
+    public static let uploadPrefixes = ["uploads/", "sources/", "results/"]
+
+    /// Aborts multipart uploads under `prefixes` begun more than `abandonedUploadGrace` ago (a
+    /// resumable upload never started, a source or highlight whose upload a crash cut off),
+    /// deleting their parts, listing `pageSize` at a time. Stores without resumable uploads have none.
+    public func abortAbandonedUploads(now: Date, under prefixes: [String] = uploadPrefixes, pageSize: Int = 1000) async throws -> Int {
         guard let resumable = storage.resumable else { return 0 }
         var aborted = 0
-        for upload in try await resumable.unfinishedUploads(prefix: "uploads/")
-        where (upload.initiated ?? now) < now.addingTimeInterval(-Self.abandonedUploadGrace) {
-            try await resumable.abortUpload(key: upload.key, uploadID: upload.uploadID)
-            aborted += 1
+        for prefix in prefixes {
+            var marker: UploadListMarker?
+            repeat {
+                let page = try await resumable.unfinishedUploads(prefix: prefix, after: marker, limit: pageSize)
+                for upload in page.uploads where (upload.initiated ?? now) < now.addingTimeInterval(-Self.abandonedUploadGrace) {
+                    try await resumable.abortUpload(key: upload.key, uploadID: upload.uploadID)
+                    aborted += 1
+                }
+                marker = page.next
+            } while marker != nil && !Task.isCancelled
         }
         return aborted
     }

@@ -67,19 +67,26 @@ struct RetentionTests {
         }
     }
 
-    @Test("A resumable upload never started is aborted a day after it began, its parts deleted; a younger one stays")
+    @Test("Multipart uploads cut off (a resumable upload never started, a source or highlight whose upload a crash stopped) are aborted a day after they began, under every prefix the service writes, page after page; younger ones stay")
     func abandonedUploads() async throws {
         let storage = try HighlightJobTests.s3()
         let resumable = try #require(storage.resumable)
         try await TestServices.withDatabase { store, _ in
-            let key = "uploads/\(UUID().uuidString.lowercased()).mp4"
-            let uploadID = try await resumable.startUpload(key: key, contentType: "video/mp4")
+            // Under prefixes of this test's own (other tests' uploads are as old as these).
+            let id = UUID().uuidString.lowercased()
+            let prefixes = RetentionSweeper.uploadPrefixes.map { $0 + id }
+            var started: [String] = []
+            for prefix in prefixes {
+                for n in 0..<3 { started.append(try await resumable.startUpload(key: "\(prefix)-\(n).mp4", contentType: "video/mp4")) }
+            }
             let sweeper = RetentionSweeper(store: store, storage: storage, configuration: RetentionConfiguration(), logger: TestServices.logger)
-            #expect(try await sweeper.abortAbandonedUploads(now: Date()) == 0)
-            #expect(try await resumable.unfinishedUploads(prefix: key).map(\.uploadID) == [uploadID])
-            // (Not a whole sweep a day ahead: that would take other tests' young objects for orphans.)
-            #expect(try await sweeper.abortAbandonedUploads(now: Date().addingTimeInterval(26 * 3600)) >= 1)
-            #expect(try await resumable.unfinishedUploads(prefix: key).isEmpty)
+            #expect(try await sweeper.abortAbandonedUploads(now: Date(), under: prefixes, pageSize: 2) == 0, "too young")
+            var listed: [String] = []
+            for prefix in prefixes { listed += try await resumable.unfinishedUploads(prefix: prefix).map(\.uploadID) }
+            #expect(Set(listed) == Set(started) && listed.count == 9, "every page listed once")
+            // Two a page: each prefix's three uploads take two pages.
+            #expect(try await sweeper.abortAbandonedUploads(now: Date().addingTimeInterval(26 * 3600), under: prefixes, pageSize: 2) == 9)
+            for prefix in prefixes { #expect(try await resumable.unfinishedUploads(prefix: prefix).isEmpty, "\(prefix)") }
         }
     }
 

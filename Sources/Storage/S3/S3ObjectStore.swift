@@ -216,14 +216,27 @@ public struct S3ObjectStore: ResumableObjectStore {
 
     /// Multipart uploads started under `prefix` and neither completed nor aborted (a crashed
     /// process leaves them; they cost storage until aborted or expired by a lifecycle rule).
-    public func unfinishedUploads(prefix: String) async throws(StorageError) -> [UnfinishedUpload] {
-        let response = try await send("GET", key: nil, query: [("uploads", ""), ("prefix", prefix)], what: "list unfinished uploads")
+    public func unfinishedUploads(prefix: String, after marker: UploadListMarker?,
+                                  limit: Int) async throws(StorageError) -> (uploads: [UnfinishedUpload], next: UploadListMarker?) {
+        var query = [("uploads", ""), ("prefix", prefix), ("max-uploads", String(max(1, min(limit, 1000))))]
+        if let key = marker?.key { query.append(("key-marker", key)) }
+        if let uploadID = marker?.uploadID { query.append(("upload-id-marker", uploadID)) }
+        let response = try await send("GET", key: nil, query: query, what: "list unfinished uploads")
         let text = String(decoding: response.body, as: UTF8.self)
-        return text.components(separatedBy: "<Upload>").dropFirst().compactMap { upload in
+        let sections = text.components(separatedBy: "<Upload>")
+        let uploads = sections.dropFirst().compactMap { upload -> UnfinishedUpload? in
             let bytes = Array(upload.utf8)
             guard let key = Self.xmlValue("Key", in: bytes).map(Self.unescapeXML), let id = Self.xmlValue("UploadId", in: bytes) else { return nil }
             return UnfinishedUpload(key: key, uploadID: id, initiated: Self.xmlValue("Initiated", in: bytes).flatMap(Self.timestamp))
         }
+        // The page's own fields come before its uploads (and, in some servers, after them).
+        let fields = Array((sections.first ?? "").utf8) + Array((sections.last?.components(separatedBy: "</Upload>").last ?? "").utf8)
+        guard Self.xmlValue("IsTruncated", in: fields) == "true", !uploads.isEmpty else { return (uploads, nil) }
+        let nonEmpty = { (value: String?) in value.flatMap { $0.isEmpty ? nil : $0 } }
+        let next = UploadListMarker(key: nonEmpty(Self.xmlValue("NextKeyMarker", in: fields)).map(Self.unescapeXML),
+                                    uploadID: nonEmpty(Self.xmlValue("NextUploadIdMarker", in: fields)))
+        // A server that names no place to go on, or the same again, ends the listing there.
+        return (uploads, next == UploadListMarker(key: nil, uploadID: nil) || next == marker ? nil : next)
     }
 
     /// Starts a multipart upload; returns its id.
