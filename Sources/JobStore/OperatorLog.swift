@@ -129,8 +129,8 @@ extension JobStore {
         }
     }
 
-    /// Records a batch's progress (and the runner's heartbeat). False when the action is no longer
-    /// this runner's to run: an operator stopped it, or another node took it over.
+    /// Records progress, a job or a batch of them (and the runner's heartbeat). False when the
+    /// action is no longer this runner's to run: an operator stopped it, or another node took it over.
     public func advanceBulk(_ id: Int64, runner: String, cursor: JobCursor, done: Int, skipped: Int,
                             failed: Int) async throws(JobStoreError) -> Bool {
         try await database("record the bulk action's progress") { connection, logger in
@@ -139,6 +139,16 @@ extension JobStore {
                     skipped = skipped + \(skipped), failed = failed + \(failed), heartbeat_at = now()
                 WHERE id = \(id) AND runner = \(runner) AND state = 'running'
                 RETURNING 1
+                """, logger: logger).hasRows()
+        }
+    }
+
+    /// The runner's heartbeat while a job is in hand. False when the action is no longer its own.
+    @discardableResult
+    public func touchBulk(_ id: Int64, runner: String) async throws(JobStoreError) -> Bool {
+        try await database("record the bulk action's heartbeat") { connection, logger in
+            try await connection.query("""
+                UPDATE admin_operations SET heartbeat_at = now() WHERE id = \(id) AND runner = \(runner) AND state = 'running' RETURNING 1
                 """, logger: logger).hasRows()
         }
     }

@@ -4,10 +4,13 @@ import Logging
 import MomentsModel
 import Storage
 
-/// Runs bulk actions in bounded batches: `batchSize` jobs, then the progress (and cursor) is
-/// recorded, so the console shows it and another API node resumes from the cursor should this
-/// one die. Each job is acted on as one `Operator` action would (PostgreSQL first, then the
-/// queue); jobs no longer in a status the action applies to when their turn comes are skipped.
+/// Runs bulk actions `batchSize` jobs a read. The progress (and cursor) is recorded after each
+/// job, so the console shows it and another API node resumes after the last job recorded should
+/// this one die; while a job is in hand (a slow delete), the runner's heartbeat goes on every
+/// `staleAfter` / 3, so no other node takes a living runner's action over. Each job is acted on
+/// as one `Operator` action would (PostgreSQL first, then the queue), and every action is
+/// idempotent per job: jobs no longer in a status the action applies to when their turn comes
+/// (the one a dead runner had in hand, say) are skipped.
 ///
 /// Every API node runs one (`serve`): it claims bulk actions started in the console, and those
 /// whose runner stopped reporting for `staleAfter`. The command line runs its own inline (`run`).
@@ -56,25 +59,23 @@ public struct BulkRunner: Sendable {
         do {
             while !Task.isCancelled {
                 let batch = try await jobs.store.bulkBatch(operation, limit: batchSize)
-                guard let last = batch.last else {
+                guard !batch.isEmpty else {
                     try await jobs.store.finishBulk(operation.id, runner: name, state: .done, message: nil)
                     break
                 }
-                var done = 0, skipped = 0, failed = 0
                 for job in batch {
-                    switch await act(operation.action, on: job.id, as: worker) {
-                    case .done: done += 1
-                    case .skipped: skipped += 1
-                    case .failed: failed += 1
+                    let result = await keepingAlive(operation.id) { await act(operation.action, on: job.id, as: worker) }
+                    let cursor = JobCursor(createdAt: job.createdAt, id: job.id)
+                    let (done, skipped, failed) = (result == .done ? 1 : 0, result == .skipped ? 1 : 0, result == .failed ? 1 : 0)
+                    guard try await jobs.store.advanceBulk(operation.id, runner: name, cursor: cursor, done: done, skipped: skipped,
+                                                           failed: failed) else {
+                        return (try? await jobs.store.operation(operation.id)) ?? operation  // stopped, or no longer ours
                     }
+                    operation.cursor = cursor
+                    operation.done += done
+                    operation.skipped += skipped
+                    operation.failed += failed
                 }
-                let cursor = JobCursor(createdAt: last.createdAt, id: last.id)
-                guard try await jobs.store.advanceBulk(operation.id, runner: name, cursor: cursor, done: done, skipped: skipped,
-                                                       failed: failed) else { break }
-                operation.cursor = cursor
-                operation.done += done
-                operation.skipped += skipped
-                operation.failed += failed
                 progress(operation)
             }
         } catch {
@@ -84,6 +85,21 @@ public struct BulkRunner: Sendable {
     }
 
     enum JobResult { case done, skipped, failed }
+
+    /// `body`'s value, with the runner's heartbeat recorded every `staleAfter` / 3 meanwhile.
+    private func keepingAlive<T: Sendable>(_ id: Int64, _ body: () async -> T) async -> T {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: staleAfter / 3) } catch { return }
+                    _ = try? await jobs.store.touchBulk(id, runner: name)
+                }
+            }
+            let value = await body()
+            group.cancelAll()
+            return value
+        }
+    }
 
     private func act(_ action: OperatorAction, on id: UUID, as worker: Operator) async -> JobResult {
         do {
