@@ -66,6 +66,12 @@ public final class Frame {
         return pts == moments_nopts() ? nil : pts
     }
 
+    /// The picture's own presentation timestamp as its packet carried it, else FFmpeg's best
+    /// guess, in the stream's time base. After a seek into an open GOP, FFmpeg 5.1's HEVC decoder
+    /// was seen to hand pictures out of display order with their own, right, timestamps; the best
+    /// guess then "corrected" them into a steady run, labelling pictures up to two frames off.
+    public var presentationTimestamp: Int64? { pts ?? timestamp }
+
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
     /// The decoder's picture type; set it to `.unspecified` before encoding a decoded picture, so
     /// the encoder chooses for itself.

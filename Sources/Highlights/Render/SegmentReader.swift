@@ -32,6 +32,9 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
     /// The closest two output pictures may be, in 90 kHz ticks (1/240 s: the fastest phone slow motion).
     static let minimumSpacing: Int64 = 375
+    /// Decoded pictures held to put them in display order: a decoder may hand them out of order
+    /// (FFmpeg 5.1's HEVC after a seek into an open GOP), each with its own timestamp.
+    static let reorderDepth = 4
 
     func read(_ segments: [Segment], into queue: RenderQueue) throws {
         func put(_ item: RenderItem) throws { if !queue.put(item) { throw Stopped() } }
@@ -52,20 +55,33 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
             videoDecoder.flush()
             audioDecoder?.flush()
             var videoDone = false
+            // The segment's pictures as decoded, made ready and held by time, each passed on once
+            // `reorderDepth` more have come; nil for one past the segment's end.
+            var held: [(time: Double, picture: Frame?)] = []
 
             func takeVideo(_ frame: Frame) throws {
-                guard !videoDone, let ticks = frame.timestamp else { return }
+                guard !videoDone, let ticks = frame.presentationTimestamp else { return }
                 let t = video.seconds(ticks) - origin
                 if t < segment.start - 1e-6 { return }
-                if t >= segment.end - 1e-6 { videoDone = true; return }
+                var picture: Frame?
+                if t < segment.end - 1e-6 {
+                    var prepared = try pictures.prepare(frame, time: t)
+                    // The decoder reuses `frame`: a picture passed through as it is needs its own reference.
+                    if prepared === frame { prepared = try frame.clone() }
+                    picture = prepared
+                }
+                held.insert((t, picture), at: held.firstIndex { $0.time > t } ?? held.endIndex)
+                while held.count > Self.reorderDepth { try pass(held.removeFirst()) }
+            }
+            func pass(_ ready: (time: Double, picture: Frame?)) throws {
+                guard !videoDone else { return }
+                guard let picture = ready.picture else { videoDone = true; return }
+                let t = ready.time
                 // A picture less than 1/240 s after the last one kept (a duplicate, a timestamp
                 // going back, a damaged stts) is dropped, as a VFR muxer drops it: no player
                 // shows it, and timestamps 1 tick apart break some.
                 let pts = Int64(saturating: ((outputStart + t - segment.start) * 90_000).rounded())
                 if lastPTS >= 0 && pts < lastPTS + Self.minimumSpacing { return }
-                var picture = try pictures.prepare(frame, time: t)
-                // The decoder reuses `frame`: a picture passed through as it is needs its own reference.
-                if picture === frame { picture = try frame.clone() }
                 lastPTS = pts
                 picture.pts = pts
                 picture.pictureType = .unspecified
@@ -92,6 +108,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                     do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch is Stopped { throw Stopped() } catch { /* damaged audio: silence */ }
                 }
             }
+            while !held.isEmpty { try pass(held.removeFirst()) }
             try put(.endSegment(end: Int64(saturating: (outputEnd * 90_000).rounded())))
             outputStart = outputEnd
         }
