@@ -281,7 +281,7 @@ struct APIEndToEndTests {
         }
     }
 
-    @Test("/ready answers 503 while PostgreSQL is down, requests and polls get service_unavailable, and both recover when it returns")
+    @Test("/ready?deep=1 answers 503 while PostgreSQL is down and /ready stays 200 (the node still serves: its JSON 503s), requests and polls get service_unavailable, and both recover when it returns")
     func readinessFollowsPostgreSQL() async throws {
         let postgres = try PrivatePostgres()
         defer { postgres.destroy() }
@@ -293,10 +293,13 @@ struct APIEndToEndTests {
             try postgres.stop()
             var readiness: (status: Int, body: String) = (0, "")
             let down = try await TestServices.eventually(timeout: .seconds(20)) {
-                readiness = try curl(["--max-time", "10", "\(base)/ready"])
+                readiness = try curl(["--max-time", "10", "\(base)/ready?deep=1"])
                 return readiness.status == 503
             }
             #expect(down, "\(readiness)")
+            let shallow = try curl(["--max-time", "10", "\(base)/ready"])
+            #expect(shallow.status == 200 && (try? System.json(shallow.body)["status"] as? String) == "ready",
+                    "the readiness probe keeps a node that can answer in the service: \(shallow)")
             let checks = try System.json(readiness.body)["checks"] as? [String: String]
             #expect(checks?["postgresql"] == "unreachable" && checks?["redis"] == "ok", "\(readiness.body)")
             let status = try System.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
@@ -315,7 +318,7 @@ struct APIEndToEndTests {
             #expect(polls.allSatisfy { $0.status == 503 && $0.code == "service_unavailable" }, "\(polls)")
             #expect(ContinuousClock.now - started < .seconds(25), "answered within the database timeout, not one timeout after another")
             try postgres.start()
-            let back = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready"]).status) == 200 }
+            let back = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready?deep=1"]).status) == 200 }
             #expect(back, "ready again once PostgreSQL is back")
             #expect(try System.error(try curl(["\(base)/api/v1/jobs/\(UUID().uuidString)/status"])).code == "job_not_found")
             let polled = try System.error(try curl(["-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))

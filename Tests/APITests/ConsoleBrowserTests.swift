@@ -112,7 +112,7 @@ struct ConsoleBrowserTests {
         try browser.click("#queue-toggle-button")
         try await browser.wait("the paused state") { try browser.text("#queue-state") == "Queue paused" }
         #expect(try await TestServices.eventually(timeout: .seconds(5)) {
-            try System.json(try curl(["\(base)/ready"]).body)["queue"] as? String == "paused"
+            try System.json(try curl(["\(base)/ready?deep=1"]).body)["queue"] as? String == "paused"
         })
         #expect(try curl(["\(base)/metrics"]).body.contains("moments_queue_paused 1"))
         let waits = try upload(base, name: "waits.mp4")
@@ -201,7 +201,7 @@ struct ConsoleBrowserTests {
             #expect(otherToken.status == 403 && otherToken.body.contains("csrf_token_invalid"))
             let crossSite = try curl(["-b", jar, "-H", "Origin: https://evil.example", "-d", "csrf=\(csrf)", "\(base)/admin/queue/pause"])
             #expect(crossSite.status == 403 && crossSite.body.contains("cross_origin_request"))
-            #expect(try curl(["\(base)/ready"]).body.contains("\"queue\":\"running\""))
+            #expect(try curl(["\(base)/ready?deep=1"]).body.contains("\"queue\":\"running\""))
 
             let headers = try curl(["-b", jar, "-D", "-", "-o", "/dev/null", "\(base)/admin"]).body.lowercased()
             #expect(headers.contains("content-security-policy: default-src 'none'; script-src 'self'"))
@@ -209,7 +209,7 @@ struct ConsoleBrowserTests {
 
             let accepted = try curl(["-b", jar, "-d", "csrf=\(csrf)", "\(base)/admin/queue/pause"])
             #expect(accepted.status == 303)
-            #expect(try await TestServices.eventually(timeout: .seconds(5)) { try curl(["\(base)/ready"]).body.contains("\"queue\":\"paused\"") })
+            #expect(try await TestServices.eventually(timeout: .seconds(5)) { try curl(["\(base)/ready?deep=1"]).body.contains("\"queue\":\"paused\"") })
         }
         try await System.withSystem(workers: 0) { base in
             let off = try System.error(try curl(["\(base)/admin"]))
