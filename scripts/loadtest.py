@@ -10,11 +10,14 @@ abuse: the hostile requests of issue 14 against a running API, while one well-be
        Server-Sent-Events connections held open at once. Each abusive request must end in a 4xx with
        the error shape (or, for SSE, an open stream or 429). Then 50 connections pipeline status polls
        for 20 s and never read an answer (issue 51): the server's RSS meanwhile (MOMENTS_SERVER_PID)
-       must stay within a few MB of before. Prints one JSON object.
+       must stay within a few MB of before. Then PostgreSQL is frozen (SIGSTOP to MOMENTS_POSTGRES_PID
+       and its backends) for 25 s: an upload, status polls and an authenticated read must each answer
+       503 service_unavailable within 13 s, and, once it is woken, 200 again. Prints one JSON object.
 """
 import http.client
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -292,6 +295,71 @@ def never_reading(base, connections, seconds, server_pid):
             "server_rss_growth_mb": growth, "ok": growth is None or growth < 16}
 
 
+def postgres_processes(postmaster):
+    """The postmaster and its backends (from /proc)."""
+    found = [postmaster]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
+
+
+def postgres_freeze(base, video, token, job, postmaster, seconds=25):
+    """Freezes PostgreSQL (SIGSTOP, as a frozen machine or a black-holed primary looks): each kind
+    of call must answer 503 service_unavailable within 13 s (the database timeout, 10 s); after
+    SIGCONT each must answer as before."""
+    client = Client(base, token)
+    body, content_type = multipart([("target_duration", "5")], [("file", "f.mp4", video)])
+    calls = {
+        "upload": lambda: client.request("POST", "/api/v1/upload", body, {"Content-Type": content_type}),
+        "status poll": lambda: client.request("GET", f"/api/v1/jobs/{job}/status"),
+        "GET /api/v1/me": lambda: client.request("GET", "/api/v1/me"),
+        "job list": lambda: client.request("GET", "/api/v1/jobs"),
+    }
+    answers = {}
+
+    def call(name):
+        started = time.monotonic()
+        try:
+            status, data, _ = calls[name]()
+            code = json.loads(data).get("error", {}).get("code") if status >= 400 else None
+        except Exception as exc:  # noqa: BLE001
+            status, code = 0, repr(exc)
+        answers[name] = {"status": status, "code": code, "seconds": round(time.monotonic() - started, 1)}
+
+    frozen = postgres_processes(postmaster)
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        threads = [threading.Thread(target=call, args=(name,)) for name in calls]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        during = dict(answers)
+        time.sleep(max(0, seconds - max((a["seconds"] for a in during.values()), default=0)))
+    finally:
+        for pid in reversed(frozen):
+            os.kill(pid, signal.SIGCONT)
+    answers.clear()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for name in ["status poll", "GET /api/v1/me", "job list"]:
+            call(name)
+        if all(answers[name]["status"] == 200 for name in ["status poll", "GET /api/v1/me", "job list"]):
+            break
+        time.sleep(1)
+    after = dict(answers)
+    ok = all(a["status"] == 503 and a["code"] == "service_unavailable" and a["seconds"] < 13 for a in during.values()) \
+        and all(a["status"] == 200 for a in after.values())
+    return {"case": f"PostgreSQL frozen for {seconds} s", "during": during, "after": after, "ok": ok}
+
+
 def abuse(base, video_path, sse_connections):
     video = open(video_path, "rb").read()
     good = Client(base)
@@ -389,8 +457,14 @@ def abuse(base, video_path, sse_connections):
 
     # 8. Status polls pipelined on 50 connections that never read an answer.
     results.append(never_reading(base, 50, 20, os.environ.get("MOMENTS_SERVER_PID")))
+
+    # The well-behaved client's figures are for the abuse above; the freeze below fails its polls too.
     stop.set()
     poller.join()
+
+    # 9. PostgreSQL frozen.
+    if os.environ.get("MOMENTS_POSTGRES_PID"):
+        results.append(postgres_freeze(base, video, good.token, job, int(os.environ["MOMENTS_POSTGRES_PID"])))
     return {
         "cases": results, "all_refused_cleanly": all(r["ok"] for r in results),
         "good_client_polls": len(poll_times), "good_client_errors": poll_errors[:10],
