@@ -299,7 +299,7 @@ struct DirectUploadController: Sendable {
                                                           "duration": "\(info.duration)", "direct": "true"])
             return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info))
         } catch {
-            await UploadController.removeUnclaimed(sourceKey, of: id, store: store, storage: storage)
+            await UploadController.removeUnclaimed(sourceKey, of: id, after: error, store: store, storage: storage)
             throw error
         }
     }

@@ -94,18 +94,22 @@ struct UploadController: Sendable {
                                               sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
                                               codec: codec, callbackURL: callbackURL, choices: choices), identity: context.identity)
         } catch {
-            await Self.removeUnclaimed(sourceKey, of: id, store: quota.store, storage: storage)
+            await Self.removeUnclaimed(sourceKey, of: id, after: error, store: quota.store, storage: storage)
             throw error
         }
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
         return EditedResponse(response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info)))
     }
 
-    /// Deletes the source stored for job `id` after its submission failed, when the store says no
-    /// such job exists (no job, no orphaned source). A row may have been written before the failure
-    /// (an answer lost on its way back): that job keeps its source. When the store cannot say, the
-    /// source stays too; if no job names it, the retention sweep deletes it a day later.
-    static func removeUnclaimed(_ sourceKey: String, of id: UUID, store: JobStore, storage: any ObjectStore) async {
+    /// Deletes the source stored for job `id` after its submission failed with `error`, when the
+    /// store says no such job exists (no job, no orphaned source). A row may have been written
+    /// before the failure (an answer lost on its way back): that job keeps its source. When the
+    /// store cannot say, or the failure was the database's (asking again would only wait out
+    /// another timeout before the client hears), the source stays too; if no job names it, the
+    /// retention sweep deletes it a day later.
+    static func removeUnclaimed(_ sourceKey: String, of id: UUID, after error: any Error, store: JobStore,
+                                storage: any ObjectStore) async {
+        if (error as? JobStoreError)?.code == .unavailable { return }
         do {
             guard try await store.job(id) == nil else { return }
         } catch {

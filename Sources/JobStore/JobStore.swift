@@ -186,7 +186,7 @@ public struct JobStore: Sendable {
     /// PostgresNIO does not give it up when its task is cancelled. So when the time is up the
     /// waiting task is cancelled and the connection the work holds is closed, which fails its
     /// statement at once and gives the pool room for a new connection; the caller gets
-    /// `unavailable` (503 `service_unavailable` from the API). One task and one timer per call.
+    /// `unavailable` (503 `service_unavailable` from the API). Two tasks and one timer per call.
     func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10),
                                _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
         try await Self.database(what, timeout: timeout, client: client, logger: logger, body)
@@ -202,16 +202,28 @@ public struct JobStore: Sendable {
                 return try await body(connection, logger)
             }
         }
-        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: TimeAmount(timeout)) {
-            deadline.expire()
+        // The caller hears at the deadline whatever the work does then: a statement queued on a
+        // connection as it closes may never be failed by PostgresNIO, and its task never end.
+        let outcome: Result<T, any Error> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let answer = AnswerOnce(continuation)
+                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: TimeAmount(timeout)) {
+                    deadline.expire()
+                    work.cancel()
+                    answer.resume(.failure(CancellationError()))
+                }
+                Task {
+                    let result = await work.result
+                    timer.cancel()
+                    answer.resume(result)
+                }
+            }
+        } onCancel: {
             work.cancel()
         }
         do {
-            let value = try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
-            timer.cancel()
-            return value
+            return try outcome.get()
         } catch {
-            timer.cancel()
             if deadline.expired { throw timedOut(what, logger: logger) }
             if let error = error as? JobStoreError { throw error }
             if error is CancellationError { throw cancelled(what) }
@@ -238,6 +250,21 @@ public struct JobStore: Sendable {
 
     static func fnv1a(_ string: String) -> UInt64 {
         string.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+    }
+}
+
+/// Resumes a continuation with the first answer it is given; later ones are dropped.
+private final class AnswerOnce<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Result<T, any Error>, Never>?>
+
+    init(_ continuation: CheckedContinuation<Result<T, any Error>, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume(_ result: Result<T, any Error>) {
+        let waiting = continuation.withLock { continuation in
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(returning: result)
     }
 }
 
