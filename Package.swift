@@ -52,6 +52,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Shared vocabulary: qualities, error codes. Depends on nothing of ours.
         .target(name: "MomentsModel"),
+        // Small support with no vocabulary of ours: what Linux's /proc says of a process.
+        .target(name: "MomentsSupport"),
         // Owners of FFmpeg handles: demux, decode, scale, resample, encode, mux.
         .target(name: "Media", dependencies: ["CFFmpeg", "MomentsModel"]),
         // Synthetic footage with known ground truth (samples, fixtures, benchmarks).
@@ -87,7 +89,7 @@ let package = Package(
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable, and
         // the highlight engine runs in a child process per attempt.
         .target(name: "Worker", dependencies: [
-            "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server),
+            "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", "MomentsSupport", .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "Subprocess", package: "swift-subprocess", condition: server),
             .product(name: "SystemPackage", package: "swift-system", condition: server),
             .product(name: "Crypto", package: "swift-crypto", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
@@ -107,7 +109,7 @@ let package = Package(
             name: "moments",
             dependencies: [
                 "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "CurlHTTP", "JobStore", "Jobs", "JobQueue", "Worker", "API",
-                "MomentsKit", "Timelines",
+                "MomentsKit", "MomentsSupport", "Timelines",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
                 .product(name: "Configuration", package: "swift-configuration", condition: server),
@@ -127,12 +129,13 @@ let package = Package(
         .executableTarget(name: "moments-soak", dependencies: ["HighlightChecks"]),
         .testTarget(name: "TimelinesTests", dependencies: ["Timelines"]),
         .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "MomentsSupportTests", dependencies: ["MomentsSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
-        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth"], path: "Tests/ServiceTestSupport"),
+        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth", "MomentsSupport"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [
-            "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", .product(name: "Hummingbird", package: "hummingbird"),
+            "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", "MomentsSupport", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
@@ -150,7 +153,7 @@ let package = Package(
         ]),
         // The `moments` command: the client commands and the operator's commands, as separate processes.
         .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
-        .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "MomentsSupport", "ServiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import Foundation
 import Highlights
 import MomentsModel
+import MomentsSupport
 import Subprocess
 import Synchronization
 import SystemPackage
@@ -189,12 +190,7 @@ public final class EngineProcess: Sendable {
     }
 
     /// VmPeak of process `pid`, bytes (0 once it is gone).
-    static func peakAddressSpace(of pid: pid_t) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmPeak:") }),
-              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
-        return kilobytes * 1024
-    }
+    static func peakAddressSpace(of pid: pid_t) -> Int { LinuxProcess(pid).status("VmPeak") ?? 0 }
 }
 
 /// An engine process that died (a signal) or passed its memory limit: the attempt fails with

@@ -3,6 +3,7 @@ import Foundation
 import Highlights
 import Media
 import MomentsModel
+import MomentsSupport
 import Synchronization
 
 /// `moments engine`: one attempt's engine work in a process of its own, started by a worker (not
@@ -87,12 +88,7 @@ struct EngineCommand: ParsableCommand {
     }
 
     /// `VmSize` (mapped now) or `VmPeak` (the most ever mapped) of this process, bytes.
-    static func addressSpace(_ field: String) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
-        return kilobytes * 1024
-    }
+    static func addressSpace(_ field: String) -> Int { LinuxProcess.current.status(field) ?? 0 }
 }
 
 /// Writes `EngineMessage`s, one JSON line each, to standard output: from the engine's thread and

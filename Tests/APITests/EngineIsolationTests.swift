@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import MediaSynth
 import MomentsModel
+import MomentsSupport
 import ServiceTestSupport
 import Testing
 
@@ -56,10 +57,7 @@ struct EngineIsolationTests {
         }
     }
 
-    static func isGone(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
-        return stat.contains(") Z ")  // a zombie: dead, not yet reaped by whoever holds it now
-    }
+    static func isGone(_ pid: pid_t) -> Bool { LinuxProcess(pid).isGone }
 
     /// SIGSEGV under `moments dev` (the API in the worker's own process), SIGKILL with the API apart.
     @Test("An engine killed mid-job fails its attempt engine_crashed; the retry completes; the job beside it and the API carry on",
@@ -160,14 +158,14 @@ struct EngineIsolationTests {
             let first = try await Self.engine(of: cancelled, in: worker)
             #expect(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(cancelled)"]).status == 200)
             let stopped = try await TestServices.eventually(timeout: .seconds(5)) { Self.isGone(first) }
-            #expect(stopped, "the cancelled job's engine \(first) still runs: \(MomentsProcess.commandLine(of: first))")
+            #expect(stopped, "the cancelled job's engine \(first) still runs: \(LinuxProcess(first).commandLine)")
             #expect(try await store.job(cancelled)?.status == .cancelled)
             // The worker killed outright: its engine sees its standard input end and exits.
             let orphaned = try Self.upload(base)
             let second = try await Self.engine(of: orphaned, in: worker)
             worker.send(SIGKILL)
             let gone = try await TestServices.eventually(timeout: .seconds(3)) { Self.isGone(second) }
-            #expect(gone, "the engine \(second) outlived its worker: \(MomentsProcess.commandLine(of: second))")
+            #expect(gone, "the engine \(second) outlived its worker: \(LinuxProcess(second).commandLine)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 import ServiceTestSupport
 import Testing
 #if canImport(Glibc)
@@ -100,21 +101,10 @@ struct NeverReadingClientTests {
     static func p99(_ sorted: [Double]) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)] }
 
     /// User and system CPU time of process `pid` so far, seconds.
-    static func cpuSeconds(_ pid: pid_t) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: end)...].split(separator: " ")
-        // utime and stime are the 14th and 15th fields; the 12th and 13th after the command.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    static func cpuSeconds(_ pid: pid_t) -> Double { LinuxProcess(pid).stat?.processorSeconds ?? 0 }
 
     /// `VmRSS` or `VmHWM` of process `pid`, bytes.
-    static func memory(_ pid: pid_t, _ field: String) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
-        return kilobytes * 1024
-    }
+    static func memory(_ pid: pid_t, _ field: String) -> Int { LinuxProcess(pid).status(field) ?? 0 }
 }
 
 /// A connection with a small receive buffer that sends a request over and over without blocking

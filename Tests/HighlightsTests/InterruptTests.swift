@@ -1,5 +1,6 @@
 import Foundation
 import MediaSynth
+import MomentsSupport
 import ServiceTestSupport
 import Synchronization
 import Testing
@@ -54,12 +55,5 @@ struct InterruptTests {
     }
 
     /// User and system time of process `pid` so far, in clock ticks (100 a second).
-    static func processorTicks(_ pid: pid_t) -> Int {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
-        // Fields after the command's name: state is 3rd, utime the 14th, stime the 15th.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
-        return user + system
-    }
+    static func processorTicks(_ pid: pid_t) -> Int { LinuxProcess(pid).stat.map { $0.userTicks + $0.systemTicks } ?? 0 }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import JobStore
+import MomentsSupport
 import Synchronization
 
 /// The running system as a client sees it: `moments api` and `moments worker` processes against
@@ -167,32 +168,12 @@ public final class MomentsProcess: @unchecked Sendable {
     public var pid: pid_t { process.processIdentifier }
 
     /// The engine processes this worker runs now (`moments engine`, one per attempt).
-    public var engineChildren: [pid_t] { Self.children(of: pid).filter { Self.commandLine(of: $0).contains("engine") } }
+    public var engineChildren: [pid_t] { LinuxProcess(pid).children.filter { $0.commandLine.contains("engine") }.map(\.pid) }
 
     /// The engine process working on job `id` (the one with that job's work folder open).
     public func engineChild(workingOn id: UUID) -> pid_t? {
         let folder = "moments-job-\(id.uuidString.lowercased())-"
-        return engineChildren.first { child in
-            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd")) ?? []
-            return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child)/fd/\($0)"))?.contains(folder) == true }
-        }
-    }
-
-    /// Every process whose parent is `parent`, from /proc.
-    public static func children(of parent: pid_t) -> [pid_t] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { pid_t($0) }.filter { pid in
-            // /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces, so read past its ')'.
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return false }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 1 && pid_t(fields[1]) == parent
-        }
-    }
-
-    /// A process's command line, arguments joined by spaces ("" once it is gone).
-    public static func commandLine(of pid: pid_t) -> String {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return "" }
-        return String(decoding: data.map { $0 == 0 ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+        return engineChildren.first { LinuxProcess($0).openFiles.contains { $0.contains(folder) } }
     }
 
     /// SIGTERM: what an orchestrator sends first.

@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 
 /// A PostgreSQL 15 cluster of the test's own on a free port, which the test may stop and start
 /// again (the shared one of `scripts/services` serves every other test and must stay up). As root
@@ -39,13 +40,13 @@ public final class PrivatePostgres: @unchecked Sendable {
     public func freeze() {
         let postmaster = self.postmaster
         postmaster.map { _ = kill($0, SIGSTOP) }
-        for child in postmaster.map(Self.children) ?? [] { kill(child, SIGSTOP) }
+        for child in postmaster.map({ LinuxProcess($0).children }) ?? [] { kill(child.pid, SIGSTOP) }
     }
 
     /// Wakes a frozen server (backends first, then the postmaster).
     public func thaw() {
         let postmaster = self.postmaster
-        for child in postmaster.map(Self.children) ?? [] { kill(child, SIGCONT) }
+        for child in postmaster.map({ LinuxProcess($0).children }) ?? [] { kill(child.pid, SIGCONT) }
         postmaster.map { _ = kill($0, SIGCONT) }
     }
 
@@ -55,17 +56,6 @@ public final class PrivatePostgres: @unchecked Sendable {
             .flatMap { $0.split(separator: "\n").first }.flatMap { pid_t($0) }
     }
 
-    /// The processes whose parent is `parent`, from /proc.
-    static func children(of parent: pid_t) -> [pid_t] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry -> pid_t? in
-            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let end = stat.lastIndex(of: ")") else { return nil }
-            // After the command's closing parenthesis: state, then the parent's pid.
-            let fields = stat[stat.index(after: end)...].split(separator: " ")
-            return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
-        }
-    }
 
     public func destroy() {
         thaw()
