@@ -120,17 +120,7 @@ final class NeverReader: @unchecked Sendable {
     init(port: Int, request: [UInt8], times: Int) throws {
         self.request = request.count
         burst = Array([[UInt8]](repeating: request, count: times).joined())
-        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var small: Int32 = 4096
-        setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw RawHTTP.Failure(description: "connect: \(errno)") }
+        socket = try Loopback.connect(port: port, receiveBuffer: 4096)
     }
 
     /// Sends as much of the burst as the socket takes now, going on where the last send stopped.

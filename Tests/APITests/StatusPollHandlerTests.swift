@@ -195,19 +195,8 @@ enum RawHTTP {
     }
 
     private static func blockingExchange(port: Int, _ data: [UInt8], expecting: Int, halfClose: Bool) throws -> [Reply] {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw Failure(description: "socket: \(errno)") }
+        let socket = try Loopback.connect(port: port, receiveTimeout: .seconds(5))
         defer { close(socket) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure(description: "connect: \(errno)") }
         var sent = 0
         while sent < data.count {
             let n = data[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) }

@@ -183,7 +183,7 @@ final class PrivateRedis: @unchecked Sendable {
                                   "--appendfsync", "always", "--daemonize", "yes", "--pidfile", pidFile.path,
                                   "--logfile", directory.appendingPathComponent("redis.log").path]
         }
-        for _ in 0..<200 where !Socket.canConnect(port: port) { usleep(20_000) }
+        for _ in 0..<200 where !Loopback.canConnect(port: port) { usleep(20_000) }
     }
 
     /// Kills the server now (SIGKILL) and starts it again after `delay`, in the background.
@@ -195,28 +195,13 @@ final class PrivateRedis: @unchecked Sendable {
     func stop() {
         guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return }
         kill(pid, SIGKILL)
-        for _ in 0..<200 where Socket.canConnect(port: port) { usleep(10_000) }
+        for _ in 0..<200 where Loopback.canConnect(port: port) { usleep(10_000) }
         try? FileManager.default.removeItem(at: pidFile)
     }
 
     deinit {
         stop()
         try? FileManager.default.removeItem(at: directory)
-    }
-}
-
-enum Socket {
-    static func canConnect(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
     }
 }
 

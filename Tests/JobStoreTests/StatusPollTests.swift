@@ -221,17 +221,9 @@ struct StatusPollBatchingTests {
     @Test("A lane's connection to a server that never answers fails its polls once its timeout passes, and tries again for the next")
     func laneTimeout() async throws {
         // A socket that listens and never accepts: the connection is made, the startup gets no answer.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = try Loopback.listen()
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        try #require(bound && listen(listener, 16) == 0)
-        let configuration = DatabaseConfiguration(host: "127.0.0.1", port: Int(UInt16(bigEndian: address.sin_port)), username: "moments",
+        let configuration = DatabaseConfiguration(host: "127.0.0.1", port: port, username: "moments",
                                                   password: nil, database: "moments", tls: .disable)
         let connection = StatusPollConnection(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(),
                                               logger: TestServices.logger, timeout: .milliseconds(300))

@@ -39,23 +39,7 @@ public final class FaultProxy: @unchecked Sendable {
     public init(upstreamPort: Int, plan: @escaping @Sendable (_ method: String, _ path: String, _ earlier: [Exchange]) -> Fault) throws {
         self.upstreamPort = upstreamPort
         self.plan = plan
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 64) == 0 else {
-            Glibc.close(descriptor)
-            throw LiveSystem.Failure("the fault proxy could not listen: errno \(errno)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        listener = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try Loopback.listen(backlog: 64, reuseAddress: true)
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -155,12 +139,8 @@ public final class FaultProxy: @unchecked Sendable {
     /// A connection to the server with `first` (what was read of the request) sent on it; nil
     /// when the server cannot be reached.
     private func connectUpstream(sending first: Data) -> Int32? {
-        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = Self.loopback(port: upstreamPort)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0, Self.writeAll(upstream, first) else {
+        guard let upstream = try? Loopback.connect(port: upstreamPort) else { return nil }
+        guard Self.writeAll(upstream, first) else {
             Glibc.close(upstream)
             return nil
         }
@@ -208,13 +188,5 @@ public final class FaultProxy: @unchecked Sendable {
             return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
         }
         return 0
-    }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
     }
 }

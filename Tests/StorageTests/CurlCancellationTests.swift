@@ -7,20 +7,7 @@ import Testing
 @Suite("Cancelling a transfer", .quiet)
 struct CurlCancellationTests {
     /// A TCP port that accepts connections (the kernel's backlog) and never answers.
-    static func silentPort() throws -> (Int32, Int) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 16) == 0
-                && getsockname(listener, $0, &length) == 0 }
-        }
-        try #require(bound, "a listening socket")
-        return (listener, Int(UInt16(bigEndian: address.sin_port)))
-    }
+    static func silentPort() throws -> (Int32, Int) { try Loopback.listen() }
 
     @Test("A request to a server that never answers ends within 2 s of its task's cancellation, marked cancelled")
     func cancelStalledRequest() async throws {
