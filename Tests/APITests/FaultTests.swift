@@ -34,6 +34,35 @@ struct FaultTests {
         #expect(abs(highlight.duration - target) <= 0.5, "the highlight is whole", sourceLocation: sourceLocation)
     }
 
+    /// Uploads three jobs and waits until a worker is processing one of them: the moment a fault
+    /// strikes mid-work.
+    static func uploadThreeUntilOneProcesses(_ base: String, store: JobStore, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [UUID] {
+        var accepted: [UUID] = []
+        for _ in 0..<3 {
+            let reply = try upload(base)
+            accepted.append(try #require(reply.id, "\(reply.status) \(reply.body)", sourceLocation: sourceLocation))
+        }
+        let working = try await TestServices.eventually(timeout: .seconds(60)) {
+            for id in accepted where try await store.job(id)?.status == .processing { return true }
+            return false
+        }
+        #expect(working, "a worker started on one of the jobs", sourceLocation: sourceLocation)
+        return accepted
+    }
+
+    /// Waits until every job of `accepted` has completed, then checks each completed once, whole.
+    static func checkEveryJobCompletesOnce(_ accepted: [UUID], base: String, store: JobStore,
+                                           sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let done = try await TestServices.eventually(timeout: .seconds(240)) {
+            for id in accepted where (try? await store.job(id)?.status) != .completed { return false }
+            return true
+        }
+        var statuses: [JobStatus?] = []
+        for id in accepted { statuses.append(try? await store.job(id)?.status) }
+        #expect(done, "every accepted job completed: \(statuses)", sourceLocation: sourceLocation)
+        for id in accepted { try await checkCompletedOnce(id, base: base, store: store, sourceLocation: sourceLocation) }
+    }
+
     /// A job store on `url`, running for the length of `body`.
     static func withStore<T: Sendable>(_ url: String, _ body: @Sendable (JobStore) async throws -> T) async throws -> T {
         let store = JobStore(configuration: try DatabaseConfiguration(url: url), logger: TestServices.logger)
@@ -51,17 +80,8 @@ struct FaultTests {
         try await System.withSystem(workers: 2, settings: ["WORKER_LEASE_SECONDS": "10", "WORKER_HEARTBEAT_SECONDS": "2"],
                                     databaseURL: postgres.url) { base in
             try await Self.withStore(postgres.url) { store in
-                var accepted: [UUID] = []
-                for _ in 0..<3 {
-                    let reply = try Self.upload(base)
-                    accepted.append(try #require(reply.id, "\(reply.status) \(reply.body)"))
-                }
                 // Mid-work: a job is being processed when the database goes away.
-                let working = try await TestServices.eventually(timeout: .seconds(60)) {
-                    for id in accepted where try await store.job(id)?.status == .processing { return true }
-                    return false
-                }
-                #expect(working, "a worker started on one of the jobs")
+                var accepted = try await Self.uploadThreeUntilOneProcesses(base, store: store)
                 try postgres.stop()
                 let refused = try Self.upload(base)
                 #expect(refused.status == 503, "\(refused.status) \(refused.body)")
@@ -78,14 +98,7 @@ struct FaultTests {
                 }
                 #expect(back, "uploads are accepted again: \(retried.status) \(retried.body)")
                 if let id = retried.id { accepted.append(id) }
-                let done = try await TestServices.eventually(timeout: .seconds(240)) {
-                    for id in accepted where (try? await store.job(id)?.status) != .completed { return false }
-                    return true
-                }
-                var statuses: [JobStatus?] = []
-                for id in accepted { statuses.append(try await store.job(id)?.status) }
-                #expect(done, "every accepted job completed: \(statuses)")
-                for id in accepted { try await Self.checkCompletedOnce(id, base: base, store: store) }
+                try await Self.checkEveryJobCompletesOnce(accepted, base: base, store: store)
                 let rows = try await store.client.query("SELECT count(*)::int FROM jobs")
                 for try await count in rows.decode(Int.self) { #expect(count == accepted.count, "no job row without an accepted upload") }
             }
@@ -100,16 +113,7 @@ struct FaultTests {
                                     databaseURL: postgres.url) { base in
             try await Self.withStore(postgres.url) { store in
                 let device = try System.device(base)
-                var accepted: [UUID] = []
-                for _ in 0..<3 {
-                    let reply = try Self.upload(base)
-                    accepted.append(try #require(reply.id, "\(reply.status) \(reply.body)"))
-                }
-                let working = try await TestServices.eventually(timeout: .seconds(60)) {
-                    for id in accepted where try await store.job(id)?.status == .processing { return true }
-                    return false
-                }
-                #expect(working, "a worker started on one of the jobs")
+                let accepted = try await Self.uploadThreeUntilOneProcesses(base, store: store)
                 let frozenAt = ContinuousClock.now
                 postgres.freeze()
                 // Each call at once, as apps make them: an upload, a status poll (its own lane), an
@@ -136,14 +140,7 @@ struct FaultTests {
                 // Frozen past a lease and its takeover grace: the workers give up what they cannot renew.
                 try await Task.sleep(until: frozenAt + .seconds(17))
                 postgres.thaw()
-                let done = try await TestServices.eventually(timeout: .seconds(240)) {
-                    for id in accepted where (try? await store.job(id)?.status) != .completed { return false }
-                    return true
-                }
-                var statuses: [JobStatus?] = []
-                for id in accepted { statuses.append(try? await store.job(id)?.status) }
-                #expect(done, "every accepted job completed: \(statuses)")
-                for id in accepted { try await Self.checkCompletedOnce(id, base: base, store: store) }
+                try await Self.checkEveryJobCompletesOnce(accepted, base: base, store: store)
                 let me = try curl(["--max-time", "30"] + device + ["\(base)/api/v1/me"])
                 #expect(me.status == 200, "the API answers again without a restart: \(me)")
             }
