@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
-        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth", "MomentsSupport"], path: "Tests/ServiceTestSupport"),
+        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth", "MomentsSupport", "Storage"], path: "Tests/ServiceTestSupport"),
         .testTarget(name: "APITests", dependencies: [
             "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", "MomentsSupport", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),

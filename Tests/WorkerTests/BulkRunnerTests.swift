@@ -11,7 +11,7 @@ import Testing
 @Suite("Bulk actions (real PostgreSQL)", .quiet)
 struct BulkRunnerTests {
     /// Deletes that take `delay` each, counted per key.
-    final class SlowDeletes: ObjectStore {
+    final class SlowDeletes: ForwardingObjectStore {
         let inner: any ObjectStore
         let delay: Duration
         private let deletes = Mutex<[String: Int]>([:])
@@ -27,20 +27,6 @@ struct BulkRunnerTests {
             deletes.withLock { $0[key, default: 0] += 1 }
             try? await Task.sleep(for: delay)
             try await inner.delete(key: key)
-        }
-        func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo {
-            try await inner.put(key: key, from: file, contentType: contentType)
-        }
-        func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo {
-            try await inner.get(key: key, to: file, limit: limit)
-        }
-        func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
-            try await inner.read(key: key, offset: offset, length: length)
-        }
-        func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo { try await inner.copy(from: source, to: key) }
-        func head(key: String) async throws(StorageError) -> ObjectInfo { try await inner.head(key: key) }
-        func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject] {
-            try await inner.list(prefix: prefix, after: after, limit: limit)
         }
     }
 

@@ -14,7 +14,7 @@ import Worker
 @Suite("Fenced-out attempts (real PostgreSQL, Redis and SeaweedFS)", .alone)
 struct FencedResultTests {
     /// Storage whose result uploads wait at a gate until the test opens it.
-    final class GatedStore: ObjectStore {
+    final class GatedStore: ForwardingObjectStore {
         let inner: any ObjectStore
         private let state = Mutex<(arrived: [String], open: Bool)>(([], false))
 
@@ -30,19 +30,6 @@ struct FencedResultTests {
             }
             return try await inner.put(key: key, from: file, contentType: contentType)
         }
-        func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo {
-            try await inner.get(key: key, to: file, limit: limit)
-        }
-        func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
-            try await inner.read(key: key, offset: offset, length: length)
-        }
-        func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo { try await inner.copy(from: source, to: key) }
-        func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject] {
-            try await inner.list(prefix: prefix, after: after, limit: limit)
-        }
-
-        func head(key: String) async throws(StorageError) -> ObjectInfo { try await inner.head(key: key) }
-        func delete(key: String) async throws(StorageError) { try await inner.delete(key: key) }
     }
 
     @Test("The late upload of an attempt that lost its lease leaves the new owner's highlight whole, and removes its own")

@@ -140,32 +140,10 @@ struct InProcessAPI: Sendable {
 /// Local storage that signs URLs as S3 would (`https://storage.test/<key>?X-Method=…&X-Expires=…`),
 /// so the direct-upload and redirect routes run in process. Nothing answers at that address: a
 /// test that "uploads" puts the file into the local store itself.
-struct SigningLocalStore: PresigningObjectStore {
+struct SigningLocalStore: PresigningObjectStore, ForwardingObjectStore {
     let local: LocalObjectStore
 
-    func put(key: String, from file: URL, contentType: String) async throws(StorageError) -> ObjectInfo {
-        try await local.put(key: key, from: file, contentType: contentType)
-    }
-
-    func get(key: String, to file: URL, limit: Int64?) async throws(StorageError) -> ObjectInfo {
-        try await local.get(key: key, to: file, limit: limit)
-    }
-
-    func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
-        try await local.read(key: key, offset: offset, length: length)
-    }
-
-    func copy(from source: String, to key: String) async throws(StorageError) -> ObjectInfo {
-        try await local.copy(from: source, to: key)
-    }
-
-    func list(prefix: String, after: String?, limit: Int) async throws(StorageError) -> [StoredObject] {
-        try await local.list(prefix: prefix, after: after, limit: limit)
-    }
-
-    func head(key: String) async throws(StorageError) -> ObjectInfo { try await local.head(key: key) }
-
-    func delete(key: String) async throws(StorageError) { try await local.delete(key: key) }
+    var inner: any ObjectStore { local }
 
     var presigning: (any PresigningObjectStore)? { self }
 
