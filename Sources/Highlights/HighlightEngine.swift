@@ -182,9 +182,7 @@ extension HighlightEngine {
                                                               moves: [EdgeMove], crop: CropPlan?) {
         let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
         let rules = settings.rules
-        // The user's segment choices hold on whichever grid the segments land, to within a frame
-        // (not a fixed 50 ms: that is two and a half frames at 50 fps).
-        let slack = analysis.info.nominalFrameInterval * 1.01 + 1e-6
+        let slack = SegmentRules.slack(for: analysis)
         /// The segments on `grid`, or why they cannot be.
         func align(to grid: KeyframeGrid) -> Result<AlignedSelection, Unaligned> {
             let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,

@@ -46,8 +46,12 @@ public struct SegmentRules: Sendable, Equatable {
                   capsEveryPass: choices.maxSegment != nil, count: choices.maxSegments, floorIsPromise: choices.minSegment != nil)
     }
 
+    /// How far a segment's length may miss the rules: a frame of `analysis`'s source, whichever
+    /// grid the segments land on (not a fixed 50 ms: that is two and a half frames at 50 fps).
+    static func slack(for analysis: Analysis) -> Double { analysis.info.nominalFrameInterval * 1.01 + 1e-6 }
+
     /// Whether `segments` keep the rules, a frame's rounding (`slack`) allowed on each length.
-    func admits(_ segments: [Segment], slack: Double = 0.05) -> Bool {
+    func admits(_ segments: [Segment], slack: Double) -> Bool {
         if self == .standard { return true }
         if let count, segments.count > count { return false }
         return segments.allSatisfy {

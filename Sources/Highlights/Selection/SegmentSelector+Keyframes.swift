@@ -29,7 +29,7 @@ extension SegmentSelector {
     /// `max_segments`; whether the result keeps the rules is the caller's to check
     /// (`SegmentRules.admits`).
     static func align(_ segments: [Segment], to grid: KeyframeGrid, shots: [Shot], target: Double?,
-                      rules: SegmentRules = .standard, slack: Double = 0.05, score: (Double, Double) -> Double) -> AlignedSelection {
+                      rules: SegmentRules, slack: Double, score: (Double, Double) -> Double) -> AlignedSelection {
         let duration = grid.streamEnd
         func shot(_ index: Int) -> Shot {
             guard shots.indices.contains(index) else { return Shot(start: 0, end: duration) }

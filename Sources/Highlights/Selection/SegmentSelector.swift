@@ -24,7 +24,7 @@ public enum SegmentSelector {
             let usable = usableParts(of: analysis)
             // A short source is shown whole, unless the user's choices ask for cuts: then as much
             // of its usable footage as those allow.
-            if rules.admits(usable) { return Selection(segments: usable, candidates: topCandidates) }
+            if rules.admits(usable, slack: SegmentRules.slack(for: analysis)) { return Selection(segments: usable, candidates: topCandidates) }
             target = min(target, usable.reduce(0) { $0 + $1.duration })
         }
         var chosen: [Segment] = []
