@@ -67,10 +67,17 @@ public final class Frame {
     }
 
     /// The picture's own presentation timestamp as its packet carried it, else FFmpeg's best
-    /// guess, in the stream's time base. After a seek into an open GOP, FFmpeg 5.1's HEVC decoder
-    /// was seen to hand pictures out of display order with their own, right, timestamps; the best
-    /// guess then "corrected" them into a steady run, labelling pictures up to two frames off.
-    public var presentationTimestamp: Int64? { pts ?? timestamp }
+    /// guess, in the stream's time base; the guess also when the two are more than `farApart`
+    /// ticks apart. After a seek into an open GOP, FFmpeg 5.1's HEVC decoder was seen to hand
+    /// pictures out of display order with their own, right, timestamps; the best guess then
+    /// "corrected" them into a steady run, labelling pictures up to two frames off. Seconds after
+    /// a seek in MPEG-TS it was seen to give one picture the timestamp of a packet read before the
+    /// seek, where the guess had the picture's own.
+    public func presentationTimestamp(farApart: Int64) -> Int64? {
+        guard let pts else { return timestamp }
+        guard let guess = timestamp, abs(guess - pts) > farApart else { return pts }
+        return guess
+    }
 
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
     /// The decoder's picture type; set it to `.unspecified` before encoding a decoded picture, so

@@ -55,12 +55,14 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
             videoDecoder.flush()
             audioDecoder?.flush()
             var videoDone = false
+            // A timestamp this far from FFmpeg's own guess is stale: reordering moves pictures by a few frames.
+            let staleAfter = video.ticks(max(0.5, 8 * info.nominalFrameInterval))
             // The segment's pictures as decoded, made ready and held by time, each passed on once
             // `reorderDepth` more have come; nil for one past the segment's end.
             var held: [(time: Double, picture: Frame?)] = []
 
             func takeVideo(_ frame: Frame) throws {
-                guard !videoDone, let ticks = frame.presentationTimestamp else { return }
+                guard !videoDone, let ticks = frame.presentationTimestamp(farApart: staleAfter) else { return }
                 let t = video.seconds(ticks) - origin
                 if t < segment.start - 1e-6 { return }
                 var picture: Frame?
