@@ -49,6 +49,7 @@ struct DirectUploadController: Sendable {
         var maxSegment: Double?
         var maxSegments: Int?
         var aspect: String?
+        var fps: String?
         var resumable: Bool?
         /// A resumable upload's multipart upload id and part size, and when it was reserved.
         var uploadID: String?
@@ -57,13 +58,13 @@ struct DirectUploadController: Sendable {
 
         enum CodingKeys: String, CodingKey {
             case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", size = "size_bytes", owner
-            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, resumable
+            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
             case uploadID = "upload_id", partSize = "part_size", reservedAt = "reserved_at"
         }
 
         func choices() throws -> HighlightChoices {
             try UploadController.choices(minSegment: minSegment.map { String($0) }, maxSegment: maxSegment.map { String($0) },
-                                         maxSegments: maxSegments.map(String.init), aspect: aspect,
+                                         maxSegments: maxSegments.map(String.init), aspect: aspect, fps: fps,
                                          targetDuration: targetDuration ?? HighlightLimits.defaultTargetDuration)
         }
     }

@@ -71,7 +71,8 @@ struct UploadController: Sendable {
         let quality = try Self.quality(form.fields["quality"])
         let codec = try Self.codec(form.fields["codec"])
         let choices = try Self.choices(minSegment: form.fields["min_segment"], maxSegment: form.fields["max_segment"],
-                                       maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"], targetDuration: duration)
+                                       maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"],
+                                       fps: form.fields["fps"], targetDuration: duration)
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
         let info = try await Self.probe(temporary)
 
@@ -261,13 +262,13 @@ struct UploadController: Sendable {
 
     /// The segment and framing choices (API 1.1): each absent or valid, and together possible for a
     /// highlight of `targetDuration` seconds. The code names the field: `invalid_min_segment`,
-    /// `invalid_max_segment`, `invalid_max_segments`, `invalid_aspect`, or `invalid_segments` when
-    /// they contradict each other.
-    static func choices(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?,
+    /// `invalid_max_segment`, `invalid_max_segments`, `invalid_aspect`, `invalid_fps` (1.2), or
+    /// `invalid_segments` when they contradict each other.
+    static func choices(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String?,
                         targetDuration: Int) throws -> HighlightChoices {
         do {
             return try HighlightChoices.parse(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
-                                              aspect: aspect, targetDuration: Double(targetDuration))
+                                              aspect: aspect, fps: fps, targetDuration: Double(targetDuration))
         } catch {
             throw APIError(.unprocessableContent, "invalid_\(error.field)", error.message)
         }

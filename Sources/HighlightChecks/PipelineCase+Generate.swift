@@ -165,6 +165,8 @@ extension PipelineCase {
         }
         poster = chance(0.85)
         thumbnails = chance(0.85)
+        // Drawn last, so the draws above (and the sources of seeds found before) stay as they were.
+        fps = chance(0.7) ? FrameRateChoice.upTo30.rawValue : FrameRateChoice.source.rawValue
     }
 
     /// The fixed set the test suite runs: `count` cases from `seed`, strata cycling.

@@ -70,6 +70,8 @@ public struct PipelineCase: Codable, Sendable, Equatable {
     public var maxSegments: Int?
     public var poster: Bool
     public var thumbnails: Bool
+    /// `30` or `source`; nil in cases written before the choice existed, which kept the source's rate.
+    public var fps: String?
 
     public var frameCount: Int { scenes.reduce(0) { $0 + $1.frames } }
 
@@ -118,7 +120,8 @@ public struct PipelineCase: Codable, Sendable, Equatable {
     /// What the highlight is asked for.
     public var settings: HighlightSettings {
         let choices = HighlightChoices(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
-                                       aspect: AspectRatio(rawValue: aspect) ?? .source)
+                                       aspect: AspectRatio(rawValue: aspect) ?? .source,
+                                       fps: fps.flatMap(FrameRateChoice.init(rawValue:)) ?? .source)
         return HighlightSettings(duration: target, quality: Quality(rawValue: quality) ?? .high,
                                  codec: VideoCodecChoice(rawValue: videoCodec) ?? .auto, choices: choices)
     }
@@ -173,6 +176,7 @@ extension PipelineCase: CustomStringConvertible {
         if let minSegment { parts.append("min \(minSegment)") }
         if let maxSegment { parts.append("max \(maxSegment)") }
         if let maxSegments { parts.append("count \(maxSegments)") }
+        if let fps, fps != FrameRateChoice.upTo30.rawValue { parts.append("fps \(fps)") }
         return parts.joined(separator: ", ")
     }
 }

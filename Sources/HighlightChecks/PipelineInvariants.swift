@@ -1,6 +1,7 @@
 import Foundation
 import FoundationXML
 import Highlights
+import MomentsModel
 import Timelines
 
 /// What must hold for every case, whatever the source and the settings:
@@ -15,6 +16,8 @@ import Timelines
 /// - at every join sound and picture stay together: each sync mark the source shows and sounds
 ///   inside a segment flashes where the segments put it and clicks within a frame of its flash;
 /// - on the copy path every picture is the source's own, bit for bit;
+/// - under `fps=30` a source faster than 33 fps shows every second (third, fourth) picture, evenly,
+///   and is encoded; otherwise, and under `fps=source`, every picture its segments cover;
 /// - the poster and the thumbnails asked for are JPEGs of the highlight's picture, from inside its
 ///   segments; every timeline holds one clip per segment at the segment's frames.
 public struct PipelineInvariants: Sendable {
@@ -38,6 +41,7 @@ public struct PipelineInvariants: Sendable {
             found += streams(report, output)
             found += lengths(report, output)
             found += marks(report, output: output, source: source)
+            found += frameRate(report, output: output)
             if report.render.mode == .copy { found += copiedPictures(report, output: output, source: source) }
         } catch {
             found.append("the highlight could not be inspected: \(error)")
@@ -51,6 +55,11 @@ public struct PipelineInvariants: Sendable {
     /// One frame, nominal, and the longest any frame of the source lasts.
     var frame: Double { pipelineCase.frameInterval }
     var longestFrame: Double { pipelineCase.longestFrameInterval }
+    /// Every how many source pictures the highlight shows one: what `fps` asks of this source.
+    var pictureStep: Int {
+        guard pipelineCase.settings.choices.fps == .upTo30, pipelineCase.video.nominalRate > FrameRateChoice.fastestKept else { return 1 }
+        return max(2, Int((pipelineCase.video.nominalRate / 30 - 1e-3).rounded(.up)))
+    }
 
     /// Where each segment starts on the highlight's clock.
     func outputStarts(_ segments: [Segment]) -> [Double] {
@@ -123,7 +132,7 @@ public struct PipelineInvariants: Sendable {
         let total = report.segments.reduce(0) { $0 + $1.duration }
         let video = Double(output.video?["duration"] ?? "") ?? 0
         let audio = Double(output.sound?["duration"] ?? "") ?? 0
-        let tolerance = longestFrame + 0.001
+        let tolerance = longestFrame * Double(pictureStep) + 0.001
         if abs(video - audio) > tolerance {
             found.append(String(format: "sound (%.3f s) and pictures (%.3f s) differ by more than a frame", audio, video))
         }
@@ -163,6 +172,8 @@ public struct PipelineInvariants: Sendable {
             for mark in video.syncMarkTimes where mark >= segment.start + 2 * frame && mark <= segment.end - 2 * frame {
                 guard sourceFlashes.contains(where: { abs($0 - mark) < frame / 2 }) else { continue }
                 let expected = outputStart + start + (mark - segment.start)
+                // Under fps=30 the mark's own picture may be one the highlight leaves out.
+                if pictureStep > 1, !output.pictures.contains(where: { abs($0.time - expected) < frame / 2 }) { continue }
                 guard let flash = Self.nearest(outputFlashes, to: expected), abs(flash - expected) <= frame + 0.001 else {
                     found.append(String(format: "the mark at %.3f s in the source does not flash at %.3f s in the highlight", mark, expected))
                     continue
@@ -177,6 +188,38 @@ public struct PipelineInvariants: Sendable {
             }
         }
         return Array(found.prefix(5)) + (found.count > 5 ? ["… and \(found.count - 5) more marks"] : [])
+    }
+
+    // MARK: Frame rate
+
+    /// The report states the step `fps` asks for; inside each segment of an encoded highlight the
+    /// pictures come every `step` source frames (a low-light run's longer frames allowed). The copy
+    /// path's pictures are checked one by one (`copiedPictures`).
+    func frameRate(_ report: HighlightReport, output: MediaInspection) -> [String] {
+        var found: [String] = []
+        let step = pictureStep
+        if report.render.pictureStep != step {
+            found.append("the highlight shows every \(report.render.pictureStep) source pictures; fps \(pipelineCase.fps ?? "source") of a "
+                + String(format: "%.3f fps source asks for every %d", pipelineCase.video.nominalRate, step))
+        }
+        if step > 1 && report.render.mode == .copy { found.append("fps=30 of a faster source was copied, every picture kept") }
+        guard report.render.mode == .encode, let outputStart = output.pictures.first?.time else { return found }
+        let starts = outputStarts(report.segments)
+        var gaps: [String] = []
+        for (this, next) in zip(output.pictures, output.pictures.dropFirst()) {
+            let (t, u) = (this.time - outputStart, next.time - outputStart)
+            // Only gaps inside one segment: a join may come at any picture.
+            guard let k = starts.lastIndex(where: { $0 <= t + 1e-6 }), k == starts.lastIndex(where: { $0 <= u + 1e-6 }) else { continue }
+            let gap = u - t
+            if gap < Double(step) * frame - frame / 2 || gap > Double(step) * longestFrame + frame / 2 {
+                gaps.append(String(format: "%.3f → %.3f s (%.1f ms)", t, u, gap * 1000))
+            }
+        }
+        if !gaps.isEmpty {
+            found.append(String(format: "pictures not every %d source frames (%.1f ms): ", step, Double(step) * frame * 1000)
+                + gaps.prefix(3).joined(separator: ", ") + (gaps.count > 3 ? " … and \(gaps.count - 3) more" : ""))
+        }
+        return found
     }
 
     static func nearest(_ values: [Double], to target: Double) -> Double? {

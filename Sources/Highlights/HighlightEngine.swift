@@ -144,12 +144,15 @@ extension HighlightEngine {
                 input: analysis.info,
                 settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue,
                                 minSegment: settings.choices.minSegment, maxSegment: settings.choices.maxSegment,
-                                maxSegments: settings.choices.maxSegments, aspect: settings.choices.aspect.rawValue),
+                                maxSegments: settings.choices.maxSegments, aspect: settings.choices.aspect.rawValue,
+                                fps: settings.choices.fps.rawValue),
                 scenes: analysis.changes, segments: made.segments,
                 output: .init(duration: rendered.duration, width: rendered.width, height: rendered.height,
                               videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
-                              fileSize: size, silentAudio: rendered.silentAudio),
-                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves),
+                              fileSize: size, silentAudio: rendered.silentAudio,
+                              frameRate: decision.mode == .copy ? analysis.info.frameRate : made.frames.outputRate),
+                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves,
+                              pictureStep: decision.mode == .copy ? 1 : made.frames.step),
                 timings: .init(analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
@@ -179,7 +182,7 @@ extension HighlightEngine {
     /// action is planned over the final segments (`Reframer`) and cropped from every picture.
     static func render(_ analysis: Analysis, _ segments: [Segment], input: String, to partial: String, settings: HighlightSettings,
                        reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment],
-                                                              moves: [EdgeMove], crop: CropPlan?) {
+                                                              moves: [EdgeMove], crop: CropPlan?, frames: FrameRatePlan) {
         let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
         let rules = settings.rules
         let slack = SegmentRules.slack(for: analysis)
@@ -200,7 +203,8 @@ extension HighlightEngine {
             }
             return .success(aligned)
         }
-        var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec)
+        let frames = FrameRatePlan(sourceRate: analysis.info.frameRate, choice: settings.choices.fps)
+        var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec, frames: frames)
         let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
         if reframer != nil {
             let shape = settings.choices.aspect.rawValue
@@ -216,7 +220,7 @@ extension HighlightEngine {
                     let result = try writing {
                         try CopyRenderer(path: input, analysis: analysis, grid: grid, reporter: reporter).render(aligned.ranges, to: partial)
                     }
-                    return (result, decision, aligned.segments, aligned.moves, nil)
+                    return (result, decision, aligned.segments, aligned.moves, nil, frames)
                 } catch let mismatch as CopyRenderer.IndexMismatch {
                     decision = RenderDecision(mode: .encode, reason: "the stream could not be copied (\(mismatch.detail))")
                 }
@@ -242,10 +246,10 @@ extension HighlightEngine {
         let result = try reporter.within(crop == nil ? 0...1 : Reframer.progressShare...1) {
             try writing {
                 try Renderer(path: input, analysis: analysis, quality: settings.quality, lean: settings.limits.decodesLean(analysis.info),
-                             crop: crop, reporter: reporter).render(chosen.segments, to: partial)
+                             crop: crop, frames: frames, reporter: reporter).render(chosen.segments, to: partial)
             }
         }
-        return (result, decision, chosen.segments, chosen.moves, crop)
+        return (result, decision, chosen.segments, chosen.moves, crop, frames)
     }
 }
 

@@ -315,6 +315,13 @@ public enum Migrations {
             "INSERT INTO queue_control DEFAULT VALUES",
             "COMMENT ON TABLE queue_control IS 'Whether the queue is paused (workers take no new jobs): the truth, which Redis only caches; a Redis that restarted empty gets it back from here.'",
         ]),
+        // Jobs made before this kept their source's frame rate, so they read as 'source'; new ones
+        // are given their choice (30 unless asked).
+        Migration(version: 14, name: "frame rate choice", statements: [
+            "ALTER TABLE jobs ADD COLUMN fps text NOT NULL DEFAULT 'source' CHECK (fps IN ('30', 'source'))",
+            "ALTER TABLE jobs ALTER COLUMN fps SET DEFAULT '30'",
+            "COMMENT ON COLUMN jobs.fps IS 'The highlight''s frame rate: 30 (a faster source shows every second picture, or every third or fourth) or source (its own).'",
+        ]),
     ]
 }
 

@@ -140,7 +140,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
         case stage, quality, codec, targetDuration = "target_duration", errorCode = "error_code", errorMessage = "error_message"
         case attempt, maxAttempts = "max_attempts", startedAt = "started_at", updatedAt = "updated_at"
         case sourceSize = "source_size", resultSize = "result_size", segments
-        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps
         case thumbnailsURL = "thumbnails_url"
     }
 
@@ -163,7 +163,8 @@ public struct JobDetails: Codable, Equatable, Sendable {
         choices = HighlightChoices(minSegment: try c.decodeIfPresent(Double.self, forKey: .minSegment),
                                    maxSegment: try c.decodeIfPresent(Double.self, forKey: .maxSegment),
                                    maxSegments: try c.decodeIfPresent(Int.self, forKey: .maxSegments),
-                                   aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source)
+                                   aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
+                                   fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
         thumbnailsURL = try c.decodeIfPresent(String.self, forKey: .thumbnailsURL)
     }
 
@@ -188,6 +189,8 @@ public struct JobDetails: Codable, Equatable, Sendable {
         try c.encodeIfPresent(choices.maxSegment, forKey: .maxSegment)
         try c.encodeIfPresent(choices.maxSegments, forKey: .maxSegments)
         if choices.aspect != .source { try c.encode(choices.aspect, forKey: .aspect) }
+        // 1.2: only when the source's own rate was asked for.
+        if choices.fps != .upTo30 { try c.encode(choices.fps, forKey: .fps) }
         try c.encodeIfPresent(thumbnailsURL, forKey: .thumbnailsURL)
     }
 }

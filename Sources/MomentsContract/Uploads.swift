@@ -84,6 +84,8 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var maxSegment: Double?
     public var maxSegments: Int?
     public var aspect: String?
+    /// API 1.2: `30` (the default) or `source`.
+    public var fps: String?
     /// API 1.1: a resumable upload (S3 multipart): parts PUT one by one, any order, resumable.
     public var resumable: Bool?
 
@@ -99,12 +101,13 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
         maxSegment = choices.maxSegment
         maxSegments = choices.maxSegments
         aspect = choices.aspect == .source ? nil : choices.aspect.rawValue
+        fps = choices.fps == .upTo30 ? nil : choices.fps.rawValue
         self.resumable = resumable
     }
 
     enum CodingKeys: String, CodingKey {
         case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", sizeBytes = "size_bytes"
-        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, resumable
+        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
     }
 }
 

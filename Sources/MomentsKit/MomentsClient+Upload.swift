@@ -54,6 +54,7 @@ extension MomentsClient {
         if let value = choices.maxSegment { fields.append(("max_segment", String(value))) }
         if let value = choices.maxSegments { fields.append(("max_segments", String(value))) }
         if choices.aspect != .source { fields.append(("aspect", choices.aspect.rawValue)) }
+        if choices.fps != .upTo30 { fields.append(("fps", choices.fps.rawValue)) }
         let form = try MultipartFile.write(file: file, fields: fields)
         defer { try? FileManager.default.removeItem(at: form.url) }
         var request = request("POST", "api/v1/upload")

@@ -23,9 +23,22 @@ public enum AspectRatio: String, Sendable, Codable, CaseIterable {
     }
 }
 
+/// How many pictures a second the highlight shows. Stored with the job and sent by clients; never
+/// rename a case.
+public enum FrameRateChoice: String, Sendable, Codable, CaseIterable {
+    /// At most about 30: a faster source shows every second picture (60 → 30, 59.94 → 29.97,
+    /// 50 → 25), or every third or fourth (120 → 30); a source of up to 33 keeps its own.
+    case upTo30 = "30"
+    /// The source's own rate, whatever it is.
+    case source
+
+    /// Above this many pictures a second, `upTo30` leaves pictures out.
+    public static let fastestKept = 33.0
+}
+
 /// What the person asking for a highlight may choose besides its length and quality: the lengths of
-/// its segments, how many there are, and the frame's shape. Cloudinary's preview API offers the
-/// same segment choices. Nil means the engine's own judgement.
+/// its segments, how many there are, the frame's shape and its rate. Cloudinary's preview API offers
+/// the same segment choices. Nil means the engine's own judgement.
 public struct HighlightChoices: Sendable, Equatable, Codable {
     /// No segment shorter than this, in seconds.
     public var minSegment: Double?
@@ -34,16 +47,29 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
     /// At most this many segments.
     public var maxSegments: Int?
     public var aspect: AspectRatio
+    public var fps: FrameRateChoice
 
-    public init(minSegment: Double? = nil, maxSegment: Double? = nil, maxSegments: Int? = nil, aspect: AspectRatio = .source) {
+    public init(minSegment: Double? = nil, maxSegment: Double? = nil, maxSegments: Int? = nil, aspect: AspectRatio = .source,
+                fps: FrameRateChoice = .upTo30) {
         self.minSegment = minSegment
         self.maxSegment = maxSegment
         self.maxSegments = maxSegments
         self.aspect = aspect
+        self.fps = fps
     }
 
     enum CodingKeys: String, CodingKey {
-        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+        case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps
+    }
+
+    /// Choices written before `fps` existed read as its default.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(minSegment: try c.decodeIfPresent(Double.self, forKey: .minSegment),
+                  maxSegment: try c.decodeIfPresent(Double.self, forKey: .maxSegment),
+                  maxSegments: try c.decodeIfPresent(Int.self, forKey: .maxSegments),
+                  aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
+                  fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
     }
 
     /// Segment lengths that may be asked for, in seconds.
@@ -53,7 +79,7 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
 
     /// A choice that cannot be honoured: the setting's name (the code's subject) and a sentence.
     public struct Invalid: Error, Sendable, Equatable {
-        /// `min_segment`, `max_segment`, `max_segments`, `aspect`, or `segments` for a contradiction between them.
+        /// `min_segment`, `max_segment`, `max_segments`, `aspect`, `fps`, or `segments` for a contradiction between them.
         public var field: String
         public var message: String
     }
@@ -61,7 +87,7 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
     /// Reads the choices from text settings (form fields, JSON strings, command-line options): each
     /// is absent, empty (the default), or valid; then checks them against each other and
     /// `targetDuration`.
-    public static func parse(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?,
+    public static func parse(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String? = nil,
                              targetDuration: Double) throws(Invalid) -> HighlightChoices {
         func text(_ value: String?) -> String? {
             guard let value = value?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
@@ -91,6 +117,13 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
                     + AspectRatio.allCases.map(\.rawValue).joined(separator: ", ") + ".")
             }
             choices.aspect = ratio
+        }
+        if let value = text(fps) {
+            guard let rate = FrameRateChoice(rawValue: value.lowercased()) else {
+                throw Invalid(field: "fps", message: "fps must be 30 (at most about 30 pictures a second, the default) or source "
+                    + "(the video's own rate).")
+            }
+            choices.fps = rate
         }
         try choices.check(targetDuration: targetDuration)
         return choices

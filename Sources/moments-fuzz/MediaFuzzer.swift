@@ -128,7 +128,7 @@ struct FuzzTool {
 
 /// A highlight's settings chosen by an input's own bytes (an FNV-1a hash of them), so that the
 /// fuzzer explores the settings with the media and a saved input replays the same run: target
-/// 1–8 s, quality, codec, aspect, segment choices, stills or none.
+/// 1–8 s, quality, codec, aspect, segment choices, stills or none, frame rate.
 struct FuzzSettings {
     var hash: UInt64
 
@@ -163,6 +163,8 @@ struct FuzzSettings {
             settings.stills = StillPaths(poster: folder.appendingPathComponent("poster.jpg").path,
                                          thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
         }
+        // Chosen last, so the bits above choose as they did for inputs saved before.
+        settings.choices.fps = FrameRateChoice.allCases[bits.choose(FrameRateChoice.allCases.count)]
         return settings
     }
 }

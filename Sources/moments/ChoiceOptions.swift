@@ -8,17 +8,20 @@ struct ChoiceOptions: ParsableArguments {
     @Option(help: "No segment longer than this many seconds.") var maxSegment: String?
     @Option(help: "At most this many segments.") var maxSegments: String?
     @Option(help: "The frame's shape: source, 9:16, 1:1, 4:5 or 16:9 (a crop that follows the action).") var aspect: String?
+    @Option(help: "Pictures a second: 30 (the default: a faster video shows every second picture, 60 → 30) or source (its own rate).")
+    var fps: String?
 
     func choices(target: Double) throws -> HighlightChoices {
         do {
             return try HighlightChoices.parse(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
-                                              aspect: aspect, targetDuration: target)
+                                              aspect: aspect, fps: fps, targetDuration: target)
         } catch {
             throw ValidationError(error.message.replacingOccurrences(of: "min_segment", with: "--min-segment")
                 .replacingOccurrences(of: "max_segments", with: "--max-segments")
                 .replacingOccurrences(of: "max_segment", with: "--max-segment")
                 .replacingOccurrences(of: "target_duration", with: "--duration")
-                .replacingOccurrences(of: "aspect must", with: "--aspect must"))
+                .replacingOccurrences(of: "aspect must", with: "--aspect must")
+                .replacingOccurrences(of: "fps must", with: "--fps must"))
         }
     }
 }

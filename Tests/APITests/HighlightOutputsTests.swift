@@ -25,25 +25,29 @@ struct HighlightOutputsTests {
         return (id, details)
     }
 
-    @Test("min_segment, max_segment and max_segments: kept by the highlight, shown in the details, refused when impossible")
+    @Test("min_segment, max_segment, max_segments and fps: kept by the highlight, shown in the details, refused when impossible")
     func segmentChoices() async throws {
-        try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
+        // Twelve uploads from one device in a minute: more than the default limit of ten.
+        try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "20"]) { base in
             let auth = try System.device(base)
             let (_, details) = try await Self.highlight(base, auth, fields: ["target_duration": "10", "min_segment": "3",
                                                                              "max_segment": "4", "quality": "low"])
             #expect(details["min_segment"] as? Double == 3 && details["max_segment"] as? Double == 4, "\(details)")
-            #expect(details["max_segments"] == nil && details["aspect"] == nil, "choices not made are left out")
+            #expect(details["max_segments"] == nil && details["aspect"] == nil && details["fps"] == nil, "choices not made are left out")
             let segments = try #require(details["segments"] as? [[String: Double]])
             let lengths = segments.map { ($0["end"] ?? 0) - ($0["start"] ?? 0) }
             #expect(lengths.allSatisfy { $0 >= 3 - 1.0 / 30 && $0 <= 4 + 1.0 / 30 }, "\(lengths)")
             #expect(abs(lengths.reduce(0, +) - 10) <= 0.6, "\(lengths)")
 
-            let (_, few) = try await Self.highlight(base, auth, fields: ["target_duration": "10", "max_segments": "2", "quality": "low"])
+            let (_, few) = try await Self.highlight(base, auth, fields: ["target_duration": "10", "max_segments": "2", "quality": "low",
+                                                                         "fps": "source"])
             #expect(few["max_segments"] as? Int == 2)
+            #expect(few["fps"] as? String == "source", "\(few)")
             #expect((few["segments"] as? [Any])?.count ?? 0 <= 2, "\(few)")
 
             for (fields, code) in [(["min_segment": "0.2"], "invalid_min_segment"), (["max_segment": "abc"], "invalid_max_segment"),
                                    (["max_segments": "100"], "invalid_max_segments"), (["aspect": "3:4"], "invalid_aspect"),
+                                   (["fps": "24"], "invalid_fps"),
                                    (["min_segment": "5", "max_segment": "4"], "invalid_segments"),
                                    (["max_segment": "2", "max_segments": "3", "target_duration": "30"], "invalid_segments")] {
                 let form = fields.flatMap { ["-F", "\($0.key)=\($0.value)"] }
@@ -55,6 +59,9 @@ struct HighlightOutputsTests {
                                                            #"{"target_duration": 10, "max_segment": 2, "max_segments": 2}"#,
                                                            "\(base)/api/v1/uploads"]))
             #expect(direct.status == 422 && direct.code == "invalid_segments", "\(direct)")
+            let rate = try System.error(try curl(auth + ["-X", "POST", "-H", "Content-Type: application/json", "-d",
+                                                         #"{"target_duration": 10, "fps": "60"}"#, "\(base)/api/v1/uploads"]))
+            #expect(rate.status == 422 && rate.code == "invalid_fps", "\(rate)")
         }
     }
 

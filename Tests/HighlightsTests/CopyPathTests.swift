@@ -180,18 +180,25 @@ struct CopyPathTests {
 
         // The rules on their own, on a copyable analysis with one fact changed at a time.
         let analysis = try HighlightEngine().analyze(input: try Source.h264.path())
-        #expect(RenderDecision.decide(analysis, quality: .high, codec: .auto).0.mode == .copy)
+        let every = FrameRatePlan(sourceRate: analysis.info.frameRate, choice: .source)
+        #expect(RenderDecision.decide(analysis, quality: .high, codec: .auto, frames: every).0.mode == .copy)
         var uhd = analysis
         (uhd.info.width, uhd.info.height, uhd.info.displayWidth, uhd.info.displayHeight) = (3840, 2160, 3840, 2160)
-        let (decision, grid) = RenderDecision.decide(uhd, quality: .high, codec: .auto)
+        let (decision, grid) = RenderDecision.decide(uhd, quality: .high, codec: .auto, frames: every)
         #expect(decision.mode == .encode && grid == nil && decision.reason.contains("scaled down"), "\(decision.reason)")
-        #expect(RenderDecision.decide(analysis, quality: .low, codec: .auto).0.mode == .copy, "320 px fits every quality")
+        #expect(RenderDecision.decide(analysis, quality: .low, codec: .auto, frames: every).0.mode == .copy, "320 px fits every quality")
         var matroska = analysis
         matroska.info.container = "matroska,webm"
-        #expect(RenderDecision.decide(matroska, quality: .high, codec: .auto).0.reason.contains("container"))
+        #expect(RenderDecision.decide(matroska, quality: .high, codec: .auto, frames: every).0.reason.contains("container"))
         var anamorphic = analysis
         anamorphic.info.sampleAspectRatio = 4.0 / 3
-        #expect(RenderDecision.decide(anamorphic, quality: .high, codec: .auto).0.mode == .encode)
+        #expect(RenderDecision.decide(anamorphic, quality: .high, codec: .auto, frames: every).0.mode == .encode)
+        // Every second picture of 60 fps cannot be copied; all 60 can.
+        var sixty = analysis
+        sixty.info.frameRate = 60
+        let halved = RenderDecision.decide(sixty, quality: .high, codec: .auto, frames: FrameRatePlan(sourceRate: 60, choice: .upTo30)).0
+        #expect(halved.mode == .encode && halved.reason.contains("every second picture"), "\(halved.reason)")
+        #expect(RenderDecision.decide(sixty, quality: .high, codec: .auto, frames: FrameRatePlan(sourceRate: 60, choice: .source)).0.mode == .copy)
     }
 
     @Test("segments sit on the keyframe grid, inside their shots, and the total stays on target")

@@ -81,7 +81,8 @@ struct EngineTests {
             let flag = CancellationFlag()
             if cancelled { flag.cancel() }
             let reader = try SegmentReader(input: input, video: video, audio: nil, analysis: analysis,
-                                           geometry: OutputGeometry(info: info, quality: .low), cancellation: flag)
+                                           geometry: OutputGeometry(info: info, quality: .low),
+                                           frames: FrameRatePlan(sourceRate: info.frameRate, choice: .source), cancellation: flag)
             let queue = RenderQueue(capacity: 4)
             let ended = Mutex<(any Error)?>(nil)
             let done = DispatchSemaphore(value: 0)

@@ -53,6 +53,8 @@ struct GeneratedPipelineTests {
         #expect(cases.contains { $0.openGOP } && cases.contains { !$0.openGOP } && cases.contains { $0.bFrames > 0 })
         #expect(cases.contains { $0.startTime > 0 }, "a start time other than zero")
         #expect(cases.contains { $0.pixelAspect != [1, 1] }, "non-square pixels")
+        #expect(cases.contains { $0.frameRate >= 50 && $0.fps == "30" }, "fps=30 of a fast source")
+        #expect(cases.contains { $0.frameRate >= 50 && $0.fps == "source" }, "fps=source of a fast source")
     }
 
     /// Made by FFmpeg's own tools: 240 pictures (4 s) at 59.94 fps whose times are whole

@@ -169,5 +169,20 @@ struct SelectionTests {
         #expect(field(nil, "3", "10", target: 30) == nil)
         #expect(try HighlightChoices.parse(minSegment: "2.5", maxSegment: nil, maxSegments: nil, aspect: "9:16", targetDuration: 30)
             == HighlightChoices(minSegment: 2.5, aspect: .portrait))
+        // fps: 30 (the default) or source, in any case; nothing else.
+        for (text, expected) in [(nil, FrameRateChoice.upTo30), ("", .upTo30), ("30", .upTo30), ("Source", .source), (" source ", .source)] {
+            #expect(try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30).fps
+                == expected, "\(String(describing: text))")
+        }
+        for text in ["24", "60", "29.97", "auto"] {
+            #expect(throws: HighlightChoices.Invalid.self) {
+                try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30)
+            }
+        }
+        // Choices stored before fps existed read as the default.
+        let stored = try JSONDecoder().decode(HighlightChoices.self, from: Data(#"{"min_segment": 2, "aspect": "1:1"}"#.utf8))
+        #expect(stored == HighlightChoices(minSegment: 2, aspect: .square, fps: .upTo30))
+        let written = try JSONDecoder().decode(HighlightChoices.self, from: JSONEncoder().encode(HighlightChoices(fps: .source)))
+        #expect(written.fps == .source)
     }
 }

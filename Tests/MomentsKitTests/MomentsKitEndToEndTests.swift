@@ -168,7 +168,7 @@ struct MomentsKitEndToEndTests {
             let options = ResumableUploadOptions(stateDirectory: folder, transport: .background(identifier: "moments-test-\(UUID())"),
                                                  stopAfterParts: 2)
             let file = URL(fileURLWithPath: TestFootage.large)
-            let choices = HighlightChoices(minSegment: 2, maxSegment: 4, aspect: .square)
+            let choices = HighlightChoices(minSegment: 2, maxSegment: 4, aspect: .square, fps: .source)
             let stopped = await #expect(throws: MomentsClientError.self) {
                 try await client.resumableUpload(file: file, targetDuration: 8, quality: .low, choices: choices, options: options)
             }

@@ -17,13 +17,19 @@ public struct RenderDecision: Sendable, Codable, Equatable {
     /// Keyframes further apart than this would move segments too far off their moments.
     static let longestCopyableGOP = 2.5
 
-    /// Decides whether `analysis`'s video can be copied for a highlight of `quality` under `codec`.
-    /// Returns the keyframe grid when it can.
-    static func decide(_ analysis: Analysis, quality: Quality, codec: VideoCodecChoice) -> (RenderDecision, KeyframeGrid?) {
+    /// Decides whether `analysis`'s video can be copied for a highlight of `quality` under `codec`,
+    /// showing the pictures `frames` keeps. Returns the keyframe grid when it can.
+    static func decide(_ analysis: Analysis, quality: Quality, codec: VideoCodecChoice,
+                       frames: FrameRatePlan) -> (RenderDecision, KeyframeGrid?) {
         func encode(_ reason: String) -> (RenderDecision, KeyframeGrid?) { (RenderDecision(mode: .encode, reason: reason), nil) }
         let info = analysis.info
         let packets = analysis.packets
         if codec == .h264 { return encode("codec=h264 asks for a newly encoded 8-bit SDR H.264 picture") }
+        if frames.step > 1 {
+            return encode(String(format: "the video is %.2f fps and fps=30 shows every %@ picture (%.2f fps), so it is encoded",
+                                 info.frameRate, frames.step == 2 ? "second" : frames.step == 3 ? "third" : "\(frames.step)th",
+                                 frames.outputRate))
+        }
         let name = info.videoCodec == "h264" ? "H.264" : info.videoCodec == "hevc" ? "HEVC" : info.videoCodec
         guard info.videoCodec == "h264" || info.videoCodec == "hevc" else {
             return encode("the source is \(name); only H.264 and HEVC are copied")

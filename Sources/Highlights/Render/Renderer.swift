@@ -31,10 +31,12 @@ final class Renderer {
 
     private let lean: Bool
     private let crop: CropPlan?
+    private let frames: FrameRatePlan
 
     /// `lean`: a source beyond 4K (see `MediaLimits.leanDecodingBytes`). `crop`: the window to keep
-    /// of each picture (another shape than the source's).
-    init(path: String, analysis: Analysis, quality: Quality, lean: Bool = false, crop: CropPlan? = nil, reporter: ProgressReporter) throws {
+    /// of each picture (another shape than the source's). `frames`: which pictures are shown.
+    init(path: String, analysis: Analysis, quality: Quality, lean: Bool = false, crop: CropPlan? = nil, frames: FrameRatePlan,
+         reporter: ProgressReporter) throws {
         (input, video, audio) = try Self.openSource(path, analysis: analysis)
         self.analysis = analysis
         self.origin = analysis.origin
@@ -42,6 +44,7 @@ final class Renderer {
         self.geometry = OutputGeometry(info: analysis.info, quality: quality, crop: crop)
         self.quality = quality
         self.lean = lean
+        self.frames = frames
         self.reporter = reporter
     }
 
@@ -60,7 +63,7 @@ final class Renderer {
         // source's did (no pixel rotation).
         var settings = Encoder.Video(codec: "libx264", width: geometry.scaledWidth, height: geometry.scaledHeight,
                                      pixelFormat: .yuv420p, timeBase: Self.videoTimeBase,
-                                     frameRate: Self.rational(analysis.info.frameRate),
+                                     frameRate: Self.rational(frames.outputRate),
                                      options: ["preset": Self.preset, "crf": Self.crf(quality), "profile": "high"])
         settings.threads = 2
         // Beyond 4K the source's decoder already holds 300+ MB: x264 splits each picture between its
@@ -80,7 +83,7 @@ final class Renderer {
         // Reading (demux, decode, scale, resample) runs on its own thread while this one encodes.
         let queue = RenderQueue(capacity: 4)
         let reader = try SegmentReader(input: input, video: video, audio: audio, analysis: analysis, geometry: geometry,
-                                       crop: crop, cancellation: reporter.cancellation)
+                                       crop: crop, frames: frames, cancellation: reporter.cancellation)
         let readerDone = DispatchSemaphore(value: 0)
         try OwnThread.start(name: "moments-reader", stackSize: 4 << 20) {
             do {

@@ -9,6 +9,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     private let audio: MediaStream?
     private let origin: Double
     private let pictures: PicturePipeline
+    private let frames: FrameRatePlan
 
     private let info: MediaInfo
     private let index: PacketIndex
@@ -16,8 +17,9 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     private let cancellation: CancellationFlag
 
     init(input: InputFile, video: MediaStream, audio: MediaStream?, analysis: Analysis, geometry: OutputGeometry,
-         crop: CropPlan? = nil, cancellation: CancellationFlag) throws {
+         crop: CropPlan? = nil, frames: FrameRatePlan, cancellation: CancellationFlag) throws {
         self.cancellation = cancellation
+        self.frames = frames
         let info = analysis.info
         self.info = info
         index = analysis.packets
@@ -57,6 +59,8 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
             var videoDone = false
             // A timestamp this far from FFmpeg's own guess is stale: reordering moves pictures by a few frames.
             let staleAfter = video.ticks(max(0.5, 8 * info.nominalFrameInterval))
+            // The segment's first picture: where its output intervals start when pictures are left out.
+            let anchor = frames.step > 1 ? (index.firstPicture(atOrAfter: segment.start + origin).map { $0 - origin } ?? segment.start) : 0
             // The segment's pictures as decoded, made ready and held by time, each passed on once
             // `reorderDepth` more have come; nil for one past the segment's end.
             var held: [(time: Double, picture: Frame?)] = []
@@ -67,6 +71,8 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 if t < segment.start - 1e-6 { return }
                 var picture: Frame?
                 if t < segment.end - 1e-6 {
+                    // A picture the frame rate leaves out is never made ready.
+                    guard frames.shows(t, anchor: anchor) else { return }
                     var prepared = try pictures.prepare(frame, time: t)
                     // The decoder reuses `frame`: a picture passed through as it is needs its own reference.
                     if prepared === frame { prepared = try frame.clone() }

@@ -75,9 +75,11 @@ public struct HighlightReport: Sendable, Codable {
         public var maxSegment: Double?
         public var maxSegments: Int?
         public var aspect: String
+        /// `30` or `source`.
+        public var fps: String
         enum CodingKeys: String, CodingKey {
             case targetDuration = "target_duration", quality, codec
-            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect
+            case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps
         }
     }
 
@@ -89,18 +91,22 @@ public struct HighlightReport: Sendable, Codable {
         public var audioCodec: String
         public var fileSize: Int64
         public var silentAudio: Bool
+        /// Pictures a second: the source's, or the share of it `fps=30` shows.
+        public var frameRate: Double
         enum CodingKeys: String, CodingKey {
             case duration, width, height, videoCodec = "video_codec", audioCodec = "audio_codec"
-            case fileSize = "file_size", silentAudio = "silent_audio"
+            case fileSize = "file_size", silentAudio = "silent_audio", frameRate = "frame_rate"
         }
     }
 
-    /// How the video was made: copied or encoded, why, and how far keyframes moved each segment's edges.
+    /// How the video was made: copied or encoded, why, how far keyframes moved each segment's
+    /// edges, and which of the source's pictures it shows (every `picture_step`-th).
     public struct Render: Sendable, Codable {
         public var mode: RenderMode
         public var reason: String
         public var edgeMoves: [EdgeMove]
-        enum CodingKeys: String, CodingKey { case mode, reason, edgeMoves = "edge_moves" }
+        public var pictureStep: Int
+        enum CodingKeys: String, CodingKey { case mode, reason, edgeMoves = "edge_moves", pictureStep = "picture_step" }
     }
 
     public struct Timings: Sendable, Codable {
