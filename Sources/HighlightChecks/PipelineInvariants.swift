@@ -58,7 +58,7 @@ public struct PipelineInvariants: Sendable {
     /// Every how many source pictures the highlight shows one: what `fps` asks of this source.
     var pictureStep: Int {
         guard pipelineCase.settings.choices.fps == .upTo30, pipelineCase.video.nominalRate > FrameRateChoice.fastestKept else { return 1 }
-        return max(2, Int((pipelineCase.video.nominalRate / 30 - 1e-3).rounded(.up)))
+        return max(2, Int((pipelineCase.video.nominalRate / 31).rounded(.up)))
     }
 
     /// Where each segment starts on the highlight's clock.

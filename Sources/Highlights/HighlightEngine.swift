@@ -203,7 +203,7 @@ extension HighlightEngine {
             }
             return .success(aligned)
         }
-        let frames = FrameRatePlan(sourceRate: analysis.info.frameRate, choice: settings.choices.fps)
+        let frames = FrameRatePlan(analysis: analysis, choice: settings.choices.fps)
         var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec, frames: frames)
         let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
         if reframer != nil {

@@ -8,7 +8,7 @@ import Testing
 /// under the default `30`, and all of them under `source`.
 @Suite("Frame rate: fps=30 and fps=source", .heavy)
 struct FrameRateTests {
-    @Test("the step brings every rate from 33 to 240 fps to 30 or under, and no lower than it must")
+    @Test("the step brings every rate from 33 to 240 fps to 31 or under, and no lower than it must")
     func steps() {
         for hundredths in stride(from: 2_000, through: 24_000, by: 7) {
             let rate = Double(hundredths) / 100
@@ -18,15 +18,16 @@ struct FrameRateTests {
                 #expect(plan.step == 1, "\(rate) fps keeps every picture")
                 continue
             }
-            // 60.06 still halves (a variable rate's average over 60), to 30.03.
-            #expect(plan.outputRate <= 30.03 + 1e-9, "\(rate) fps → \(plan.outputRate)")
-            // One step fewer would be over 30 (or keep every picture of a source over 33).
-            #expect(plan.step == 2 || rate / Double(plan.step - 1) > 30, "\(rate) fps, step \(plan.step)")
+            #expect(plan.outputRate <= 31 + 1e-9, "\(rate) fps → \(plan.outputRate)")
+            // One step fewer would be over 31 (or keep every picture of a source over 33).
+            #expect(plan.step == 2 || rate / Double(plan.step - 1) > 31, "\(rate) fps, step \(plan.step)")
         }
         #expect(FrameRatePlan(sourceRate: 60, choice: .upTo30).step == 2)
         #expect(FrameRatePlan(sourceRate: 60000.0 / 1001, choice: .upTo30).step == 2)
         #expect(FrameRatePlan(sourceRate: 50, choice: .upTo30).step == 2)
         #expect(FrameRatePlan(sourceRate: 120, choice: .upTo30).step == 4)
+        #expect(FrameRatePlan(sourceRate: 90, choice: .upTo30).step == 3)
+        #expect(FrameRatePlan(sourceRate: 60.4, choice: .upTo30).step == 2)
         #expect(FrameRatePlan(sourceRate: 30.01, choice: .upTo30).step == 1)
         #expect(FrameRatePlan(sourceRate: .nan, choice: .upTo30).step == 1)
     }

@@ -2,10 +2,10 @@ import Foundation
 import MomentsModel
 
 /// Which of the source's pictures a highlight shows. Under `fps=30` a source faster than 33
-/// pictures a second shows every `step`-th, `step` the smallest that brings it to 30 or below
-/// (60 → 30, 59.94 → 29.97, 50 → 25, 120 → 30); otherwise every picture (`step` 1).
+/// pictures a second shows every `step`-th, `step` the smallest that brings it to 31 or below
+/// (60 → 30, 59.94 → 29.97, 50 → 25, 90 → 30, 120 → 30); otherwise every picture (`step` 1).
 struct FrameRatePlan: Sendable, Equatable {
-    /// The source's pictures a second (its average rate).
+    /// The source's pictures a second, on average.
     let sourceRate: Double
     /// Every `step`-th picture is shown.
     let step: Int
@@ -16,8 +16,16 @@ struct FrameRatePlan: Sendable, Equatable {
             step = 1
             return
         }
-        // 1e-3: 59.94 and 60 both halve, 90.1 does not go to a quarter.
-        step = max(2, Int(saturating: (sourceRate / 30 - 1e-3).rounded(.up)))
+        // 31, not 30: a 60 fps clip whose count of pictures over its length says 60.4 still halves.
+        step = max(2, Int(saturating: (sourceRate / 31).rounded(.up)))
+    }
+
+    /// The plan for `analysis`'s source: its rate counted (pictures over length), not the rate the
+    /// container states, which for uneven timestamps in MPEG-TS can be four times the real one
+    /// (seed 5eed4607: 120 for pictures 25 and 42 ms apart).
+    init(analysis: Analysis, choice: FrameRateChoice) {
+        let counted = analysis.info.duration > 0 && analysis.totalFrames > 1 ? Double(analysis.totalFrames) / analysis.info.duration : 0
+        self.init(sourceRate: counted > 0 ? counted : analysis.info.frameRate, choice: choice)
     }
 
     /// The highlight's pictures a second.
