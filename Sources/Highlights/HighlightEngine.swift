@@ -150,9 +150,9 @@ extension HighlightEngine {
                 output: .init(duration: rendered.duration, width: rendered.width, height: rendered.height,
                               videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
                               fileSize: size, silentAudio: rendered.silentAudio,
-                              frameRate: decision.mode == .copy ? analysis.info.frameRate : made.frames.outputRate),
-                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves,
-                              pictureStep: decision.mode == .copy ? 1 : made.frames.step),
+                              frameRate: made.frames.outputRate),
+                // The copy path is taken only when every picture is shown (step 1).
+                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves, pictureStep: made.frames.step),
                 timings: .init(analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
