@@ -208,8 +208,10 @@ public struct PipelineInvariants: Sendable {
         var gaps: [String] = []
         for (this, next) in zip(output.pictures, output.pictures.dropFirst()) {
             let (t, u) = (this.time - outputStart, next.time - outputStart)
-            // Only gaps inside one segment: a join may come at any picture.
-            guard let k = starts.lastIndex(where: { $0 <= t + 1e-6 }), k == starts.lastIndex(where: { $0 <= u + 1e-6 }) else { continue }
+            // Only gaps inside one segment: a join may come at any picture. A segment's first
+            // picture may be stored a tick before its start (the file's time base rounds it).
+            func segment(_ time: Double) -> Int? { starts.lastIndex { $0 <= time + frame / 2 } }
+            guard let k = segment(t), k == segment(u) else { continue }
             let gap = u - t
             if gap < Double(step) * frame - frame / 2 || gap > Double(step) * longestFrame + frame / 2 {
                 gaps.append(String(format: "%.3f → %.3f s (%.1f ms)", t, u, gap * 1000))
