@@ -158,8 +158,8 @@ public struct PipelineInvariants: Sendable {
     // MARK: Sync marks
 
     /// Every mark the source shows (a flash the detector sees in the source) and sounds (the sound
-    /// lasts past it), inside a segment by two frames, flashes in the highlight where the segments
-    /// put it, and its click sounds within a frame of that flash.
+    /// lasts past it), inside a segment by two of the highlight's pictures, flashes in the highlight
+    /// where the segments put it, and its click sounds within a frame of that flash.
     func marks(_ report: HighlightReport, output: MediaInspection, source: MediaInspection) -> [String] {
         guard let sourceStart = source.pictures.first?.time, let outputStart = output.pictures.first?.time else { return [] }
         let sourceFlashes = source.flashes().map { source.pictures[$0].time - sourceStart }
@@ -168,8 +168,11 @@ public struct PipelineInvariants: Sendable {
         let video = pipelineCase.video
         let audible = pipelineCase.audio == "none" ? 0 : (pipelineCase.audioSeconds ?? .infinity) - 0.02
         var found: [String] = []
+        // A flash is seen against the pictures either side of it, so the mark stays two of the
+        // highlight's pictures inside its segment (under fps=30 a picture is `pictureStep` frames).
+        let margin = 2 * frame * Double(pictureStep)
         for (segment, start) in zip(report.segments, outputStarts(report.segments)) {
-            for mark in video.syncMarkTimes where mark >= segment.start + 2 * frame && mark <= segment.end - 2 * frame {
+            for mark in video.syncMarkTimes where mark >= segment.start + margin && mark <= segment.end - margin {
                 guard sourceFlashes.contains(where: { abs($0 - mark) < frame / 2 }) else { continue }
                 let expected = outputStart + start + (mark - segment.start)
                 // Under fps=30 the mark's own picture may be one the highlight leaves out.
