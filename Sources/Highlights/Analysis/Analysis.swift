@@ -67,3 +67,16 @@ public struct Analysis: Sendable {
         return first < last ? seconds[first..<last] : []
     }
 }
+
+extension [Double] {
+    /// The index of the first of these times (sorted, seconds) at or after `time`, a microsecond's
+    /// rounding allowed; `count` when every one is earlier.
+    func firstIndex(atOrAfter time: Double) -> Int {
+        var low = 0, high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if self[middle] < time - 1e-6 { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}

@@ -61,11 +61,4 @@ public struct PacketIndex: Sendable {
     public var keyframes: [Int] { entries.indices.filter { entries[$0].isKeyframe } }
 
     func seconds(_ ticks: Int64) -> Double { Double(ticks) * secondsPerTick }
-
-    /// The presentation time (seconds, the stream's clock) of the first picture at or after `time`;
-    /// nil when there is none or the index is incomplete.
-    func firstPicture(atOrAfter time: Double) -> Double? {
-        guard isComplete else { return nil }
-        return entries.lazy.map { self.seconds($0.pts) }.filter { $0 >= time - 1e-6 }.min()
-    }
 }

@@ -13,6 +13,8 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
     private let info: MediaInfo
     private let index: PacketIndex
+    /// Every picture's time (seconds from `origin`), sorted.
+    private let frameTimes: [Double]
 
     private let cancellation: CancellationFlag
 
@@ -23,6 +25,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
         let info = analysis.info
         self.info = info
         index = analysis.packets
+        frameTimes = analysis.frameTimes
         self.input = input
         self.video = video
         self.audio = audio
@@ -60,7 +63,8 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
             // A timestamp this far from FFmpeg's own guess is stale: reordering moves pictures by a few frames.
             let staleAfter = video.ticks(max(0.5, 8 * info.nominalFrameInterval))
             // The segment's first picture: where its output intervals start when pictures are left out.
-            let anchor = frames.step > 1 ? (index.firstPicture(atOrAfter: segment.start + origin).map { $0 - origin } ?? segment.start) : 0
+            let first = frameTimes.firstIndex(atOrAfter: segment.start)
+            let anchor = first < frameTimes.count ? frameTimes[first] : segment.start
             // The segment's pictures as decoded, made ready and held by time, each passed on once
             // `reorderDepth` more have come; nil for one past the segment's end.
             var held: [(time: Double, picture: Frame?)] = []

@@ -341,12 +341,8 @@ public enum SegmentSelector {
                      rules: SegmentRules = .standard) -> [Segment] {
         guard !frames.isEmpty else { return segments }
         func frameAtOrAfter(_ t: Double) -> Double {
-            var lo = 0, hi = frames.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if frames[mid] < t - 1e-6 { lo = mid + 1 } else { hi = mid }
-            }
-            return lo < frames.count ? frames[lo] : (frames.last! + (frames.count > 1 ? frames.last! - frames[frames.count - 2] : 1.0 / 30))
+            let index = frames.firstIndex(atOrAfter: t)
+            return index < frames.count ? frames[index] : (frames.last! + (frames.count > 1 ? frames.last! - frames[frames.count - 2] : 1.0 / 30))
         }
         var result = segments.map { s -> Segment in
             var s = s
