@@ -58,7 +58,7 @@ public struct PipelineInvariants: Sendable {
     /// Every how many source pictures the highlight shows one: what `fps` asks of this source.
     var pictureStep: Int {
         guard pipelineCase.settings.choices.fps == .upTo30, pipelineCase.video.nominalRate > FrameRateChoice.fastestKept else { return 1 }
-        return max(2, Int((pipelineCase.video.nominalRate / 31).rounded(.up)))
+        return max(2, Int((pipelineCase.video.nominalRate / FrameRateChoice.fastestOutput).rounded(.up)))
     }
 
     /// Where each segment starts on the highlight's clock.
@@ -208,12 +208,12 @@ public struct PipelineInvariants: Sendable {
         if step > 1 && report.render.mode == .copy { found.append("fps=30 of a faster source was copied, every picture kept") }
         guard report.render.mode == .encode, let outputStart = output.pictures.first?.time else { return found }
         let starts = outputStarts(report.segments)
+        // A segment's first picture may be stored a tick before its start (the file's time base rounds it).
+        func segment(_ time: Double) -> Int? { starts.lastIndex { $0 <= time + frame / 2 } }
         var gaps: [String] = []
         for (this, next) in zip(output.pictures, output.pictures.dropFirst()) {
             let (t, u) = (this.time - outputStart, next.time - outputStart)
-            // Only gaps inside one segment: a join may come at any picture. A segment's first
-            // picture may be stored a tick before its start (the file's time base rounds it).
-            func segment(_ time: Double) -> Int? { starts.lastIndex { $0 <= time + frame / 2 } }
+            // Only gaps inside one segment: a join may come at any picture.
             guard let k = segment(t), k == segment(u) else { continue }
             let gap = u - t
             if gap < Double(step) * frame - frame / 2 || gap > Double(step) * longestFrame + frame / 2 {

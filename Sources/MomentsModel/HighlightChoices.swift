@@ -34,6 +34,9 @@ public enum FrameRateChoice: String, Sendable, Codable, CaseIterable {
 
     /// Above this many pictures a second, `upTo30` leaves pictures out.
     public static let fastestKept = 33.0
+    /// What `upTo30` leaves pictures out down to: 31, not 30, so a 60 fps clip whose count of
+    /// pictures over its length says 60.4 still halves.
+    public static let fastestOutput = 31.0
 }
 
 /// What the person asking for a highlight may choose besides its length and quality: the lengths of

@@ -3,7 +3,8 @@ import MomentsModel
 
 /// Which of the source's pictures a highlight shows. Under `fps=30` a source faster than 33
 /// pictures a second shows every `step`-th, `step` the smallest that brings it to 31 or below
-/// (60 → 30, 59.94 → 29.97, 50 → 25, 90 → 30, 120 → 30); otherwise every picture (`step` 1).
+/// (`FrameRateChoice.fastestOutput`: 60 → 30, 59.94 → 29.97, 50 → 25, 90 → 30, 120 → 30);
+/// otherwise every picture (`step` 1).
 struct FrameRatePlan: Sendable, Equatable {
     /// The source's pictures a second, on average.
     let sourceRate: Double
@@ -16,8 +17,7 @@ struct FrameRatePlan: Sendable, Equatable {
             step = 1
             return
         }
-        // 31, not 30: a 60 fps clip whose count of pictures over its length says 60.4 still halves.
-        step = max(2, Int(saturating: (sourceRate / 31).rounded(.up)))
+        step = max(2, Int(saturating: (sourceRate / FrameRateChoice.fastestOutput).rounded(.up)))
     }
 
     /// The plan for `analysis`'s source: its rate counted (pictures over length), not the rate the
