@@ -54,8 +54,9 @@ extension SyntheticVideo {
     /// positions (no scene-cut keyframes, as phone encoders do), in a MOV. `hdr` records it the way
     /// an iPhone does by default: 10-bit HEVC, HLG BT.2020, open GOPs (CRA pictures led by RASL
     /// pictures); otherwise H.264 8-bit BT.709 at 15 Mbit/s, as Android phones and older iPhones do.
-    public static func phone(minutes: Double, hdr: Bool = false, width: Int = 1920, height: Int = 1080) -> SyntheticVideo {
-        let fps = 30
+    /// At `frameRate` 60 the camera moves as it does at 30, half as far each frame.
+    public static func phone(minutes: Double, hdr: Bool = false, width: Int = 1920, height: Int = 1080,
+                             frameRate fps: Int = 30) -> SyntheticVideo {
         var scenes: [Scene] = []
         var total = 0
         let wanted = Int(minutes * 60 * Double(fps))
@@ -63,7 +64,7 @@ extension SyntheticVideo {
         while total < wanted {
             let frames = min(wanted - total, (15 + Int(random.next() % 26)) * fps)
             let index = scenes.count
-            let drift = [0.0, 1.5, -1.0, 3.0][index % 4] * Double(width) / 1920
+            let drift = [0.0, 1.5, -1.0, 3.0][index % 4] * Double(width) / 1920 * 30 / Double(fps)
             scenes.append(Scene(frames: frames, camera: .handheld(drift: drift, sway: 12 * Double(width) / 1920),
                                 transitionIn: .cut, toneHz: 180 + Double(index % 12) * 40))
             total += frames

@@ -15,6 +15,7 @@ struct SampleCommand: ParsableCommand {
     var kind: Kind = .demo
     @Option(help: "Length in minutes of benchmark and phone footage.") var minutes: Double = 5
     @Option(help: "Picture size of phone footage, WIDTHxHEIGHT.") var size: String = "1920x1080"
+    @Option(help: "Frame rate of phone footage: 24, 25, 30, 48, 50, 60 or 120 pictures a second.") var fps: Int = 30
     @Option(help: "Write the ground truth (scene changes, events) as JSON here.") var truth: String?
     @Option(help: "Instead of making footage, join this many copies of --from (stream copy).") var repeatCount: Int?
     @Option(help: "The file to repeat.") var from: String?
@@ -31,10 +32,17 @@ struct SampleCommand: ParsableCommand {
         guard parts.count == 2, (16...7680).contains(parts[0]), (16...7680).contains(parts[1]), parts[0] % 2 == 0, parts[1] % 2 == 0 else {
             throw ValidationError("--size must be WIDTHxHEIGHT with even sides from 16 to 7680, like 1920x1080.")
         }
+        guard [24, 25, 30, 48, 50, 60, 120].contains(fps) else {
+            throw ValidationError("--fps must be 24, 25, 30, 48, 50, 60 or 120, as phones record.")
+        }
+        guard fps == 30 || kind == .phone || kind == .phoneHDR else {
+            throw ValidationError("--fps is for phone and phone-hdr footage; the other kinds are 30 fps.")
+        }
         let video = switch kind {
         case .demo: SyntheticVideo.sample
         case .benchmark: SyntheticVideo.benchmark(minutes: minutes)
-        case .phone, .phoneHDR: SyntheticVideo.phone(minutes: minutes, hdr: kind == .phoneHDR, width: parts[0], height: parts[1])
+        case .phone, .phoneHDR: SyntheticVideo.phone(minutes: minutes, hdr: kind == .phoneHDR, width: parts[0], height: parts[1],
+                                                         frameRate: fps)
         case .subject: SyntheticVideo.movingSubject
         }
         try video.write(to: output)
