@@ -206,6 +206,10 @@ public struct PipelineInvariants: Sendable {
                 + String(format: "%.3f fps source asks for every %d", pipelineCase.video.nominalRate, step))
         }
         if step > 1 && report.render.mode == .copy { found.append("fps=30 of a faster source was copied, every picture kept") }
+        let skipped = report.render.skippedPictures
+        if skipped < 0 || skipped > report.totalFrames || (report.render.mode == .copy && skipped != 0) {
+            found.append("the report says \(skipped) of the source's \(report.totalFrames) pictures were not decoded for a \(report.render.mode.rawValue)")
+        }
         guard report.render.mode == .encode, let outputStart = output.pictures.first?.time else { return found }
         let starts = outputStarts(report.segments)
         // A segment's first picture may be stored a tick before its start (the file's time base rounds it).

@@ -152,7 +152,8 @@ extension HighlightEngine {
                               fileSize: size, silentAudio: rendered.silentAudio,
                               frameRate: made.frames.outputRate),
                 // The copy path is taken only when every picture is shown (step 1).
-                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves, pictureStep: made.frames.step),
+                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves, pictureStep: made.frames.step,
+                              skippedPictures: rendered.skippedPictures),
                 timings: .init(analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
                                render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),

@@ -81,6 +81,29 @@ public struct Bitstream: Sendable, Equatable {
         return kind
     }
 
+    /// Whether a later picture may refer to the access unit's picture, and its temporal sub-layer;
+    /// nil when no picture NAL unit could be read. H.264: `nal_ref_idc` 0 is referred to by nothing
+    /// (layer 0). HEVC: a sub-layer non-reference picture (TRAIL_N, TSA_N, STSA_N, RADL_N, RASL_N
+    /// and the reserved even types below 16) is referred to by no picture of its own sub-layer, but
+    /// may be by one of a higher sub-layer (`nuh_temporal_id_plus1` − 1).
+    public func reference(_ bytes: UnsafeBufferPointer<UInt8>) -> (referenced: Bool, layer: Int)? {
+        var found: (referenced: Bool, layer: Int)?
+        forEachNAL(in: bytes) { offset, size in
+            let header = bytes[offset]
+            switch codec {
+            case .h264:
+                guard (1...5).contains(header & 0x1F) else { return true }
+                found = (header & 0x60 != 0, 0)
+            case .hevc:
+                let type = (header >> 1) & 0x3F
+                guard type < 32, size >= 2 else { return true }
+                found = (!(type <= 14 && type % 2 == 0), max(0, Int(bytes[offset + 1] & 7) - 1))
+            }
+            return false
+        }
+        return found
+    }
+
     /// Whether the access unit in `bytes` is an H.264 picture coded on its own (its first slice of
     /// type I or SI) without being an IDR picture: what x264 codes on a change of picture it finds
     /// too soon after a keyframe to start a GOP. False for HEVC (its slice headers need the

@@ -105,7 +105,11 @@ struct FrameRateTests {
         let step = fps == "30" ? 2 : 1
         #expect(report.render.pictureStep == step)
         #expect(abs(report.output.frameRate - 60 / Double(step)) < 0.01, "\(report.output.frameRate)")
-        if fps == "30" { #expect(report.render.mode == .encode, "\(report.render.reason)") }
+        if fps == "30" {
+            #expect(report.render.mode == .encode, "\(report.render.reason)")
+            // x264's pyramid of two B-frames leaves one in three pictures unreferred to.
+            #expect(report.render.skippedPictures > 0, "no picture was left undecoded")
+        }
         let stated = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=avg_frame_rate", "-of", "csv=p=0",
                                           pipeline.output]).stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "/").compactMap { Double($0) }
         #expect(stated.count == 2 && abs(stated[0] / stated[1] - 60 / Double(step)) < 0.05, "the file says \(stated) fps")

@@ -21,6 +21,9 @@ public struct PacketIndex: Sendable {
     public let bitstream: Bitstream?
     /// False once a packet had no timestamps or the file ended in damage: such a stream is not copied.
     public private(set) var isComplete = true
+    /// The highest temporal sub-layer of any picture (0 but for HEVC with temporal layers, as
+    /// iPhones record 60 fps): nothing refers to a non-reference picture of this layer.
+    public private(set) var highestTemporalLayer = 0
 
     /// Whether the stream reorders pictures (B-frames): then some presentation time must differ
     /// from its decode time, or the container's timestamps are wrong.
@@ -41,6 +44,7 @@ public struct PacketIndex: Sendable {
         if let bitstream, !bitstream.isWellFormed(packet.bytes) { isComplete = false }
         if pts != dts { presentedOutOfDecodeOrder = true }
         let kind = bitstream?.pictureKind(packet.bytes) ?? .unknown
+        if let layer = bitstream?.reference(packet.bytes)?.layer { highestTemporalLayer = max(highestTemporalLayer, layer) }
         entries.append(Entry(pts: pts, dts: dts, size: Int32(clamping: packet.size), isKeyframe: packet.isKeyframe,
                              kind: kind, position: packet.position ?? -1))
     }

@@ -11,7 +11,8 @@ enum RenderItem: @unchecked Sendable {  // Frames move between threads; each has
     case audio(Frame, offset: Int)
     /// The segment ends; its last picture shows until `end` (output ticks).
     case endSegment(end: Int64)
-    case finished
+    /// Every segment is read; `skippedPictures` were never decoded (`SegmentReader.isUnseen`).
+    case finished(skippedPictures: Int)
 }
 
 /// A small blocking queue between the render's reader thread and its writer: bounded, so decoded

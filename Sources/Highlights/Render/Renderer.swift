@@ -18,6 +18,8 @@ final class Renderer {
         var width: Int
         var height: Int
         var silentAudio: Bool
+        /// Source pictures never decoded: nothing refers to them and the highlight does not show them.
+        var skippedPictures = 0
     }
 
     private let input: InputFile
@@ -102,6 +104,7 @@ final class Renderer {
         // as long as it did there and the track ends where the sound does.
         var held: Frame?
         var durations: [Int64: Int64] = [:]
+        var skippedPictures = 0
         func write(_ packet: Packet) throws {
             if let pts = packet.pts, let duration = durations.removeValue(forKey: pts) { packet.duration = duration }
             try output.write(packet, stream: videoIndex)
@@ -125,7 +128,8 @@ final class Renderer {
                 if let last = held { try encode(last, until: end) }
                 held = nil
                 try sound.endSegment()
-            case .finished:
+            case .finished(let skipped):
+                skippedPictures = skipped
                 break loop
             }
         }
@@ -133,7 +137,8 @@ final class Renderer {
         try sound.finish()
         try output.finish()
         let duration = segments.reduce(0) { $0 + $1.duration }
-        return Result(duration: duration, width: geometry.width, height: geometry.height, silentAudio: audio == nil)
+        return Result(duration: duration, width: geometry.width, height: geometry.height, silentAudio: audio == nil,
+                      skippedPictures: skippedPictures)
     }
 
     /// x264's preset and quality per output quality, chosen by `scripts/bench-encode-settings` on

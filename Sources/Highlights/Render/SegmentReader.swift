@@ -48,6 +48,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
         let total = segments.reduce(0) { $0 + $1.duration }
         var outputStart = 0.0
         var lastPTS: Int64 = -1
+        var skippedPictures = 0
         let frame = Frame()
         let packet = Packet()
 
@@ -115,6 +116,10 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                     break
                 }
                 if packet.streamIndex == video.index {
+                    if isUnseen(packet, in: segment, anchor: anchor) {
+                        skippedPictures += 1
+                        continue
+                    }
                     try videoDecoder.decode(packet, into: frame, takeVideo)
                 } else if let audioDecoder, packet.streamIndex == audio?.index {
                     do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch is Stopped { throw Stopped() } catch { /* damaged audio: silence */ }
@@ -124,6 +129,19 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
             try put(.endSegment(end: Int64(saturating: (outputEnd * 90_000).rounded())))
             outputStart = outputEnd
         }
-        try put(.finished)
+        try put(.finished(skippedPictures: skippedPictures))
+    }
+
+    /// Whether `packet` holds a picture the highlight does not show and nothing refers to, so it
+    /// need not be decoded: one before `segment` (the pre-roll from its keyframe) or one `frames`
+    /// leaves out, and a non-reference picture of the top temporal layer. Only where the container
+    /// stores the stream as MP4 does (its NAL units can be read) and the packet has a timestamp;
+    /// pictures at or past the segment's end are decoded, as the first of them ends the segment.
+    private func isUnseen(_ packet: Packet, in segment: Segment, anchor: Double) -> Bool {
+        guard let bitstream = index.bitstream, let pts = packet.pts,
+              let reference = bitstream.reference(packet.bytes), !reference.referenced,
+              reference.layer == index.highestTemporalLayer else { return false }
+        let t = video.seconds(pts) - origin
+        return t < segment.start - 1e-6 || (t < segment.end - 1e-6 && !frames.shows(t, anchor: anchor))
     }
 }

@@ -100,13 +100,18 @@ public struct HighlightReport: Sendable, Codable {
     }
 
     /// How the video was made: copied or encoded, why, how far keyframes moved each segment's
-    /// edges, and which of the source's pictures it shows (every `picture_step`-th).
+    /// edges, which of the source's pictures it shows (every `picture_step`-th), and how many
+    /// it never decoded (`skipped_pictures`: non-reference pictures it does not show, before a
+    /// segment or left out by `fps=30`).
     public struct Render: Sendable, Codable {
         public var mode: RenderMode
         public var reason: String
         public var edgeMoves: [EdgeMove]
         public var pictureStep: Int
-        enum CodingKeys: String, CodingKey { case mode, reason, edgeMoves = "edge_moves", pictureStep = "picture_step" }
+        public var skippedPictures: Int
+        enum CodingKeys: String, CodingKey {
+            case mode, reason, edgeMoves = "edge_moves", pictureStep = "picture_step", skippedPictures = "skipped_pictures"
+        }
     }
 
     public struct Timings: Sendable, Codable {
