@@ -65,7 +65,8 @@ struct DirectUploadController: Sendable {
         func choices() throws -> HighlightChoices {
             try UploadController.choices(minSegment: minSegment.map { String($0) }, maxSegment: maxSegment.map { String($0) },
                                          maxSegments: maxSegments.map(String.init), aspect: aspect, fps: fps,
-                                         targetDuration: targetDuration ?? HighlightLimits.defaultTargetDuration)
+                                         targetDuration: targetDuration ?? HighlightLimits.defaultTargetDuration,
+                                         quality: try UploadController.quality(quality))
         }
     }
 
@@ -287,18 +288,20 @@ struct DirectUploadController: Sendable {
         try await storage.copy(from: Self.stagingKey(id), to: sourceKey)
         do {
             let info = try await probe(sourceKey, size: staged.size)
+            let targetDuration = reservation.targetDuration ?? HighlightLimits.defaultTargetDuration
+            let (quality, codec, choices) = (try UploadController.quality(reservation.quality),
+                                             try UploadController.codec(reservation.codec), try reservation.choices())
             _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
-                                              sourceKey: sourceKey, sourceSize: staged.size,
-                                              targetDuration: Double(reservation.targetDuration ?? HighlightLimits.defaultTargetDuration),
-                                              quality: try UploadController.quality(reservation.quality),
-                                              codec: try UploadController.codec(reservation.codec),
-                                              callbackURL: reservation.callbackURL, choices: try reservation.choices()),
+                                              sourceKey: sourceKey, sourceSize: staged.size, targetDuration: Double(targetDuration),
+                                              quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices),
                                        identity: context.identity)
             try? await reservations.remove(key: Self.reservationKey(id))
             try? await storage.delete(key: Self.stagingKey(id))
             context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
                                                           "duration": "\(info.duration)", "direct": "true"])
-            return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info))
+            return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info),
+                                  estimatedSize: SizeEstimate.bytes(info, targetDuration: targetDuration, quality: quality,
+                                                                    codec: codec, choices: choices))
         } catch {
             await UploadController.removeUnclaimed(sourceKey, of: id, after: error, store: store, storage: storage)
             throw error

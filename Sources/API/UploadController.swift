@@ -72,9 +72,10 @@ struct UploadController: Sendable {
         let codec = try Self.codec(form.fields["codec"])
         let choices = try Self.choices(minSegment: form.fields["min_segment"], maxSegment: form.fields["max_segment"],
                                        maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"],
-                                       fps: form.fields["fps"], targetDuration: duration)
+                                       fps: form.fields["fps"], targetDuration: duration, quality: quality)
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
         let info = try await Self.probe(temporary)
+        let estimatedSize = SizeEstimate.bytes(info, targetDuration: duration, quality: quality, codec: codec, choices: choices)
 
         var id = UUID()
         if let key {
@@ -83,7 +84,7 @@ struct UploadController: Sendable {
             if try await quota.store.job(id) != nil {
                 context.logger.info("upload repeated under its idempotency key", metadata: ["job_id": "\(id.uuidString.lowercased())"])
                 return EditedResponse(headers: [Idempotency.replayed: "true"],
-                                      response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info)))
+                                      response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info), estimatedSize: estimatedSize))
             }
         }
         let name = Self.sanitize(filename)
@@ -99,7 +100,7 @@ struct UploadController: Sendable {
             throw error
         }
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
-        return EditedResponse(response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info)))
+        return EditedResponse(response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info), estimatedSize: estimatedSize))
     }
 
     /// Deletes the source stored for job `id` after its submission failed with `error`, when the
@@ -246,7 +247,7 @@ struct UploadController: Sendable {
     static func quality(_ text: String?) throws -> Quality {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return .high }
         guard let quality = Quality(rawValue: text.lowercased()) else {
-            throw APIError(.unprocessableContent, "invalid_quality", "quality must be high, medium or low.")
+            throw APIError(.unprocessableContent, "invalid_quality", "quality must be \(Quality.names).")
         }
         return quality
     }
@@ -265,10 +266,10 @@ struct UploadController: Sendable {
     /// `invalid_max_segment`, `invalid_max_segments`, `invalid_aspect`, `invalid_fps` (1.2), or
     /// `invalid_segments` when they contradict each other.
     static func choices(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String?,
-                        targetDuration: Int) throws -> HighlightChoices {
+                        targetDuration: Int, quality: Quality) throws -> HighlightChoices {
         do {
             return try HighlightChoices.parse(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
-                                              aspect: aspect, fps: fps, targetDuration: Double(targetDuration))
+                                              aspect: aspect, fps: fps, targetDuration: Double(targetDuration), quality: quality)
         } catch {
             throw APIError(.unprocessableContent, "invalid_\(error.field)", error.message)
         }

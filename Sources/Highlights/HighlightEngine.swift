@@ -27,6 +27,8 @@ public struct HighlightSettings: Sendable {
     }
 
     var rules: SegmentRules { SegmentRules(choices, target: duration) }
+    /// The frame rate asked for: the source's own under `quality=original`, whatever `choices` say.
+    var frameRate: FrameRateChoice { quality == .original ? .source : choices.fps }
 }
 
 /// Where a highlight's still pictures go.
@@ -145,7 +147,7 @@ extension HighlightEngine {
                 settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue,
                                 minSegment: settings.choices.minSegment, maxSegment: settings.choices.maxSegment,
                                 maxSegments: settings.choices.maxSegments, aspect: settings.choices.aspect.rawValue,
-                                fps: settings.choices.fps.rawValue),
+                                fps: settings.frameRate.rawValue),
                 scenes: analysis.changes, segments: made.segments,
                 output: .init(duration: rendered.duration, width: rendered.width, height: rendered.height,
                               videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
@@ -204,7 +206,7 @@ extension HighlightEngine {
             }
             return .success(aligned)
         }
-        let frames = FrameRatePlan(analysis: analysis, choice: settings.choices.fps)
+        let frames = FrameRatePlan(analysis: analysis, choice: settings.frameRate)
         var (decision, grid) = RenderDecision.decide(analysis, quality: settings.quality, codec: settings.codec, frames: frames)
         let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
         if reframer != nil {

@@ -322,6 +322,11 @@ public enum Migrations {
             "ALTER TABLE jobs ALTER COLUMN fps SET DEFAULT '30'",
             "COMMENT ON COLUMN jobs.fps IS 'The highlight''s frame rate: 30 (a faster source shows every second picture, or every third or fourth) or source (its own).'",
         ]),
+        Migration(version: 15, name: "original quality", statements: [
+            "ALTER TABLE jobs DROP CONSTRAINT jobs_quality_check",
+            "ALTER TABLE jobs ADD CONSTRAINT jobs_quality_check CHECK (quality IN ('high', 'medium', 'low', 'original'))",
+            "COMMENT ON COLUMN jobs.quality IS 'The highlight''s size: high (long side up to 1920 px), medium (1280), low (854) or original (the source''s size, frame rate and HDR; copied where it can be).'",
+        ]),
     ]
 }
 

@@ -7,20 +7,25 @@ public struct UploadAccepted: Codable, Equatable, Sendable {
     public var message: String
     /// Seconds until the highlight is expected, when the server can tell.
     public var estimatedTime: Int?
+    /// The highlight's likely size in bytes, when the server can tell (1.2): close for a copied
+    /// highlight (`quality=original` of phone footage), a guide for an encoded one.
+    public var estimatedSize: Int64?
 
-    public init(jobID: UUID, message: String = "Video uploaded, processing started", estimatedTime: Int?) {
+    public init(jobID: UUID, message: String = "Video uploaded, processing started", estimatedTime: Int?, estimatedSize: Int64? = nil) {
         self.jobID = jobID
         self.message = message
         self.estimatedTime = estimatedTime
+        self.estimatedSize = estimatedSize
     }
 
-    enum CodingKeys: String, CodingKey { case jobID = "job_id", message, estimatedTime = "estimated_time" }
+    enum CodingKeys: String, CodingKey { case jobID = "job_id", message, estimatedTime = "estimated_time", estimatedSize = "estimated_size" }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(jobID.uuidString.lowercased(), forKey: .jobID)
         try c.encode(message, forKey: .message)
         try c.encode(estimatedTime, forKey: .estimatedTime)
+        try c.encode(estimatedSize, forKey: .estimatedSize)
     }
 }
 

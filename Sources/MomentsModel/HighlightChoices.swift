@@ -91,7 +91,7 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
     /// is absent, empty (the default), or valid; then checks them against each other and
     /// `targetDuration`.
     public static func parse(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String? = nil,
-                             targetDuration: Double) throws(Invalid) -> HighlightChoices {
+                             targetDuration: Double, quality: Quality = .high) throws(Invalid) -> HighlightChoices {
         func text(_ value: String?) -> String? {
             guard let value = value?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
             return value
@@ -128,8 +128,19 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
             }
             choices.fps = rate
         }
+        try choices.fit(quality, fpsGiven: text(fps) != nil)
         try choices.check(targetDuration: targetDuration)
         return choices
+    }
+
+    /// `quality=original` keeps the source's frame rate: `fps` becomes `source`, and a request for
+    /// `fps=30` with it (`fpsGiven`) is a contradiction.
+    public mutating func fit(_ quality: Quality, fpsGiven: Bool) throws(Invalid) {
+        guard quality == .original else { return }
+        if fpsGiven && fps == .upTo30 {
+            throw Invalid(field: "fps", message: "quality=original keeps the video's own frame rate: leave fps out or send fps=source.")
+        }
+        fps = .source
     }
 
     /// Checks the choices against each other and the highlight's length.

@@ -15,7 +15,8 @@ struct HighlightCommand: ParsableCommand {
     @Argument(help: "The video to make a highlight of.") var input: String
     @Option(name: .shortAndLong, help: "Where to write the highlight (.mp4).") var output: String
     @Option(help: "Target length in seconds.") var duration = Double(HighlightLimits.defaultTargetDuration)
-    @Option(help: "high (≤1920 px), medium (≤1280 px) or low (≤854 px).") var quality: Quality = .high
+    @Option(help: "high (≤1920 px), medium (≤1280 px), low (≤854 px) or original (the source's size, frame rate and HDR: copied where it can be).")
+    var quality: Quality = .high
     @Option(help: "auto (copy the source's H.264/HEVC between keyframes where it allows, else H.264) or h264 (always H.264, HDR tone-mapped).")
     var codec: VideoCodecChoice = .auto
     @Option(help: "Write a JSON report of the run here.") var report: String?
@@ -29,12 +30,12 @@ struct HighlightCommand: ParsableCommand {
         guard duration >= 1, duration <= 3600 else {
             throw ValidationError("--duration must be between 1 and 3600 seconds.")
         }
-        _ = try choiceOptions.choices(target: duration)
+        _ = try choiceOptions.choices(target: duration, quality: quality)
     }
 
     func run() throws {
         var settings = HighlightSettings(duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration),
-                                         choices: try choiceOptions.choices(target: duration))
+                                         choices: try choiceOptions.choices(target: duration, quality: quality))
         settings.stills = StillPaths(poster: poster, thumbnails: thumbnails)
         let display = ProgressDisplay()
         let cancellation = CancellationFlag()

@@ -22,7 +22,7 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: "Length of the highlight in seconds.")
     var duration = HighlightLimits.defaultTargetDuration
 
-    @Option(help: "high, medium or low.")
+    @Option(help: "high, medium, low or original (the video's own size, frame rate and HDR).")
     var quality: Quality = .high
     @Option(help: "auto (copy the video's own H.264/HEVC where possible) or h264 (always H.264).")
     var codec: VideoCodecChoice = .auto
@@ -48,7 +48,7 @@ struct SubmitCommand: AsyncParsableCommand {
             guard FileManager.default.isReadableFile(atPath: source.path) else {
                 throw ValidationError("Cannot read \(file).")
             }
-            let choices = try choiceOptions.choices(target: Double(duration))
+            let choices = try choiceOptions.choices(target: Double(duration), quality: quality)
             let client = try await options.client()
             let bar = TransferBar(label: "Uploading")
             let accepted: UploadAccepted

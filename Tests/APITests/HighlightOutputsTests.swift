@@ -47,7 +47,8 @@ struct HighlightOutputsTests {
 
             for (fields, code) in [(["min_segment": "0.2"], "invalid_min_segment"), (["max_segment": "abc"], "invalid_max_segment"),
                                    (["max_segments": "100"], "invalid_max_segments"), (["aspect": "3:4"], "invalid_aspect"),
-                                   (["fps": "24"], "invalid_fps"),
+                                   (["fps": "24"], "invalid_fps"), (["quality": "original", "fps": "30"], "invalid_fps"),
+                                   (["quality": "4k"], "invalid_quality"),
                                    (["min_segment": "5", "max_segment": "4"], "invalid_segments"),
                                    (["max_segment": "2", "max_segments": "3", "target_duration": "30"], "invalid_segments")] {
                 let form = fields.flatMap { ["-F", "\($0.key)=\($0.value)"] }

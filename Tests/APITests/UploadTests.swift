@@ -28,6 +28,39 @@ struct UploadTests {
         }
     }
 
+    @Test("quality=original: stored with the source's frame rate, its size told up front; fps=30 with it is refused")
+    func originalQuality() async throws {
+        try await InProcessAPI.run { api in
+            let footage = try InProcessAPI.footage
+            let reply = try await api.upload(footage, filename: "IMG_0043.MOV", fields: ["target_duration": "10", "quality": "original"])
+            #expect(reply.status == 200, "\(reply.text)")
+            let body = try reply.json()
+            let id = try #require(UUID(uuidString: body["job_id"] as? String ?? ""))
+            let job = try #require(try await api.store.job(id))
+            #expect(job.quality == .original && job.choices.fps == .source)
+            // H.264 in MP4 at its own size is copied: half of the 20 s source's bytes, give or take its sound.
+            let size = try #require(body["estimated_size"] as? Int, "\(body)")
+            let half = Double(footage.count) / 2
+            #expect(abs(Double(size) - half) < 0.1 * half, "\(size) of \(footage.count) bytes")
+            let details = try await api.get("/api/v1/jobs/\(id)").json()
+            #expect(details["quality"] as? String == "original" && details["fps"] as? String == "source", "\(details)")
+
+            // Encoded sizes: smaller pictures cost fewer bytes.
+            var sizes: [String: Int] = [:]
+            for quality in ["high", "low"] {
+                let answer = try await api.upload(footage, filename: "a.mp4", fields: ["target_duration": "10", "quality": quality, "codec": "h264"])
+                sizes[quality] = try answer.json()["estimated_size"] as? Int
+            }
+            let (low, high) = (sizes["low"] ?? 0, sizes["high"] ?? 0)
+            #expect(low > 0 && low <= high, "\(sizes)")
+
+            let refused = try await api.upload(footage, filename: "b.mp4", fields: ["quality": "original", "fps": "30"]).error()
+            #expect(refused.status == 422 && refused.code == "invalid_fps" && refused.message.contains("quality=original"), "\(refused)")
+            let unknown = try await api.upload(footage, filename: "c.mp4", fields: ["quality": "best"]).error()
+            #expect(unknown.status == 422 && unknown.code == "invalid_quality" && unknown.message.contains("original"), "\(unknown)")
+        }
+    }
+
     @Test("Direct upload: reserve a signed PUT, start refuses until the object is there, then queues the job once")
     func directUpload() async throws {
         try await InProcessAPI.run(presigning: true) { api in

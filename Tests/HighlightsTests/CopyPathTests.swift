@@ -72,10 +72,15 @@ struct CopyPathTests {
         #expect(stream["codec_tag_string"] == (source == .hevc ? "hvc1" : "avc1"))
         #expect(try topLevelBoxes(output).firstIndex(of: "moov")! < topLevelBoxes(output).firstIndex(of: "mdat")!)
 
+        try Self.expectSourceFrames(input: input, output: output, report: report, frame: 1.0 / 30)
+    }
+
+    /// Every frame of `output` is the source's frame at the time its segment shows, and the
+    /// segments show all of them (`frame`: the source's frame interval).
+    static func expectSourceFrames(input: String, output: String, report: HighlightReport, frame: Double) throws {
         let sourceFrames = try frameHashes(input)
         let outputFrames = try frameHashes(output)
         let starts = Self.outputStarts(report)
-        let frame = 1.0 / 30
         var expectedCount = 0
         for segment in report.segments {
             expectedCount += sourceFrames.filter { $0.time >= segment.start - frame / 2 && $0.time < segment.end - frame / 2 }.count
@@ -89,6 +94,27 @@ struct CopyPathTests {
             if match?.hash != hash { mismatches += 1 }
         }
         #expect(mismatches == 0, "\(mismatches) of \(outputFrames.count) frames differ from the source at their time")
+    }
+
+    @Test("quality=original of 4K60 HLG HEVC: copied at its size and rate, HDR tags kept, every frame the source's, no decode error")
+    func originalAt4K() throws {
+        // 3 s as an iPhone records 4K60 HDR: 10-bit HLG HEVC, open GOPs of 1 s.
+        let input = try Fixtures.path("phone-hdr-4k60.mov", SyntheticVideo.phone(minutes: 0.05, hdr: true, width: 3840, height: 2160,
+                                                                                   frameRate: 60))
+        let output = Fixtures.scratch().appendingPathComponent("original-4k60.mp4").path
+        // fps=30 is the default; original keeps the source's rate whatever the choices say.
+        let report = try HighlightEngine().highlight(input: input, output: output, settings: HighlightSettings(duration: 2, quality: .original))
+        #expect(report.render.mode == .copy, "\(report.render.reason)")
+        #expect(report.settings.fps == "source" && report.render.pictureStep == 1 && report.output.frameRate == 60)
+        #expect(report.output.width == 3840 && report.output.height == 2160 && report.output.videoCodec == "hevc")
+        let decode = try run("ffmpeg", ["-v", "error", "-i", output, "-f", "null", "-"])
+        #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode.stderr)")
+        let stream = try #require(try Probe(output).video)
+        #expect(stream["codec_tag_string"] == "hvc1" && stream["width"] == "3840" && stream["height"] == "2160")
+        #expect(stream["color_transfer"] == "arib-std-b67" && stream["color_primaries"] == "bt2020" && stream["pix_fmt"] == "yuv420p10le",
+                "\(stream)")
+        #expect(stream["r_frame_rate"] == "60/1", "\(stream)")
+        try Self.expectSourceFrames(input: input, output: output, report: report, frame: 1.0 / 60)
     }
 
     @Test("the sound at every join is the source's sound at that picture's time (offset under one frame)",

@@ -179,6 +179,17 @@ struct SelectionTests {
                 try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30)
             }
         }
+        // quality=original keeps the source's rate: fps left out or source becomes source; 30 contradicts it.
+        for text in [nil, "", "source"] {
+            #expect(try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30,
+                                               quality: .original).fps == .source, "\(String(describing: text))")
+        }
+        let contradiction = #expect(throws: HighlightChoices.Invalid.self) {
+            try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: "30", targetDuration: 30,
+                                       quality: .original)
+        }
+        #expect(contradiction?.field == "fps" && contradiction?.message.contains("quality=original") == true)
+        #expect(Quality(rawValue: "original")?.maxLongSide == 7680 && Quality.names == "high, medium, low or original")
         // Choices stored before fps existed read as the default.
         let stored = try JSONDecoder().decode(HighlightChoices.self, from: Data(#"{"min_segment": 2, "aspect": "1:1"}"#.utf8))
         #expect(stored == HighlightChoices(minSegment: 2, aspect: .square, fps: .upTo30))

@@ -154,6 +154,7 @@ final class Renderer {
         case .high: "23"
         case .medium: "24"
         case .low: "25"
+        case .original: "20"  // at the source's size, for a source that cannot be copied
         }
     }
 
