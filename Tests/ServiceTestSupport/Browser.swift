@@ -78,9 +78,10 @@ public final class Browser: @unchecked Sendable {
 
     public var url: String { get throws { try command("GET", "url") as? String ?? "" } }
 
-    /// The element's text as shown (CSS applied); throws when there is none.
+    /// The element's text as shown (CSS applied); throws when there is none. Found again if a live
+    /// update replaced it between finding and reading.
     public func text(_ css: String) throws -> String {
-        try command("GET", "element/\(try element(css))/text") as? String ?? ""
+        try againIfReplaced { try command("GET", "element/\(try element(css))/text") as? String ?? "" }
     }
 
     /// Whether an element matches `css` now.
@@ -95,12 +96,18 @@ public final class Browser: @unchecked Sendable {
 
     /// Clicks the element; found again if a live update replaced it between finding and clicking.
     public func click(_ css: String) throws {
-        for attempt in 1...3 {
+        try againIfReplaced { try command("POST", "element/\(try element(css))/click", [String: Any]()) }
+    }
+
+    /// Runs `body` (which finds an element and acts on it) again, up to three times in all, when the
+    /// page's live updates replaced the element in between ("stale element reference").
+    private func againIfReplaced<T>(_ body: () throws -> T) throws -> T {
+        var attempt = 1
+        while true {
             do {
-                try command("POST", "element/\(try element(css))/click", [String: Any]())
-                return
+                return try body()
             } catch let failure as Failure where failure.description.contains("stale element") && attempt < 3 {
-                continue
+                attempt += 1
             }
         }
     }
