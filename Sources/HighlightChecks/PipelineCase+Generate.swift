@@ -147,7 +147,7 @@ extension PipelineCase {
         case ..<0.6: target = (uniform(5...45)).rounded()
         default: target = (uniform(5...120)).rounded()
         }
-        quality = pick(Quality.allCases.map(\.rawValue))
+        quality = pick([Quality.high, .medium, .low].map(\.rawValue))
         videoCodec = chance(0.7) ? "auto" : "h264"
         let aspects = AspectRatio.allCases.map(\.rawValue)
         aspect = strata.map { aspects[$0.aspect % aspects.count] } ?? (chance(0.6) ? "source" : pick(Array(aspects.dropFirst())))
@@ -167,6 +167,8 @@ extension PipelineCase {
         thumbnails = chance(0.85)
         // Drawn last, so the draws above (and the sources of seeds found before) stay as they were.
         fps = chance(0.7) ? FrameRateChoice.upTo30.rawValue : FrameRateChoice.source.rawValue
+        // quality=original (the source's size and rate) came later still: drawn after everything.
+        if chance(0.12) { (quality, fps) = (Quality.original.rawValue, FrameRateChoice.source.rawValue) }
     }
 
     /// The fixed set the test suite runs: `count` cases from `seed`, strata cycling.

@@ -57,7 +57,7 @@ public struct PipelineInvariants: Sendable {
     var longestFrame: Double { pipelineCase.longestFrameInterval }
     /// Every how many source pictures the highlight shows one: what `fps` asks of this source.
     var pictureStep: Int {
-        guard pipelineCase.settings.choices.fps == .upTo30, pipelineCase.video.nominalRate > FrameRateChoice.fastestKept else { return 1 }
+        guard pipelineCase.settings.frameRate == .upTo30, pipelineCase.video.nominalRate > FrameRateChoice.fastestKept else { return 1 }
         return max(2, Int((pipelineCase.video.nominalRate / FrameRateChoice.fastestOutput).rounded(.up)))
     }
 

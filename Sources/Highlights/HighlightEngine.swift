@@ -28,7 +28,7 @@ public struct HighlightSettings: Sendable {
 
     var rules: SegmentRules { SegmentRules(choices, target: duration) }
     /// The frame rate asked for: the source's own under `quality=original`, whatever `choices` say.
-    var frameRate: FrameRateChoice { quality == .original ? .source : choices.fps }
+    public var frameRate: FrameRateChoice { quality == .original ? .source : choices.fps }
 }
 
 /// Where a highlight's still pictures go.

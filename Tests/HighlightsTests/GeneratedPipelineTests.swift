@@ -55,6 +55,7 @@ struct GeneratedPipelineTests {
         #expect(cases.contains { $0.pixelAspect != [1, 1] }, "non-square pixels")
         #expect(cases.contains { $0.frameRate >= 50 && $0.fps == "30" }, "fps=30 of a fast source")
         #expect(cases.contains { $0.frameRate >= 50 && $0.fps == "source" }, "fps=source of a fast source")
+        #expect(cases.contains { $0.quality == "original" }, "quality=original")
     }
 
     /// Made by FFmpeg's own tools: 240 pictures (4 s) at 59.94 fps whose times are whole
