@@ -26,8 +26,7 @@ enum SizeEstimate {
                       choices: HighlightChoices) -> Int64 {
         let seconds = max(0, min(Double(targetDuration), info.duration))
         let rate = info.frameRate > 0 ? info.frameRate : 30
-        let step = choices.fps == .upTo30 && rate > FrameRateChoice.fastestKept
-            ? max(2, Int((rate / FrameRateChoice.fastestOutput).rounded(.up))) : 1
+        let step = choices.fps.pictureStep(sourceRate: rate)
         var (width, height) = (Double(max(1, info.displayWidth)), Double(max(1, info.displayHeight)))
         if let ratio = choices.aspect.ratio, abs(width / height - ratio) > 0.02 * ratio {
             // The window keeps the full height of a wider picture, the full width of a narrower one.

@@ -37,6 +37,14 @@ public enum FrameRateChoice: String, Sendable, Codable, CaseIterable {
     /// What `upTo30` leaves pictures out down to: 31, not 30, so a 60 fps clip whose count of
     /// pictures over its length says 60.4 still halves.
     public static let fastestOutput = 31.0
+
+    /// Every how many pictures of a source of `sourceRate` pictures a second the highlight shows
+    /// one: 1, or under `upTo30` the smallest step that brings a source faster than `fastestKept`
+    /// to `fastestOutput` or under.
+    public func pictureStep(sourceRate: Double) -> Int {
+        guard self == .upTo30, sourceRate.isFinite, sourceRate > Self.fastestKept else { return 1 }
+        return max(2, Int(saturating: (sourceRate / Self.fastestOutput).rounded(.up)))
+    }
 }
 
 /// What the person asking for a highlight may choose besides its length and quality: the lengths of

@@ -13,11 +13,7 @@ struct FrameRatePlan: Sendable, Equatable {
 
     init(sourceRate: Double, choice: FrameRateChoice) {
         self.sourceRate = sourceRate
-        guard choice == .upTo30, sourceRate.isFinite, sourceRate > FrameRateChoice.fastestKept else {
-            step = 1
-            return
-        }
-        step = max(2, Int(saturating: (sourceRate / FrameRateChoice.fastestOutput).rounded(.up)))
+        step = choice.pictureStep(sourceRate: sourceRate)
     }
 
     /// The plan for `analysis`'s source: its rate counted (pictures over length), not the rate the
