@@ -46,7 +46,7 @@ struct RequestErrorTests {
             #expect(leftovers.isEmpty, "no refused upload left a file: \(leftovers)")
             let formats = try await api.get("/api/v1/upload/formats").json()
             #expect(formats["max_size_bytes"] as? Int == 2 << 20)
-            #expect(formats["qualities"] as? [String] == ["high", "medium", "low"])
+            #expect(formats["qualities"] as? [String] == ["high", "medium", "low", "original"])
         }
     }
 
