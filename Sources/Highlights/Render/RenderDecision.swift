@@ -39,7 +39,7 @@ public struct RenderDecision: Sendable, Codable, Equatable {
         guard copyableFormats.contains(format) else {
             return encode("the source's pixels are \(format); only \(info.videoCodec == "h264" ? "8-bit" : "8- or 10-bit") 4:2:0 \(name) is copied")
         }
-        guard info.container.split(separator: ",").contains("mp4") else {
+        guard info.isMP4Family else {
             return encode("the container is \(info.container); only MP4 and MOV sources are copied")
         }
         guard packets.bitstream != nil else {
