@@ -5,20 +5,35 @@ import Media
 final class PicturePipeline {
     private let geometry: OutputGeometry
     private let scaler: Scaler
-    private let toneMapper: ToneMapper?
+    /// The second half of `prepare` for HDR sources (nil for SDR): Sendable, for the render's writer.
+    let toneMapper: ToneMapper?
     private let crop: CropPlan?
 
-    init(geometry: OutputGeometry, info: MediaInfo, crop: CropPlan? = nil) throws {
+    convenience init(geometry: OutputGeometry, info: MediaInfo, crop: CropPlan? = nil) throws {
+        let transfer = info.colorTransfer.flatMap(ColorDescription.Transfer.init(name:)) ?? .unspecified
+        try self.init(geometry: geometry, hdr: info.isHDR ? transfer : nil, crop: crop)
+    }
+
+    /// `hdr`: the HDR source's transfer function (HLG or PQ), nil for SDR.
+    init(geometry: OutputGeometry, hdr transfer: ColorDescription.Transfer?, crop: CropPlan? = nil) throws {
         self.geometry = geometry
         self.crop = crop
-        let transfer = info.colorTransfer.flatMap(ColorDescription.Transfer.init(name:)) ?? .unspecified
-        toneMapper = info.isHDR ? try ToneMapper.shared(for: transfer) : nil
+        toneMapper = try transfer.map { try ToneMapper.shared(for: $0) }
         scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight,
                         format: toneMapper == nil ? .yuv420p : .yuv420p10, filter: .bicubic)
     }
 
     /// `time`: the picture's source time, where the crop window is taken.
     func prepare(_ decoded: Frame, time: Double = 0) throws -> Frame {
+        let sized = try scaled(decoded, time: time)
+        return try toneMapper?.mapped(sized) ?? sized
+    }
+
+    /// The first half of `prepare`: cropped and scaled to the output's size; an HDR picture is
+    /// still 10-bit, for `toneMapper`. The render runs the halves on two threads (the reader
+    /// scales while the writer tone-maps the picture before), so a 4K HDR picture's decode,
+    /// scale and tone map do not queue behind each other on one.
+    func scaled(_ decoded: Frame, time: Double = 0) throws -> Frame {
         var frame = decoded
         if let crop, decoded.width == crop.frameWidth, decoded.height == crop.frameHeight {
             let corner = crop.window(at: time)
@@ -26,20 +41,11 @@ final class PicturePipeline {
         }
         let sized = frame.width == geometry.scaledWidth && frame.height == geometry.scaledHeight
             && (frame.sampleAspectRatio ?? 1) == 1
-        if let toneMapper {
-            var tenBit = frame
-            if !sized || frame.pixelFormat != .yuv420p10 {
-                tenBit = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p10)
-                try scaler.scale(frame, into: tenBit)
-            }
-            let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p)
-            try toneMapper.map(tenBit, into: target)
-            return target
-        }
+        let format: PixelFormat = toneMapper == nil ? .yuv420p : .yuv420p10
         // Already the right shape: hand the decoded picture over as it is.
-        if sized && frame.pixelFormat == .yuv420p { return frame }
+        if sized && frame.pixelFormat == format { return frame }
         // A fresh frame each time: the encoder may still hold a reference to the previous one.
-        let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p)
+        let target = try Frame.video(width: geometry.scaledWidth, height: geometry.scaledHeight, format: format)
         try scaler.scale(frame, into: target)
         return target
     }

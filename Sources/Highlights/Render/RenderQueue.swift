@@ -5,7 +5,8 @@ import Media
 enum RenderItem: @unchecked Sendable {  // Frames move between threads; each has one owner at a time.
     /// A segment begins; its audio is exactly `samples` long.
     case segment(samples: Int)
-    /// A picture ready for the encoder (pts set), and the render's progress once it is written.
+    /// A picture at the output's size (pts set; an HDR one still to be tone-mapped), and the
+    /// render's progress once it is written.
     case video(Frame, progress: Double)
     /// Resampled audio starting `offset` samples into the current segment.
     case audio(Frame, offset: Int)

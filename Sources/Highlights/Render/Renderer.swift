@@ -82,10 +82,12 @@ final class Renderer {
         try output.writeHeader(options: ["movflags": "+faststart"])
 
         let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
-        // Reading (demux, decode, scale, resample) runs on its own thread while this one encodes.
+        // Reading (demux, decode, scale, resample) runs on its own thread while this one tone-maps
+        // (HDR) and encodes.
         let queue = RenderQueue(capacity: 4)
         let reader = try SegmentReader(input: input, video: video, audio: audio, analysis: analysis, geometry: geometry,
                                        crop: crop, frames: frames, cancellation: reporter.cancellation)
+        let toneMapper = reader.toneMapper
         let readerDone = DispatchSemaphore(value: 0)
         try OwnThread.start(name: "moments-reader", stackSize: 4 << 20) {
             do {
@@ -118,7 +120,8 @@ final class Renderer {
             switch try queue.take() {
             case .segment(let samples):
                 sound.beginSegment(samples: samples)
-            case .video(let picture, let progress):
+            case .video(let scaled, let progress):
+                let picture = try toneMapper?.mapped(scaled) ?? scaled
                 if let held { try encode(held, until: picture.pts ?? 0) }
                 held = picture
                 try reporter.report(.rendering, progress)

@@ -2,7 +2,7 @@ import Foundation
 import Media
 
 /// The reading side of a render: seeks to each segment, decodes only its frames and audio, scales
-/// and rotates the pictures, resamples the sound, and queues them in output order.
+/// the pictures (HDR ones tone-mapped by the writer), resamples the sound, and queues them in output order.
 final class SegmentReader: @unchecked Sendable {  // Used by the reader thread only, once started.
     private let input: InputFile
     private let video: MediaStream
@@ -17,6 +17,10 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     private let frameTimes: [Double]
 
     private let cancellation: CancellationFlag
+
+    /// Tone-maps the HDR pictures this reader queues scaled but still 10-bit (nil for SDR): the
+    /// writer's half of the picture pipeline.
+    var toneMapper: ToneMapper? { pictures.toneMapper }
 
     init(input: InputFile, video: MediaStream, audio: MediaStream?, analysis: Analysis, geometry: OutputGeometry,
          crop: CropPlan? = nil, frames: FrameRatePlan, cancellation: CancellationFlag) throws {
@@ -78,7 +82,7 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 if t < segment.end - 1e-6 {
                     // A picture the frame rate leaves out is never made ready.
                     guard frames.shows(t, anchor: anchor) else { return }
-                    var prepared = try pictures.prepare(frame, time: t)
+                    var prepared = try pictures.scaled(frame, time: t)
                     // The decoder reuses `frame`: a picture passed through as it is needs its own reference.
                     if prepared === frame { prepared = try frame.clone() }
                     picture = prepared

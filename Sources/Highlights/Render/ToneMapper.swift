@@ -86,6 +86,14 @@ final class ToneMapper: Sendable {
         (index & 255, index >> 14, (index >> 8) & 63)
     }
 
+    /// `picture` (10-bit 4:2:0) mapped into a new 8-bit picture of its size, its timestamp kept.
+    func mapped(_ picture: Frame) throws -> Frame {
+        let target = try Frame.video(width: picture.width, height: picture.height, format: .yuv420p)
+        try map(picture, into: target)
+        target.pts = picture.pts
+        return target
+    }
+
     /// Maps `source` (10-bit 4:2:0, the output's size) into `destination` (8-bit 4:2:0, same size).
     ///
     /// Every sample is looked up at its own 8 bits of luma (chroma samples at their block's mean
