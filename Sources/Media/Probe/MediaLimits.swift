@@ -17,7 +17,7 @@ public struct MediaLimits: Sendable {
     /// The largest decoded picture (bytes of luma) the engine keeps several of in flight. Above
     /// it the analysis runs one sample runner (its decoder working a picture's slices or wavefront
     /// rows on two threads) instead of two, which saves a decoder's pictures for 10-bit 1080p HDR;
-    /// and pictures above 1080p are decoded on one thread without frame threading, so 4K and 8K
+    /// and pictures above 1080p are decoded on slice threads without frame threading, so 4K and 8K
     /// sources keep as few as the stream needs.
     public static let frameThreadingBytes = 1920 * 1088
 
