@@ -3,8 +3,8 @@ import MomentsModel
 
 /// The highlight's size in bytes, told in the upload's answer (`estimated_size`) before any work is
 /// done, from what the probe read of the source: the app can tell its user what `quality=original`
-/// will cost before the download. A highlight the engine will likely copy (H.264 or HEVC in MP4 or
-/// MOV, within the quality's size, every picture kept, the source's shape) keeps the source's bytes
+/// will cost before the download. A highlight the engine will likely copy (what the probe read allows
+/// it, `MediaInfo.copyRefusal`; every picture kept; the source's shape) keeps the source's bytes
 /// a second; an encoded one is priced at the bits per pixel x264 spends at the quality's CRF on
 /// phone footage (`scripts/bench-encode-settings`: 6.9 Mbit/s at 1080p30 for CRF 23). Both add
 /// the 160 kbit/s AAC sound. The copy estimate is close (the engine may move edges to keyframes);
@@ -36,8 +36,7 @@ enum SizeEstimate {
         }
         let long = max(width, height), limit = Double(quality.maxLongSide)
         let copied = codec == .auto && step == 1 && width == Double(info.displayWidth) && height == Double(info.displayHeight)
-            && long <= limit && ["h264", "hevc"].contains(info.videoCodec)
-            && info.isMP4Family
+            && info.copyRefusal(quality: quality) == nil
         let videoBitsPerSecond: Double
         if copied, info.duration > 0 {
             videoBitsPerSecond = max(0, Double(info.fileSize) * 8 / info.duration - (info.hasAudio ? soundBitsPerSecond : 0))

@@ -30,18 +30,8 @@ public struct RenderDecision: Sendable, Codable, Equatable {
                                  info.frameRate, frames.step == 2 ? "second" : frames.step == 3 ? "third" : "\(frames.step)th",
                                  frames.outputRate))
         }
-        let name = info.videoCodec == "h264" ? "H.264" : info.videoCodec == "hevc" ? "HEVC" : info.videoCodec
-        guard info.videoCodec == "h264" || info.videoCodec == "hevc" else {
-            return encode("the source is \(name); only H.264 and HEVC are copied")
-        }
-        let format = info.pixelFormat ?? "unknown"
-        let copyableFormats: Set<String> = info.videoCodec == "h264" ? ["yuv420p", "yuvj420p"] : ["yuv420p", "yuv420p10le"]
-        guard copyableFormats.contains(format) else {
-            return encode("the source's pixels are \(format); only \(info.videoCodec == "h264" ? "8-bit" : "8- or 10-bit") 4:2:0 \(name) is copied")
-        }
-        guard info.isMP4Family else {
-            return encode("the container is \(info.container); only MP4 and MOV sources are copied")
-        }
+        if let refusal = info.copyRefusal(quality: quality) { return encode(refusal) }
+        let name = info.videoCodecName
         guard packets.bitstream != nil else {
             return encode("the stream does not store its \(name) as MP4 does (avcC/hvcC)")
         }
@@ -50,13 +40,6 @@ public struct RenderDecision: Sendable, Codable, Equatable {
         }
         guard packets.timestampsAgreeWithStream else {
             return encode("the stream reorders pictures but the container gives none of them a composition offset")
-        }
-        guard abs(info.sampleAspectRatio - 1) < 1e-3 else {
-            return encode(String(format: "the pixels are not square (sample aspect ratio %.3f)", info.sampleAspectRatio))
-        }
-        let long = max(info.displayWidth, info.displayHeight)
-        guard long <= quality.maxLongSide else {
-            return encode("the source is \(info.displayWidth)×\(info.displayHeight) and quality \(quality.rawValue) allows \(quality.maxLongSide) px; it must be scaled down")
         }
         guard let grid = KeyframeGrid(index: packets, origin: analysis.origin, frameInterval: info.nominalFrameInterval) else {
             return encode(info.videoCodec == "h264" ? "the stream does not start on an IDR picture" : "the stream does not start on a random access picture")

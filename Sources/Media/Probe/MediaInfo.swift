@@ -59,7 +59,7 @@ public struct MediaInfo: Sendable, Codable, Equatable {
     public var isHDR: Bool { dynamicRange == "hlg" || dynamicRange == "pq" }
 
     /// Whether the container is MP4 or MOV (FFmpeg names the family "mov,mp4,m4a,3gp,3g2,mj2"):
-    /// the only containers whose H.264/HEVC the copy path takes.
+    /// the only containers whose H.264/HEVC the copy path takes (`copyRefusal`).
     public var isMP4Family: Bool { container.split(separator: ",").contains("mp4") }
 
     /// Seconds between frames at the average frame rate (1/30 when the rate is unknown).
