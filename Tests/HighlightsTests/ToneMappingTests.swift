@@ -83,21 +83,8 @@ struct ToneMappingTests {
     @Test("the table gives what libavfilter's zscale + tonemap chain gives: within a code on average in luma, two in chroma")
     func tableMatchesTheChain() throws {
         let (_, hlg) = try Self.sources()
-        let input = try InputFile(path: hlg)
-        let stream = try #require(input.bestStream(.video))
-        let decoder = try Decoder(stream: stream)
-        let packet = Packet(), frame = Frame()
-        var picture: Frame?
         // The 100th frame: well inside the second shot, which has a pan and colour.
-        var seen = 0
-        while picture == nil, try input.read(into: packet) {
-            guard packet.streamIndex == stream.index else { continue }
-            try decoder.decode(packet, into: frame) { decoded in
-                seen += 1
-                if seen == 100 { picture = try decoded.clone() }
-            }
-        }
-        let source = try #require(picture)
+        let source = try #require(try Fixtures.pictures(of: hlg, at: [99]).first)
         #expect(source.pixelFormat == .yuv420p10)
         let mapper = try ToneMapper(transfer: .hlg)
         let mapped = try Frame.video(width: source.width, height: source.height, format: .yuv420p)

@@ -5,6 +5,25 @@ import Synchronization
 
 /// Test footage made with the project's own encoder, once per test run, shared between tests.
 enum Fixtures {
+    /// The pictures of `path`'s video at `indices` (counted from 0 in the order the decoder gives
+    /// them, ascending), decoded until the last of them.
+    static func pictures(of path: String, at indices: [Int]) throws -> [Frame] {
+        let input = try InputFile(path: path)
+        guard let stream = input.bestStream(.video), let last = indices.last else { return [] }
+        let decoder = try Decoder(stream: stream)
+        let packet = Packet(), frame = Frame()
+        var pictures: [Frame] = []
+        var seen = 0
+        while seen <= last, try input.read(into: packet) {
+            guard packet.streamIndex == stream.index else { continue }
+            try decoder.decode(packet, into: frame) { decoded in
+                if indices.contains(seen) { pictures.append(try decoded.clone()) }
+                seen += 1
+            }
+        }
+        return pictures
+    }
+
     /// Under `.build` (git-ignored), kept between runs: a fixture's file name carries a hash of its
     /// description, so a changed fixture is made anew.
     static let directory: URL = {
