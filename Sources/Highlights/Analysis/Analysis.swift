@@ -18,6 +18,8 @@ public struct SecondFeatures: Sendable, Codable, Equatable {
     /// Loudness relative to this video's own baseline (robust z-score).
     public var excitement: Double
     public var onsets: Int
+    /// Share of the second in which someone speaks (0…1).
+    public var speech: Double
     /// Mean luma (16 black … 235 white).
     public var brightness: Double
     /// Sharpness relative to the video's median (1 typical; below ~0.35 blurred).
@@ -29,7 +31,7 @@ public struct SecondFeatures: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case time, motion, cameraMotion = "camera_motion", shake, activity, bitrateRatio = "bitrate_ratio"
-        case loudness, excitement, onsets, brightness, sharpness, isStatic = "static", score
+        case loudness, excitement, onsets, speech, brightness, sharpness, isStatic = "static", score
     }
 
     /// Whether the second is worth showing at all.
@@ -51,6 +53,8 @@ public struct Analysis: Sendable {
     public var changes: [SceneChange]
     public var shots: [Shot]
     public var seconds: [SecondFeatures]
+    /// Where someone speaks, in order.
+    public var speech: [SpeechSpan]
     /// Presentation times of every video frame, sorted.
     public var frameTimes: [Double]
     /// Every video packet in decode order (timestamps, sizes, picture kinds), for copying ranges.

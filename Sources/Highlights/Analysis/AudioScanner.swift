@@ -2,7 +2,8 @@ import Foundation
 import Media
 
 /// The audio half of the analysis pass: decodes the soundtrack to 16 kHz mono and keeps one
-/// loudness value per 50 ms window (a few kilobytes per minute).
+/// loudness value per 50 ms window and the speech detector's four numbers per 10 ms (a few
+/// kilobytes per minute).
 final class AudioScanner {
     static let sampleRate = 16_000
     static let window = 0.05
@@ -18,6 +19,8 @@ final class AudioScanner {
     /// Mean square per window, starting at `startTime`.
     private(set) var energies: [Float] = []
     private(set) var startTime = 0.0
+    /// Where someone speaks (`SpeechDetector`), fed the same samples.
+    private(set) var speech = SpeechDetector()
 
     init(stream: MediaStream) throws {
         self.stream = stream
@@ -32,6 +35,7 @@ final class AudioScanner {
             }
             let converted = try resampler.convert(frame)
             let samples = UnsafeRawPointer(converted.plane(0).0).assumingMemoryBound(to: Float.self)
+            speech.feed(UnsafeBufferPointer(start: samples, count: converted.sampleCount))
             for i in 0..<converted.sampleCount {
                 let s = Double(samples[i])
                 accumulator += s * s

@@ -3,6 +3,9 @@ import Media
 
 /// Turns the scanners' raw observations into per-second features, shots and scores.
 enum FeatureTimeline {
+    /// What a second full of speech adds to its score: a reason to pick it, not a rule.
+    static let speechBonus = 0.15
+
     static func build(info: MediaInfo, origin: Double, frameTimes: [Double], video: VideoScanner,
                       audio: AudioScanner?) -> Analysis {
         let duration = info.duration
@@ -32,6 +35,13 @@ enum FeatureTimeline {
         let sortedBytes = bytes.filter { $0 > 0 }.sorted()
         let typicalBytes = sortedBytes.isEmpty ? 1 : max(1, sortedBytes[sortedBytes.count / 2])
         let sound = audio.map { AudioFeatures(energies: $0.energies, startTime: $0.startTime - origin, seconds: count) }
+        let speech = (audio?.speech.spans(startTime: audio!.startTime - origin) ?? []).compactMap { span -> SpeechSpan? in
+            let clipped = SpeechSpan(start: max(0, span.start), end: min(duration, span.end))
+            return clipped.duration > 0 ? clipped : nil
+        }
+        func speechShare(_ second: Int) -> Double {
+            speech.reduce(0) { $0 + max(0, min(Double(second + 1), $1.end) - max(Double(second), $1.start)) }
+        }
 
         func nearestSample(_ t: Double) -> Int? {
             guard !samples.isEmpty else { return nil }
@@ -59,7 +69,7 @@ enum FeatureTimeline {
                 time: Double(second), motion: motion, cameraMotion: camera, shake: k.map { shakes[$0] } ?? 0,
                 activity: activity, bitrateRatio: bytes[second] / typicalBytes,
                 loudness: sound?.loudness[second] ?? AudioFeatures.silence, excitement: sound?.excitement[second] ?? 0,
-                onsets: sound?.onsets[second] ?? 0, brightness: s?.brightness ?? 128, sharpness: sharp,
+                onsets: sound?.onsets[second] ?? 0, speech: speechShare(second), brightness: s?.brightness ?? 128, sharpness: sharp,
                 isStatic: isStatic, score: 0)
             feature.score = score(feature, hasAudio: sound != nil)
             seconds.append(feature)
@@ -82,13 +92,14 @@ enum FeatureTimeline {
         }
         if duration > start { shots.append(Shot(start: start, end: duration)) }
 
-        return Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, frameTimes: frameTimes,
+        return Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, speech: speech, frameTimes: frameTimes,
                         packets: video.packets,
                         signatures: signatures, decodedFrames: video.decodedFrames, totalFrames: frameTimes.count)
     }
 
     /// Interest of a second (0…1): lively motion and picture change, loud and percussive sound,
-    /// held down when the picture is dark, blown out, blurred, frozen or shaking.
+    /// someone speaking (a bonus of up to `speechBonus`), held down when the picture is dark,
+    /// blown out, blurred, frozen or shaking.
     static func score(_ f: SecondFeatures, hasAudio: Bool) -> Double {
         let motion = min(1, f.motion / 8)
         let activity = min(1, f.activity / 6)
@@ -101,6 +112,7 @@ enum FeatureTimeline {
         } else {
             base = 0.45 * motion + 0.30 * activity + 0.25 * bits
         }
+        base += speechBonus * f.speech
         let quality = f.isUsable ? 1.0 : 0.2
         let steadiness = 1 - min(0.5, f.shake / 20)
         return max(0, min(1, base * quality * steadiness))

@@ -17,13 +17,15 @@ public struct AnalysisReport: Sendable, Codable {
     public var scenes: [SceneChange]
     public var shots: [Shot]
     public var seconds: [SecondFeatures]
+    /// Where someone speaks.
+    public var speech: [SpeechSpan]
     public var candidates: [Segment]
     public var selected: [Segment]
     public var decodedFrames: Int
     public var totalFrames: Int
 
     enum CodingKeys: String, CodingKey {
-        case input, scenes, shots, seconds, candidates, selected
+        case input, scenes, shots, seconds, speech, candidates, selected
         case decodedFrames = "decoded_frames", totalFrames = "total_frames"
     }
 
@@ -32,6 +34,7 @@ public struct AnalysisReport: Sendable, Codable {
         scenes = analysis.changes
         shots = analysis.shots
         seconds = analysis.seconds
+        speech = analysis.speech
         candidates = selection.candidates
         selected = selection.segments
         decodedFrames = analysis.decodedFrames
@@ -49,6 +52,8 @@ public struct AnalysisReport: Sendable, Codable {
         lines.append("decoded \(decodedFrames) of \(totalFrames) frames")
         lines.append("scene changes (\(scenes.count)):")
         for s in scenes { lines.append(String(format: "  %8.3f s  %@", s.time, s.kind.rawValue)) }
+        lines.append("speech (\(speech.count) spans):")
+        for s in speech { lines.append(String(format: "  %8.3f – %8.3f", s.start, s.end)) }
         lines.append("per second: time  score  motion  camera  shake  loudness  excitement  onsets  brightness  sharpness")
         for f in seconds {
             lines.append(String(format: "  %5.0f  %.2f  %6.2f  %6.2f  %5.2f  %7.1f  %6.2f  %3d  %6.1f  %5.2f%@",
@@ -167,10 +172,12 @@ public struct HighlightReport: Sendable, Codable {
     public var decodedFrames: Int
     public var totalFrames: Int
     public var stills: Stills? = nil
+    /// Where the source has speech: how the edges were kept out of it.
+    public var speech: SpeechEdits? = nil
     public var reframe: Reframe? = nil
 
     enum CodingKeys: String, CodingKey {
-        case input, settings, scenes, segments, output, render, timings, stills, reframe
+        case input, settings, scenes, segments, output, render, timings, stills, speech, reframe
         case realTimeFactor = "real_time_factor", analysisRealTimeFactor = "analysis_real_time_factor"
         case decodedFrames = "decoded_frames", totalFrames = "total_frames"
     }

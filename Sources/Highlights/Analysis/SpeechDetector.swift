@@ -1,0 +1,253 @@
+import Foundation
+
+/// A stretch of the soundtrack where someone speaks, in seconds of the video's timeline.
+public struct SpeechSpan: Sendable, Codable, Equatable {
+    public var start: Double
+    public var end: Double
+    public var duration: Double { end - start }
+
+    public init(start: Double, end: Double) {
+        self.start = start
+        self.end = end
+    }
+}
+
+/// Finds speech in a 16 kHz mono soundtrack: voiced sound (periodic at 70–400 Hz) whose pitch
+/// glides and whose spectral shape keeps changing, as articulation makes it, over at least a fifth
+/// of a second.
+///
+/// Per 10 ms frame it keeps four numbers: the loudness, how periodic the sound is (normalised
+/// autocorrelation of the 70–1000 Hz band at 8 kHz), the pitch, and how much the shape of the
+/// spectrum (8 bands, 300–3400 Hz) moved over 20 ms. Over each second, speech is where the
+/// voiced frames' pitch moves by 4–60 cents a frame (a held note moves by none; wind and noise by
+/// hundreds, when they seem periodic at all) and the spectral shape by at least 1.3 dB a band:
+/// a voice's formants move with every syllable, an instrument's timbre stays.
+struct SpeechDetector {
+    static let sampleRate = 16_000
+    static let frameSeconds = 0.01
+    /// Pauses shorter than this are inside a span.
+    static let shortestPause = 0.15
+
+    private static let hop = 160
+    private static let spectrumSize = 512
+    private static let pitchWindow = 256
+    private static let shortestLag = 20
+    private static let longestLag = 110
+    private static let bandCount = 8
+
+    /// Per frame: loudness (dBFS), periodicity (0…1; 0 where no pitch was found), pitch (Hz) and
+    /// spectral shape change (mean dB per band over 20 ms; nil until two frames are known).
+    private(set) var loudness: [Float] = []
+    private(set) var periodicity: [Float] = []
+    private(set) var pitch: [Float] = []
+    private(set) var shapeChange: [Float] = []
+
+    private var raw: [Float] = []
+    private var rawOffset = 0
+    private var low: [Float] = []
+    private var lowOffset = 0
+    private var filters = [Biquad.highPass(70), .highPass(70), .lowPass(1000), .lowPass(1000)]
+    private var decimate = false
+    private var shapes: [[Float]] = []
+    private let spectrum = RealSpectrum(size: SpeechDetector.spectrumSize)
+    private let bandBins: [Range<Int>]
+    private let hann: [Float]
+
+    init() {
+        let edges = (0...Self.bandCount).map { 300 * pow(3400.0 / 300, Double($0) / Double(Self.bandCount)) }
+        let binHz = Double(Self.sampleRate) / Double(Self.spectrumSize)
+        bandBins = (0..<Self.bandCount).map { Int((edges[$0] / binHz).rounded(.up))..<Int((edges[$0 + 1] / binHz).rounded(.up)) }
+        hann = (0..<Self.spectrumSize).map { Float(0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(Self.spectrumSize))) }
+    }
+
+    /// Adds samples (16 kHz mono) and measures every frame they complete.
+    mutating func feed(_ samples: UnsafeBufferPointer<Float>) {
+        raw.append(contentsOf: samples)
+        for sample in samples {
+            var y = Double(sample)
+            for i in filters.indices { y = filters[i].process(y) }
+            if decimate { low.append(Float(y)) }
+            decimate.toggle()
+        }
+        while true {
+            let k = loudness.count
+            let rawStart = k * Self.hop - rawOffset, lowStart = k * Self.hop / 2 - lowOffset
+            guard rawStart + Self.spectrumSize <= raw.count, lowStart + Self.pitchWindow + Self.longestLag <= low.count else { break }
+            measure(rawStart: rawStart, lowStart: lowStart)
+        }
+        // Keep only what the next frames read.
+        let rawUsed = loudness.count * Self.hop - rawOffset
+        if rawUsed > 8192 { raw.removeFirst(rawUsed); rawOffset += rawUsed }
+        let lowUsed = loudness.count * Self.hop / 2 - lowOffset
+        if lowUsed > 4096 { low.removeFirst(lowUsed); lowOffset += lowUsed }
+    }
+
+    private mutating func measure(rawStart: Int, lowStart: Int) {
+        var energy: Float = 0
+        for i in rawStart..<(rawStart + Self.hop) { energy += raw[i] * raw[i] }
+        loudness.append(10 * log10(energy / Float(Self.hop) + 1e-10))
+
+        // Periodicity: the highest normalised autocorrelation at lags of 70–400 Hz, counted only
+        // where it rises again after a dip (noise heavy in low frequencies correlates at every
+        // short lag without one).
+        let found = low.withUnsafeBufferPointer { buffer -> (Float, Float) in
+            let w = UnsafeBufferPointer(rebasing: buffer[lowStart..<(lowStart + Self.pitchWindow + Self.longestLag)])
+            var e0: Float = 0
+            for i in 0..<Self.pitchWindow { e0 += w[i] * w[i] }
+            guard e0 > 1e-9 else { return (0, 0) }
+            var shifted: Float = 0
+            for i in Self.shortestLag..<(Self.shortestLag + Self.pitchWindow) { shifted += w[i] * w[i] }
+            var r = [Float](repeating: 0, count: Self.longestLag - Self.shortestLag + 1)
+            for lag in Self.shortestLag...Self.longestLag {
+                if lag > Self.shortestLag {
+                    shifted += w[lag + Self.pitchWindow - 1] * w[lag + Self.pitchWindow - 1] - w[lag - 1] * w[lag - 1]
+                }
+                var dot: Float = 0
+                for i in 0..<Self.pitchWindow { dot += w[i] * w[i + lag] }
+                r[lag - Self.shortestLag] = dot / (e0 * max(shifted, 0) + 1e-12).squareRoot()
+            }
+            var best = 0
+            for i in r.indices where r[i] > r[best] { best = i }
+            guard best > 0, best < r.count - 1, r[best] - (r[0...best].min() ?? 0) >= 0.2 else { return (0, 0) }
+            let (a, b, c) = (r[best - 1], r[best], r[best + 1])
+            let offset = 0.5 * (a - c) / (a - 2 * b + c - 1e-12)
+            return (b, 8000 / (Float(best + Self.shortestLag) + max(-0.5, min(0.5, offset))))
+        }
+        periodicity.append(found.0)
+        pitch.append(found.1)
+
+        // Spectral shape: log energies of the bands, less their mean.
+        var windowed = [Float](repeating: 0, count: Self.spectrumSize)
+        for i in 0..<Self.spectrumSize { windowed[i] = raw[rawStart + i] * hann[i] }
+        let power = spectrum.power(of: windowed)
+        var shape = bandBins.map { bins -> Float in 10 * log10(bins.reduce(Float(0)) { $0 + power[$1] } + 1e-10) }
+        let mean = shape.reduce(0, +) / Float(shape.count)
+        for i in shape.indices { shape[i] -= mean }
+        if shapes.count == 2 {
+            shapeChange.append(zip(shape, shapes[0]).reduce(Float(0)) { $0 + abs($1.0 - $1.1) } / Float(shape.count))
+            shapes.removeFirst()
+        } else {
+            shapeChange.append(.nan)
+        }
+        shapes.append(shape)
+    }
+
+    /// The spans of speech, `startTime` being the time of the first sample fed.
+    func spans(startTime: Double) -> [SpeechSpan] {
+        let n = loudness.count
+        guard n > 0 else { return [] }
+        let floor = loudness.sorted()[n / 10]
+        let threshold = max(-55, floor + 9)
+        let active = loudness.map { $0 > threshold }
+        var voiced = (0..<n).map { active[$0] && periodicity[$0] >= 0.6 }
+        for k in 1..<max(1, n - 1) where !voiced[k] && voiced[k - 1] && voiced[k + 1] { voiced[k] = true }
+        // Pitch motion (cents) between consecutive voiced frames with a pitch.
+        var motion = [Float](repeating: .nan, count: n)
+        for k in 1..<max(1, n) where voiced[k] && voiced[k - 1] && pitch[k] > 0 && pitch[k - 1] > 0 {
+            motion[k] = 1200 * abs(log2(pitch[k] / pitch[k - 1]))
+        }
+        let window = 100, step = 25
+        var speechy = [Bool](repeating: false, count: n)
+        var starts = Array(stride(from: 0, through: max(0, n - window), by: step))
+        if let last = starts.last, last + window < n { starts.append(n - window) }
+        for start in starts {
+            let range = start..<min(n, start + window)
+            let voicedShare = Double(range.filter { voiced[$0] }.count) / Double(window)
+            let moves = range.map { motion[$0] }.filter { !$0.isNaN }.sorted()
+            let changes = range.filter { voiced[$0] && $0 >= 2 && voiced[$0 - 2] }.map { shapeChange[$0] }.filter { !$0.isNaN }.sorted()
+            guard voicedShare >= 0.2, moves.count > 10, changes.count > 10 else { continue }
+            let medianMove = moves[moves.count / 2]
+            let steady = Double(moves.filter { $0 < 3 }.count) / Double(moves.count)
+            guard medianMove >= 4, medianMove <= 60, steady <= 0.45, changes[changes.count / 2] >= 1.3 else { continue }
+            // The window's middle half (its first and last quarter too at the ends).
+            let from = start == 0 ? 0 : start + step
+            let to = range.upperBound >= n ? n : start + window - step
+            for k in from..<max(from, to) { speechy[k] = true }
+        }
+
+        var runs: [Range<Int>] = []
+        var k = 0
+        let mergeGap = Int(Self.shortestPause / Self.frameSeconds)
+        while k < n {
+            guard voiced[k] && speechy[k] else { k += 1; continue }
+            var end = k
+            while end < n && voiced[end] && speechy[end] { end += 1 }
+            // Unvoiced sounds at the ends (s, t, f) and a sentence's fading last syllable: the
+            // frames next to the voiced ones still above the floor.
+            var from = k
+            while from > 0, k - from < 10, loudness[from - 1] > floor + 4 { from -= 1 }
+            var to = end
+            while to < n, to - end < 20, loudness[to] > floor + 4 { to += 1 }
+            if let last = runs.last, from - last.upperBound < mergeGap {
+                runs[runs.count - 1] = last.lowerBound..<max(last.upperBound, to)
+            } else {
+                runs.append(from..<to)
+            }
+            k = end
+        }
+        return runs.filter { $0.count >= 10 }.map {
+            SpeechSpan(start: startTime + Double($0.lowerBound) * Self.frameSeconds,
+                       end: startTime + Double($0.upperBound) * Self.frameSeconds + 0.02)
+        }
+    }
+}
+
+/// A second-order IIR section (RBJ's cookbook, Butterworth Q).
+struct Biquad {
+    var b0, b1, b2, a1, a2: Double
+    var x1 = 0.0, x2 = 0.0, y1 = 0.0, y2 = 0.0
+
+    static func highPass(_ hz: Double, sampleRate: Double = 16_000) -> Biquad {
+        let w = 2 * Double.pi * hz / sampleRate, alpha = sin(w) / (2 * 0.5.squareRoot()), c = cos(w), a0 = 1 + alpha
+        return Biquad(b0: (1 + c) / 2 / a0, b1: -(1 + c) / a0, b2: (1 + c) / 2 / a0, a1: -2 * c / a0, a2: (1 - alpha) / a0)
+    }
+
+    static func lowPass(_ hz: Double, sampleRate: Double = 16_000) -> Biquad {
+        let w = 2 * Double.pi * hz / sampleRate, alpha = sin(w) / (2 * 0.5.squareRoot()), c = cos(w), a0 = 1 + alpha
+        return Biquad(b0: (1 - c) / 2 / a0, b1: (1 - c) / a0, b2: (1 - c) / 2 / a0, a1: -2 * c / a0, a2: (1 - alpha) / a0)
+    }
+
+    mutating func process(_ x: Double) -> Double {
+        let y = b0 * x + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
+        (x2, x1, y2, y1) = (x1, x, y1, y)
+        return y
+    }
+}
+
+/// The power spectrum of real input of a power-of-two size (iterative radix-2 FFT).
+struct RealSpectrum {
+    let size: Int
+    private let cosines: [Float]
+    private let sines: [Float]
+    private let reversed: [Int]
+
+    init(size: Int) {
+        precondition(size > 1 && size & (size - 1) == 0, "size must be a power of two")
+        self.size = size
+        cosines = (0..<size / 2).map { Float(cos(-2 * Double.pi * Double($0) / Double(size))) }
+        sines = (0..<size / 2).map { Float(sin(-2 * Double.pi * Double($0) / Double(size))) }
+        let bits = size.trailingZeroBitCount
+        reversed = (0..<size).map { i in (0..<bits).reduce(0) { $0 | ((i >> $1) & 1) << (bits - 1 - $1) } }
+    }
+
+    /// |X(k)|² for k in 0...size/2.
+    func power(of input: [Float]) -> [Float] {
+        var re = reversed.map { input[$0] }
+        var im = [Float](repeating: 0, count: size)
+        var length = 2
+        while length <= size {
+            let half = length / 2, stride = size / length
+            for start in Swift.stride(from: 0, to: size, by: length) {
+                for j in 0..<half {
+                    let wr = cosines[j * stride], wi = sines[j * stride]
+                    let a = start + j, b = a + half
+                    let tr = re[b] * wr - im[b] * wi, ti = re[b] * wi + im[b] * wr
+                    re[b] = re[a] - tr; im[b] = im[a] - ti
+                    re[a] += tr; im[a] += ti
+                }
+            }
+            length *= 2
+        }
+        return (0...size / 2).map { re[$0] * re[$0] + im[$0] * im[$0] }
+    }
+}
