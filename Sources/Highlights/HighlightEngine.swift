@@ -121,7 +121,7 @@ extension HighlightEngine {
             let selection = SegmentSelector.select(from: analysis, target: settings.duration, rules: settings.rules)
             let selected = clock.now
             try reporter.report(.rendering, 0)
-            let made = try Self.render(analysis, selection.segments, input: input, to: partial, settings: settings, reporter: reporter)
+            let made = try Self.render(analysis, selection.segments, pauses: selection.pauses, input: input, to: partial, settings: settings, reporter: reporter)
             let (rendered, decision) = (made.result, made.decision)
             try reporter.report(.finishing, 0)
             let stills = try settings.stills.flatMap { paths in
@@ -161,6 +161,8 @@ extension HighlightEngine {
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
                 analysisRealTimeFactor: analysis.info.duration / max((analyzed - started).inSeconds, 1e-6),
                 decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames, stills: stills?.report,
+                speech: selection.pauses.isEmpty ? nil
+                    : SpeechEdits(segments: made.segments, pauses: selection.pauses, moved: selection.edgesMovedIntoPauses),
                 reframe: made.crop.map { crop in
                     let shown = CropPlan.display(x: 0, y: 0, width: crop.width, height: crop.height, frameWidth: crop.frameWidth,
                                                  frameHeight: crop.frameHeight, rotation: analysis.info.rotation)
@@ -183,17 +185,21 @@ extension HighlightEngine {
     ///
     /// Another shape than the source's (`aspect`) is always encoded: the window that follows the
     /// action is planned over the final segments (`Reframer`) and cropped from every picture.
-    static func render(_ analysis: Analysis, _ segments: [Segment], input: String, to partial: String, settings: HighlightSettings,
-                       reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment],
+    static func render(_ analysis: Analysis, _ segments: [Segment], pauses: SpeechPauses, input: String, to partial: String,
+                       settings: HighlightSettings, reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment],
                                                               moves: [EdgeMove], crop: CropPlan?, frames: FrameRatePlan) {
         let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
         let rules = settings.rules
+        let speechRefusal = Unaligned(reason: "the source's keyframes fall inside speech where the highlight cuts, so the edges are put in pauses and the video is encoded")
         let slack = SegmentRules.slack(for: analysis)
-        /// The segments on `grid`, or why they cannot be.
-        func align(to grid: KeyframeGrid) -> Result<AlignedSelection, Unaligned> {
+        /// The segments on `grid`, or why they cannot be. Edges go only to keyframes in pauses of
+        /// the speech (where there is any), so no utterance is cut.
+        func align(to grid: KeyframeGrid, aroundSpeech: Bool = true) -> Result<AlignedSelection, Unaligned> {
+            let allows: (Double) -> Bool = { !aroundSpeech || pauses.keepsWhole($0) }
             let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
-                                                rules: rules, slack: slack, score: { SegmentSelector.meanScore(analysis, $0, $1) })
+                                                rules: rules, slack: slack, allows: allows, score: { SegmentSelector.meanScore(analysis, $0, $1) })
             guard !aligned.segments.isEmpty, rules.admits(aligned.segments, slack: slack) else {
+                if !pauses.isEmpty, case .success = align(to: grid, aroundSpeech: false) { return .failure(speechRefusal) }
                 return .failure(Unaligned(reason: rules == .standard ? "no shot is long enough to hold a whole GOP"
                                                     : "the chosen segment lengths do not fall on the source's keyframes"))
             }
@@ -201,6 +207,7 @@ extension HighlightEngine {
             if !isShort {
                 let miss = { (segments: [Segment]) in abs(segments.reduce(0) { $0 + $1.duration } - settings.duration) }
                 if miss(aligned.segments) > SegmentSelector.tolerance && miss(aligned.segments) > miss(segments) + 1e-6 {
+                    if !pauses.isEmpty, case .success = align(to: grid, aroundSpeech: false) { return .failure(speechRefusal) }
                     return .failure(Unaligned(reason: "the source's keyframes do not fall where a highlight of the target length can cut"))
                 }
             }

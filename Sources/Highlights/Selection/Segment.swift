@@ -14,8 +14,16 @@ public struct Segment: Sendable, Codable, Equatable {
 
 /// The selector's answer.
 public struct Selection: Sendable {
+    init(segments: [Segment], candidates: [Segment]) {
+        self.segments = segments
+        self.candidates = candidates
+    }
+
     public var segments: [Segment]
     /// The best candidates considered (for the analysis report).
     public var candidates: [Segment]
+    /// The source's speech and pauses, and how many edges the selection moved out of speech.
+    var pauses = SpeechPauses([])
+    var edgesMovedIntoPauses = 0
     public var total: Double { segments.reduce(0) { $0 + $1.duration } }
 }

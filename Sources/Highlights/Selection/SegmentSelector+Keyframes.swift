@@ -28,8 +28,12 @@ extension SegmentSelector {
     /// `min_segment` (unless it was already) by more than `slack` (a frame), or adds a segment past
     /// `max_segments`; whether the result keeps the rules is the caller's to check
     /// (`SegmentRules.admits`).
+    ///
+    /// `allows`: where an edge may fall (a keyframe in a pause, not inside an utterance); the grid's
+    /// other points are not used.
     static func align(_ segments: [Segment], to grid: KeyframeGrid, shots: [Shot], target: Double?,
-                      rules: SegmentRules, slack: Double, score: (Double, Double) -> Double) -> AlignedSelection {
+                      rules: SegmentRules, slack: Double, allows: (Double) -> Bool = { _ in true },
+                      score: (Double, Double) -> Double) -> AlignedSelection {
         let duration = grid.streamEnd
         func shot(_ index: Int) -> Shot {
             guard shots.indices.contains(index) else { return Shot(start: 0, end: duration) }
@@ -42,11 +46,11 @@ extension SegmentSelector {
         for segment in segments.sorted(by: { $0.start < $1.start }) {
             let bounds = shot(of: segment)
             let inside = grid.points.indices.filter {
-                grid.points[$0].start >= bounds.start - epsilon && grid.points[$0].start < bounds.end - epsilon
+                grid.points[$0].start >= bounds.start - epsilon && grid.points[$0].start < bounds.end - epsilon && allows(grid.points[$0].start)
             }
             let after = inside.first { grid.points[$0].start >= segment.start - epsilon && grid.points[$0].start < segment.end - epsilon }
             guard let first = after ?? inside.last(where: { grid.points[$0].start < segment.start }) else { continue }
-            let ends = (first + 1...grid.count).filter { grid.end(before: $0) <= bounds.end + epsilon }
+            let ends = (first + 1...grid.count).filter { grid.end(before: $0) <= bounds.end + epsilon && allows(grid.end(before: $0)) }
             guard let end = ends.min(by: { abs(grid.end(before: $0) - segment.end) < abs(grid.end(before: $1) - segment.end) }) else { continue }
             var placed = segment
             placed.start = grid.points[first].start
@@ -76,7 +80,7 @@ extension SegmentSelector {
             for index in (shots.isEmpty ? [0] : Array(shots.indices)) {
                 let bounds = shot(index)
                 for i in grid.points.indices where grid.points[i].start >= bounds.start - epsilon
-                    && grid.end(before: i + 1) <= bounds.end + epsilon {
+                    && grid.end(before: i + 1) <= bounds.end + epsilon && allows(grid.points[i].start) && allows(grid.end(before: i + 1)) {
                     let start = grid.points[i].start, end = grid.end(before: i + 1)
                     openings.append((Segment(start: start, end: end, score: score(start, end), reasons: ["fills the highlight"], shot: index),
                                      CopyRange(first: i, end: i + 1), bounds))
@@ -86,6 +90,7 @@ extension SegmentSelector {
                 var best: (miss: Double, preference: Double, index: Int, range: CopyRange?)?
                 func consider(_ index: Int, _ range: CopyRange?) {
                     let old = index < kept.count ? length(kept[index].range) : 0
+                    if let range, !allows(grid.points[range.first].start) || !allows(grid.end(before: range.end)) { return }
                     let new = range.map(length) ?? 0
                     let miss = abs(target - (total - old + new))
                     guard miss < abs(target - total) - epsilon else { return }

@@ -71,14 +71,20 @@ public enum SegmentSelector {
         if chosen.reduce(0, { $0 + $1.duration }) > target + tolerance {
             chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
         }
-        chosen = snap(chosen, to: analysis.frameTimes, target: target, shots: shots, rules: rules)
+        // No edge inside an utterance: into the pauses, the total kept.
+        let pauses = SpeechPauses(analysis.speech)
+        let placed = placeEdgesInPauses(chosen, pauses: pauses, analysis: analysis, target: target, rules: rules)
+        chosen = snap(placed.segments, to: analysis.frameTimes, target: target, shots: shots, rules: rules, allows: pauses.allows)
         // Nothing fits the rules (its usable parts are shorter than the shortest segment allowed):
         // the best stretch of the length the rules and the target agree on, cuts or not.
         if chosen.isEmpty {
             chosen = snap([bestWindow(analysis, length: max(rules.shortest, min(target, rules.longest)))], to: analysis.frameTimes,
                           target: nil, shots: shots, rules: rules)
         }
-        return Selection(segments: chosen, candidates: topCandidates)
+        var selection = Selection(segments: chosen, candidates: topCandidates)
+        selection.pauses = pauses
+        selection.edgesMovedIntoPauses = placed.moved
+        return selection
     }
 
     // MARK: Candidates
@@ -145,6 +151,8 @@ public enum SegmentSelector {
         }
         let onsets = seconds.map(\.onsets).reduce(0, +)
         if onsets >= 2 { reasons.append("\(onsets) sudden sounds (claps, hits, shouts)") }
+        let spoken = seconds.reduce(0) { $0 + $1.speech }
+        if spoken >= 1 { reasons.append(String(format: "someone speaks (%.1f s)", spoken)) }
         let motion = seconds.map(\.motion).max() ?? 0
         if motion >= 4 { reasons.append(String(format: "fast action (%.0f%% of the frame per second)", motion)) }
         let activity = seconds.map(\.activity).max() ?? 0
@@ -337,8 +345,9 @@ public enum SegmentSelector {
 
     /// Puts every edge on a frame (start on a frame, end on the frame after the last one shown) and
     /// corrects the total for the rounding.
+    /// `allows`: where an end may go to correct the total (not into speech).
     static func snap(_ segments: [Segment], to frames: [Double], target: Double?, shots: [Shot],
-                     rules: SegmentRules = .standard) -> [Segment] {
+                     rules: SegmentRules = .standard, allows: (Double) -> Bool = { _ in true }) -> [Segment] {
         guard !frames.isEmpty else { return segments }
         func frameAtOrAfter(_ t: Double) -> Double {
             let index = frames.firstIndex(atOrAfter: t)
@@ -357,7 +366,8 @@ public enum SegmentSelector {
             let wanted = result[i].end + (target - total)
             var limit = i + 1 < result.count ? result[i + 1].start : frameAtOrAfter(.infinity)
             if rules.capsEveryPass { limit = min(limit, frameAtOrAfter(result[i].start + rules.longest)) }
-            result[i].end = max(result[i].start + rules.shortest, min(limit, frameAtOrAfter(wanted)))
+            let end = max(result[i].start + rules.shortest, min(limit, frameAtOrAfter(wanted)))
+            if allows(end) { result[i].end = end }
         }
         return result
     }
