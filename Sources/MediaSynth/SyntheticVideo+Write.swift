@@ -170,6 +170,12 @@ struct SoundTrack {
         let t = Double(index) / Double(sampleRate)
         let scene = max(0, (sceneStarts.lastIndex { $0 <= t }) ?? 0)
         var value = Self.toneLevel * sin(2 * Double.pi * video.scenes[scene].toneHz * t)
+        if let track = video.soundtrack {
+            // Linear interpolation between the track's samples.
+            let position = t * Double(video.soundtrackRate), i = Int(position)
+            let a = i < track.count ? Double(track[i]) : 0, b = i + 1 < track.count ? Double(track[i + 1]) : 0
+            value = a + (b - a) * (position - Double(i))
+        }
         if let mark = Self.last(in: marks, atOrBefore: t), t - mark < SyntheticVideo.syncClickSeconds {
             value += SyntheticVideo.syncClickLevel * sin(2 * Double.pi * 2000 * (t - mark))
         }

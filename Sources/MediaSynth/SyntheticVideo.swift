@@ -142,6 +142,10 @@ public struct SyntheticVideo: Sendable {
     /// Stretches at other rates, repeated until the video ends (a phone in low light drops to 20 fps
     /// and back); empty: every frame at the nominal rate. Takes precedence over `variableFrameRate`.
     public var rateRuns: [RateRun] = []
+    /// The soundtrack's own samples (mono, `soundtrackRate` per second, full scale 1) in place of
+    /// the scenes' tones: speech, music or noise made by a test; silence after its end.
+    public var soundtrack: [Float]? = nil
+    public var soundtrackRate = 16_000
     /// The soundtrack stops this many seconds in (a recording whose sound ended early); nil: it
     /// lasts as long as the pictures.
     public var audioDuration: Double? = nil

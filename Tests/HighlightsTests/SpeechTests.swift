@@ -1,0 +1,110 @@
+import Foundation
+import MediaSynth
+import MomentsModel
+import ServiceTestSupport
+import Testing
+@testable import Highlights
+
+/// The speech detector on soundtracks made here (espeak-ng's sentences with known spans; music,
+/// wind, traffic and a crowd with none), new seeds every run, and highlights whose edges must
+/// then fall in the pauses.
+@Suite("Speech: found, and never cut", .heavy)
+struct SpeechTests {
+    /// A seed per run (printed with every failure), so each run tries other sentences, voices and sounds.
+    static func seeds(_ count: Int) -> [UInt64] {
+        var rng = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in rng.next() }
+    }
+
+    static func spans(of samples: [Float]) -> [SpeechSpan] {
+        var detector = SpeechDetector()
+        samples.withUnsafeBufferPointer { detector.feed($0) }
+        return detector.spans(startTime: 0)
+    }
+
+    static func overlap(_ spans: [SpeechSpan], _ range: ClosedRange<Double>) -> Double {
+        spans.reduce(0) { $0 + max(0, min($1.end, range.upperBound) - max($1.start, range.lowerBound)) }
+    }
+
+    @Test("sentences over room noise, music or traffic are found, and the pauses between them stay pauses",
+          arguments: ["room", "music", "traffic"])
+    func sentencesFound(background: String) throws {
+        for seed in Self.seeds(2) {
+            var rng = SplitMix64(seed: seed)
+            let (speech, sentences) = try Sounds.speech(seconds: 25, using: &rng)
+            let under: [Float]
+            switch background {
+            case "music": under = Sounds.normalised(Sounds.music(seconds: 25, using: &rng), decibels: -32)
+            case "traffic": under = Sounds.normalised(Sounds.traffic(seconds: 25, using: &rng), decibels: -32)
+            default: under = Sounds.normalised(Sounds.pinkNoise(seconds: 25, using: &rng), decibels: -45)
+            }
+            let found = Self.spans(of: Sounds.mix(speech, under))
+            let context = "seed \(seed), \(background): sentences \(sentences.map { "\($0)" }), found \(found.map { ($0.start, $0.end) })"
+            // Each sentence is found for most of its length.
+            let covered = sentences.reduce(0) { $0 + Self.overlap(found, $1) } / sentences.reduce(0) { $0 + $1.upperBound - $1.lowerBound }
+            #expect(covered >= 0.85, "\(context): \(covered) of the speech found")
+            // No speech is found more than a quarter second from a sentence, and no span bridges
+            // two sentences (a pause of at least 0.35 s is left between them). Under music 12 dB
+            // below the voice, a held note in a pause may still join two sentences' spans: the
+            // detector decides per second, and such a second holds speech.
+            let pauses = zip(sentences, sentences.dropFirst()).map { ($0.upperBound + 0.25)...max($0.upperBound + 0.25, $1.lowerBound - 0.25) }
+            let spurious = pauses.reduce(0) { $0 + Self.overlap(found, $1) }
+            #expect(spurious <= 0.5, "\(context): \(spurious) s of speech found in the pauses")
+            for (a, b) in zip(sentences, sentences.dropFirst()) where background != "music" {
+                #expect(!found.contains { $0.start < a.upperBound - 0.1 && $0.end > b.lowerBound + 0.1 }, "\(context): a span bridges \(a) and \(b)")
+            }
+        }
+    }
+
+    @Test("music, wind, traffic and a crowd's babble are not speech", arguments: ["music", "wind", "traffic", "crowd"])
+    func negatives(kind: String) throws {
+        for seed in Self.seeds(2) {
+            var rng = SplitMix64(seed: seed)
+            let sound: [Float]
+            switch kind {
+            case "music": sound = Sounds.music(seconds: 20, using: &rng)
+            case "wind": sound = Sounds.wind(seconds: 20, using: &rng)
+            case "traffic": sound = Sounds.traffic(seconds: 20, using: &rng)
+            default: sound = try Sounds.crowd(seconds: 20, using: &rng)
+            }
+            let found = Self.spans(of: Sounds.normalised(sound, decibels: -20))
+            let total = found.reduce(0) { $0 + $1.duration }
+            #expect(total <= 1.0, "seed \(seed), \(kind): \(total) s of speech found: \(found.map { ($0.start, $0.end) })")
+        }
+    }
+
+    /// 40 s of shots (cuts every 5 s) under sentences with pauses: the highlight's edges must all
+    /// fall in pauses, and every sentence it plays must play whole.
+    func spokenVideo(seed: UInt64) throws -> (path: String, sentences: [ClosedRange<Double>]) {
+        var rng = SplitMix64(seed: seed)
+        let (speech, sentences) = try Sounds.speech(seconds: 40, using: &rng)
+        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
+            SyntheticVideo.Scene(frames: 150, camera: index % 2 == 0 ? .still : .pan(pixelsPerFrame: 1), toneHz: 200)
+        })
+        video.gopSize = 15
+        video.soundtrack = Sounds.mix(speech, Sounds.normalised(Sounds.pinkNoise(seconds: 40, using: &rng), decibels: -45))
+        let path = Fixtures.scratch().appendingPathComponent("spoken.mp4").path
+        try video.write(to: path)
+        return (path, sentences)
+    }
+
+    @Test("no edge falls inside a sentence, and sentences play whole, on both render paths", arguments: [VideoCodecChoice.auto, .h264])
+    func edgesInPauses(codec: VideoCodecChoice) throws {
+        let seed = Self.seeds(1)[0]
+        let (path, sentences) = try spokenVideo(seed: seed)
+        let output = Fixtures.scratch().appendingPathComponent("highlight.mp4").path
+        let report = try HighlightEngine().highlight(input: path, output: output, settings: HighlightSettings(duration: 15, codec: codec))
+        let context = "seed \(seed), \(codec.rawValue) (\(report.render.mode.rawValue): \(report.render.reason)): sentences "
+            + "\(sentences.map { "\($0)" }), segments \(report.segments.map { ($0.start, $0.end) })"
+        #expect(abs(report.output.duration - 15) <= 0.6, "\(context): \(report.output.duration) s")
+        for segment in report.segments {
+            for edge in [segment.start, segment.end] {
+                #expect(!sentences.contains { $0.contains(edge) }, "\(context): the edge at \(edge) cuts a sentence")
+            }
+        }
+        let speech = try #require(report.speech, "\(context): no speech reported")
+        #expect(speech.edgesInSpeech == 0 && speech.utterancesCut == 0, "\(context): \(speech)")
+        // Speaking is a reason the report gives.
+        #expect(report.segments.contains { $0.reasons.contains { $0.hasPrefix("someone speaks") } }, "\(context)")
+    }
+}
