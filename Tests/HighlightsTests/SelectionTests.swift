@@ -64,6 +64,18 @@ struct SelectionTests {
         }
     }
 
+    @Test("no shot is shown twice: segments of one shot stay a moment apart", arguments: [10.0, 15.0, 20.0, 25.0])
+    func noMomentTwice(target: Double) throws {
+        let analysis = try analysis()
+        let segments = SegmentSelector.select(from: analysis, target: target).segments
+        func shot(_ s: Segment) -> Int? { analysis.shots.firstIndex { $0.start <= (s.start + s.end) / 2 && (s.start + s.end) / 2 < $0.end } }
+        for (a, b) in zip(segments, segments.dropFirst()) where shot(a) == shot(b) {
+            // A frame's rounding allowed.
+            #expect(b.start - a.end >= SegmentSelector.momentApart - 1.0 / 30 - 1e-6,
+                    "target \(target): \(a.start)–\(a.end) and \(b.start)–\(b.end) show one shot a moment apart")
+        }
+    }
+
     @Test("deterministic: the same input gives the same segments")
     func deterministic() throws {
         let first = SegmentSelector.select(from: try analysis(), target: Self.target).segments

@@ -37,18 +37,23 @@ public enum SegmentSelector {
         while target - total > tolerance, chosen.count < rules.count ?? .max {
             let remaining = target - total
             var best: (value: Double, segment: Segment)?
-            for c in candidates where c.duration <= remaining + tolerance || remaining >= rules.longest {
-                if chosen.contains(where: { c.start < $0.end + 0.25 && $0.start < c.end + 0.25 }) { continue }
-                var redundancy = 0.0
-                for s in chosen {
-                    let gap = max(0, max(s.start - c.end, c.start - s.end))
-                    let near = exp(-gap / tau)
-                    let alike = similarity(analysis, c, s) * (c.shot == s.shot ? 1 : 0.85)
-                    redundancy = max(redundancy, max(near, alike * alike))
+            // No scene twice: a candidate a moment from a chosen segment, or a near-duplicate of
+            // one, counts as that segment again; taken only when nothing else is left.
+            for allowingRepeats in [false, true] where best == nil {
+                for c in candidates where c.duration <= remaining + tolerance || remaining >= rules.longest {
+                    if chosen.contains(where: { c.start < $0.end + 0.25 && $0.start < c.end + 0.25 }) { continue }
+                    if !allowingRepeats, chosen.contains(where: { isRepeat(c, of: $0, in: analysis) }) { continue }
+                    var redundancy = 0.0
+                    for s in chosen {
+                        let gap = max(0, max(s.start - c.end, c.start - s.end))
+                        let near = exp(-gap / tau)
+                        let alike = similarity(analysis, c, s) * (c.shot == s.shot ? 1 : 0.85)
+                        redundancy = max(redundancy, max(near, alike * alike))
+                    }
+                    let coverage = covered.contains(bin(c)) ? 0 : 0.15
+                    let value = c.score * (1 - 0.7 * redundancy) + coverage + 0.01 * c.duration
+                    if best == nil || value > best!.value + 1e-9 { best = (value, c) }
                 }
-                let coverage = covered.contains(bin(c)) ? 0 : 0.15
-                let value = c.score * (1 - 0.7 * redundancy) + coverage + 0.01 * c.duration
-                if best == nil || value > best!.value + 1e-9 { best = (value, c) }
             }
             guard var pick = best?.segment else { break }
             pick.reasons = reasons(for: pick, in: analysis, newCoverage: !covered.contains(bin(pick)))
@@ -125,6 +130,18 @@ public enum SegmentSelector {
             weight += overlap
         }
         return weight > 0 ? sum / weight : 0
+    }
+
+    /// Gaps shorter than this between two segments make them one moment shown twice.
+    static let momentApart = 1.0
+    /// Pictures at least this alike (`similarity`) are the same scene.
+    static let nearDuplicate = 0.9
+
+    /// Whether `candidate` shows what `chosen` shows: the same shot a moment before or after it, or
+    /// a near-duplicate picture.
+    static func isRepeat(_ candidate: Segment, of chosen: Segment, in analysis: Analysis) -> Bool {
+        let gap = max(chosen.start - candidate.end, candidate.start - chosen.end)
+        return gap < momentApart || similarity(analysis, candidate, chosen) >= nearDuplicate
     }
 
     static func similarity(_ analysis: Analysis, _ a: Segment, _ b: Segment) -> Double {
@@ -226,8 +243,10 @@ public enum SegmentSelector {
             pass += 1
             for i in result.indices.sorted(by: { result[$0].score > result[$1].score }) where delta > 0.01 {
                 let shot = shots.indices.contains(result[i].shot) ? shots[result[i].shot] : Shot(start: 0, end: duration)
-                let nextStart = i + 1 < result.count ? result[i + 1].start - 0.25 : duration
-                let previousEnd = i > 0 ? result[i - 1].end + 0.25 : 0
+                // A neighbour in the same shot stays a moment away (else it is that shot shown twice).
+                func spacing(_ j: Int) -> Double { result[j].shot == result[i].shot && result[i].shot != acrossShots ? momentApart : 0.25 }
+                let nextStart = i + 1 < result.count ? result[i + 1].start - spacing(i + 1) : duration
+                let previousEnd = i > 0 ? result[i - 1].end + spacing(i - 1) : 0
                 let cap = pass <= 2 || rules.capsEveryPass ? rules.longest : .infinity
                 let roomEnd = max(0, min(shot.end, nextStart) - result[i].end)
                 let grow = min(delta, roomEnd, max(0, cap - result[i].duration))
