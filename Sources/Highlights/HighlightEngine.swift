@@ -195,7 +195,7 @@ extension HighlightEngine {
         /// The segments on `grid`, or why they cannot be. Edges go only to keyframes in pauses of
         /// the speech (where there is any), so no utterance is cut.
         func align(to grid: KeyframeGrid, aroundSpeech: Bool = true) -> Result<AlignedSelection, Unaligned> {
-            let allows: (Double) -> Bool = { !aroundSpeech || pauses.keepsWhole($0) }
+            let allows: (Double) -> Bool = { !aroundSpeech || pauses.keepsWhole($0, clearance: 0.3) }
             let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
                                                 rules: rules, slack: slack, allows: allows, score: { SegmentSelector.meanScore(analysis, $0, $1) })
             guard !aligned.segments.isEmpty, rules.admits(aligned.segments, slack: slack) else {

@@ -4,7 +4,7 @@ import Foundation
 /// utterances (spans less than `sentenceGap` apart), and the pauses between them.
 struct SpeechPauses: Sendable {
     /// Spans closer than this belong to one utterance: a breath or a comma, not the end of a sentence.
-    static let sentenceGap = 0.4
+    static let sentenceGap = 0.5
     /// How far into a pause an edge is put, so that a frame's rounding keeps it there.
     static let margin = 0.06
 
@@ -38,6 +38,13 @@ struct SpeechPauses: Sendable {
     /// Whether an edge at `t` also keeps every utterance whole.
     func keepsWhole(_ t: Double) -> Bool { utterance(at: t) == nil }
 
+    /// Whether an edge at `t` keeps every utterance whole and lies `clearance` or more from any
+    /// (an edge not chosen from the pauses, such as a keyframe, where the detector may have
+    /// heard a sentence begin or end a little late or early).
+    func keepsWhole(_ t: Double, clearance: Double) -> Bool {
+        keepsWhole(t) && keepsWhole(t - clearance) && keepsWhole(t + clearance)
+    }
+
     private static func span(at t: Double, in spans: [SpeechSpan]) -> SpeechSpan? {
         var low = 0, high = spans.count
         while low < high {
@@ -47,36 +54,62 @@ struct SpeechPauses: Sendable {
         return low < spans.count && spans[low].start - margin < t ? spans[low] : nil
     }
 
-    /// Where an edge goes to keep `utterance` in (or out): in the pause before it (`before`) or
-    /// after it, a quarter second from the speech or half way across a shorter pause.
-    func edge(_ side: Side, of utterance: SpeechSpan) -> Double {
-        let index = utterances.firstIndex(of: utterance)
-        switch side {
-        case .before:
-            let gap = index.flatMap { $0 > 0 ? utterance.start - utterances[$0 - 1].end : nil } ?? .infinity
-            return utterance.start - max(Self.margin, min(0.25, gap / 2))
-        case .after:
-            let gap = index.flatMap { $0 + 1 < utterances.count ? utterances[$0 + 1].start - utterance.end : nil } ?? .infinity
-            return utterance.end + max(Self.margin, min(0.25, gap / 2))
-        }
-    }
-
-    enum Side { case before, after }
-
-    /// The pauses inside `utterance` (between its spans), as the times an edge may take there.
-    func innerPauses(of utterance: SpeechSpan) -> [Double] {
-        let inside = spans.filter { $0.start >= utterance.start - 1e-9 && $0.end <= utterance.end + 1e-9 }
-        return zip(inside, inside.dropFirst()).map { ($0.end + $1.start) / 2 }
-    }
-
-    /// The stretch of no speech around `t` (an edge may move freely inside it), edges `margin` off
-    /// the speech on either side; nil when `t` is in speech.
+    /// The stretch with no utterance around `t`, a tenth of a second clear of the speech on
+    /// either side (where an edge may slide); nil when `t` is inside an utterance.
     func pause(around t: Double) -> ClosedRange<Double>? {
-        guard allows(t) else { return nil }
-        let before = spans.last { $0.end + Self.margin <= t + 1e-9 }.map { $0.end + Self.margin } ?? -.infinity
-        let after = spans.first { $0.start - Self.margin >= t - 1e-9 }.map { $0.start - Self.margin } ?? .infinity
+        guard keepsWhole(t) else { return nil }
+        let before = utterances.last { $0.end <= t }.map { $0.end + 0.1 } ?? -.infinity
+        let after = utterances.first { $0.start >= t }.map { $0.start - 0.1 } ?? .infinity
         return min(before, t)...max(after, t)
     }
+
+    /// The times a segment's edges may take: in the pauses between utterances (a quarter second
+    /// from the speech or half way across a shorter pause, then every half second across a long
+    /// one), on a cut that falls in a pause (pause points less than half a second from it give way
+    /// to it), never inside a gradual transition; and, as a last resort (`inner`), the pauses
+    /// that split an utterance longer than `longest` (the longest a segment may be) into parts
+    /// that fit.
+    func edgePoints(shots: [Shot], duration: Double, longest: Double) -> [EdgePoint] {
+        var points: [EdgePoint] = []
+        let cuts = shots.dropFirst().map(\.start)
+        // Between two shots that do not touch lies a dissolve or a fade: no edge there.
+        let transitions = zip(shots, shots.dropFirst()).compactMap { $1.start - $0.end > 0.05 ? ($0.end...$1.start) : nil }
+        var from = 0.0
+        for u in utterances + [SpeechSpan(start: duration, end: duration)] {
+            defer { from = u.end }
+            let to = u.start
+            guard to - from > 2 * Self.margin || (from == 0 && to > 0) else { continue }
+            let inset = min(0.25, (to - from) / 2)
+            let low = from == 0 ? 0 : from + inset, high = to >= duration ? duration : to - inset
+            let here = cuts.filter { $0 > from + Self.margin && $0 < to - Self.margin }
+            points += here.map { EdgePoint(time: $0, inner: false) }
+            var t = low
+            while t <= high + 1e-9 {
+                if !here.contains(where: { abs($0 - t) < 0.5 }) { points.append(EdgePoint(time: t, inner: false)) }
+                t += 0.5
+            }
+            if high - (t - 0.5) > 0.1, !here.contains(where: { abs($0 - high) < 0.5 }) { points.append(EdgePoint(time: high, inner: false)) }
+        }
+        // An utterance too long for a segment is split at its longest pause, and each part again,
+        // until every part fits: the longest pause is the likeliest end of a sentence.
+        func split(_ parts: ArraySlice<SpeechSpan>) -> [Double] {
+            guard parts.count > 1, let last = parts.last, let first = parts.first, last.end - first.start > longest else { return [] }
+            let k = zip(parts.indices, parts.indices.dropFirst()).max { parts[$0.1].start - parts[$0.0].end < parts[$1.1].start - parts[$1.0].end }!
+            return split(parts[...k.0]) + [(parts[k.0].end + parts[k.1].start) / 2] + split(parts[k.1...])
+        }
+        for u in utterances where u.duration > longest {
+            let inside = spans.filter { $0.start >= u.start - 1e-9 && $0.end <= u.end + 1e-9 }
+            points += split(inside[...]).map { EdgePoint(time: $0, inner: true) }
+        }
+        return points.filter { p in !transitions.contains { $0.lowerBound < p.time && p.time < $0.upperBound } }
+            .sorted { $0.time < $1.time }
+    }
+}
+
+/// A time a segment edge may take where there is speech; `inner`: inside a long utterance.
+struct EdgePoint: Sendable, Equatable {
+    var time: Double
+    var inner: Bool
 }
 
 /// What keeping speech whole did to a selection (for the report).
@@ -110,21 +143,47 @@ public struct SpeechEdits: Sendable, Codable, Equatable {
 }
 
 extension SegmentSelector {
-    /// Moves every edge that falls inside an utterance into a pause: the segment grows to take the
-    /// utterance whole where its shot, its neighbours and the longest segment allow, else shrinks
-    /// to leave it out; an utterance longer than a segment may be is cut at a pause inside it. Then
-    /// the total is brought back to `target` by moving edges only within pauses, or over whole
-    /// utterances. Returns the segments and how many edges moved.
-    static func placeEdgesInPauses(_ segments: [Segment], pauses: SpeechPauses, analysis: Analysis, target: Double?,
-                                   rules: SegmentRules) -> (segments: [Segment], moved: Int) {
-        guard !pauses.isEmpty, !segments.isEmpty else { return (segments, 0) }
+    /// Candidate windows whose edges are `points` (pauses, cuts in pauses): every length the
+    /// rules allow, across cuts where a sentence runs over one. One from the pauses inside a long
+    /// utterance scores less.
+    static func speechCandidates(_ analysis: Analysis, points: [EdgePoint], rules: SegmentRules) -> [Segment] {
+        let low = rules.lengths.min() ?? rules.shortest, high = max(rules.longest, rules.lengths.max() ?? 0)
+        var result: [Segment] = []
+        for (k, a) in points.enumerated() {
+            for b in points[(k + 1)...] {
+                let length = b.time - a.time
+                if length > high + 1e-9 { break }
+                guard length >= low - 1e-9 else { continue }
+                let penalty = a.inner || b.inner ? 0.7 : 1
+                result.append(Segment(start: a.time, end: b.time, score: meanScore(analysis, a.time, b.time) * penalty, reasons: [],
+                                      shot: shot(containing: a.time, b.time, in: analysis.shots)))
+            }
+        }
+        return result
+    }
+
+    /// The shot `start..<end` lies in, or `acrossShots`.
+    static func shot(containing start: Double, _ end: Double, in shots: [Shot]) -> Int {
+        shots.firstIndex { $0.start <= start + 1e-6 && end <= $0.end + 1e-6 } ?? acrossShots
+    }
+
+    /// Puts every edge on one of `points`: an edge inside an utterance moves to the pause before or
+    /// after it (taking it whole or leaving it out, whichever fits the neighbours and the lengths
+    /// the rules allow, the least change first); a segment none fits moves to the best window of
+    /// points between its neighbours, or is left out when there is none. Then the total is brought back to `target` one edge at a
+    /// time from point to point (each step the one that lands closest), and a window between
+    /// points is added while it is still short. Returns the segments and how many edges moved
+    /// out of speech.
+    static func placeEdgesInPauses(_ segments: [Segment], pauses: SpeechPauses, points: [EdgePoint], analysis: Analysis,
+                                   target: Double?, rules: SegmentRules) -> (segments: [Segment], moved: Int) {
+        guard !pauses.isEmpty, !segments.isEmpty, !points.isEmpty else { return (segments, 0) }
         var result = segments.sorted { $0.start < $1.start }
         let duration = analysis.info.duration
-        let margin = SpeechPauses.margin
+        let times = points.map(\.time)
+        func spacing(_ a: Segment, _ b: Segment) -> Double { a.shot == b.shot && a.shot != acrossShots ? momentApart : 0.25 }
         func bounds(_ i: Int) -> ClosedRange<Double> {
-            let shot = analysis.shots.indices.contains(result[i].shot) ? analysis.shots[result[i].shot] : Shot(start: 0, end: duration)
-            let low = max(shot.start, i > 0 ? result[i - 1].end + 0.25 : 0)
-            let high = min(shot.end, i + 1 < result.count ? result[i + 1].start - 0.25 : duration)
+            let low = i > 0 ? result[i - 1].end + spacing(result[i - 1], result[i]) : 0
+            let high = i + 1 < result.count ? result[i + 1].start - spacing(result[i], result[i + 1]) : duration
             return low...max(low, high)
         }
         // The lengths a segment may take: the rules', or its own where it already lies past a
@@ -134,118 +193,135 @@ extension SegmentSelector {
             return low...max(low, rules.capsEveryPass ? rules.longest : max(rules.longest, result[i].duration))
         }
         func fits(_ start: Double, _ end: Double, _ i: Int) -> Bool {
-            let b = bounds(i), l = lengths(i)
-            return start >= b.lowerBound - 1e-9 && end <= b.upperBound + 1e-9 && l.contains(end - start)
+            let b = bounds(i)
+            return start >= b.lowerBound - 1e-9 && end <= b.upperBound + 1e-9 && lengths(i).contains(end - start)
         }
-        var moved = 0
-        for i in result.indices {
-            var (start, end) = (result[i].start, result[i].end)
-            // Candidate edges for each side: whole-utterance edges first, then pauses inside one.
-            func choices(for t: Double, isStart: Bool) -> [Double] {
-                guard let u = pauses.utterance(at: t) else { return [t] }
-                let outside = isStart ? [pauses.edge(.before, of: u), pauses.edge(.after, of: u)] : [pauses.edge(.after, of: u), pauses.edge(.before, of: u)]
-                let inner = pauses.innerPauses(of: u).sorted { abs($0 - t) < abs($1 - t) }
-                return outside + inner
-            }
-            let starts = choices(for: start, isStart: true), ends = choices(for: end, isStart: false)
-            var best: (start: Double, end: Double, rank: Int)?
-            for (a, s) in starts.enumerated() {
-                for (b, e) in ends.enumerated() where fits(s, e, i) {
-                    // Whole utterances first (the earlier choices), then the least change.
-                    let rank = a + b
-                    let change = abs(s - start) + abs(e - end)
-                    if best == nil || rank < best!.rank
-                        || (rank == best!.rank && change < abs(best!.start - start) + abs(best!.end - end)) {
-                        best = (s, e, rank)
-                    }
-                }
-            }
-            guard let best else {
-                // No pause near its edges fits: the best window of the shot between pauses instead.
-                if let window = pauses.window(in: bounds(i), lengths: lengths(i), near: result[i].duration,
-                                              score: { meanScore(analysis, $0, $1) }) {
-                    (result[i].start, result[i].end) = window
-                    moved += 2
-                }
-                continue
-            }
-            if abs(best.start - start) > 1e-9 { moved += 1 }
-            if abs(best.end - end) > 1e-9 { moved += 1 }
-            (start, end) = (best.start, best.end)
+        func place(_ i: Int, _ start: Double, _ end: Double) {
             result[i].start = start
             result[i].end = end
+            result[i].shot = shot(containing: start, end, in: analysis.shots)
+        }
+        // The points nearest `t` on either side (two each), or `t` itself when it keeps speech whole.
+        func choices(_ t: Double) -> [Double] {
+            if pauses.keepsWhole(t) { return [t] }
+            let after = times.firstIndex(atOrAfter: t)
+            return [after - 2, after - 1, after, after + 1].filter { times.indices.contains($0) }.map { times[$0] }
+        }
+        var moved = 0
+        var unplaced: [Int] = []
+        for i in result.indices {
+            let (start, end) = (result[i].start, result[i].end)
+            guard !pauses.keepsWhole(start) || !pauses.keepsWhole(end) else { continue }
+            var best: (start: Double, end: Double, change: Double)?
+            for s in choices(start) {
+                for e in choices(end) where fits(s, e, i) {
+                    let change = abs(s - start) + abs(e - end)
+                    if best == nil || change < best!.change - 1e-9 { best = (s, e, change) }
+                }
+            }
+            if let best {
+                moved += (best.start != start ? 1 : 0) + (best.end != end ? 1 : 0)
+                place(i, best.start, best.end)
+            } else if let window = window(among: points, in: bounds(i), lengths: lengths(i), near: result[i].duration,
+                                          score: { meanScore(analysis, $0, $1) }) {
+                moved += (window.0 != start ? 1 : 0) + (window.1 != end ? 1 : 0)
+                place(i, window.0, window.1)
+            } else {
+                unplaced.append(i)
+            }
+        }
+        // No pause around it fits a segment: it is left out (while others remain), and the total
+        // made up below.
+        if unplaced.count < result.count {
+            for i in unplaced.reversed() { result.remove(at: i) }
         }
         guard let target else { return (result, moved) }
 
-        // The total: first within the pauses the edges are in, then over whole utterances.
-        var delta = target - result.reduce(0) { $0 + $1.duration }
+        // The total: one edge at a time to the next point in or out, the step that lands closest.
+        var total = result.reduce(0) { $0 + $1.duration }
+        while abs(target - total) > 0.1 {
+            var best: (miss: Double, preference: Double, i: Int, start: Double, end: Double)?
+            for i in result.indices {
+                let (start, end) = (result[i].start, result[i].end)
+                let s = times.firstIndex(atOrAfter: start), e = times.firstIndex(atOrAfter: end)
+                var moves: [(Double, Double)] = []
+                if s > 0 { moves.append((times[s - 1], end)) }
+                if s + 1 < times.count, abs(times[s] - start) < 1e-6 { moves.append((times[s + 1], end)) }
+                if e + 1 < times.count { moves.append((start, times[abs(times[e] - end) < 1e-6 ? e + 1 : e])) }
+                if e > 0 { moves.append((start, times[e - 1])) }
+                for (ns, ne) in moves where ne > ns && fits(ns, ne, i) {
+                    let miss = abs(target - (total - (end - start) + (ne - ns)))
+                    guard miss < abs(target - total) - 1e-6 else { continue }
+                    // Grow what scores well, shrink what scores badly.
+                    let preference = (ne - ns > end - start ? 1 : -1) * result[i].score
+                    if best == nil || miss < best!.miss - 1e-6 || (abs(miss - best!.miss) <= 1e-6 && preference > best!.preference) {
+                        best = (miss, preference, i, ns, ne)
+                    }
+                }
+            }
+            guard let move = best else { break }
+            total += (move.end - move.start) - result[move.i].duration
+            place(move.i, move.start, move.end)
+        }
+        // Then finely: edges slide inside their pauses (never off a cut, nor to within half a
+        // second of one), growing the best segments first or shrinking the weakest.
+        let cuts = analysis.shots.dropFirst().map(\.start)
         let byScore = result.indices.sorted { result[$0].score > result[$1].score }
-        for i in delta > 0 ? byScore : byScore.reversed() where abs(delta) > 0.01 {
-            let b = bounds(i)
-            for isEnd in [true, false] where abs(delta) > 0.01 {
+        for i in total < target ? byScore : byScore.reversed() where abs(target - total) > 0.05 {
+            for isEnd in [true, false] where abs(target - total) > 0.05 {
+                let delta = target - total
                 let edge = isEnd ? result[i].end : result[i].start
-                guard let free = pauses.pause(around: edge) else { continue }
-                let room = free.clamped(to: b)
+                guard !cuts.contains(where: { abs($0 - edge) < 1e-3 }), var room = pauses.pause(around: edge) else { continue }
+                for cut in cuts where room.contains(cut) {
+                    room = cut < edge ? max(room.lowerBound, cut + 0.5)...max(room.upperBound, cut + 0.5)
+                                      : min(room.lowerBound, cut - 0.5)...min(room.upperBound, cut - 0.5)
+                }
+                guard room.contains(edge) else { continue }
+                let b = bounds(i), l = lengths(i)
                 // Growing moves the end later or the start earlier; shrinking the reverse.
-                let direction: Double = (delta > 0) == isEnd ? 1 : -1
-                let limit = direction > 0 ? room.upperBound - edge : edge - room.lowerBound
-                let lengthRoom = delta > 0 ? lengths(i).upperBound - result[i].duration : result[i].duration - lengths(i).lowerBound
-                let step = max(0, min(abs(delta), limit, lengthRoom))
-                if isEnd { result[i].end += direction * step } else { result[i].start -= direction * step }
-                delta -= (delta > 0 ? 1 : -1) * step
+                let later = (delta > 0) == isEnd
+                let reach = later ? min(room.upperBound, isEnd ? b.upperBound : .infinity) - edge
+                                  : edge - max(room.lowerBound, isEnd ? -.infinity : b.lowerBound)
+                let lengthRoom = delta > 0 ? l.upperBound - result[i].duration : result[i].duration - l.lowerBound
+                let step = max(0, min(abs(delta), reach, lengthRoom))
+                guard step > 1e-6 else { continue }
+                let moved = edge + (later ? step : -step)
+                if isEnd { place(i, result[i].start, moved) } else { place(i, moved, result[i].end) }
+                total += delta > 0 ? step : -step
             }
         }
-        var jumped = true
-        while abs(delta) > tolerance && jumped {
-            jumped = false
-            for i in delta > 0 ? byScore : byScore.reversed() where abs(delta) > tolerance {
-                // Over the next utterance past the end (growing), or back before the last one (shrinking).
-                let end = result[i].end
-                let next = delta > 0 ? pauses.utterances.first { $0.start >= end - 1e-9 }.map { pauses.edge(.after, of: $0) }
-                    : pauses.utterances.last { $0.end <= end + 1e-9 && $0.start > result[i].start }.map { pauses.edge(.before, of: $0) }
-                guard let next, fits(result[i].start, next, i), abs(delta - (next - end)) < abs(delta) else { continue }
-                delta -= next - end
-                result[i].end = next
-                jumped = true
-            }
-        }
-        // Still short: a new segment between pauses in the largest free stretch that holds one.
-        while delta > tolerance, result.count < rules.count ?? .max {
+        // Still short: a new segment between points in the largest free stretch that holds one.
+        while target - total > tolerance, result.count < rules.count ?? .max {
             var free: [ClosedRange<Double>] = []
             var previous = 0.0
-            for segment in result + [Segment(start: duration + 0.25, end: duration, score: 0, reasons: [], shot: acrossShots)] {
-                if segment.start - 0.25 > previous + 0.25 { free.append((previous + (previous > 0 ? 0.25 : 0))...(segment.start - 0.25)) }
+            for segment in result {
+                if segment.start - 0.25 > previous + 0.25 { free.append((previous == 0 ? 0 : previous + 0.25)...(segment.start - 0.25)) }
                 previous = segment.end
             }
+            if duration > previous + 0.25 { free.append((previous == 0 ? 0 : previous + 0.25)...duration) }
+            let delta = target - total
             let wanted = min(max(delta, rules.shortest), rules.longest)
             let found = free.sorted { $0.upperBound - $0.lowerBound > $1.upperBound - $1.lowerBound }.lazy.compactMap { stretch in
-                pauses.window(in: stretch, lengths: rules.shortest...max(rules.shortest, delta + tolerance), near: wanted,
-                              score: { meanScore(analysis, $0, $1) })
+                window(among: points, in: stretch, lengths: rules.shortest...max(rules.shortest, min(rules.longest, delta + tolerance)),
+                       near: wanted, score: { meanScore(analysis, $0, $1) })
             }.first
             guard let (start, end) = found else { break }
-            let added = Segment(start: start, end: end, score: meanScore(analysis, start, end), reasons: ["fills the highlight"], shot: acrossShots)
+            let added = Segment(start: start, end: end, score: meanScore(analysis, start, end), reasons: ["fills the highlight"],
+                                shot: shot(containing: start, end, in: analysis.shots))
             result.insert(added, at: result.firstIndex { $0.start > start } ?? result.count)
-            delta -= added.duration
+            total += added.duration
         }
         return (result, moved)
     }
-}
 
-extension SpeechPauses {
-    /// The best-scoring window inside `range` whose edges keep every utterance whole, of a length in
-    /// `lengths` (nearest `near` first, then by score); edges at the range's ends, in the pauses
-    /// around its utterances, or every half second where no one speaks.
-    func window(in range: ClosedRange<Double>, lengths: ClosedRange<Double>, near: Double,
-                score: (Double, Double) -> Double) -> (Double, Double)? {
-        var points = [range.lowerBound, range.upperBound]
-        for u in utterances where u.end > range.lowerBound && u.start < range.upperBound {
-            points += [edge(.before, of: u), edge(.after, of: u)]
-        }
-        points += stride(from: range.lowerBound, through: range.upperBound, by: 0.5)
-        points = Array(Set(points.filter { range.contains($0) && keepsWhole($0) })).sorted()
+    /// The best-scoring window inside `range` between two of `points`, of a length in `lengths`
+    /// (nearest `near` first, to a quarter second, then by score).
+    static func window(among points: [EdgePoint], in range: ClosedRange<Double>, lengths: ClosedRange<Double>, near: Double,
+                       score: (Double, Double) -> Double) -> (Double, Double)? {
+        let inside = points.map(\.time).filter { range.contains($0) }
         var best: (start: Double, end: Double, miss: Double, score: Double)?
-        for (k, start) in points.enumerated() {
-            for end in points[(k + 1)...] where lengths.contains(end - start) {
+        for (k, start) in inside.enumerated() {
+            for end in inside[(k + 1)...] where lengths.contains(end - start) {
                 let miss = (abs(end - start - near) * 4).rounded() / 4
                 let value = score(start, end)
                 if best == nil || miss < best!.miss || (miss == best!.miss && value > best!.score) { best = (start, end, miss, value) }

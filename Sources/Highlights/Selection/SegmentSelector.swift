@@ -17,7 +17,18 @@ public enum SegmentSelector {
     public static func select(from analysis: Analysis, target: Double, rules: SegmentRules = .standard) -> Selection {
         let duration = analysis.info.duration
         let shots = analysis.shots
-        let candidates = makeCandidates(analysis, rules: rules)
+        // Where someone speaks, the windows whose edges fall in pauses come first; the others stay
+        // as a last resort, at half their score, their edges moved into pauses once chosen.
+        let pauses = SpeechPauses(analysis.speech)
+        let points = pauses.isEmpty ? [] : pauses.edgePoints(shots: shots, duration: duration, longest: rules.longest)
+        var candidates = makeCandidates(analysis, rules: rules)
+        if !points.isEmpty {
+            candidates = speechCandidates(analysis, points: points, rules: rules) + candidates.map { c in
+                var c = c
+                if !pauses.keepsWhole(c.start) || !pauses.keepsWhole(c.end) { c.score *= 0.5 }
+                return c
+            }
+        }
         let topCandidates = Array(candidates.sorted { ($0.score, -$0.start) > ($1.score, -$1.start) }.prefix(20))
         var target = target
         if duration <= target + tolerance {
@@ -62,24 +73,14 @@ public enum SegmentSelector {
             total += pick.duration
         }
         chosen.sort { $0.start < $1.start }
-        chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
-        chosen = fill(chosen, to: target, analysis: analysis, rules: rules)
-        // Still short: no free stretch holds the user's shortest segment where the greedy pass
-        // left its segments. The target asks for nearly all the footage: lay the segments out afresh.
-        if target - chosen.reduce(0, { $0 + $1.duration }) > tolerance, rules.floorIsPromise,
-           let packed = pack(to: target, analysis: analysis, rules: rules),
-           abs(packed.reduce(0, { $0 + $1.duration }) - target) < abs(chosen.reduce(0, { $0 + $1.duration }) - target) {
-            chosen = packed
+        var moved = 0
+        if points.isEmpty {
+            chosen = fitted(chosen, to: target, analysis: analysis, rules: rules)
+        } else {
+            // No edge inside an utterance: the lengths and the total are fitted from pause to pause.
+            (chosen, moved) = placeEdgesInPauses(chosen, pauses: pauses, points: points, analysis: analysis, target: target, rules: rules)
         }
-        // A filler no shorter than the user's shortest segment may overshoot: shrink the others
-        // back towards their shortest (seed 5eed4492: 7.8 s more, when 4.75 s were missing).
-        if chosen.reduce(0, { $0 + $1.duration }) > target + tolerance {
-            chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
-        }
-        // No edge inside an utterance: into the pauses, the total kept.
-        let pauses = SpeechPauses(analysis.speech)
-        let placed = placeEdgesInPauses(chosen, pauses: pauses, analysis: analysis, target: target, rules: rules)
-        chosen = snap(placed.segments, to: analysis.frameTimes, target: target, shots: shots, rules: rules, allows: pauses.allows)
+        chosen = snap(chosen, to: analysis.frameTimes, target: target, shots: shots, rules: rules, allows: pauses.keepsWhole)
         // Nothing fits the rules (its usable parts are shorter than the shortest segment allowed):
         // the best stretch of the length the rules and the target agree on, cuts or not.
         if chosen.isEmpty {
@@ -88,9 +89,10 @@ public enum SegmentSelector {
         }
         var selection = Selection(segments: chosen, candidates: topCandidates)
         selection.pauses = pauses
-        selection.edgesMovedIntoPauses = placed.moved
+        selection.edgesMovedIntoPauses = moved
         return selection
     }
+
 
     // MARK: Candidates
 
@@ -231,6 +233,29 @@ public enum SegmentSelector {
     }
 
     // MARK: Fitting the total
+
+    /// The greedy pass's segments, their lengths fitted so the total is the target: grown or
+    /// shrunk inside their shots, new ones in the free stretches, laid out afresh when the target
+    /// asks for nearly all the footage.
+    static func fitted(_ segments: [Segment], to target: Double, analysis: Analysis, rules: SegmentRules) -> [Segment] {
+        let shots = analysis.shots, duration = analysis.info.duration
+        var chosen = fit(segments, to: target, shots: shots, duration: duration, rules: rules)
+        chosen = fill(chosen, to: target, analysis: analysis, rules: rules)
+        // Still short: no free stretch holds the user's shortest segment where the greedy pass
+        // left its segments. The target asks for nearly all the footage: lay the segments out afresh.
+        if target - chosen.reduce(0, { $0 + $1.duration }) > tolerance, rules.floorIsPromise,
+           let packed = pack(to: target, analysis: analysis, rules: rules),
+           abs(packed.reduce(0, { $0 + $1.duration }) - target) < abs(chosen.reduce(0, { $0 + $1.duration }) - target) {
+            chosen = packed
+        }
+        // A filler no shorter than the user's shortest segment may overshoot: shrink the others
+        // back towards their shortest (seed 5eed4492: 7.8 s more, when 4.75 s were missing).
+        if chosen.reduce(0, { $0 + $1.duration }) > target + tolerance {
+            chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
+        }
+        return chosen
+    }
+
 
     /// Lengthens (or shortens) segments inside their shots until the total is the target.
     static func fit(_ segments: [Segment], to target: Double, shots: [Shot], duration: Double,
