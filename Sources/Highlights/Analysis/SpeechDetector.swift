@@ -27,6 +27,8 @@ struct SpeechDetector {
     static let frameSeconds = 0.01
     /// Pauses shorter than this are inside a span.
     static let shortestPause = 0.15
+    /// How far a span may grow over loud, half-periodic sound next to it.
+    static let longestExtension = 0.6
 
     private static let hop = 160
     private static let spectrumSize = 512
@@ -172,12 +174,24 @@ struct SpeechDetector {
             guard voiced[k] && speechy[k] else { k += 1; continue }
             var end = k
             while end < n && voiced[end] && speechy[end] { end += 1 }
+            // A word the windows missed at either end (a phrase's last word, said low or creaky):
+            // loud, half-periodic frames whose pitch glides, going on from the span with no
+            // pause between (a lone loud frame in a pause is noise, no sound to carry it).
+            let word = { (k: Int) in
+                k > 0 && active[k] && periodicity[k] >= 0.4 && periodicity[k - 1] >= 0.4 && pitch[k] > 0 && pitch[k - 1] > 0
+                    && (2...80).contains(1200 * abs(log2(pitch[k] / pitch[k - 1])))
+            }
+            let sound = { (k: Int) in active[k] && (k > 0 && active[k - 1] || k + 1 < n && active[k + 1]) }
+            let first = Self.reach(from: k - 1, by: -1, within: 0..<n, through: sound, to: word)
+            let last = Self.reach(from: end, by: 1, within: 0..<n, through: sound, to: word)
             // Unvoiced sounds at the ends (s, t, f) and a sentence's fading last syllable: the
             // frames next to the voiced ones still above the floor.
-            var from = k
-            while from > 0, k - from < 10, loudness[from - 1] > floor + 4 { from -= 1 }
-            var to = end
-            while to < n, to - end < 20, loudness[to] > floor + 4 { to += 1 }
+            var from = min(k, first)
+            let start = from
+            while from > 0, start - from < 10, loudness[from - 1] > floor + 4 { from -= 1 }
+            var to = max(end, last + 1)
+            let stop = to
+            while to < n, to - stop < 20, loudness[to] > floor + 4 { to += 1 }
             if let last = runs.last, from - last.upperBound < mergeGap {
                 runs[runs.count - 1] = last.lowerBound..<max(last.upperBound, to)
             } else {
@@ -189,6 +203,24 @@ struct SpeechDetector {
             SpeechSpan(start: startTime + Double($0.lowerBound) * Self.frameSeconds,
                        end: startTime + Double($0.upperBound) * Self.frameSeconds + 0.02)
         }
+    }
+}
+
+extension SpeechDetector {
+    /// The farthest frame from `origin` (stepping by `step`, at most `longestExtension`) that
+    /// ends three `word` frames in a row, reached through `sound` with no gap of `shortestPause`
+    /// or more; `origin - step` if none.
+    static func reach(from origin: Int, by step: Int, within frames: Range<Int>,
+                      through sound: (Int) -> Bool, to word: (Int) -> Bool) -> Int {
+        let longest = Int(longestExtension / frameSeconds), gap = Int(shortestPause / frameSeconds)
+        var reached = origin - step, heard = origin - step, k = origin, run = 0
+        while frames.contains(k), abs(k - origin) < longest, abs(k - heard) <= gap {
+            if sound(k) { heard = k }
+            run = word(k) ? run + 1 : 0
+            if run >= 3 { reached = k }
+            k += step
+        }
+        return reached
     }
 }
 
