@@ -11,8 +11,10 @@ import Testing
 @Suite("Speech: found, and never cut", .heavy)
 struct SpeechTests {
     /// A seed per run (printed with every failure), so each run tries other sentences, voices and sounds.
-    /// `MOMENTS_SPEECH_SEEDS` multiplies the count (a longer run by hand).
+    /// `MOMENTS_SPEECH_SEEDS` multiplies the count (a longer run by hand); `MOMENTS_SPEECH_SEED`
+    /// replays the one seed a failure printed.
     static func seeds(_ count: Int) -> [UInt64] {
+        if let seed = ProcessInfo.processInfo.environment["MOMENTS_SPEECH_SEED"].flatMap(UInt64.init) { return [seed] }
         var rng = SystemRandomNumberGenerator()
         let factor = ProcessInfo.processInfo.environment["MOMENTS_SPEECH_SEEDS"].flatMap(Int.init) ?? 1
         return (0..<count * max(1, factor)).map { _ in rng.next() }
@@ -86,28 +88,31 @@ struct SpeechTests {
 
     /// 40 s of shots (cuts every 5 s) under sentences with pauses: the highlight's edges must all
     /// fall in pauses, and every sentence it plays must play whole.
-    func spokenVideo(seed: UInt64) throws -> (path: String, sentences: [ClosedRange<Double>]) {
+    func spokenVideo(seed: UInt64) throws -> (path: String, sentences: [ClosedRange<Double>], heard: [SpeechSpan]) {
         var rng = SplitMix64(seed: seed)
         let (speech, sentences) = try Sounds.speech(seconds: 40, using: &rng)
         var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
             SyntheticVideo.Scene(frames: 150, camera: index % 2 == 0 ? .still : .pan(pixelsPerFrame: 1), toneHz: 200)
         })
         video.gopSize = 15
-        video.soundtrack = Sounds.mix(speech, Sounds.normalised(Sounds.pinkNoise(seconds: 40, using: &rng), decibels: -45))
+        let soundtrack = Sounds.mix(speech, Sounds.normalised(Sounds.pinkNoise(seconds: 40, using: &rng), decibels: -45))
+        video.soundtrack = soundtrack
         let path = Fixtures.scratch().appendingPathComponent("spoken.mp4").path
         try video.write(to: path)
-        return (path, sentences)
+        return (path, sentences, Self.spans(of: soundtrack))
     }
 
     @Test("no edge falls inside a sentence, and sentences play whole, on both render paths", arguments: [VideoCodecChoice.auto, .h264])
     func edgesInPauses(codec: VideoCodecChoice) throws {
         for seed in Self.seeds(1) {
-            let (path, sentences) = try spokenVideo(seed: seed)
+            let (path, sentences, heard) = try spokenVideo(seed: seed)
             let output = Fixtures.scratch().appendingPathComponent("highlight.mp4").path
             let report = try HighlightEngine().highlight(input: path, output: output, settings: HighlightSettings(duration: 15, codec: codec))
             let context = "seed \(seed), \(codec.rawValue) (\(report.render.mode.rawValue): \(report.render.reason)): sentences "
-                + "\(sentences.map { "\($0)" }), segments \(report.segments.map { ($0.start, $0.end) })"
-            #expect(abs(report.output.duration - 15) <= 0.6, "\(context): \(report.output.duration) s")
+                + "\(sentences.map { "\($0)" }), heard \(heard.map { ($0.start, $0.end) }), segments \(report.segments.map { ($0.start, $0.end) })"
+            // Sentences of 2–4 s with pauses of 0.35–1.5 s run through the whole source, so the
+            // lengths whole sentences add up to are few: the total may miss by up to a second.
+            #expect(abs(report.output.duration - 15) <= 1, "\(context): \(report.output.duration) s")
             for segment in report.segments {
                 for edge in [segment.start, segment.end] {
                     #expect(!sentences.contains { $0.contains(edge) }, "\(context): the edge at \(edge) cuts a sentence")

@@ -7,6 +7,9 @@ struct SpeechPauses: Sendable {
     static let sentenceGap = 0.5
     /// How far into a pause an edge is put, so that a frame's rounding keeps it there.
     static let margin = 0.06
+    /// How far from the speech an edge sliding in a pause stays: the detector may hear a
+    /// sentence's quiet last syllable end up to a sixth of a second early.
+    static let slideClearance = 0.25
 
     /// Utterances, in order.
     let utterances: [SpeechSpan]
@@ -54,12 +57,12 @@ struct SpeechPauses: Sendable {
         return low < spans.count && spans[low].start - margin < t ? spans[low] : nil
     }
 
-    /// The stretch with no utterance around `t`, a tenth of a second clear of the speech on
-    /// either side (where an edge may slide); nil when `t` is inside an utterance.
+    /// The stretch with no utterance around `t`, `slideClearance` clear of the speech on either
+    /// side (where an edge may slide); nil when `t` is inside an utterance.
     func pause(around t: Double) -> ClosedRange<Double>? {
         guard keepsWhole(t) else { return nil }
-        let before = utterances.last { $0.end <= t }.map { $0.end + 0.1 } ?? -.infinity
-        let after = utterances.first { $0.start >= t }.map { $0.start - 0.1 } ?? .infinity
+        let before = utterances.last { $0.end <= t }.map { $0.end + Self.slideClearance } ?? -.infinity
+        let after = utterances.first { $0.start >= t }.map { $0.start - Self.slideClearance } ?? .infinity
         return min(before, t)...max(after, t)
     }
 
@@ -237,31 +240,66 @@ extension SegmentSelector {
         }
         guard let target else { return (result, moved) }
 
-        // The total: one edge at a time to the next point in or out, the step that lands closest.
+        // The total: one segment at a time, the change that lands closest: a segment moves to
+        // another window between points that still holds part of it (an edge or both step in or
+        // out, or it slides along), or one is left out. The best-scoring window wins a tie.
         var total = result.reduce(0) { $0 + $1.duration }
         while abs(target - total) > 0.1 {
-            var best: (miss: Double, preference: Double, i: Int, start: Double, end: Double)?
+            var best: (miss: Double, score: Double, i: Int, window: (Double, Double)?)?
+            func consider(_ miss: Double, _ score: Double, _ i: Int, _ window: (Double, Double)?) {
+                guard miss < abs(target - total) - 1e-6 else { return }
+                let miss = (miss * 20).rounded() / 20
+                if best == nil || miss < best!.miss - 1e-9 || (abs(miss - best!.miss) <= 1e-9 && score > best!.score) {
+                    best = (miss, score, i, window)
+                }
+            }
             for i in result.indices {
-                let (start, end) = (result[i].start, result[i].end)
-                let s = times.firstIndex(atOrAfter: start), e = times.firstIndex(atOrAfter: end)
-                var moves: [(Double, Double)] = []
-                if s > 0 { moves.append((times[s - 1], end)) }
-                if s + 1 < times.count, abs(times[s] - start) < 1e-6 { moves.append((times[s + 1], end)) }
-                if e + 1 < times.count { moves.append((start, times[abs(times[e] - end) < 1e-6 ? e + 1 : e])) }
-                if e > 0 { moves.append((start, times[e - 1])) }
-                for (ns, ne) in moves where ne > ns && fits(ns, ne, i) {
-                    let miss = abs(target - (total - (end - start) + (ne - ns)))
-                    guard miss < abs(target - total) - 1e-6 else { continue }
-                    // Grow what scores well, shrink what scores badly.
-                    let preference = (ne - ns > end - start ? 1 : -1) * result[i].score
-                    if best == nil || miss < best!.miss - 1e-6 || (abs(miss - best!.miss) <= 1e-6 && preference > best!.preference) {
-                        best = (miss, preference, i, ns, ne)
+                let (start, end) = (result[i].start, result[i].end), rest = total - (end - start)
+                let inside = times.filter { bounds(i).contains($0) }
+                for (k, s) in inside.enumerated() where s < end {
+                    for e in inside[(k + 1)...] where e > start && fits(s, e, i) && (s != start || e != end) {
+                        consider(abs(target - (rest + e - s)), meanScore(analysis, s, e), i, (s, e))
+                    }
+                }
+                if result.count > 1 { consider(abs(target - rest), -.infinity, i, nil) }
+            }
+            // Still further than the tolerance: a segment may give way to a window elsewhere
+            // (one that shows no scene already shown), the best-scoring of those that land
+            // closest to a quarter second.
+            if abs(target - total) > tolerance && (best == nil || best!.miss > tolerance) {
+                for i in result.indices {
+                    let rest = total - result[i].duration
+                    let others = result.indices.filter { $0 != i }.map { result[$0] }
+                    for (k, a) in times.enumerated() {
+                        for e in times[(k + 1)...] {
+                            let length = e - a
+                            if length > lengths(i).upperBound + 1e-9 { break }
+                            guard length >= lengths(i).lowerBound - 1e-9 else { continue }
+                            let miss = abs(target - (rest + length))
+                            guard miss < abs(target - total) - 1e-6, (best?.miss ?? .infinity) > (miss * 4).rounded() / 4 - 1e-9 else { continue }
+                            var candidate = Segment(start: a, end: e, score: meanScore(analysis, a, e), reasons: [],
+                                                    shot: shot(containing: a, e, in: analysis.shots))
+                            guard !others.contains(where: { candidate.start < $0.end + spacing($0, candidate) && $0.start < candidate.end + spacing($0, candidate) }),
+                                  !others.contains(where: { isRepeat(candidate, of: $0, in: analysis) }) else { continue }
+                            candidate.reasons = result[i].reasons
+                            let rounded = (miss * 4).rounded() / 4
+                            if best == nil || rounded < best!.miss - 1e-9 || (abs(rounded - best!.miss) <= 1e-9 && candidate.score > best!.score) {
+                                best = (rounded, candidate.score, i, (a, e))
+                            }
+                        }
                     }
                 }
             }
             guard let move = best else { break }
-            total += (move.end - move.start) - result[move.i].duration
-            place(move.i, move.start, move.end)
+            if let (s, e) = move.window {
+                total += (e - s) - result[move.i].duration
+                place(move.i, s, e)
+                result[move.i].score = meanScore(analysis, s, e)
+                result.sort { $0.start < $1.start }
+            } else {
+                total -= result[move.i].duration
+                result.remove(at: move.i)
+            }
         }
         // Then finely: edges slide inside their pauses (never off a cut, nor to within half a
         // second of one), growing the best segments first or shrinking the weakest.
