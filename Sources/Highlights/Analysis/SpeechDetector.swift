@@ -29,6 +29,8 @@ struct SpeechDetector {
     static let shortestPause = 0.15
     /// How far a span may grow over loud, half-periodic sound next to it.
     static let longestExtension = 0.6
+    /// The fewest voiced frames in a row that may grow into the sound around them (50 ms).
+    static let shortestWord = 5
 
     private static let hop = 160
     private static let spectrumSize = 512
@@ -182,16 +184,19 @@ struct SpeechDetector {
                     && (2...80).contains(1200 * abs(log2(pitch[k] / pitch[k - 1])))
             }
             let sound = { (k: Int) in active[k] && (k > 0 && active[k - 1] || k + 1 < n && active[k + 1]) }
-            let first = Self.reach(from: k - 1, by: -1, within: 0..<n, through: sound, to: word)
-            let last = Self.reach(from: end, by: 1, within: 0..<n, through: sound, to: word)
+            // A blip of voice (under `shortestWord`), such as a hum in traffic that a speechy
+            // window covers, grows neither way: it counts only when it lies close to a span.
+            let grows = end - k >= Self.shortestWord
+            let first = grows ? Self.reach(from: k - 1, by: -1, within: 0..<n, through: sound, to: word) : k
+            let last = grows ? Self.reach(from: end, by: 1, within: 0..<n, through: sound, to: word) : end - 1
             // Unvoiced sounds at the ends (s, t, f) and a sentence's fading last syllable: the
             // frames next to the voiced ones still above the floor.
             var from = min(k, first)
             let start = from
-            while from > 0, start - from < 10, loudness[from - 1] > floor + 4 { from -= 1 }
+            while grows, from > 0, start - from < 10, loudness[from - 1] > floor + 4 { from -= 1 }
             var to = max(end, last + 1)
             let stop = to
-            while to < n, to - stop < 20, loudness[to] > floor + 4 { to += 1 }
+            while grows, to < n, to - stop < 20, loudness[to] > floor + 4 { to += 1 }
             if let last = runs.last, from - last.upperBound < mergeGap {
                 runs[runs.count - 1] = last.lowerBound..<max(last.upperBound, to)
             } else {
