@@ -58,8 +58,11 @@ let package = Package(
         .target(name: "Media", dependencies: ["CFFmpeg", "MomentsModel"]),
         // Synthetic footage with known ground truth (samples, fixtures, benchmarks).
         .target(name: "MediaSynth", dependencies: ["Media"]),
+        // Frontal faces with OpenCV's Haar cascade. Optimised in debug builds too: its scan runs on
+        // every sampled picture, in tests as well, and is twenty times slower unoptimised.
+        .target(name: "FaceDetection", swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // The highlight engine: analysis, selection, render. Knows nothing of HTTP, SQL or Redis.
-        .target(name: "Highlights", dependencies: ["Media", "MomentsModel"]),
+        .target(name: "Highlights", dependencies: ["FaceDetection", "Media", "MomentsModel"]),
         // HTTP over libcurl: one exchange streaming from and to files, for S3, webhooks and health checks.
         .target(name: "CurlHTTP", dependencies: ["CCurl", "MomentsModel"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
@@ -153,7 +156,7 @@ let package = Package(
         ]),
         // The `moments` command: the client commands and the operator's commands, as separate processes.
         .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
-        .testTarget(name: "HighlightsTests", dependencies: ["Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "MomentsSupport", "ServiceTestSupport"]),
+        .testTarget(name: "HighlightsTests", dependencies: ["FaceDetection", "Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "MomentsSupport", "ServiceTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import FaceDetection
 import Foundation
 import MediaSynth
 import Testing

@@ -7,38 +7,40 @@ import Foundation
 /// stage's threshold; a window every stage passes is a detection. A weak classifier compares one
 /// feature (weighted sums of up to three rectangles of the window, divided by the window's
 /// standard deviation times its area) with its threshold.
-struct FaceCascade: Sendable {
-    struct Rect: Sendable {
-        var x, y, width, height: Int
-        var weight: Float
+public struct FaceCascade: Sendable {
+    public struct Rect: Sendable {
+        public var x, y, width, height: Int
+        public var weight: Float
     }
 
-    struct Stump: Sendable {
-        var feature: Int
-        var threshold: Float
-        var left: Float
-        var right: Float
+    public struct Stump: Sendable {
+        public var feature: Int
+        public var threshold: Float
+        public var left: Float
+        public var right: Float
     }
 
-    struct Stage: Sendable {
-        var threshold: Float
-        var stumps: [Stump]
+    public struct Stage: Sendable {
+        public var threshold: Float
+        public var stumps: [Stump]
     }
 
     /// The window the cascade was trained on (24 × 24 for the frontal-face cascade).
-    var width: Int
-    var height: Int
-    var stages: [Stage]
-    var features: [[Rect]]
+    public var width: Int
+    public var height: Int
+    public var stages: [Stage]
+    public var features: [[Rect]]
 
     /// Where Debian's opencv-data puts the frontal-face cascade.
-    static let standardPath = "/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml"
+    public static let standardPath = "/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml"
 
-    struct Malformed: Error, CustomStringConvertible {
-        var description: String
+    public struct Malformed: Error, CustomStringConvertible {
+        public var description: String
+
+        public init(description: String) { self.description = description }
     }
 
-    init(contentsOf path: String) throws {
+    public init(contentsOf path: String) throws {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw Malformed(description: "the face cascade \(path) could not be read")
         }
@@ -47,7 +49,7 @@ struct FaceCascade: Sendable {
 
     /// Parses the cascade format OpenCV 3 and later write (`<cascade>` with `<stages>` and
     /// `<features>`, stumps only: what the Haar face cascades hold).
-    init(xml: String) throws {
+    public init(xml: String) throws {
         var width = 0, height = 0
         var stages: [Stage] = [], features: [[Rect]] = []
         var path: [Substring] = []

@@ -1,4 +1,7 @@
-import Foundation
+/// Frontal faces found with OpenCV's Haar cascades (read from Debian's opencv-data), in plain
+/// Swift. This module is compiled optimised in debug builds too: its scan runs on every picture
+/// the analysis samples, tests included, and unoptimised it is twenty times slower.
+
 
 /// A face found in a picture: its square (pixels of the picture it was found in) and how many
 /// overlapping windows of the cascade agreed on it.
@@ -16,20 +19,41 @@ public struct DetectedFace: Sendable, Equatable {
 /// the picture is shrunk step by step (area averaging) so faces of every size meet the cascade's
 /// window, each window the cascade accepts is kept, and windows that agree (overlapping, of similar
 /// size) are merged; a face needs `minimumNeighbours` + 1 of them, a stray window is noise.
-struct FaceDetector: Sendable {
-    let cascade: FaceCascade
-    /// Each pyramid level is this much smaller than the one before.
-    var scaleStep = 1.1
-    var minimumNeighbours = 3
+public struct FaceDetector: Sendable {
+    public let cascade: FaceCascade
+    /// Each pyramid level is this much smaller than the one before: half the levels of
+    /// OpenCV's usual 1.1 for nearly the same faces found (docs/engine.md).
+    public var scaleStep = 1.2
+    public var minimumNeighbours = 3
     /// The smallest face looked for, as a share of the picture's shorter side.
-    var smallestFace = 0.1
+    public var smallestFace = 0.1
 
-    init(cascade: FaceCascade) {
+    /// The cascade laid out flat for the scan: every stage's stumps in order (their thresholds
+    /// and leaf values), where each stage ends in that list and its threshold, and each stump's
+    /// feature as three rectangles (a third of weight 0 where the feature has two).
+    private let stumps: [FaceCascade.Stump]
+    private let stageEnds: [Int]
+    private let thresholds: [Float]
+    private let rectangles: [FaceCascade.Rect]
+    private let weights: [Float]
+
+    public init(cascade: FaceCascade) {
         self.cascade = cascade
+        stumps = cascade.stages.flatMap(\.stumps)
+        var ends: [Int] = []
+        for stage in cascade.stages { ends.append((ends.last ?? 0) + stage.stumps.count) }
+        stageEnds = ends
+        thresholds = cascade.stages.map(\.threshold)
+        let none = FaceCascade.Rect(x: 0, y: 0, width: 0, height: 0, weight: 0)
+        rectangles = stumps.flatMap { stump in
+            let own = cascade.features[stump.feature].prefix(3)
+            return Array(own) + Array(repeating: none, count: 3 - own.count)
+        }
+        weights = rectangles.map(\.weight)
     }
 
     /// The faces in a `width` × `height` luma plane (`stride` bytes a row).
-    func faces(in luma: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int) -> [DetectedFace] {
+    public func faces(in luma: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int) -> [DetectedFace] {
         guard width >= cascade.width, height >= cascade.height, luma.count >= (height - 1) * stride + width else { return [] }
         let full = IntegralImage(luma, width: width, height: height, stride: stride)
         var windows: [DetectedFace] = []
@@ -49,52 +73,54 @@ struct FaceDetector: Sendable {
     private func accepted(in level: IntegralImage, step: Int) -> [(Int, Int)] {
         let row = level.width + 1
         let w = cascade.width, h = cascade.height
-        // Each feature's rectangles as the offsets of their four corners from a window's corner,
-        // laid out flat: feature k's rectangles are `rects[firsts[k]..<firsts[k + 1]]`.
-        var firsts = [0], corners: [(a: Int, b: Int, c: Int, d: Int, weight: Double)] = []
-        for rects in cascade.features {
-            for r in rects {
-                corners.append((r.y * row + r.x, r.y * row + r.x + r.width, (r.y + r.height) * row + r.x,
-                                (r.y + r.height) * row + r.x + r.width, Double(r.weight)))
-            }
-            firsts.append(corners.count)
+        // The rectangles' four corners as offsets from a window's corner in this level's rows
+        // (four a rectangle, twelve a stump), and their weights (three a stump).
+        var offsets: [Int] = []
+        offsets.reserveCapacity(rectangles.count * 4)
+        for r in rectangles {
+            let top = r.y * row + r.x, bottom = (r.y + r.height) * row + r.x
+            offsets.append(top)
+            offsets.append(top + r.width)
+            offsets.append(bottom)
+            offsets.append(bottom + r.width)
         }
-        let stumps = cascade.stages.flatMap(\.stumps)
-        var stageEnds: [Int] = [], thresholds: [Float] = []
-        for stage in cascade.stages {
-            stageEnds.append((stageEnds.last ?? 0) + stage.stumps.count)
-            thresholds.append(stage.threshold)
-        }
+        let (stageEnds, thresholds, weights) = (stageEnds, thresholds, weights)
         let norm = (a: row + 1, b: row + w - 1, c: (h - 1) * row + 1, d: (h - 1) * row + w - 1)
         let area = Double((w - 2) * (h - 2))
         var result: [(Int, Int)] = []
         level.sums.withUnsafeBufferPointer { sums in
             level.squares.withUnsafeBufferPointer { squares in
-                corners.withUnsafeBufferPointer { corners in
-                    stumps.withUnsafeBufferPointer { stumps in
-                        for y in stride(from: 0, through: level.height - h, by: step) {
-                            for x in stride(from: 0, through: level.width - w, by: step) {
-                                let p = y * row + x
-                                let sum = sums[p + norm.a] - sums[p + norm.b] - sums[p + norm.c] + sums[p + norm.d]
-                                let square = squares[p + norm.a] - squares[p + norm.b] - squares[p + norm.c] + squares[p + norm.d]
-                                let spread = area * square - sum * sum
-                                let scale = spread > 0 ? 1 / spread.squareRoot() : 1
-                                var passed = true, k = 0
-                                for (stage, end) in stageEnds.enumerated() {
-                                    var total: Float = 0
-                                    while k < end {
-                                        let stump = stumps[k]
-                                        var value = 0.0
-                                        for r in firsts[stump.feature]..<firsts[stump.feature + 1] {
-                                            let c = corners[r]
-                                            value += c.weight * (sums[p + c.a] - sums[p + c.b] - sums[p + c.c] + sums[p + c.d])
+                offsets.withUnsafeBufferPointer { offsets in
+                    weights.withUnsafeBufferPointer { weights in
+                        stumps.withUnsafeBufferPointer { stumps in
+                            for y in stride(from: 0, through: level.height - h, by: step) {
+                                for x in stride(from: 0, through: level.width - w, by: step) {
+                                    let p = y * row + x
+                                    let sum = Double(sums[p + norm.a] - sums[p + norm.b] - sums[p + norm.c] + sums[p + norm.d])
+                                    let square = squares[p + norm.a] - squares[p + norm.b] - squares[p + norm.c] + squares[p + norm.d]
+                                    let spread = area * square - sum * sum
+                                    // A stump compares its feature over the window's spread with its
+                                    // threshold: the threshold times the spread, without a division.
+                                    let deviation = Float(spread > 0 ? spread.squareRoot() : 1)
+                                    var passed = true, k = 0
+                                    for stage in stageEnds.indices {
+                                        var total: Float = 0
+                                        let end = stageEnds[stage]
+                                        while k < end {
+                                            let o = k * 12, q = k * 3
+                                            func rectangle(_ o: Int) -> Float {
+                                                Float(sums[p + offsets[o]] &- sums[p + offsets[o + 1]] &- sums[p + offsets[o + 2]] &+ sums[p + offsets[o + 3]])
+                                            }
+                                            var value = weights[q] * rectangle(o) + weights[q + 1] * rectangle(o + 4)
+                                            if weights[q + 2] != 0 { value += weights[q + 2] * rectangle(o + 8) }
+                                            let stump = stumps[k]
+                                            total += value < stump.threshold * deviation ? stump.left : stump.right
+                                            k += 1
                                         }
-                                        total += Float(value * scale) < stump.threshold ? stump.left : stump.right
-                                        k += 1
+                                        if total < thresholds[stage] { passed = false; break }
                                     }
-                                    if total < thresholds[stage] { passed = false; break }
+                                    if passed { result.append((x, y)) }
                                 }
-                                if passed { result.append((x, y)) }
                             }
                         }
                     }
@@ -107,7 +133,7 @@ struct FaceDetector: Sendable {
     /// Windows merged where they agree (OpenCV's `groupRectangles`, ε = 0.2): each group's mean
     /// square, kept when more than `minimumNeighbours` windows make it and no larger, better
     /// supported face holds it.
-    static func grouped(_ windows: [DetectedFace], minimumNeighbours: Int) -> [DetectedFace] {
+    public static func grouped(_ windows: [DetectedFace], minimumNeighbours: Int) -> [DetectedFace] {
         func similar(_ a: DetectedFace, _ b: DetectedFace) -> Bool {
             let delta = 0.2 * min(a.size, b.size)
             return abs(a.x - b.x) <= delta && abs(a.y - b.y) <= delta && abs(a.x + a.size - b.x - b.size) <= delta
@@ -141,29 +167,30 @@ struct FaceDetector: Sendable {
     }
 }
 
-/// Summed-area tables of a luma plane and of its squares (doubles: exact for any picture size).
+/// Summed-area tables of a luma plane (whole tones, as OpenCV's pyramid of 8-bit pictures) and of
+/// its squares. 32-bit sums are exact up to 8,421,504 pixels (4K); the squares are doubles.
 struct IntegralImage {
     let width: Int
     let height: Int
-    private(set) var sums: [Double]
+    private(set) var sums: [Int32]
     private(set) var squares: [Double]
 
     init(_ luma: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int) {
-        self.init(width: width, height: height) { x, y in Double(luma[y * stride + x]) }
+        self.init(width: width, height: height) { x, y in Int32(luma[y * stride + x]) }
     }
 
-    init(width: Int, height: Int, value: (Int, Int) -> Double) {
+    init(width: Int, height: Int, value: (Int, Int) -> Int32) {
         self.width = width
         self.height = height
         let row = width + 1
-        var sums = [Double](repeating: 0, count: row * (height + 1))
-        var squares = sums
+        var sums = [Int32](repeating: 0, count: row * (height + 1))
+        var squares = [Double](repeating: 0, count: row * (height + 1))
         for y in 0..<height {
-            var line = 0.0, lineSquares = 0.0
+            var line: Int32 = 0, lineSquares = 0.0
             for x in 0..<width {
                 let v = value(x, y)
                 line += v
-                lineSquares += v * v
+                lineSquares += Double(v * v)
                 sums[(y + 1) * row + x + 1] = sums[y * row + x + 1] + line
                 squares[(y + 1) * row + x + 1] = squares[y * row + x + 1] + lineSquares
             }
@@ -173,20 +200,21 @@ struct IntegralImage {
     }
 
     /// The sum over `x0..<x1` × `y0..<y1`.
-    func sum(_ x0: Int, _ y0: Int, _ x1: Int, _ y1: Int) -> Double {
+    func sum(_ x0: Int, _ y0: Int, _ x1: Int, _ y1: Int) -> Int32 {
         let row = width + 1
         return sums[y1 * row + x1] - sums[y0 * row + x1] - sums[y1 * row + x0] + sums[y0 * row + x0]
     }
 
-    /// The picture shrunk by `factor` (each pixel the mean of the pixels it covers), as tables.
+    /// The picture shrunk by `factor` (each pixel the mean of the pixels it covers, rounded), as tables.
     func shrunk(by factor: Double) -> IntegralImage {
         guard factor > 1 else { return self }
         let w = Int(Double(width) / factor), h = Int(Double(height) / factor)
         let xs = (0...w).map { min(width, Int((Double($0) * factor).rounded())) }
         let ys = (0...h).map { min(height, Int((Double($0) * factor).rounded())) }
         return IntegralImage(width: w, height: h) { x, y in
-            let area = Double(max(1, (xs[x + 1] - xs[x]) * (ys[y + 1] - ys[y])))
-            return sum(xs[x], ys[y], max(xs[x] + 1, xs[x + 1]), max(ys[y] + 1, ys[y + 1])) / area
+            let area = Int32(max(1, (xs[x + 1] - xs[x]) * (ys[y + 1] - ys[y])))
+            return (sum(xs[x], ys[y], max(xs[x] + 1, xs[x + 1]), max(ys[y] + 1, ys[y + 1])) + area / 2) / area
         }
     }
 }
+
