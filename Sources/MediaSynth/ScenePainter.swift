@@ -122,6 +122,12 @@ struct ScenePainter {
             let bright = UInt8(16 + (219 * g) >> 8)
             for row in y0..<y1 { (y + row * yStride + x0).update(repeating: bright, count: x1 - x0) }
         }
+        for face in video.scenes[scene].faces {
+            FacePainter.draw(cx: face.x * Double(w), cy: face.y * Double(h), size: face.size * Double(h), skin: face.skin,
+                             width: w, height: h) { x, row, tone in
+                y[row * yStride + x] = UInt8(16 + ((Int(max(16, min(235, tone))) - 16) * g) >> 8)
+            }
+        }
         if video.orientationMarker {
             let bar = max(2, w / 10)
             let white = UInt8(16 + (219 * g) >> 8)

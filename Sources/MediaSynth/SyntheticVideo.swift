@@ -48,6 +48,8 @@ public struct SyntheticVideo: Sendable {
         /// The scene's bright object, when it crosses the frame: its centre moves from x = `from` to
         /// x = `to` (fractions of the width) at mid-height, evenly over the scene's frames.
         public var subject: (from: Double, to: Double)? = nil
+        /// People facing the camera, drawn over the scene where they stand in the frame.
+        public var faces: [Face] = []
 
         public init(frames: Int, camera: Camera = .still, transitionIn: Transition = .cut, toneHz: Double = 220,
                     look: Int? = nil, shift: Int = 0) {
@@ -62,7 +64,7 @@ public struct SyntheticVideo: Sendable {
         public static func == (a: Scene, b: Scene) -> Bool {
             a.frames == b.frames && a.camera == b.camera && a.transitionIn == b.transitionIn && a.toneHz == b.toneHz
                 && a.look == b.look && a.shift == b.shift && a.light == b.light && a.blur == b.blur
-                && a.subject?.from == b.subject?.from && a.subject?.to == b.subject?.to
+                && a.subject?.from == b.subject?.from && a.subject?.to == b.subject?.to && a.faces == b.faces
         }
 
         /// Where the scene's subject is at its frame `local`, as fractions of the width and height; nil
@@ -71,6 +73,22 @@ public struct SyntheticVideo: Sendable {
             guard let subject else { return nil }
             let t = frames > 1 ? Double(min(max(local, 0), frames - 1)) / Double(frames - 1) : 0
             return (subject.from + (subject.to - subject.from) * t, 0.5)
+        }
+    }
+
+    /// A frontal face (`FacePainter`) in a scene: its centre as fractions of the picture's width
+    /// and height, its width as a fraction of the picture's height, and its skin's luma.
+    public struct Face: Sendable, Equatable {
+        public var x: Double
+        public var y: Double
+        public var size: Double
+        public var skin: Double
+
+        public init(x: Double, y: Double, size: Double, skin: Double = 190) {
+            self.x = x
+            self.y = y
+            self.size = size
+            self.skin = skin
         }
     }
 
