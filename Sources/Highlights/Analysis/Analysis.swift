@@ -26,12 +26,18 @@ public struct SecondFeatures: Sendable, Codable, Equatable {
     public var sharpness: Double
     /// Nothing moves (frozen or static picture).
     public var isStatic: Bool
+    /// Faces seen in the second's picture, and the largest one's side as a share of the picture's
+    /// shorter side (0 without faces).
+    public var faces: Int = 0
+    public var faceSize: Double = 0
+    /// How clearly the second shows a face (0…1): large, near the centre, sharp.
+    var faceClarity: Double = 0
     /// Combined interest score, 0…1.
     public var score: Double
 
     enum CodingKeys: String, CodingKey {
         case time, motion, cameraMotion = "camera_motion", shake, activity, bitrateRatio = "bitrate_ratio"
-        case loudness, excitement, onsets, speech, brightness, sharpness, isStatic = "static", score
+        case loudness, excitement, onsets, speech, brightness, sharpness, isStatic = "static", faces, faceSize = "face_size", score
     }
 
     /// Whether the second is worth showing at all.
@@ -63,6 +69,11 @@ public struct Analysis: Sendable {
     var signatures: [[Float]]
     public var decodedFrames: Int
     public var totalFrames: Int
+    /// The faces of each second's picture (where they are, never what they look like), kept in
+    /// memory for reframing and the poster; the report gives only their count and size.
+    var faces: [[FaceBox]] = []
+    /// Whether faces were looked for: nil when they were, else why not.
+    public var facesUnavailable: String? = nil
 
     /// The seconds that overlap `start..<end` (`seconds[i]` covers `i..<i+1`).
     func seconds(overlapping start: Double, _ end: Double) -> ArraySlice<SecondFeatures> {

@@ -84,7 +84,9 @@ enum Analyzer {
         try MediaProbe.checkDuration(info.duration, limits: limits)
         try reporter.report(.analyzing, 1)
 
-        return FeatureTimeline.build(info: info, origin: first, frameTimes: video.frameTimes.map { $0 - first },
-                                     video: video, audio: audio)
+        var analysis = FeatureTimeline.build(info: info, origin: first, frameTimes: video.frameTimes.map { $0 - first },
+                                             video: video, audio: audio)
+        if case .failure(let reason) = scanning.faces { analysis.facesUnavailable = "faces were not looked for: \(reason.description)" }
+        return analysis
     }
 }

@@ -5,6 +5,8 @@ import Media
 enum FeatureTimeline {
     /// What a second full of speech adds to its score: a reason to pick it, not a rule.
     static let speechBonus = 0.15
+    /// What a second that clearly shows a face adds to its score: people first.
+    static let faceBonus = 0.2
 
     static func build(info: MediaInfo, origin: Double, frameTimes: [Double], video: VideoScanner,
                       audio: AudioScanner?) -> Analysis {
@@ -92,13 +94,40 @@ enum FeatureTimeline {
         }
         if duration > start { shots.append(Shot(start: start, end: duration)) }
 
-        return Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, speech: speech, frameTimes: frameTimes,
-                        packets: video.packets,
-                        signatures: signatures, decodedFrames: video.decodedFrames, totalFrames: frameTimes.count)
+        // Each second shows the faces of the picture looked at nearest its middle, within a second
+        // and in the same shot (a face seen before a cut is not in the shot after it).
+        let looked = samples.filter { $0.faces != nil }, lookTimes = looked.map(\.time)
+        func shotIndex(_ t: Double) -> Int { shots.lastIndex { $0.start <= t } ?? 0 }
+        var faces: [[FaceBox]] = []
+        for second in seconds.indices {
+            let centre = Double(second) + 0.5, shot = shotIndex(centre)
+            let near = lookTimes.firstIndex(atOrAfter: centre - 1)..<lookTimes.firstIndex(atOrAfter: centre + 1 + 1e-6)
+            let look = looked[near].filter { shotIndex($0.time) == shot }.min { abs($0.time - centre) < abs($1.time - centre) }
+            let seen = look?.faces ?? []
+            faces.append(seen)
+            guard !seen.isEmpty else { continue }
+            seconds[second].faces = seen.count
+            seconds[second].faceSize = seen.map(\.size).max() ?? 0
+            seconds[second].faceClarity = seen.map { clarity(of: $0, sharpness: seconds[second].sharpness) }.max() ?? 0
+            seconds[second].score = score(seconds[second], hasAudio: sound != nil)
+        }
+        var analysis = Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, speech: speech,
+                                frameTimes: frameTimes, packets: video.packets, signatures: signatures,
+                                decodedFrames: video.decodedFrames, totalFrames: frameTimes.count)
+        analysis.faces = faces
+        return analysis
+    }
+
+    /// How clearly a face shows (0…1): its size (full from a quarter of the shorter side), its
+    /// place (halved at the picture's edge) and the picture's sharpness (against the video's usual).
+    static func clarity(of face: FaceBox, sharpness: Double) -> Double {
+        let size = min(1, face.size / 0.25)
+        let offCentre = min(1, 2 * max(abs(face.centreX - 0.5), abs(face.centreY - 0.5)))
+        return size * (1 - 0.5 * offCentre) * min(1, max(0, sharpness))
     }
 
     /// Interest of a second (0…1): lively motion and picture change, loud and percussive sound,
-    /// someone speaking (a bonus of up to `speechBonus`), held down when the picture is dark,
+    /// someone speaking (a bonus of up to `speechBonus`), a clear face (up to `faceBonus`), held down when the picture is dark,
     /// blown out, blurred, frozen or shaking.
     static func score(_ f: SecondFeatures, hasAudio: Bool) -> Double {
         let motion = min(1, f.motion / 8)
@@ -112,7 +141,7 @@ enum FeatureTimeline {
         } else {
             base = 0.45 * motion + 0.30 * activity + 0.25 * bits
         }
-        base += speechBonus * f.speech
+        base += speechBonus * f.speech + faceBonus * f.faceClarity
         let quality = f.isUsable ? 1.0 : 0.2
         let steadiness = 1 - min(0.5, f.shake / 20)
         return max(0, min(1, base * quality * steadiness))

@@ -1,3 +1,4 @@
+import FaceDetection
 import Dispatch
 import Media
 import MomentsModel
@@ -51,6 +52,7 @@ final class SampleRunner: @unchecked Sendable {
     private let options: Decoder.Options
     private let lean: Bool
     private let thumbnailer: Thumbnailer
+    private let faceFinder: FaceFinder?
     private let frame = Frame()
     private let stream: MediaStream
     private let width: Int
@@ -59,7 +61,8 @@ final class SampleRunner: @unchecked Sendable {
 
     /// `sliceThreads` decoding threads work on each picture's slices or wavefront rows together
     /// (no frame threading: a run is two pictures).
-    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, lean: Bool = false, label: String) throws {
+    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, lean: Bool = false,
+         faces: FaceDetector? = nil, label: String) throws {
         var options = Decoder.Options.video(for: info, threads: 1, analysis: true)
         options.threads = sliceThreads
         // A run never takes an open GOP's leading pictures, and drains right after its second picture.
@@ -68,6 +71,7 @@ final class SampleRunner: @unchecked Sendable {
         self.lean = lean
         decoder = lean ? nil : try Decoder(stream: stream, options: options)
         thumbnailer = try Thumbnailer(info: info)
+        faceFinder = try faces.map { try FaceFinder(detector: $0, info: info) }
         self.stream = stream
         self.width = info.width
         self.nominalInterval = nominalInterval
@@ -87,7 +91,7 @@ final class SampleRunner: @unchecked Sendable {
     private func decode(_ packets: [Packet]) -> SampleOutcome {
         var outcome = SampleOutcome()
         var frames: [(time: Double, thumbnail: Thumbnail, motion: MotionEstimate?, isKey: Bool)] = []
-        var key: (time: Double, sharpness: Double)?
+        var key: (time: Double, sharpness: Double, faces: [FaceBox]?)?
         func collect(_ frame: Frame) throws {
             outcome.decodedFrames += 1
             guard let ticks = frame.timestamp else { return }
@@ -97,7 +101,7 @@ final class SampleRunner: @unchecked Sendable {
             if !isKey, let key, frame.pictureType == .predicted {
                 motion = MotionEstimate(frame: frame, width: width, interval: abs(t - key.time))
             }
-            if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame)) }
+            if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame), try faceFinder?.faces(in: frame)) }
             frames.append((t, try thumbnailer.thumbnail(of: frame), motion, isKey))
         }
         do {
@@ -113,7 +117,7 @@ final class SampleRunner: @unchecked Sendable {
         let activity = nearest.map { first.thumbnail.activity(to: $0.thumbnail, seconds: $0.time - first.time, frameInterval: nominalInterval) }
         outcome.sample = VideoSample(time: first.time, thumbnail: first.thumbnail, sharpness: key?.sharpness ?? 0,
                                      brightness: first.thumbnail.meanLuma, activity: activity,
-                                     motion: frames.compactMap(\.motion).first)
+                                     motion: frames.compactMap(\.motion).first, faces: key?.faces)
         return outcome
     }
 }

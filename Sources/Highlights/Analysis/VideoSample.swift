@@ -10,6 +10,8 @@ struct VideoSample: Sendable {
     var activity: Double?
     /// Motion from the first predicted frame's vectors, in percent of the picture width per second.
     var motion: MotionEstimate?
+    /// The faces in the picture; nil when none were looked for.
+    var faces: [FaceBox]? = nil
 }
 
 /// What the analysis keeps of a sample once its GOP is decided: scalars and the colour layout,
@@ -22,12 +24,13 @@ struct SampleFeatures: Sendable {
     var brightness: Double
     var activity: Double?
     var motion: MotionEstimate?
+    var faces: [FaceBox]?
 }
 
 extension VideoSample {
     var features: SampleFeatures {
         SampleFeatures(time: time, signature: thumbnail.signature, sharpness: sharpness, brightness: brightness,
-                       activity: activity, motion: motion)
+                       activity: activity, motion: motion, faces: faces)
     }
 }
 

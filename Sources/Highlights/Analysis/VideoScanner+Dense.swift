@@ -186,8 +186,11 @@ extension VideoScanner {
             // Long GOPs have no sample runs: sample the dense stream instead.
             let activity = lastDenseThumbnail.map { $0.thumb.activity(to: thumb, seconds: t - $0.time, frameInterval: nominalInterval) }
             let motion = frame.pictureType == .predicted ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
+            // Faces once a second, as sample runs look for them.
+            let faces = t - lastFaceTime >= 0.99 ? try faceFinder?.faces(in: frame) : nil
+            if faces != nil { lastFaceTime = t }
             samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
-                                       brightness: thumb.meanLuma, activity: activity, motion: motion).features)
+                                       brightness: thumb.meanLuma, activity: activity, motion: motion, faces: faces).features)
             lastDenseSampleTime = t
         }
         lastDenseThumbnail = (t, thumb)

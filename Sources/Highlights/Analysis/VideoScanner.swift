@@ -1,3 +1,4 @@
+import FaceDetection
 import Foundation
 import Media
 
@@ -13,6 +14,8 @@ import Media
 /// Memory holds the compressed packets of the last two or three GOPs, never the whole video.
 final class VideoScanner {
     struct Settings {
+        /// The face detector the samples are searched with, or why there is none.
+        var faces = FaceDetector.standard
         /// Packets decoded after each keyframe: the first one is the first predicted picture, whose
         /// motion vectors all point at the keyframe.
         var sampleRunPackets = 1
@@ -91,6 +94,7 @@ final class VideoScanner {
     let denseOptions: Decoder.Options
     let lean: Bool
     let thumbnailer: Thumbnailer
+    let faceFinder: FaceFinder?
     let detector: SceneDetector
     let frame = Frame()
     let width: Int
@@ -106,6 +110,7 @@ final class VideoScanner {
     /// The dense decoder exports motion vectors only while it stands in for the sample runs (long GOPs).
     var denseMotion = false
     var lastDenseSampleTime = -Double.infinity
+    var lastFaceTime = -Double.infinity
     var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
     /// Frames shown before this time are anchors of a quick pass, not part of the detector's run.
     var densePushFrom = -Double.infinity
@@ -158,12 +163,13 @@ final class VideoScanner {
         let runnerCount = info.pictureBytes > MediaLimits.frameThreadingBytes ? 1 : 2
         runners = try (0..<runnerCount).map {
             try SampleRunner(stream: stream, info: info, nominalInterval: nominalInterval, sliceThreads: 3 - runnerCount, lean: lean,
-                             label: "moments.sample-runner.\($0)")
+                             faces: try? settings.faces.get(), label: "moments.sample-runner.\($0)")
         }
         denseOptions = .video(for: info, threads: 2, analysis: true)
         dense = try Decoder(stream: stream, options: denseOptions)
         self.lean = lean
         thumbnailer = try Thumbnailer(info: info)
+        faceFinder = try (try? settings.faces.get()).map { try FaceFinder(detector: $0, info: info) }
         width = info.width
     }
 

@@ -152,8 +152,13 @@ final class Reframer {
                 previous = grey
                 return true
             }
-            let positions = Self.steady(samples.map(\.position), times: samples.map(\.time),
+            var positions = Self.steady(samples.map(\.position), times: samples.map(\.time),
                                         windowFraction: Double(span) / Double(length))
+            // The people in the segment stay in the picture, wherever the action is.
+            let faces = analysis.seconds(overlapping: segment.start, segment.end).indices.flatMap { analysis.faces.indices.contains($0) ? analysis.faces[$0] : [] }
+            if let keep = Self.centres(keeping: faces, horizontal: window.horizontal, windowFraction: Double(span) / Double(length)) {
+                positions = positions.map { min(max($0, keep.lowerBound), keep.upperBound) }
+            }
             let offsets = positions.map { min(max(0, $0 * Double(length) - Double(span) / 2), Double(length - span)) }
             tracks.append(.init(start: segment.start, end: segment.end, times: samples.map(\.time), offsets: offsets))
             planned += segment.duration
@@ -161,6 +166,23 @@ final class Reframer {
         }
         return CropPlan(width: window.width, height: window.height, frameWidth: info.width, frameHeight: info.height,
                         horizontal: window.horizontal, tracks: tracks)
+    }
+
+    /// Where the window's centre (a fraction along the sliding axis) may be so that `faces` stay
+    /// inside it: all of them where they fit in the window together, else the largest (centred
+    /// on it when even it is wider than the window); nil without faces.
+    static func centres(keeping faces: [FaceBox], horizontal: Bool, windowFraction: Double) -> ClosedRange<Double>? {
+        func span(_ f: FaceBox) -> (low: Double, high: Double) { horizontal ? (f.x, f.x + f.width) : (f.y, f.y + f.height) }
+        guard let largest = faces.max(by: { $0.size < $1.size }) else { return nil }
+        let half = windowFraction / 2
+        let all = (low: faces.map { span($0).low }.min()!, high: faces.map { span($0).high }.max()!)
+        let kept = all.high - all.low <= windowFraction ? all : span(largest)
+        guard kept.high - kept.low <= windowFraction else {
+            let middle = (kept.low + kept.high) / 2
+            return middle...middle
+        }
+        let low = max(half, kept.high - half), high = min(1 - half, kept.low + half)
+        return low <= high ? low...high : nil
     }
 
     static func pixels(_ frame: Frame) -> [UInt8] {

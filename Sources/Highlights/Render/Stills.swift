@@ -23,6 +23,9 @@ final class Stills {
     static let darkLuma = 40.0
     /// How many candidates the poster looks at.
     static let posterCandidates = 6
+    /// What a second that clearly shows a face (`SecondFeatures.faceClarity` 1) adds to its
+    /// score as a poster: more than any difference of interest between two usable seconds.
+    static let faceWeight = 1.0
 
     private let frames: VideoFrames
     private let analysis: Analysis
@@ -56,7 +59,8 @@ final class Stills {
                 let lower = max(shown.lowerBound, second.time), upper = min(shown.upperBound, second.time + 1 - frame)
                 guard lower <= upper else { continue }
                 let time = Self.first(in: keyframes, within: lower...upper) ?? min(max(second.time + 0.5, lower), upper)
-                candidates.append((time, second.isUsable ? second.score : second.score - 10, index))
+                // A clear face makes a poster: people first here too.
+                candidates.append((time, (second.isUsable ? second.score : second.score - 10) + Self.faceWeight * second.faceClarity, index))
                 found = true
             }
             if !found { candidates.append(((segment.start + segment.end) / 2, -20, index)) }

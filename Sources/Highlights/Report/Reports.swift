@@ -23,10 +23,12 @@ public struct AnalysisReport: Sendable, Codable {
     public var selected: [Segment]
     public var decodedFrames: Int
     public var totalFrames: Int
+    /// Why faces were not looked for (the face cascade is missing); absent when they were.
+    public var facesUnavailable: String?
 
     enum CodingKeys: String, CodingKey {
         case input, scenes, shots, seconds, speech, candidates, selected
-        case decodedFrames = "decoded_frames", totalFrames = "total_frames"
+        case decodedFrames = "decoded_frames", totalFrames = "total_frames", facesUnavailable = "faces_unavailable"
     }
 
     public init(analysis: Analysis, selection: Selection) {
@@ -39,6 +41,7 @@ public struct AnalysisReport: Sendable, Codable {
         selected = selection.segments
         decodedFrames = analysis.decodedFrames
         totalFrames = analysis.totalFrames
+        facesUnavailable = analysis.facesUnavailable
     }
 
     /// A readable summary for a terminal.
@@ -54,11 +57,13 @@ public struct AnalysisReport: Sendable, Codable {
         for s in scenes { lines.append(String(format: "  %8.3f s  %@", s.time, s.kind.rawValue)) }
         lines.append("speech (\(speech.count) spans):")
         for s in speech { lines.append(String(format: "  %8.3f – %8.3f", s.start, s.end)) }
-        lines.append("per second: time  score  motion  camera  shake  loudness  excitement  onsets  brightness  sharpness")
+        if let facesUnavailable { lines.append(facesUnavailable) }
+        lines.append("per second: time  score  motion  camera  shake  loudness  excitement  onsets  brightness  sharpness  faces")
         for f in seconds {
-            lines.append(String(format: "  %5.0f  %.2f  %6.2f  %6.2f  %5.2f  %7.1f  %6.2f  %3d  %6.1f  %5.2f%@",
+            let faces = f.faces > 0 ? String(format: "  %d (%.0f%%)", f.faces, f.faceSize * 100) : ""
+            lines.append(String(format: "  %5.0f  %.2f  %6.2f  %6.2f  %5.2f  %7.1f  %6.2f  %3d  %6.1f  %5.2f%@%@",
                                 f.time, f.score, f.motion, f.cameraMotion, f.shake, f.loudness, f.excitement, f.onsets,
-                                f.brightness, f.sharpness, f.isStatic ? "  static" : ""))
+                                f.brightness, f.sharpness, faces, f.isStatic ? "  static" : ""))
         }
         lines.append("best candidates:")
         for c in candidates.prefix(10) { lines.append(String(format: "  %8.3f – %8.3f  score %.3f", c.start, c.end, c.score)) }

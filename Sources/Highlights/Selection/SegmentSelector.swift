@@ -62,7 +62,11 @@ public enum SegmentSelector {
                         redundancy = max(redundancy, max(near, alike * alike))
                     }
                     let coverage = covered.contains(bin(c)) ? 0 : 0.15
-                    let value = c.score * (1 - 0.7 * redundancy) + coverage + 0.01 * c.duration
+                    // People first, and different people: faces a chosen segment already shows
+                    // count against a candidate, new ones for it.
+                    let people = faceShare(analysis, c)
+                    let variety = people > 0 ? people * (chosen.contains { showSamePeople(analysis, c, $0) } ? -peopleVariety : peopleVariety) : 0
+                    let value = c.score * (1 - 0.7 * redundancy) + coverage + variety + 0.01 * c.duration
                     if best == nil || value > best!.value + 1e-9 { best = (value, c) }
                 }
             }
@@ -146,6 +150,22 @@ public enum SegmentSelector {
         return gap < momentApart || similarity(analysis, candidate, chosen) >= nearDuplicate
     }
 
+    /// What showing people not yet shown adds to a candidate's value (and showing them again takes off).
+    static let peopleVariety = 0.1
+
+    /// The share of `segment`'s seconds that show a face.
+    static func faceShare(_ analysis: Analysis, _ segment: Segment) -> Double {
+        let seconds = analysis.seconds(overlapping: segment.start, segment.end)
+        return seconds.isEmpty ? 0 : Double(seconds.filter { $0.faces > 0 }.count) / Double(seconds.count)
+    }
+
+    /// Whether two segments show the same people, as far as the pictures tell without telling
+    /// faces apart: both show faces, in one shot or in shots that look alike.
+    static func showSamePeople(_ analysis: Analysis, _ a: Segment, _ b: Segment) -> Bool {
+        guard faceShare(analysis, a) > 0, faceShare(analysis, b) > 0 else { return false }
+        return (a.shot == b.shot && a.shot != acrossShots) || similarity(analysis, a, b) >= 0.8
+    }
+
     static func similarity(_ analysis: Analysis, _ a: Segment, _ b: Segment) -> Double {
         func signature(_ s: Segment) -> [Float] {
             let second = min(analysis.signatures.count - 1, max(0, Int(saturating: (s.start + s.end) / 2)))
@@ -170,6 +190,10 @@ public enum SegmentSelector {
         }
         let onsets = seconds.map(\.onsets).reduce(0, +)
         if onsets >= 2 { reasons.append("\(onsets) sudden sounds (claps, hits, shouts)") }
+        let faces = seconds.map(\.faces).max() ?? 0
+        if faces > 0, 2 * seconds.filter({ $0.faces > 0 }).count >= seconds.count {
+            reasons.append(faces == 1 ? "a face in view" : "\(faces) faces in view")
+        }
         let spoken = seconds.reduce(0) { $0 + $1.speech }
         if spoken >= 1 { reasons.append(String(format: "someone speaks (%.1f s)", spoken)) }
         let motion = seconds.map(\.motion).max() ?? 0

@@ -1,0 +1,107 @@
+import Foundation
+import FaceDetection
+import Media
+
+/// A face the analysis saw: where it is, as fractions of the stored picture (so a crop window can
+/// keep it in view), and its size as a share of the picture's shorter side. Only counts and sizes
+/// leave the analysis (in its report), never a picture of a face or anything that tells faces apart.
+public struct FaceBox: Sendable, Equatable {
+    public var x: Double
+    public var y: Double
+    public var width: Double
+    public var height: Double
+    public var size: Double
+
+    public var centreX: Double { x + width / 2 }
+    public var centreY: Double { y + height / 2 }
+}
+
+extension FaceDetector {
+    /// The frontal-face cascade of Debian's opencv-data, read once; the reason when it cannot be.
+    /// `FACE_CASCADE` names another file (OpenCV elsewhere, as on macOS), or, empty, none:
+    /// faces are then not looked for.
+    static let standard: Result<FaceDetector, FaceCascade.Malformed> = {
+        let path = ProcessInfo.processInfo.environment["FACE_CASCADE"] ?? FaceCascade.standardPath
+        guard !path.isEmpty else { return .failure(FaceCascade.Malformed(description: "FACE_CASCADE is empty")) }
+        do {
+            return .success(FaceDetector(cascade: try FaceCascade(contentsOf: path)))
+        } catch let error as FaceCascade.Malformed {
+            return .failure(FaceCascade.Malformed(description: "\(error.description) (the opencv-data package installs it)"))
+        } catch {
+            return .failure(FaceCascade.Malformed(description: "\(error)"))
+        }
+    }()
+}
+
+/// Looks for faces in decoded pictures: each is shrunk (area averaging) into a `box` × `box` grey
+/// picture, turned upright (a phone held upright records its picture on its side), and searched.
+/// One per thread: it keeps its scaler and picture.
+final class FaceFinder {
+    /// The side of the square the pictures searched fit in: faces down to a tenth of the shorter
+    /// side of a 16:9 picture still fill the cascade's 24-pixel window.
+    static let box = 320
+
+    private let detector: FaceDetector
+    private let scaler: Scaler
+    private let target: Frame
+    private let rotation: Int
+    private var upright: [UInt8] = []
+
+    init(detector: FaceDetector, info: MediaInfo) throws {
+        self.detector = detector
+        let size = Thumbnailer.fitted(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio,
+                                      box: min(Self.box, max(info.width, info.height)))
+        scaler = Scaler(width: size.width, height: size.height, format: .gray8, filter: .area)
+        target = try Frame.video(width: size.width, height: size.height, format: .gray8)
+        rotation = (info.rotation % 360 + 360) % 360
+    }
+
+    func faces(in frame: Frame) throws -> [FaceBox] {
+        try scaler.scale(frame, into: target)
+        let (data, stride) = target.plane(0)
+        let plane = UnsafeBufferPointer(start: data, count: (scaler.height - 1) * stride + scaler.width)
+        return Self.faces(in: plane, width: scaler.width, height: scaler.height, stride: stride, rotation: rotation,
+                          detector: detector, upright: &upright)
+    }
+
+    /// The stored pixel of a `width` × `height` picture turned by `rotation` that is shown at
+    /// (`ux`, `uy`) upright: stored (x, y) is shown at (h − 1 − y, x) turned 90°, at
+    /// (w − 1 − x, h − 1 − y) turned 180° and at (y, w − 1 − x) turned 270°.
+    static func stored(_ ux: Int, _ uy: Int, width w: Int, height h: Int, rotation: Int) -> (x: Int, y: Int) {
+        switch rotation {
+        case 90: (uy, h - 1 - ux)
+        case 180: (w - 1 - ux, h - 1 - uy)
+        case 270: (w - 1 - uy, ux)
+        default: (ux, uy)
+        }
+    }
+
+    /// The faces in a grey `width` × `height` picture stored turned by `rotation` (as the video
+    /// says), searched upright in `upright` and placed back in the stored picture.
+    static func faces(in data: UnsafeBufferPointer<UInt8>, width w: Int, height h: Int, stride: Int, rotation: Int,
+                      detector: FaceDetector, upright: inout [UInt8]) -> [FaceBox] {
+        let turned = rotation == 90 || rotation == 270
+        let (uw, uh) = turned ? (h, w) : (w, h)
+        upright.removeAll(keepingCapacity: true)
+        upright.reserveCapacity(uw * uh)
+        for uy in 0..<uh {
+            for ux in 0..<uw {
+                let (x, y) = stored(ux, uy, width: w, height: h, rotation: rotation)
+                upright.append(data[y * stride + x])
+            }
+        }
+        let found = upright.withUnsafeBufferPointer { detector.faces(in: $0, width: uw, height: uh, stride: uw) }
+        let shorter = Double(min(uw, uh)), W = Double(w), H = Double(h)
+        return found.map { face in
+            let (fx, fy, s) = (face.x, face.y, face.size)
+            // The face's square back in the stored picture.
+            let (x, y): (Double, Double) = switch rotation {
+            case 90: (fy, H - fx - s)
+            case 180: (W - fx - s, H - fy - s)
+            case 270: (W - fy - s, fx)
+            default: (fx, fy)
+            }
+            return FaceBox(x: x / W, y: y / H, width: s / W, height: s / H, size: s / shorter)
+        }
+    }
+}
