@@ -21,14 +21,14 @@ struct PeopleTests {
     ]
     static let sceneSeconds = 4.0
 
-    static var footage: SyntheticVideo {
+    static func footage(gop: Int = 30) -> SyntheticVideo {
         var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
             // Person A's second scene is the first one filmed again (its look).
             var scene = SyntheticVideo.Scene(frames: 120, camera: .handheld(drift: 0.2, sway: 2), toneHz: 300, look: index == 4 ? 0 : nil)
             if let person = people[index] { scene.faces = [person.face] }
             return scene
         })
-        video.gopSize = 30
+        video.gopSize = gop
         return video
     }
 
@@ -42,15 +42,17 @@ struct PeopleTests {
         }
     }
 
-    func analysis(faces: Result<FaceDetector, FaceCascade.Malformed> = FaceDetector.standard) throws -> Analysis {
+    func analysis(faces: Result<FaceDetector, FaceCascade.Malformed> = FaceDetector.standard, gop: Int = 30) throws -> Analysis {
         var settings = HighlightSettings()
         settings.scanning.faces = faces
-        return try HighlightEngine().analyze(input: Fixtures.path("people.mp4", Self.footage), settings: settings)
+        return try HighlightEngine().analyze(input: Fixtures.path("people.mp4", Self.footage(gop: gop)), settings: settings)
     }
 
-    @Test("each second gives the number and the largest size of the faces in it; scenery has none")
-    func perSecond() throws {
-        let analysis = try analysis()
+    /// With half-second GOPs every other keyframe is searched (about one a second), and each
+    /// second still gets its faces.
+    @Test("each second gives the number and the largest size of the faces in it; scenery has none", arguments: [30, 15])
+    func perSecond(gop: Int) throws {
+        let analysis = try analysis(gop: gop)
         #expect(analysis.facesUnavailable == nil)
         var seen = 0, missed: [Int] = [], spurious: [Int] = []
         for (second, scene) in Self.innerSeconds {
@@ -103,7 +105,7 @@ struct PeopleTests {
 
     @Test("the poster shows a face where the highlight has one")
     func posterWithFace() throws {
-        let path = try Fixtures.path("people.mp4", Self.footage)
+        let path = try Fixtures.path("people.mp4", Self.footage())
         let analysis = try analysis()
         // A scenery segment and a segment of person B.
         let segments = [Segment(start: 4.5, end: 7.5, score: 0, reasons: [], shot: 1),
@@ -115,7 +117,7 @@ struct PeopleTests {
 
     @Test("reframed to 9:16, the window keeps the face in view while the action is elsewhere")
     func reframeKeepsFaces() throws {
-        let input = try Fixtures.path("people.mp4", Self.footage)
+        let input = try Fixtures.path("people.mp4", Self.footage())
         let output = Fixtures.scratch().appendingPathComponent("portrait.mp4").path
         var settings = HighlightSettings(duration: 12, quality: .low, choices: HighlightChoices(aspect: .portrait))
         settings.stills = nil

@@ -10,9 +10,12 @@ final class SampleJob: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var outcome: SampleOutcome?
     private(set) var submitted = false
+    /// Whether the keyframe is searched for faces.
+    let findsFaces: Bool
 
-    init(key: Packet) {
+    init(key: Packet, findsFaces: Bool = true) {
         packets.append(key.reference())
+        self.findsFaces = findsFaces
     }
 
     func add(_ packet: Packet) { packets.append(packet.reference()) }
@@ -80,15 +83,15 @@ final class SampleRunner: @unchecked Sendable {
 
     func run(_ job: SampleJob) {
         if let thread {
-            thread.async { job.finish(self.decode(job.packets)) }
+            thread.async { job.finish(self.decode(job.packets, findsFaces: job.findsFaces)) }
         } else {
-            job.finish(decode(job.packets))
+            job.finish(decode(job.packets, findsFaces: job.findsFaces))
         }
     }
 
     /// Decodes the run and describes the keyframe: picture, sharpness, change to the next frame,
     /// and motion from the first predicted frame's vectors (which all point at the keyframe).
-    private func decode(_ packets: [Packet]) -> SampleOutcome {
+    private func decode(_ packets: [Packet], findsFaces: Bool) -> SampleOutcome {
         var outcome = SampleOutcome()
         var frames: [(time: Double, thumbnail: Thumbnail, motion: MotionEstimate?, isKey: Bool)] = []
         var key: (time: Double, sharpness: Double, faces: [FaceBox]?)?
@@ -101,7 +104,7 @@ final class SampleRunner: @unchecked Sendable {
             if !isKey, let key, frame.pictureType == .predicted {
                 motion = MotionEstimate(frame: frame, width: width, interval: abs(t - key.time))
             }
-            if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame), try faceFinder?.faces(in: frame)) }
+            if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame), findsFaces ? try faceFinder?.faces(in: frame) : nil) }
             frames.append((t, try thumbnailer.thumbnail(of: frame), motion, isKey))
         }
         do {

@@ -24,7 +24,12 @@ extension VideoScanner {
         }
         denseContinuous = false
         denseMotion = false
-        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet), bytes: packet.size)
+        // Faces are looked for about once a second: in a keyframe at least `faceInterval` after the
+        // last one looked at (every other one of half-second GOPs).
+        let findsFaces = t - lastFaceTime >= Self.faceInterval
+        if findsFaces { lastFaceTime = t }
+        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet, findsFaces: findsFaces),
+                      bytes: packet.size)
         gopCount += 1
         if settings.sampleRunPackets == 0 { current!.job.submit(to: runner(for: current!.index)) }
         // Decide a GOP once the one after it has been sampled, keeping a few GOPs in flight so both

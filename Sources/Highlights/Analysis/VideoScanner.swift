@@ -110,7 +110,10 @@ final class VideoScanner {
     /// The dense decoder exports motion vectors only while it stands in for the sample runs (long GOPs).
     var denseMotion = false
     var lastDenseSampleTime = -Double.infinity
+    /// When faces were last looked for (a keyframe's or a densely decoded picture's time).
     var lastFaceTime = -Double.infinity
+    /// The least time between two pictures searched for faces.
+    static let faceInterval = 0.95
     var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
     /// Frames shown before this time are anchors of a quick pass, not part of the detector's run.
     var densePushFrom = -Double.infinity
