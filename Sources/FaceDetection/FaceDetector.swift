@@ -26,7 +26,7 @@ public struct FaceDetector: Sendable {
     public var scaleStep = 1.2
     public var minimumNeighbours = 3
     /// The smallest face looked for, as a share of the picture's shorter side.
-    public var smallestFace = 0.1
+    public var smallestFace = 0.15
 
     /// The cascade laid out flat for the scan: every stage's stumps in order (their thresholds
     /// and leaf values), where each stage ends in that list and its threshold, and each stump's

@@ -95,13 +95,14 @@ enum FeatureTimeline {
         if duration > start { shots.append(Shot(start: start, end: duration)) }
 
         // Each second shows the faces of the picture looked at nearest its middle, within a second
-        // and in the same shot (a face seen before a cut is not in the shot after it).
+        // and a half (pictures are searched every other second) and in the same shot (a face seen
+        // before a cut is not in the shot after it).
         let looked = samples.filter { $0.faces != nil }, lookTimes = looked.map(\.time)
         func shotIndex(_ t: Double) -> Int { shots.lastIndex { $0.start <= t } ?? 0 }
         var faces: [[FaceBox]] = []
         for second in seconds.indices {
             let centre = Double(second) + 0.5, shot = shotIndex(centre)
-            let near = lookTimes.firstIndex(atOrAfter: centre - 1)..<lookTimes.firstIndex(atOrAfter: centre + 1 + 1e-6)
+            let near = lookTimes.firstIndex(atOrAfter: centre - 1.5)..<lookTimes.firstIndex(atOrAfter: centre + 1.5 + 1e-6)
             let look = looked[near].filter { shotIndex($0.time) == shot }.min { abs($0.time - centre) < abs($1.time - centre) }
             let seen = look?.faces ?? []
             faces.append(seen)

@@ -186,7 +186,7 @@ extension VideoScanner {
             // Long GOPs have no sample runs: sample the dense stream instead.
             let activity = lastDenseThumbnail.map { $0.thumb.activity(to: thumb, seconds: t - $0.time, frameInterval: nominalInterval) }
             let motion = frame.pictureType == .predicted ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
-            // Faces once a second, as sample runs look for them.
+            // Faces every other second, as sample runs look for them.
             let faces = t - lastFaceTime >= Self.faceInterval ? try faceFinder?.faces(in: frame) : nil
             if faces != nil { lastFaceTime = t }
             samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),

@@ -24,8 +24,8 @@ extension VideoScanner {
         }
         denseContinuous = false
         denseMotion = false
-        // Faces are looked for about once a second: in a keyframe at least `faceInterval` after the
-        // last one looked at (every other one of half-second GOPs).
+        // Faces are looked for every other second or so: in a keyframe at least `faceInterval`
+        // after the last picture searched.
         let findsFaces = t - lastFaceTime >= Self.faceInterval
         if findsFaces { lastFaceTime = t }
         current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet, findsFaces: findsFaces),

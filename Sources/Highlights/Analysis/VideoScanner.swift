@@ -112,8 +112,9 @@ final class VideoScanner {
     var lastDenseSampleTime = -Double.infinity
     /// When faces were last looked for (a keyframe's or a densely decoded picture's time).
     var lastFaceTime = -Double.infinity
-    /// The least time between two pictures searched for faces.
-    static let faceInterval = 0.95
+    /// The least time between two pictures searched for faces: every other second, which keeps
+    /// the search within the analysis's budget (docs/engine.md#faces).
+    static let faceInterval = 1.9
     var lastDenseThumbnail: (time: Double, thumb: Thumbnail)?
     /// Frames shown before this time are anchors of a quick pass, not part of the detector's run.
     var densePushFrom = -Double.infinity

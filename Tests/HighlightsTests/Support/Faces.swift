@@ -38,14 +38,14 @@ enum Faces {
         FacePainter.draw(cx: cx, cy: cy, size: size, skin: skin, width: width, height: height) { x, y, value in plane[y * width + x] = value }
     }
 
-    /// A picture of `count` faces (none overlapping, each 12–40 % of the shorter side) over a background.
+    /// A picture of `count` faces (none overlapping, each 16–40 % of the shorter side: the detector looks for faces from 15 %) over a background.
     static func picture(width: Int, height: Int, faces count: Int, using rng: inout SplitMix64) -> Picture {
         var plane = background(width: width, height: height, using: &rng)
         var faces: [(x: Double, y: Double, size: Double)] = []
         var tries = 0
         while faces.count < count && tries < 200 {
             tries += 1
-            let size = Double.random(in: 0.12...0.4, using: &rng) * Double(min(width, height))
+            let size = Double.random(in: 0.16...0.4, using: &rng) * Double(min(width, height))
             let x = Double.random(in: size * 0.6...(Double(width) - size * 0.6), using: &rng)
             let y = Double.random(in: size * 0.7...(Double(height) - size * 0.7), using: &rng)
             guard !faces.contains(where: { abs($0.x - x) < ($0.size + size) * 0.7 && abs($0.y - y) < ($0.size + size) * 0.8 }) else { continue }
