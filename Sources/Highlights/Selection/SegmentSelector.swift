@@ -39,6 +39,9 @@ public enum SegmentSelector {
             target = min(target, usable.reduce(0) { $0 + $1.duration })
         }
         var chosen: [Segment] = []
+        // The share of each candidate's seconds that show a face, and whether each chosen segment does.
+        let shares = candidates.map { faceShare(analysis, $0) }
+        var chosenShowsFaces: [Bool] = []
         var total = 0.0
         let bins = max(3, Int(saturating: (target / 4).rounded()))
         var covered = Set<Int>()
@@ -47,11 +50,11 @@ public enum SegmentSelector {
 
         while target - total > tolerance, chosen.count < rules.count ?? .max {
             let remaining = target - total
-            var best: (value: Double, segment: Segment)?
+            var best: (value: Double, segment: Segment, showsFaces: Bool)?
             // No scene twice: a candidate a moment from a chosen segment, or a near-duplicate of
             // one, counts as that segment again; taken only when nothing else is left.
             for allowingRepeats in [false, true] where best == nil {
-                for c in candidates where c.duration <= remaining + tolerance || remaining >= rules.longest {
+                for (c, people) in zip(candidates, shares) where c.duration <= remaining + tolerance || remaining >= rules.longest {
                     if chosen.contains(where: { c.start < $0.end + 0.25 && $0.start < c.end + 0.25 }) { continue }
                     if !allowingRepeats, chosen.contains(where: { isRepeat(c, of: $0, in: analysis) }) { continue }
                     var redundancy = 0.0
@@ -64,15 +67,20 @@ public enum SegmentSelector {
                     let coverage = covered.contains(bin(c)) ? 0 : 0.15
                     // People first, and different people: faces a chosen segment already shows
                     // count against a candidate, new ones for it.
-                    let people = faceShare(analysis, c)
-                    let variety = people > 0 ? people * (chosen.contains { showSamePeople(analysis, c, $0) } ? -peopleVariety : peopleVariety) : 0
+                    var variety = 0.0
+                    if people > 0 {
+                        let seen = zip(chosen, chosenShowsFaces).contains { $0.1 && showSamePeople(analysis, c, $0.0) }
+                        variety = people * (seen ? -peopleVariety : peopleVariety)
+                    }
                     let value = c.score * (1 - 0.7 * redundancy) + coverage + variety + 0.01 * c.duration
-                    if best == nil || value > best!.value + 1e-9 { best = (value, c) }
+                    if best == nil || value > best!.value + 1e-9 { best = (value, c, people > 0) }
                 }
             }
-            guard var pick = best?.segment else { break }
+            guard let best else { break }
+            var pick = best.segment
             pick.reasons = reasons(for: pick, in: analysis, newCoverage: !covered.contains(bin(pick)))
             chosen.append(pick)
+            chosenShowsFaces.append(best.showsFaces)
             covered.insert(bin(pick))
             total += pick.duration
         }
@@ -159,11 +167,10 @@ public enum SegmentSelector {
         return seconds.isEmpty ? 0 : Double(seconds.filter { $0.faces > 0 }.count) / Double(seconds.count)
     }
 
-    /// Whether two segments show the same people, as far as the pictures tell without telling
-    /// faces apart: both show faces, in one shot or in shots that look alike.
+    /// Whether two segments that both show faces show the same people, as far as the pictures tell
+    /// without telling faces apart: they are in one shot or in shots that look alike.
     static func showSamePeople(_ analysis: Analysis, _ a: Segment, _ b: Segment) -> Bool {
-        guard faceShare(analysis, a) > 0, faceShare(analysis, b) > 0 else { return false }
-        return (a.shot == b.shot && a.shot != acrossShots) || similarity(analysis, a, b) >= 0.8
+        (a.shot == b.shot && a.shot != acrossShots) || similarity(analysis, a, b) >= 0.8
     }
 
     static func similarity(_ analysis: Analysis, _ a: Segment, _ b: Segment) -> Double {
