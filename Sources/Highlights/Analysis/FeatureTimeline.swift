@@ -98,7 +98,8 @@ enum FeatureTimeline {
         // and a half (pictures are searched every other second) and in the same shot (a face seen
         // before a cut is not in the shot after it).
         let looked = samples.filter { $0.faces != nil }, lookTimes = looked.map(\.time)
-        func shotIndex(_ t: Double) -> Int { shots.lastIndex { $0.start <= t } ?? 0 }
+        let shotStarts = shots.map(\.start)
+        func shotIndex(_ t: Double) -> Int { max(0, shotStarts.firstIndex(atOrAfter: t + 2e-6) - 1) }
         var faces: [[FaceBox]] = []
         for second in seconds.indices {
             let centre = Double(second) + 0.5, shot = shotIndex(centre)
