@@ -27,6 +27,7 @@ final class SampleJob: @unchecked Sendable {
     }
 
     fileprivate func finish(_ outcome: SampleOutcome) {
+        precondition(self.outcome == nil, "a sample job finishes once")
         self.outcome = outcome
         packets.removeAll()
         done.signal()
@@ -55,7 +56,7 @@ final class SampleRunner: @unchecked Sendable {
     private let options: Decoder.Options
     private let lean: Bool
     private let thumbnailer: Thumbnailer
-    private let faceFinder: FaceFinder?
+    private let faceSearch: FaceSearch?
     private let frame = Frame()
     private let stream: MediaStream
     private let width: Int
@@ -74,7 +75,7 @@ final class SampleRunner: @unchecked Sendable {
         self.lean = lean
         decoder = lean ? nil : try Decoder(stream: stream, options: options)
         thumbnailer = try Thumbnailer(info: info)
-        faceFinder = try faces.map { try FaceFinder(detector: $0, info: info) }
+        faceSearch = try faces.map { try FaceSearch(detector: $0, info: info, label: lean ? nil : label + ".faces") }
         self.stream = stream
         self.width = info.width
         self.nominalInterval = nominalInterval
@@ -83,18 +84,28 @@ final class SampleRunner: @unchecked Sendable {
 
     func run(_ job: SampleJob) {
         if let thread {
-            thread.async { job.finish(self.decode(job.packets, findsFaces: job.findsFaces)) }
+            thread.async { self.finish(job) }
         } else {
-            job.finish(decode(job.packets, findsFaces: job.findsFaces))
+            finish(job)
+        }
+    }
+
+    private func finish(_ job: SampleJob) {
+        let (outcome, key) = decode(job.packets, keepsKey: job.findsFaces && faceSearch != nil)
+        if let key, let faceSearch {
+            faceSearch.finish(job, with: outcome, searching: key)
+        } else {
+            job.finish(outcome)
         }
     }
 
     /// Decodes the run and describes the keyframe: picture, sharpness, change to the next frame,
     /// and motion from the first predicted frame's vectors (which all point at the keyframe).
-    private func decode(_ packets: [Packet], findsFaces: Bool) -> SampleOutcome {
+    /// `keepsKey`: the keyframe's picture is returned too, to be searched for faces.
+    private func decode(_ packets: [Packet], keepsKey: Bool) -> (SampleOutcome, Frame?) {
         var outcome = SampleOutcome()
         var frames: [(time: Double, thumbnail: Thumbnail, motion: MotionEstimate?, isKey: Bool)] = []
-        var key: (time: Double, sharpness: Double, faces: [FaceBox]?)?
+        var key: (time: Double, sharpness: Double, picture: Frame?)?
         func collect(_ frame: Frame) throws {
             outcome.decodedFrames += 1
             guard let ticks = frame.timestamp else { return }
@@ -104,7 +115,7 @@ final class SampleRunner: @unchecked Sendable {
             if !isKey, let key, frame.pictureType == .predicted {
                 motion = MotionEstimate(frame: frame, width: width, interval: abs(t - key.time))
             }
-            if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame), findsFaces ? try faceFinder?.faces(in: frame) : nil) }
+            if isKey && key == nil { key = (t, try thumbnailer.sharpness(of: frame), keepsKey ? try frame.clone() : nil) }
             frames.append((t, try thumbnailer.thumbnail(of: frame), motion, isKey))
         }
         do {
@@ -115,12 +126,51 @@ final class SampleRunner: @unchecked Sendable {
         } catch {
             // A damaged run: describe the keyframe from whatever did decode.
         }
-        guard let first = frames.first(where: { $0.isKey }) ?? frames.first else { return outcome }
+        guard let first = frames.first(where: { $0.isKey }) ?? frames.first else { return (outcome, nil) }
         let nearest = frames.filter { $0.time != first.time }.min { abs($0.time - first.time) < abs($1.time - first.time) }
         let activity = nearest.map { first.thumbnail.activity(to: $0.thumbnail, seconds: $0.time - first.time, frameInterval: nominalInterval) }
         outcome.sample = VideoSample(time: first.time, thumbnail: first.thumbnail, sharpness: key?.sharpness ?? 0,
                                      brightness: first.thumbnail.meanLuma, activity: activity,
-                                     motion: frames.compactMap(\.motion).first, faces: key?.faces)
-        return outcome
+                                     motion: frames.compactMap(\.motion).first)
+        return (outcome, key?.picture)
+    }
+}
+
+/// Searches the keyframes of one runner's sample runs for faces, on a thread of its own: the runner
+/// goes on to its next run meanwhile (a 10-bit or larger source has a single runner, whose runs
+/// the scan waits for). Without a thread (a lean runner's), on the caller's.
+final class FaceSearch: @unchecked Sendable {
+    // Used only on `thread` (or, without one, on the caller's).
+    private let finder: FaceFinder
+    private let thread: SerialThread?
+
+    /// `label` names the thread; nil: no thread.
+    init(detector: FaceDetector, info: MediaInfo, label: String?) throws {
+        finder = try FaceFinder(detector: detector, info: info)
+        thread = try label.map { try SerialThread(name: $0) }
+    }
+
+    /// Finishes `job` with `outcome`, its sample given the faces in `picture` (its keyframe).
+    func finish(_ job: SampleJob, with outcome: SampleOutcome, searching picture: Frame) {
+        let work = Work(job: job, outcome: outcome, picture: picture)
+        if let thread {
+            thread.async { self.search(work) }
+        } else {
+            search(work)
+        }
+    }
+
+    private func search(_ work: Work) {
+        var outcome = work.outcome
+        // A picture the scaler refuses is a picture not searched, as a run without faces.
+        outcome.sample?.faces = try? finder.faces(in: work.picture)
+        work.job.finish(outcome)
+    }
+
+    /// What goes to the thread: the picture is referenced there and nowhere else.
+    private struct Work: @unchecked Sendable {
+        let job: SampleJob
+        let outcome: SampleOutcome
+        let picture: Frame
     }
 }
