@@ -64,9 +64,11 @@ final class SampleRunner: @unchecked Sendable {
     private let thread: SerialThread?
 
     /// `sliceThreads` decoding threads work on each picture's slices or wavefront rows together
-    /// (no frame threading: a run is two pictures).
+    /// (no frame threading: a run is two pictures). `facesAside`: keyframes are searched for
+    /// `faces` on a thread beside the runner's (for a single runner, whose runs the scan waits
+    /// for; of two, each searches while the other decodes).
     init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, lean: Bool = false,
-         faces: FaceDetector? = nil, label: String) throws {
+         faces: FaceDetector? = nil, facesAside: Bool = false, label: String) throws {
         var options = Decoder.Options.video(for: info, threads: 1, analysis: true)
         options.threads = sliceThreads
         // A run never takes an open GOP's leading pictures, and drains right after its second picture.
@@ -75,7 +77,7 @@ final class SampleRunner: @unchecked Sendable {
         self.lean = lean
         decoder = lean ? nil : try Decoder(stream: stream, options: options)
         thumbnailer = try Thumbnailer(info: info)
-        faceSearch = try faces.map { try FaceSearch(detector: $0, info: info, label: lean ? nil : label + ".faces") }
+        faceSearch = try faces.map { try FaceSearch(detector: $0, info: info, label: facesAside && !lean ? label + ".faces" : nil) }
         self.stream = stream
         self.width = info.width
         self.nominalInterval = nominalInterval
@@ -138,7 +140,7 @@ final class SampleRunner: @unchecked Sendable {
 
 /// Searches the keyframes of one runner's sample runs for faces, on a thread of its own: the runner
 /// goes on to its next run meanwhile (a 10-bit or larger source has a single runner, whose runs
-/// the scan waits for). Without a thread (a lean runner's), on the caller's.
+/// the scan waits for). Without a thread, on the runner's (or a lean runner's caller's).
 final class FaceSearch: @unchecked Sendable {
     // Used only on `thread` (or, without one, on the caller's).
     private let finder: FaceFinder

@@ -167,7 +167,7 @@ final class VideoScanner {
         let runnerCount = info.pictureBytes > MediaLimits.frameThreadingBytes ? 1 : 2
         runners = try (0..<runnerCount).map {
             try SampleRunner(stream: stream, info: info, nominalInterval: nominalInterval, sliceThreads: 3 - runnerCount, lean: lean,
-                             faces: try? settings.faces.get(), label: "moments.sample-runner.\($0)")
+                             faces: try? settings.faces.get(), facesAside: runnerCount == 1, label: "moments.sample-runner.\($0)")
         }
         denseOptions = .video(for: info, threads: 2, analysis: true)
         dense = try Decoder(stream: stream, options: denseOptions)
