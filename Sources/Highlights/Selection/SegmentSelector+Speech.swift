@@ -13,6 +13,8 @@ struct SpeechPauses: Sendable {
 
     /// Utterances, in order.
     let utterances: [SpeechSpan]
+    /// Where each utterance starts.
+    private let starts: [Double]
     /// The speech as detected, for cutting inside an utterance too long to keep whole (at a pause of
     /// at least `SpeechDetector.shortestPause`).
     let spans: [SpeechSpan]
@@ -28,6 +30,7 @@ struct SpeechPauses: Sendable {
             }
         }
         utterances = grouped
+        starts = grouped.map(\.start)
     }
 
     var isEmpty: Bool { spans.isEmpty }
@@ -61,8 +64,10 @@ struct SpeechPauses: Sendable {
     /// side (where an edge may slide); nil when `t` is inside an utterance.
     func pause(around t: Double) -> ClosedRange<Double>? {
         guard keepsWhole(t) else { return nil }
-        let before = utterances.last { $0.end <= t }.map { $0.end + Self.slideClearance } ?? -.infinity
-        let after = utterances.first { $0.start >= t }.map { $0.start - Self.slideClearance } ?? .infinity
+        // Outside every utterance, those before `t` end before it.
+        let next = starts.firstIndex(atOrAfter: t)
+        let before = next > 0 ? utterances[next - 1].end + Self.slideClearance : -.infinity
+        let after = next < utterances.count ? utterances[next].start - Self.slideClearance : .infinity
         return min(before, t)...max(after, t)
     }
 
