@@ -1,6 +1,7 @@
 import FaceDetection
 import Dispatch
 import Media
+import Synchronization
 import MomentsModel
 
 /// One sample run: a keyframe and the packet after it, handed from the demuxing thread to a runner.
@@ -41,7 +42,7 @@ final class SampleJob: @unchecked Sendable {
     }
 }
 
-struct SampleOutcome {
+struct SampleOutcome: Sendable {
     var sample: VideoSample?
     var decodedFrames = 0
 }
@@ -95,7 +96,11 @@ final class SampleRunner: @unchecked Sendable {
     private func finish(_ job: SampleJob) {
         let (outcome, key) = decode(job.packets, keepsKey: job.findsFaces && faceSearch != nil)
         if let key, let faceSearch {
-            faceSearch.finish(job, with: outcome, searching: key)
+            faceSearch.search(key) { faces in
+                var outcome = outcome
+                outcome.sample?.faces = faces
+                job.finish(outcome)
+            }
         } else {
             job.finish(outcome)
         }
@@ -138,9 +143,10 @@ final class SampleRunner: @unchecked Sendable {
     }
 }
 
-/// Searches the keyframes of one runner's sample runs for faces, on a thread of its own: the runner
-/// goes on to its next run meanwhile (a 10-bit or larger source has a single runner, whose runs
-/// the scan waits for). Without a thread, on the runner's (or a lean runner's caller's).
+/// Searches pictures for faces on a thread of its own, so the thread that decoded them goes on
+/// meanwhile: a single sample runner (10-bit or larger pictures), whose runs the scan waits for,
+/// and the scan's own dense decoding. Without a thread, on the caller's (a lean scan's, whose
+/// pictures are too large to keep one more of).
 final class FaceSearch: @unchecked Sendable {
     // Used only on `thread` (or, without one, on the caller's).
     private let finder: FaceFinder
@@ -152,27 +158,42 @@ final class FaceSearch: @unchecked Sendable {
         thread = try label.map { try SerialThread(name: $0) }
     }
 
-    /// Finishes `job` with `outcome`, its sample given the faces in `picture` (its keyframe).
-    func finish(_ job: SampleJob, with outcome: SampleOutcome, searching picture: Frame) {
-        let work = Work(job: job, outcome: outcome, picture: picture)
+    /// Calls `found` with the faces in `picture` (nil when the scaler refuses it, as a picture not
+    /// searched), on the thread, or before returning without one. The picture is referenced
+    /// there and nowhere else.
+    func search(_ picture: Frame, then found: @escaping ([FaceBox]?) -> Void) {
+        let work = Work(picture: picture, found: found)
         if let thread {
-            thread.async { self.search(work) }
+            thread.async { self.run(work) }
         } else {
-            search(work)
+            run(work)
         }
     }
 
-    private func search(_ work: Work) {
-        var outcome = work.outcome
-        // A picture the scaler refuses is a picture not searched, as a run without faces.
-        outcome.sample?.faces = try? finder.faces(in: work.picture)
-        work.job.finish(outcome)
+    private func run(_ work: Work) { work.found(try? finder.faces(in: work.picture)) }
+
+    private struct Work: @unchecked Sendable {
+        let picture: Frame
+        let found: ([FaceBox]?) -> Void
+    }
+}
+
+/// The faces found in the pictures a scan handed to a `FaceSearch`, by the index of their sample.
+final class FacesFound: Sendable {
+    private let found = Mutex<[Int: [FaceBox]]>([:])
+    private let pending = DispatchGroup()
+
+    /// A search for sample `index` begins.
+    func expect() { pending.enter() }
+
+    func record(_ faces: [FaceBox]?, at index: Int) {
+        if let faces { found.withLock { $0[index] = faces } }
+        pending.leave()
     }
 
-    /// What goes to the thread: the picture is referenced there and nowhere else.
-    private struct Work: @unchecked Sendable {
-        let job: SampleJob
-        let outcome: SampleOutcome
-        let picture: Frame
+    /// Waits for every search begun, and returns what they found.
+    func all() -> [Int: [FaceBox]] {
+        pending.wait()
+        return found.withLock { $0 }
     }
 }

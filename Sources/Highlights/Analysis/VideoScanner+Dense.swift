@@ -186,11 +186,16 @@ extension VideoScanner {
             // Long GOPs have no sample runs: sample the dense stream instead.
             let activity = lastDenseThumbnail.map { $0.thumb.activity(to: thumb, seconds: t - $0.time, frameInterval: nominalInterval) }
             let motion = frame.pictureType == .predicted ? MotionEstimate(frame: frame, width: width, interval: nominalInterval) : nil
-            // Faces every other second, as sample runs look for them.
-            let faces = t - lastFaceTime >= Self.faceInterval ? try faceFinder?.faces(in: frame) : nil
-            if faces != nil { lastFaceTime = t }
+            // Faces every other second, as sample runs look for them, beside the scan: the sample
+            // gets them when the scan finishes.
+            if let denseFaces, t - lastFaceTime >= Self.faceInterval {
+                lastFaceTime = t
+                let picture = try frame.clone(), index = samples.count, facesFound = facesFound
+                facesFound.expect()
+                denseFaces.search(picture) { facesFound.record($0, at: index) }
+            }
             samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
-                                       brightness: thumb.meanLuma, activity: activity, motion: motion, faces: faces).features)
+                                       brightness: thumb.meanLuma, activity: activity, motion: motion).features)
             lastDenseSampleTime = t
         }
         lastDenseThumbnail = (t, thumb)

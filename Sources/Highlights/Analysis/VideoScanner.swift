@@ -94,7 +94,9 @@ final class VideoScanner {
     let denseOptions: Decoder.Options
     let lean: Bool
     let thumbnailer: Thumbnailer
-    let faceFinder: FaceFinder?
+    /// Searches densely decoded pictures for faces beside the scan; what it finds.
+    let denseFaces: FaceSearch?
+    let facesFound = FacesFound()
     let detector: SceneDetector
     let frame = Frame()
     let width: Int
@@ -173,7 +175,7 @@ final class VideoScanner {
         dense = try Decoder(stream: stream, options: denseOptions)
         self.lean = lean
         thumbnailer = try Thumbnailer(info: info)
-        faceFinder = try (try? settings.faces.get()).map { try FaceFinder(detector: $0, info: info) }
+        denseFaces = try (try? settings.faces.get()).map { try FaceSearch(detector: $0, info: info, label: lean ? nil : "moments.scan.faces") }
         width = info.width
     }
 
@@ -251,6 +253,7 @@ final class VideoScanner {
         }
         current = nil
         try endDense(finalThumbnail: nil)
+        for (index, faces) in facesFound.all() { samples[index].faces = faces }
         frameTimes.sort()
         samples.sort { $0.time < $1.time }
     }
