@@ -21,7 +21,7 @@ struct PeopleTests {
     ]
     static let sceneSeconds = 4.0
 
-    static func footage(gop: Int = 30) -> SyntheticVideo {
+    static func footage(gop: Int = 30, keyframesOnCuts: Bool = true) -> SyntheticVideo {
         var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
             // Person A's second scene is the first one filmed again (its look).
             var scene = SyntheticVideo.Scene(frames: 120, camera: .handheld(drift: 0.2, sway: 2), toneHz: 300, look: index == 4 ? 0 : nil)
@@ -29,6 +29,7 @@ struct PeopleTests {
             return scene
         })
         video.gopSize = gop
+        if !keyframesOnCuts { video.encoderOptions = SyntheticVideo.phoneX264Options }
         return video
     }
 
@@ -42,17 +43,22 @@ struct PeopleTests {
         }
     }
 
-    func analysis(faces: Result<FaceDetector, FaceCascade.Malformed> = FaceDetector.standard, gop: Int = 30) throws -> Analysis {
+    func analysis(faces: Result<FaceDetector, FaceCascade.Malformed> = FaceDetector.standard, gop: Int = 30,
+                  keyframesOnCuts: Bool = true) throws -> Analysis {
         var settings = HighlightSettings()
         settings.scanning.faces = faces
-        return try HighlightEngine().analyze(input: Fixtures.path("people.mp4", Self.footage(gop: gop)), settings: settings)
+        return try HighlightEngine().analyze(input: Fixtures.path("people.mp4", Self.footage(gop: gop, keyframesOnCuts: keyframesOnCuts)), settings: settings)
     }
 
     /// With half-second GOPs every other keyframe is searched (about one a second), and each
-    /// second still gets its faces.
-    @Test("each second gives the number and the largest size of the faces in it; scenery has none", arguments: [30, 15])
-    func perSecond(gop: Int) throws {
-        let analysis = try analysis(gop: gop)
+    /// second still gets its faces; told GOPs of 40 s, x264 starts one on each cut, and only
+    /// the keyframe of each 4 s scene is searched: its faces are its shot's. Without keyframes on
+    /// the cuts, the one GOP is longer than `Settings.longGOP` (no sample runs, every picture
+    /// decoded) and the densely decoded pictures are searched, beside the scan.
+    @Test("each second gives the number and the largest size of the faces in it; scenery has none",
+          arguments: zip([30, 15, 1200, 1200], [true, true, true, false]))
+    func perSecond(gop: Int, keyframesOnCuts: Bool) throws {
+        let analysis = try analysis(gop: gop, keyframesOnCuts: keyframesOnCuts)
         #expect(analysis.facesUnavailable == nil)
         var seen = 0, missed: [Int] = [], spurious: [Int] = []
         for (second, scene) in Self.innerSeconds {

@@ -7,6 +7,10 @@ enum FeatureTimeline {
     static let speechBonus = 0.15
     /// What a second that clearly shows a face adds to its score: people first.
     static let faceBonus = 0.2
+    /// How far from a second the picture searched for its faces may be. Pictures are searched
+    /// every other second where GOPs are short; where they are longer only keyframes are, and a
+    /// GOP of up to 8 s still gives every second of its shot the faces of its keyframe.
+    static let farthestLook = 4.0
 
     static func build(info: MediaInfo, origin: Double, frameTimes: [Double], video: VideoScanner,
                       audio: AudioScanner?) -> Analysis {
@@ -94,16 +98,15 @@ enum FeatureTimeline {
         }
         if duration > start { shots.append(Shot(start: start, end: duration)) }
 
-        // Each second shows the faces of the picture looked at nearest its middle, within a second
-        // and a half (pictures are searched every other second) and in the same shot (a face seen
-        // before a cut is not in the shot after it).
+        // Each second shows the faces of the picture looked at nearest its middle, in the same shot
+        // (a face seen before a cut is not in the shot after it) and within `farthestLook`.
         let looked = samples.filter { $0.faces != nil }, lookTimes = looked.map(\.time)
         let shotStarts = shots.map(\.start)
         func shotIndex(_ t: Double) -> Int { max(0, shotStarts.firstIndex(atOrAfter: t + 2e-6) - 1) }
         var faces: [[FaceBox]] = []
         for second in seconds.indices {
             let centre = Double(second) + 0.5, shot = shotIndex(centre)
-            let near = lookTimes.firstIndex(atOrAfter: centre - 1.5)..<lookTimes.firstIndex(atOrAfter: centre + 1.5 + 1e-6)
+            let near = lookTimes.firstIndex(atOrAfter: centre - Self.farthestLook)..<lookTimes.firstIndex(atOrAfter: centre + Self.farthestLook + 1e-6)
             let look = looked[near].filter { shotIndex($0.time) == shot }.min { abs($0.time - centre) < abs($1.time - centre) }
             let seen = look?.faces ?? []
             faces.append(seen)
