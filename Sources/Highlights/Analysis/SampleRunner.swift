@@ -145,8 +145,9 @@ final class SampleRunner: @unchecked Sendable {
 
 /// Searches pictures for faces on a thread of its own, so the thread that decoded them goes on
 /// meanwhile: a single sample runner (10-bit or larger pictures), whose runs the scan waits for,
-/// and the scan's own dense decoding. Without a thread, on the caller's (a lean scan's, whose
-/// pictures are too large to keep one more of).
+/// and the scan's own dense decoding. Without a thread, on the caller's: each of two runners
+/// (one searches while the other decodes), and a lean scan (its pictures are too large to keep
+/// one more of).
 final class FaceSearch: @unchecked Sendable {
     // Used only on `thread` (or, without one, on the caller's).
     private let finder: FaceFinder
