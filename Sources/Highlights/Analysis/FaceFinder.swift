@@ -1,6 +1,8 @@
 import Foundation
 import FaceDetection
 import Media
+import MomentsModel
+import Synchronization
 
 /// A face the analysis saw: where it is, as fractions of the stored picture (so a crop window can
 /// keep it in view), and its size as a share of the picture's shorter side. Only counts and sizes
@@ -103,5 +105,61 @@ final class FaceFinder {
             }
             return FaceBox(x: x / W, y: y / H, width: s / W, height: s / H, size: s / shorter)
         }
+    }
+}
+
+/// Searches pictures for faces on a thread of its own, so the thread that decoded them goes on
+/// meanwhile: a single sample runner (10-bit or larger pictures), whose runs the scan waits for,
+/// and the scan's own dense decoding. Without a thread, on the caller's: each of two runners
+/// (one searches while the other decodes), and a lean scan (its pictures are too large to keep
+/// one more of).
+final class FaceSearch: @unchecked Sendable {
+    // Used only on `thread` (or, without one, on the caller's).
+    private let finder: FaceFinder
+    private let thread: SerialThread?
+
+    /// `label` names the thread; nil: no thread.
+    init(detector: FaceDetector, info: MediaInfo, label: String?) throws {
+        finder = try FaceFinder(detector: detector, info: info)
+        thread = try label.map { try SerialThread(name: $0) }
+    }
+
+    /// Calls `found` with the faces in `picture` (nil when the scaler refuses it, as a picture not
+    /// searched), on the thread, or before returning without one. The picture is referenced
+    /// there and nowhere else.
+    func search(_ picture: Frame, then found: @escaping ([FaceBox]?) -> Void) {
+        let work = Work(picture: picture, found: found)
+        if let thread {
+            thread.async { self.run(work) }
+        } else {
+            run(work)
+        }
+    }
+
+    private func run(_ work: Work) { work.found(try? finder.faces(in: work.picture)) }
+
+    private struct Work: @unchecked Sendable {
+        let picture: Frame
+        let found: ([FaceBox]?) -> Void
+    }
+}
+
+/// The faces found in the pictures a scan handed to a `FaceSearch`, by the index of their sample.
+final class FacesFound: Sendable {
+    private let found = Mutex<[Int: [FaceBox]]>([:])
+    private let pending = DispatchGroup()
+
+    /// A search for sample `index` begins.
+    func expect() { pending.enter() }
+
+    func record(_ faces: [FaceBox]?, at index: Int) {
+        if let faces { found.withLock { $0[index] = faces } }
+        pending.leave()
+    }
+
+    /// Waits for every search begun, and returns what they found.
+    func all() -> [Int: [FaceBox]] {
+        pending.wait()
+        return found.withLock { $0 }
     }
 }
