@@ -162,47 +162,68 @@ struct SpeechDetector {
             guard voicedShare >= 0.2, moves.count > 10, changes.count > 10 else { continue }
             let medianMove = moves[moves.count / 2]
             let steady = Double(moves.filter { $0 < 3 }.count) / Double(moves.count)
-            guard medianMove >= 4, medianMove <= 60, steady <= 0.45, changes[changes.count / 2] >= 1.3 else { continue }
+            // A window whose pitch plainly says speech (a voice in two fifths of it or more,
+            // gliding 4–30 cents a frame, seldom held) needs less of the formants' motion: music
+            // under the voice keeps part of the spectrum steady.
+            let plainlyVoiced = voicedShare >= 0.4 && medianMove <= 30 && steady <= 0.3
+            guard medianMove >= 4, medianMove <= 60, steady <= 0.45, changes[changes.count / 2] >= (plainlyVoiced ? 1.0 : 1.3) else { continue }
             // The window's middle half (its first and last quarter too at the ends).
             let from = start == 0 ? 0 : start + step
             let to = range.upperBound >= n ? n : start + window - step
             for k in from..<max(from, to) { speechy[k] = true }
         }
 
-        var runs: [Range<Int>] = []
+        // Runs of voiced frames in speechy windows; those of a word's length or more grow.
+        var cores: [Range<Int>] = []
         var k = 0
-        let mergeGap = Int(Self.shortestPause / Self.frameSeconds)
         while k < n {
             guard voiced[k] && speechy[k] else { k += 1; continue }
             var end = k
             while end < n && voiced[end] && speechy[end] { end += 1 }
-            // A word the windows missed at either end (a phrase's last word, said low or creaky):
-            // loud, half-periodic frames whose pitch glides, going on from the span with no
-            // pause between (a lone loud frame in a pause is noise, no sound to carry it).
-            let word = { (k: Int) in
-                k > 0 && active[k] && periodicity[k] >= 0.4 && periodicity[k - 1] >= 0.4 && pitch[k] > 0 && pitch[k - 1] > 0
-                    && (2...80).contains(1200 * abs(log2(pitch[k] / pitch[k - 1])))
-            }
-            let sound = { (k: Int) in active[k] && (k > 0 && active[k - 1] || k + 1 < n && active[k + 1]) }
+            cores.append(k..<end)
+            k = end
+        }
+        let words = cores.filter { $0.count >= Self.shortestWord }
+        let mergeGap = Int(Self.shortestPause / Self.frameSeconds)
+        // A word the windows missed at either end (a phrase's last word, said low or creaky):
+        // loud, half-periodic frames whose pitch glides, going on from the span with no pause
+        // between (a lone loud frame in a pause is noise, no sound to carry it).
+        let word = { (k: Int) in
+            k > 0 && active[k] && periodicity[k] >= 0.4 && periodicity[k - 1] >= 0.4 && pitch[k] > 0 && pitch[k - 1] > 0
+                && (2...80).contains(1200 * abs(log2(pitch[k] / pitch[k - 1])))
+        }
+        let sound = { (k: Int) in active[k] && (k > 0 && active[k - 1] || k + 1 < n && active[k + 1]) }
+        var runs: [Range<Int>] = []
+        for core in cores {
             // A blip of voice (under `shortestWord`), such as a hum in traffic that a speechy
             // window covers, grows neither way: it counts only when it lies close to a span.
-            let grows = end - k >= Self.shortestWord
-            let first = grows ? Self.reach(from: k - 1, by: -1, within: 0..<n, through: sound, to: word) : k
-            let last = grows ? Self.reach(from: end, by: 1, within: 0..<n, through: sound, to: word) : end - 1
+            let grows = core.count >= Self.shortestWord
+            // The words next to this run bound its growth: it stops a pause short of them, and
+            // they decide themselves whether they join it (over traffic, a hum in a pause once
+            // carried the reach from one sentence into the next).
+            let before = words.last { $0.upperBound <= core.lowerBound }?.upperBound ?? -mergeGap
+            let after = words.first { $0.lowerBound >= core.upperBound }?.lowerBound ?? n + mergeGap
+            let first = grows ? Self.reach(from: core.lowerBound - 1, by: -1, within: max(0, before + mergeGap)..<n,
+                                           through: sound, to: word) : core.lowerBound
+            let last = grows ? Self.reach(from: core.upperBound, by: 1, within: 0..<min(n, after - mergeGap),
+                                          through: sound, to: word) : core.upperBound - 1
             // Unvoiced sounds at the ends (s, t, f) and a sentence's fading last syllable: the
-            // frames next to the voiced ones still above the floor.
-            var from = min(k, first)
+            // frames next to the voiced ones 4 dB above both the floor and the quietest frame
+            // between them and the next words (over a steady background, the growth ends where
+            // the voice does).
+            var from = min(core.lowerBound, first)
             let start = from
-            while grows, from > 0, start - from < 10, loudness[from - 1] > floor + 4 { from -= 1 }
-            var to = max(end, last + 1)
+            let quietBefore = max(floor, loudness[max(0, before, start - 50)..<max(1, start)].min() ?? floor)
+            while grows, from > 0, start - from < 10, loudness[from - 1] > quietBefore + 4 { from -= 1 }
+            var to = max(core.upperBound, last + 1)
             let stop = to
-            while grows, to < n, to - stop < 20, loudness[to] > floor + 4 { to += 1 }
+            let quietAfter = max(floor, loudness[min(stop, n - 1)..<min(n, after, stop + 50)].min() ?? floor)
+            while grows, to < n, to - stop < 20, loudness[to] > quietAfter + 4 { to += 1 }
             if let last = runs.last, from - last.upperBound < mergeGap {
                 runs[runs.count - 1] = last.lowerBound..<max(last.upperBound, to)
             } else {
                 runs.append(from..<to)
             }
-            k = end
         }
         return runs.filter { $0.count >= 10 }.map {
             SpeechSpan(start: startTime + Double($0.lowerBound) * Self.frameSeconds,
