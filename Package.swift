@@ -150,6 +150,7 @@ let package = Package(
         .testTarget(name: "WorkerTests", dependencies: [
             "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "CurlHTTP", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
             .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Subprocess", package: "swift-subprocess"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .testTarget(name: "MomentsKitTests", dependencies: [
             "MomentsKit", "MomentsContract", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),

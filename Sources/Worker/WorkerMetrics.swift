@@ -15,6 +15,10 @@ public final class WorkerMetrics: Sendable {
     static var realTimeFactor: MetricNameDescriptor { MetricNameDescriptor(namespace: "moments", metricName: "job_real_time", unitName: "factor",
                                                      helpText: "Source seconds per second of processing, completed jobs") }
 
+    /// `moments_job_attempts_total`.
+    static var attempts: MetricNameDescriptor { MetricNameDescriptor(namespace: "moments", metricName: "job_attempts", unitName: "total",
+                                               helpText: "Job attempts this process finished, by outcome") }
+
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
         // Present from the start, so a scrape before the first job sees zeros rather than nothing.
@@ -35,7 +39,6 @@ public final class WorkerMetrics: Sendable {
 
     @discardableResult
     private func counter(_ outcome: Outcome) -> Counter {
-        registry.makeCounter(name: "moments_job_attempts_total", labels: [("outcome", outcome.rawValue)],
-                             help: "Job attempts this process finished, by outcome")
+        registry.makeCounter(descriptor: Self.attempts, labels: [("outcome", outcome.rawValue)])
     }
 }
