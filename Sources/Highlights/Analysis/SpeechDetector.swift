@@ -194,15 +194,18 @@ struct SpeechDetector {
         }
         let sound = { (k: Int) in active[k] && (k > 0 && active[k - 1] || k + 1 < n && active[k + 1]) }
         var runs: [Range<Int>] = []
+        var nextWord = 0  // the first word that does not end before this run
         for core in cores {
+            while nextWord < words.count && words[nextWord].upperBound <= core.lowerBound { nextWord += 1 }
             // A blip of voice (under `shortestWord`), such as a hum in traffic that a speechy
             // window covers, grows neither way: it counts only when it lies close to a span.
             let grows = core.count >= Self.shortestWord
             // The words next to this run bound its growth: it stops a pause short of them, and
             // they decide themselves whether they join it (over traffic, a hum in a pause once
             // carried the reach from one sentence into the next).
-            let before = words.last { $0.upperBound <= core.lowerBound }?.upperBound ?? -mergeGap
-            let after = words.first { $0.lowerBound >= core.upperBound }?.lowerBound ?? n + mergeGap
+            let before = nextWord > 0 ? words[nextWord - 1].upperBound : -mergeGap
+            let following = nextWord < words.count && words[nextWord] == core ? nextWord + 1 : nextWord
+            let after = following < words.count ? words[following].lowerBound : n + mergeGap
             let first = grows ? Self.reach(from: core.lowerBound - 1, by: -1, within: max(0, before + mergeGap)..<n,
                                            through: sound, to: word) : core.lowerBound
             let last = grows ? Self.reach(from: core.upperBound, by: 1, within: 0..<min(n, after - mergeGap),
