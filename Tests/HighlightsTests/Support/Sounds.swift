@@ -69,6 +69,12 @@ enum Sounds {
 
     /// Music: a melody on a scale over chords, with kick drum and hi-hat on the beat.
     static func music(seconds: Double, using rng: inout SplitMix64) -> [Float] {
+        song(seconds: seconds, using: &rng).samples
+    }
+
+    /// `music`, with its beat: a kick at every multiple of `beat` seconds from 0 (70–160 a
+    /// minute), a hi-hat half way between, notes of half a beat to two beats.
+    static func song(seconds: Double, using rng: inout SplitMix64) -> (samples: [Float], beat: Double) {
         var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
         func add(_ sound: [Float], at t: Double, gain: Float = 1) {
             let at = Int(t * Double(rate))
@@ -98,7 +104,62 @@ enum Sounds {
             add(hat, at: t + beat / 2)
             t += beat
         }
+        return (track, beat)
+    }
+
+    /// Music on given beats (seconds), so that its tempo may change: a kick on each beat, a
+    /// hi-hat `swing` of the way to the next (a half straight, two thirds swung), and a chord that
+    /// changes on the first beat of every bar of four (beats 0, 4, 8, …).
+    static func song(beats: [Double], seconds: Double, swing: Double, using rng: inout SplitMix64) -> [Float] {
+        var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
+        func add(_ sound: [Float], at t: Double, gain: Float = 1) {
+            let at = Int(t * Double(rate))
+            for (i, s) in sound.enumerated() where at + i < track.count { track[at + i] += gain * s }
+        }
+        let root = Double.random(in: 180...400, using: &rng)
+        var degree = -1
+        for k in stride(from: 0, to: beats.count - 1, by: 4) {
+            degree = [0, 2, 4, 5, 7, 9].filter { $0 != degree }.randomElement(using: &rng)!
+            let end = beats[min(beats.count - 1, k + 4)]
+            let hz = root * pow(2, Double(degree) / 12)
+            add(note(hz, seconds: end - beats[k], harmonics: 6, decay: Double.random(in: 0.5...3, using: &rng)), at: beats[k], gain: 0.6)
+        }
+        for (k, t) in beats.enumerated() {
+            let kick = (0..<Int(0.12 * Double(rate))).map { n -> Float in
+                let x = Double(n) / Double(rate)
+                return Float(1.5 * sin(2 * Double.pi * (60 + 100 * exp(-x * 30)) * x) * exp(-x * 20))
+            }
+            add(kick, at: t)
+            if k + 1 < beats.count {
+                let hat = (0..<Int(0.04 * Double(rate))).map { n in Float(Double.random(in: -0.5...0.5, using: &rng) * exp(-Double(n) / Double(rate) * 60)) }
+                add(hat, at: t + swing * (beats[k + 1] - t))
+            }
+        }
         return track
+    }
+
+    /// A metronome: a 20 ms click of 1 kHz on each beat, of 1.5 kHz and louder on each bar's first.
+    static func clicks(beats: [Double], seconds: Double, beatsPerBar: Int = 4) -> [Float] {
+        var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
+        for (k, t) in beats.enumerated() {
+            let downbeat = k % beatsPerBar == 0
+            let at = Int(t * Double(rate))
+            for n in 0..<Int(0.02 * Double(rate)) where at + n < track.count {
+                let x = Double(n) / Double(rate)
+                track[at + n] += Float((downbeat ? 1 : 0.6) * sin(2 * Double.pi * (downbeat ? 1_500 : 1_000) * x) * exp(-x * 150))
+            }
+        }
+        return track
+    }
+
+    /// Writes 16 kHz mono samples to `path` with ffmpeg, in the format its extension names
+    /// (`arguments` choose the codec where the extension allows several).
+    static func write(_ samples: [Float], to path: String, arguments: [String] = []) throws {
+        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("sound-\(UUID().uuidString).f32")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        try samples.withUnsafeBufferPointer { try Data(buffer: $0).write(to: raw) }
+        let result = try captured("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "f32le", "-ar", "\(rate)", "-ac", "1", "-i", raw.path] + arguments + [path])
+        guard result.status == 0 else { throw SoundError.tool("ffmpeg exited with \(result.status): \(String(decoding: result.errors, as: UTF8.self))") }
     }
 
     /// Wind: low rumbling noise in gusts.
