@@ -8,6 +8,8 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case tooShort = "too_short"
     case tooLong = "too_long"
     case resolutionTooLarge = "resolution_too_large"
+    /// A music track that is not sound alone (text, an image, a video).
+    case notAudio = "not_audio"
     // The machine or the request.
     case ioError = "io_error"
     case invalidArgument = "invalid_argument"
@@ -35,7 +37,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     public var isPermanent: Bool {
         switch self {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
-             .resolutionTooLarge, .invalidArgument, .sourceMissing, .sourceChanged:
+             .resolutionTooLarge, .notAudio, .invalidArgument, .sourceMissing, .sourceChanged:
             true
         case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError, .attemptStalled, .attemptTimeout, .engineCrashed,
              .outOfMemory:
