@@ -103,7 +103,7 @@ struct MusicAnalysisTests {
         var expected: Set<ErrorCode>
         switch bad {
         case .empty:
-            FileManager.default.createFile(atPath: file, contents: Data())
+            try Data().write(to: URL(fileURLWithPath: file))
             expected = [.notAudio]
         case .text:
             try Data(String(repeating: "Happy birthday to you!\n", count: 400).utf8).write(to: URL(fileURLWithPath: file))
