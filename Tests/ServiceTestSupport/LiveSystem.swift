@@ -42,7 +42,10 @@ public enum LiveSystem {
         if let databaseURL {
             try await start(databaseURL)
         } else {
-            try await TestServices.withDatabase { _, databaseURL in try await start(databaseURL) }
+            // The API migrates the fresh database as it starts, in its own process: a migration
+            // here would share this process's two cooperative threads with heavy suites' synchronous
+            // tests, and once ran out of its 120 s that way.
+            try await TestServices.withDatabase(migrated: false) { _, databaseURL in try await start(databaseURL) }
         }
     }
 

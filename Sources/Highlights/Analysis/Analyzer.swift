@@ -84,8 +84,10 @@ enum Analyzer {
         try MediaProbe.checkDuration(info.duration, limits: limits)
         try reporter.report(.analyzing, 1)
 
-        var analysis = FeatureTimeline.build(info: info, origin: first, frameTimes: video.frameTimes.map { $0 - first },
-                                             video: video, audio: audio)
+        // Pictures the container places past its own end (a damaged timestamp far out) are not
+        // part of the video: a segment snapped to one would run to it, and render nothing for as long.
+        let frameTimes = video.frameTimes.map { $0 - first }.filter { $0 < info.duration }
+        var analysis = FeatureTimeline.build(info: info, origin: first, frameTimes: frameTimes, video: video, audio: audio)
         if case .failure(let reason) = scanning.faces { analysis.facesUnavailable = "faces were not looked for: \(reason.description)" }
         return analysis
     }
