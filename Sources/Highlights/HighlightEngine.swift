@@ -16,6 +16,8 @@ public struct HighlightSettings: Sendable {
     public var stills: StillPaths?
     /// How the analysis decodes (its triggers' settings): the defaults, changed only by tests.
     var scanning = VideoScanner.Settings()
+    /// A soundtrack: the cuts go on its beat and it is mixed under the sound. Nil: the source's own sound only.
+    public var music: MusicSettings?
 
     public init(duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits(),
                 choices: HighlightChoices = HighlightChoices()) {
@@ -121,7 +123,17 @@ extension HighlightEngine {
             let selection = SegmentSelector.select(from: analysis, target: settings.duration, rules: settings.rules)
             let selected = clock.now
             try reporter.report(.rendering, 0)
-            let made = try Self.render(analysis, selection.segments, pauses: selection.pauses, input: input, to: partial, settings: settings, reporter: reporter)
+            let made: (result: Renderer.Result, decision: RenderDecision, segments: [Segment], moves: [EdgeMove], crop: CropPlan?,
+                       frames: FrameRatePlan, music: MusicReport?)
+            if let music = settings.music {
+                let m = try Self.renderWithMusic(music, analysis, selection.segments, pauses: selection.pauses, input: input, to: partial,
+                                                 settings: settings, reporter: reporter)
+                made = (m.result, m.decision, m.segments, [], m.crop, m.frames, m.music)
+            } else {
+                let m = try Self.render(analysis, selection.segments, pauses: selection.pauses, input: input, to: partial, settings: settings,
+                                        reporter: reporter)
+                made = (m.result, m.decision, m.segments, m.moves, m.crop, m.frames, nil)
+            }
             let (rendered, decision) = (made.result, made.decision)
             try reporter.report(.finishing, 0)
             let stills = try settings.stills.flatMap { paths in
@@ -168,7 +180,8 @@ extension HighlightEngine {
                                                  frameHeight: crop.frameHeight, rotation: analysis.info.rotation)
                     return .init(aspect: settings.choices.aspect.rawValue, width: shown.width, height: shown.height,
                                  path: crop.path(rotation: analysis.info.rotation))
-                })
+                },
+                music: made.music)
         }
     }
 }

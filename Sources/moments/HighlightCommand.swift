@@ -25,12 +25,21 @@ struct HighlightCommand: ParsableCommand {
     @OptionGroup var timelineOption: TimelineOption
     @Option(help: "Write the highlight's poster (its best picture that is neither dark nor blurred) here, as JPEG.") var poster: String?
     @Option(help: "Write a strip of thumbnails, one per segment, here, as JPEG.") var thumbnails: String?
+    @Option(help: "A music track (MP3, M4A, WAV, FLAC, Ogg; 10 s to 10 min) to put under the highlight, with the cuts on its beat.")
+    var music: String?
+    @Option(help: "The music's loudness against the video's sound, in dB (-30 to 12; -6: 6 dB under it).")
+    var musicVolume = MusicSettings.defaultVolume
+    @Flag(help: "With --music: the music alone, without the video's own sound.") var noSourceAudio = false
 
     func validate() throws {
         guard duration >= 1, duration <= 3600 else {
             throw ValidationError("--duration must be between 1 and 3600 seconds.")
         }
         _ = try choiceOptions.choices(target: duration, quality: quality)
+        guard MusicSettings.volumes.contains(musicVolume) else {
+            throw ValidationError("--music-volume must be between \(Int(MusicSettings.volumes.lowerBound)) and \(Int(MusicSettings.volumes.upperBound)) dB.")
+        }
+        if music == nil && noSourceAudio { throw ValidationError("--no-source-audio needs --music.") }
     }
 
     func run() throws {
@@ -43,6 +52,10 @@ struct HighlightCommand: ParsableCommand {
         defer { stop.restore() }
         let result = try runReportingErrors {
             defer { display.finish() }
+            if let music {
+                settings.music = MusicSettings(path: music, analysis: try MusicAnalyzer.analyse(path: music), volume: musicVolume,
+                                               keepSourceAudio: !noSourceAudio, title: URL(fileURLWithPath: music).lastPathComponent)
+            }
             return try HighlightEngine().highlight(input: input, output: output, settings: settings,
                                                    cancellation: cancellation, progress: display.update)
         }

@@ -45,6 +45,29 @@ public enum MusicAnalyzer {
     static let notMusicSentence = "This file is not a music track we can read. Choose an MP3, M4A (AAC), WAV, FLAC or Ogg file."
 
     public static func analyse(path: String) throws(MomentsError) -> MusicAnalysis {
+        let (input, stream) = try open(path)
+        var tracker = BeatTracker()
+        let heard = try decode(input, stream, sampleRate: BeatTracker.sampleRate, channels: 1,
+                               upTo: Int((durations.upperBound + 2) * Double(BeatTracker.sampleRate))) { planes, count in
+            tracker.feed(UnsafeBufferPointer(start: planes[0], count: count))
+        }
+        let duration = Double(heard) / Double(BeatTracker.sampleRate)
+        if heard == 0 { throw MomentsError(.corruptMedia, "No sound could be decoded from the music file. Export it again and retry.") }
+        try checkDuration(duration)
+
+        // Times count from the first sample heard, as the track will be played under a
+        // highlight (an MP3 encoder's delay, skipped by the decoder, is not part of it).
+        let grid = tracker.grid()
+        let loudness = tracker.loudnessPerSecond()
+        return MusicAnalysis(duration: duration, tempo: grid?.tempo, beatStrength: grid?.strength,
+                             beats: grid?.beats ?? [], downbeats: grid?.downbeats ?? [],
+                             onsets: tracker.strongOnsets(), loudness: loudness,
+                             loudSections: loudSections(loudness))
+    }
+
+    /// Opens a track and checks it is one: a readable file of sound (no video), 10 s to 10 min long
+    /// as far as the container says. Returns it with its sound stream, every other stream skipped.
+    static func open(_ path: String) throws(MomentsError) -> (InputFile, MediaStream) {
         FFmpegLog.quiet()
         let name = URL(fileURLWithPath: path).lastPathComponent
         let attributes: [FileAttributeKey: Any]
@@ -83,43 +106,40 @@ public enum MusicAnalyzer {
         if let stated { try checkDuration(stated) }
 
         input.discardAll(except: [stream.index])
-        var tracker = BeatTracker()
+        return (input, stream)
+    }
+
+    /// Decodes `stream` from its first sample, converted to `sampleRate` and `channels` of planar
+    /// floats, handing `body` each run of samples (one pointer a channel); stops after `upTo`
+    /// samples (a stated length can lie). Returns how many samples it handed on.
+    @discardableResult
+    static func decode(_ input: InputFile, _ stream: MediaStream, sampleRate: Int, channels: Int, upTo limit: Int,
+                       _ body: ([UnsafePointer<Float>], Int) throws -> Void) throws(MomentsError) -> Int {
         var heard = 0
         do {
             let decoder = try Decoder(stream: stream, options: .init(threads: 1))
-            let resampler = Resampler(sampleRate: BeatTracker.sampleRate, channels: 1, format: .float)
+            let resampler = Resampler(sampleRate: sampleRate, channels: channels, format: channels == 1 ? .float : .floatPlanar)
             let packet = Packet(), frame = Frame()
-            let longest = Int((durations.upperBound + 1) * Double(BeatTracker.sampleRate))
             var more = true
-            while more {
+            while more && heard < limit {
                 more = try input.read(into: packet)
                 if more && packet.streamIndex != stream.index { continue }
                 try decoder.decode(more ? packet : nil, into: frame) { frame in
+                    guard heard < limit else { return }
                     let converted = try resampler.convert(frame)
-                    let samples = UnsafeRawPointer(converted.plane(0).0).assumingMemoryBound(to: Float.self)
-                    tracker.feed(UnsafeBufferPointer(start: samples, count: converted.sampleCount))
-                    heard += converted.sampleCount
+                    let count = min(converted.sampleCount, limit - heard)
+                    guard count > 0 else { return }
+                    let planes = (0..<channels).map { UnsafePointer(UnsafeRawPointer(converted.plane($0).0).assumingMemoryBound(to: Float.self)) }
+                    try body(planes, count)
+                    heard += count
                 }
-                // A stated length can lie: stop reading past the longest track allowed.
-                if heard > longest { break }
             }
         } catch let error as MomentsError {
             throw error
         } catch {
             throw MomentsError(.corruptMedia, "The music file is damaged or incomplete: \(error). Export it again and retry.")
         }
-        let duration = Double(heard) / Double(BeatTracker.sampleRate)
-        if heard == 0 { throw MomentsError(.corruptMedia, "No sound could be decoded from the music file. Export it again and retry.") }
-        try checkDuration(duration)
-
-        // Times count from the first sample heard, as the track will be played under a
-        // highlight (an MP3 encoder's delay, skipped by the decoder, is not part of it).
-        let grid = tracker.grid()
-        let loudness = tracker.loudnessPerSecond()
-        return MusicAnalysis(duration: duration, tempo: grid?.tempo, beatStrength: grid?.strength,
-                             beats: grid?.beats ?? [], downbeats: grid?.downbeats ?? [],
-                             onsets: tracker.strongOnsets(), loudness: loudness,
-                             loudSections: loudSections(loudness))
+        return heard
     }
 
     static func checkDuration(_ seconds: Double) throws(MomentsError) {

@@ -11,8 +11,15 @@ final class AudioAssembler {
     private var segmentLength = 0
     private var segmentWritten = 0
 
-    init(encoder: Encoder, write: @escaping (Packet) throws -> Void) {
+    /// The music to mix under the sound: the whole highlight's sound is then kept until `finish`,
+    /// mixed, brought to the target loudness and only then encoded.
+    private let music: MusicMix?
+    /// What mixing the music did (after `finish`).
+    private(set) var mixed: MusicMix.Outcome?
+
+    init(encoder: Encoder, music: MusicMix? = nil, write: @escaping (Packet) throws -> Void) {
         self.encoder = encoder
+        self.music = music
         self.write = write
     }
 
@@ -57,24 +64,28 @@ final class AudioAssembler {
     }
 
     func finish() throws {
+        if let music { mixed = music.apply(&left, &right) }
         try flush(final: true)
         try encoder.encode(nil, write)
     }
 
     private func flush(final: Bool) throws {
+        if music != nil && !final { return }
         let size = max(1, encoder.frameSize)
-        while left.count >= size || (final && !left.isEmpty) {
-            let n = min(size, left.count)
+        var done = 0
+        while left.count - done >= size || (final && done < left.count) {
+            let n = min(size, left.count - done)
             let frame = try Frame.audio(samples: n, sampleRate: Renderer.sampleRate, channels: 2, format: .floatPlanar)
             let l = UnsafeMutableRawPointer(frame.plane(0).0).assumingMemoryBound(to: Float.self)
             let r = UnsafeMutableRawPointer(frame.plane(1).0).assumingMemoryBound(to: Float.self)
-            for i in 0..<n { l[i] = left[i]; r[i] = right[i] }
-            left.removeFirst(n)
-            right.removeFirst(n)
+            for i in 0..<n { l[i] = left[done + i]; r[i] = right[done + i] }
+            done += n
             frame.pts = encoded
             encoded += Int64(n)
             try encoder.encode(frame, write)
         }
+        left.removeFirst(done)
+        right.removeFirst(done)
     }
 }
 

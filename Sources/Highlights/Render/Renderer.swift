@@ -20,6 +20,8 @@ final class Renderer {
         var silentAudio: Bool
         /// Source pictures never decoded: nothing refers to them and the highlight does not show them.
         var skippedPictures = 0
+        /// What mixing the music did, when there is music.
+        var music: MusicMix.Outcome? = nil
     }
 
     private let input: InputFile
@@ -34,11 +36,13 @@ final class Renderer {
     private let lean: Bool
     private let crop: CropPlan?
     private let frames: FrameRatePlan
+    private let music: MusicMix?
 
     /// `lean`: a source beyond 4K (see `MediaLimits.leanDecodingBytes`). `crop`: the window to keep
     /// of each picture (another shape than the source's). `frames`: which pictures are shown.
+    /// `music`: a soundtrack mixed under the sound.
     init(path: String, analysis: Analysis, quality: Quality, lean: Bool = false, crop: CropPlan? = nil, frames: FrameRatePlan,
-         reporter: ProgressReporter) throws {
+         music: MusicMix? = nil, reporter: ProgressReporter) throws {
         (input, video, audio) = try Self.openSource(path, analysis: analysis)
         self.analysis = analysis
         self.origin = analysis.origin
@@ -47,6 +51,7 @@ final class Renderer {
         self.quality = quality
         self.lean = lean
         self.frames = frames
+        self.music = music
         self.reporter = reporter
     }
 
@@ -81,7 +86,7 @@ final class Renderer {
         let audioIndex = try output.addStream(for: audioEncoder)
         try output.writeHeader(options: ["movflags": "+faststart"])
 
-        let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
+        let sound = AudioAssembler(encoder: audioEncoder, music: music) { try output.write($0, stream: audioIndex) }
         // Reading (demux, decode, scale, resample) runs on its own thread while this one tone-maps
         // (HDR) and encodes.
         let queue = RenderQueue(capacity: 4)
@@ -140,8 +145,8 @@ final class Renderer {
         try sound.finish()
         try output.finish()
         let duration = segments.reduce(0) { $0 + $1.duration }
-        return Result(duration: duration, width: geometry.width, height: geometry.height, silentAudio: audio == nil,
-                      skippedPictures: skippedPictures)
+        return Result(duration: duration, width: geometry.width, height: geometry.height, silentAudio: audio == nil && music == nil,
+                      skippedPictures: skippedPictures, music: sound.mixed)
     }
 
     /// x264's preset and quality per output quality, chosen by `scripts/bench-encode-settings` on

@@ -79,7 +79,10 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                 let t = video.seconds(ticks) - origin
                 if t < segment.start - 1e-6 { return }
                 var picture: Frame?
-                if t < segment.end - 1e-6 {
+                // A picture that would show for less than the spacing below before the segment
+                // ends (an end set by the music's beat, not on a picture) is left out: the next
+                // segment's first picture, at the end, would otherwise be the one dropped.
+                if t < segment.end - max(1e-6, Double(Self.minimumSpacing) / 90_000) {
                     // A picture the frame rate leaves out is never made ready.
                     guard frames.shows(t, anchor: anchor) else { return }
                     var prepared = try pictures.scaled(frame, time: t)

@@ -180,9 +180,11 @@ public struct HighlightReport: Sendable, Codable {
     /// Where the source has speech: how the edges were kept out of it.
     public var speech: SpeechEdits? = nil
     public var reframe: Reframe? = nil
+    /// The soundtrack, when there is one: where it starts, where the cuts fell on it, how it was mixed.
+    public var music: MusicReport? = nil
 
     enum CodingKeys: String, CodingKey {
-        case input, settings, scenes, segments, output, render, timings, stills, speech, reframe
+        case input, settings, scenes, segments, output, render, timings, stills, speech, reframe, music
         case realTimeFactor = "real_time_factor", analysisRealTimeFactor = "analysis_real_time_factor"
         case decodedFrames = "decoded_frames", totalFrames = "total_frames"
     }
