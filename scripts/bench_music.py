@@ -102,10 +102,21 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
     parser.add_argument("--cache", required=True)
+    parser.add_argument("--only-highlights", action="store_true", help="skip the beat tracking sections")
     args = parser.parse_args()
     sounds = os.path.join(args.cache, "sounds")
     os.makedirs(sounds, exist_ok=True)
 
+    tree = os.path.join(args.cache, "tree")
+    files = sorted(glob.glob(os.path.join(tree, "usr/share/games/pingus/data/music/*"))
+                   + glob.glob(os.path.join(tree, "usr/share/games/freedroid/sound/*.mod"))
+                   + glob.glob(os.path.join(tree, "usr/share/games/freedroid/sound/*.ogg")))
+    if not args.only_highlights:
+        trackers(args, sounds, files)
+    highlights(args.bin, sounds, files)
+
+
+def trackers(args, sounds, files):
     print("Click tracks (30 s; beats known): F-measure at ±50 ms, median distance of a beat found to the true one")
     print(f"{'track':<28} {'moments':>22} {'aubio':>22}")
     rows = []
@@ -158,10 +169,6 @@ def main():
     print()
     print("Real music (the first minute of each soundtrack): tempo, and Moments' beats within 70 ms of aubio's")
     print(f"{'track':<36} {'moments':>9} {'aubio':>9} {'agree':>7}")
-    tree = os.path.join(args.cache, "tree")
-    files = sorted(glob.glob(os.path.join(tree, "usr/share/games/pingus/data/music/*"))
-                   + glob.glob(os.path.join(tree, "usr/share/games/freedroid/sound/*.mod"))
-                   + glob.glob(os.path.join(tree, "usr/share/games/freedroid/sound/*.ogg")))
     agreements = []
     for source in files:
         name = os.path.basename(source)
@@ -179,6 +186,131 @@ def main():
         print(f"{name:<36} {ours_tempo or 0:>9.1f} {theirs_tempo or 0:>9.1f} {agree:>7.2f}" + ("  (no steady beat)" if not ours else ""))
     if agreements:
         print(f"{'median of tracks with a beat':<36} {'':>9} {'':>9} {statistics.median(agreements):>7.2f}")
+
+
+def decoded(path, rate=8000):
+    """A file's sound as mono floats, decoded by ffmpeg."""
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-ac", "1", "-ar", str(rate), "-f", "f32le", "-"],
+                         check=True, capture_output=True).stdout
+    return array.array("f", raw)
+
+
+def loudness(path):
+    text = run(["ffmpeg", "-hide_banner", "-nostats", "-i", path, "-af", "ebur128", "-f", "null", "-"]).stderr
+    summary = text[text.rindex("Integrated loudness:"):]
+    return float(summary.split("I:")[1].split("LUFS")[0])
+
+
+def percentile(values, share):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def highlights(binary, sounds, real):
+    """30 s highlights of a 60 s video (room sound) under each click track and under real music, and
+    of a video with speech under three tracks: where the cuts fall against the beat, how loud the
+    result is, and how far the music goes under the speech."""
+    video = os.path.join(sounds, "video.mp4")
+    if not os.path.exists(video):
+        run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=60",
+             "-f", "lavfi", "-i", "anoisesrc=color=pink:amplitude=0.03:duration=60", "-vf", "hue=h=t*40",
+             "-c:v", "libx264", "-g", "30", "-c:a", "aac", "-shortest", video])
+    speech_video = os.path.join(sounds, "speech.mp4")
+    if not os.path.exists(speech_video):
+        run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=40",
+             "-i", os.path.join(sounds, "speech.wav"), "-af", "apad", "-vf", "hue=h=t*40",
+             "-c:v", "libx264", "-g", "30", "-c:a", "aac", "-t", "40", speech_video])
+    out = os.path.join(sounds, "highlight.mp4")
+    report = os.path.join(sounds, "highlight.json")
+
+    def make(source, track):
+        result = run([binary, "highlight", source, "-o", out, "--duration", "30", "--music", track, "--report", report], check=False)
+        if result.returncode != 0:
+            return None
+        with open(report) as f:
+            whole = json.load(f)
+        whole["music"]["segments"] = whole["segments"]
+        return whole["music"]
+
+    print()
+    print("Highlights with music (30 s of a 60 s video): distance from each cut to the nearest beat of the")
+    print("track (click tracks: the true beats, at the level the tracker chose; real music: aubio's), and the")
+    print("integrated loudness of the result (target -16 LUFS)")
+    print(f"{'track':<36} {'cuts':>5} {'median':>9} {'p90':>9} {'LUFS':>7}")
+    click_distances, real_distances, levels_measured = [], [], []
+    tracks = sorted(glob.glob(os.path.join(sounds, "clicks-*.wav"))) + [os.path.join(sounds, "music-" + os.path.basename(f) + ".wav")
+                                                                         for f in real[:8]]
+    for index, track in enumerate(tracks):
+        if not os.path.exists(track):
+            continue
+        music = make(video, track)
+        name = os.path.basename(track)
+        if music is None:
+            print(f"{name:<36} (refused)")
+            continue
+        if name.startswith("clicks-"):
+            tempos = [int(x) for x in name[len("clicks-"):-len(".wav")].split("-")]
+            position = [k for k, (t, s) in enumerate([(60, None), (90, None), (120, None), (150, None), (180, None),
+                                                      (100, 120), (140, 110), (75, 90)]) if [t] + ([s] if s else []) == tempos][0]
+            lead = 0.37 + 0.11 * position
+            truth = steady(lead, tempos[0], 12 if len(tempos) > 1 else 29.5)
+            if len(tempos) > 1:
+                truth += steady(truth[-1] + 60 / tempos[1], tempos[1], 29.5)
+        else:
+            _, truth = aubio_beats(track)
+        # Each cut in the track's time (a track shorter than the highlight repeats from its start after loop_end).
+        def on_track(t):
+            span = (music.get("loop_end") or math.inf) - music["track_start"]
+            return music["track_start"] + (t % span if math.isfinite(span) else t)
+        cuts = [on_track(c["time"]) for c in music["cuts"]]
+        reference = max(levels(truth), key=lambda r: f_measure(cuts, r, 0.05))
+        distances = [1000 * nearest(t, reference) for t in cuts]
+        (click_distances if name.startswith("clicks-") else real_distances).extend(distances)
+        level = loudness(out)
+        levels_measured.append(level)
+        print(f"{name:<36} {len(distances):>5} {statistics.median(distances):>6.1f} ms {percentile(distances, 0.9):>6.1f} ms {level:>7.1f}")
+    for label, values in (("all cuts, click tracks", click_distances), ("all cuts, real music (against aubio)", real_distances)):
+        if values:
+            print(f"{label:<36} {len(values):>5} {statistics.median(values):>6.1f} ms {percentile(values, 0.9):>6.1f} ms")
+    if levels_measured:
+        print(f"{'loudness: farthest from -16 LUFS':<36} {max(abs(l + 16) for l in levels_measured):>25.1f} LU")
+
+    print()
+    print("Speech over music (40 s video of sentences, 30 s highlight): level of the speech over the music")
+    print("where someone speaks (the music's part found by projecting the sound on the track; goal >= 10 dB)")
+    spoken = json.loads(run([binary, "analyze", speech_video, "--json"]).stdout)["speech"]
+    for track in [t for t in tracks if "music-" in t][:3] + [os.path.join(sounds, "clicks-120.wav")]:
+        if not os.path.exists(track):
+            continue
+        music = make(speech_video, track)
+        if music is None:
+            continue
+        rate = 8000
+        heard, song = decoded(out, rate), decoded(track, rate)
+        offset = int(round(music["track_start"] * rate))
+        # Where the detector heard speech in the source, on the highlight's clock, 0.3 s inside each stretch.
+        spans, elapsed = [], 0.0
+        for segment in music["segments"]:
+            for s in spoken:
+                a, b = max(s["start"], segment["start"]), min(s["end"], segment["end"])
+                if b - a > 0.6:
+                    spans.append((elapsed + a - segment["start"] + 0.3, elapsed + b - segment["start"] - 0.3))
+            elapsed += segment["end"] - segment["start"]
+        # In each 100 ms window of speech: the music's part is the sound projected on the track there;
+        # the rest is the speech.
+        window = rate // 10
+        speech_energy = music_energy = 0.0
+        for first, last in spans:
+            for start in range(int(first * rate), int(last * rate) - window, window):
+                if offset + start + window > len(song) or start + window > len(heard):
+                    break
+                piece, reference = heard[start:start + window], song[offset + start:offset + start + window]
+                power = sum(b * b for b in reference)
+                gain = sum(a * b for a, b in zip(piece, reference)) / power if power > 1e-9 else 0.0
+                speech_energy += sum((a - gain * b) ** 2 for a, b in zip(piece, reference))
+                music_energy += gain * gain * power
+        if music_energy > 0:
+            print(f"{os.path.basename(track):<36} {10 * math.log10(speech_energy / music_energy):>6.1f} dB")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     let api = router.group("api/v1").add(middleware: AuthenticationMiddleware(store: store, required: configuration.authRequired))
     DevicesController(store: store, quota: quota, limiter: limiter).addRoutes(to: api)
     UploadController(storage: services.storage, configuration: configuration, quota: quota, limiter: limiter).addRoutes(to: api)
+    MusicController(store: store).addRoutes(to: api)
     let jobs = JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub)
     jobs.addRoutes(to: api.group("jobs"))
     jobs.addStatusRoute(to: router, authRequired: configuration.authRequired)

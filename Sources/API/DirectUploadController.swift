@@ -51,6 +51,10 @@ struct DirectUploadController: Sendable {
         var aspect: String?
         var fps: String?
         var resumable: Bool?
+        /// API 1.2: the soundtrack (a library track), as for `POST /api/v1/upload`.
+        var musicID: String?
+        var musicVolume: Double?
+        var keepSourceAudio: Bool?
         /// A resumable upload's multipart upload id and part size, and when it was reserved.
         var uploadID: String?
         var partSize: Int64?
@@ -60,6 +64,12 @@ struct DirectUploadController: Sendable {
             case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", size = "size_bytes", owner
             case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
             case uploadID = "upload_id", partSize = "part_size", reservedAt = "reserved_at"
+            case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
+        }
+
+        func music(_ store: JobStore) async throws -> MusicChoice? {
+            try await MusicController.choice(id: musicID, volume: musicVolume.map { String($0) },
+                                             keepSourceAudio: keepSourceAudio.map { String($0) }, store: store)
         }
 
         func choices() throws -> HighlightChoices {
@@ -110,6 +120,7 @@ struct DirectUploadController: Sendable {
         _ = try UploadController.quality(reservation.quality)
         _ = try UploadController.codec(reservation.codec)
         _ = try reservation.choices()
+        _ = try await reservation.music(store)
         reservation.callbackURL = try await UploadController.callbackURL(reservation.callbackURL, configuration: configuration)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
         reservation.owner = context.identity.owner
@@ -291,9 +302,11 @@ struct DirectUploadController: Sendable {
             let targetDuration = reservation.targetDuration ?? HighlightLimits.defaultTargetDuration
             let (quality, codec, choices) = (try UploadController.quality(reservation.quality),
                                              try UploadController.codec(reservation.codec), try reservation.choices())
+            let music = try await reservation.music(store)
             _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
                                               sourceKey: sourceKey, sourceSize: staged.size, targetDuration: Double(targetDuration),
-                                              quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices),
+                                              quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices,
+                                              music: music),
                                        identity: context.identity)
             try? await reservations.remove(key: Self.reservationKey(id))
             try? await storage.delete(key: Self.stagingKey(id))

@@ -74,6 +74,8 @@ struct UploadController: Sendable {
                                        maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"],
                                        fps: form.fields["fps"], targetDuration: duration, quality: quality)
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
+        let music = try await MusicController.choice(id: form.fields["music_id"], volume: form.fields["music_volume"],
+                                                     keepSourceAudio: form.fields["keep_source_audio"], store: quota.store)
         let info = try await Self.probe(temporary)
         let estimatedSize = SizeEstimate.bytes(info, targetDuration: duration, quality: quality, codec: codec, choices: choices)
 
@@ -94,7 +96,7 @@ struct UploadController: Sendable {
         do {
             _ = try await quota.submit(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
                                               sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
-                                              codec: codec, callbackURL: callbackURL, choices: choices), identity: context.identity)
+                                              codec: codec, callbackURL: callbackURL, choices: choices, music: music), identity: context.identity)
         } catch {
             await Self.removeUnclaimed(sourceKey, of: id, after: error, store: quota.store, storage: storage)
             throw error

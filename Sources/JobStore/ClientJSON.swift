@@ -45,6 +45,6 @@ extension JobDetails {
                   targetDuration: job.targetDuration, errorCode: job.errorCode, errorMessage: job.errorMessage, attempt: job.attempt,
                   maxAttempts: job.maxAttempts, startedAt: job.startedAt, updatedAt: job.updatedAt, sourceSize: job.sourceSize,
                   resultSize: job.resultSize, segments: job.segments, codec: job.codec, choices: job.choices,
-                  thumbnailsURL: links.thumbnails(job))
+                  thumbnailsURL: links.thumbnails(job), music: job.music)
     }
 }

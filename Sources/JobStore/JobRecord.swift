@@ -20,11 +20,13 @@ public struct NewJob: Sendable {
     public var traceContext: [String: String]?
     /// The user's segment and framing choices.
     public var choices: HighlightChoices
+    /// The soundtrack asked for; nil: the video's own sound.
+    public var music: MusicChoice?
 
     public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
                 sourceSize: Int64? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration), quality: Quality = .high, codec: VideoCodecChoice = .auto,
                 maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil,
-                choices: HighlightChoices = HighlightChoices()) {
+                choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil) {
         self.id = id
         self.owner = owner
         self.originalFilename = originalFilename
@@ -37,6 +39,7 @@ public struct NewJob: Sendable {
         self.callbackURL = callbackURL
         self.traceContext = traceContext
         self.choices = choices
+        self.music = music
     }
 }
 
@@ -108,6 +111,8 @@ public struct JobRecord: Sendable, Equatable {
     public var thumbnailsKey: String? = nil
     /// What the source is (frame rate, timecode, sound, size), once a worker analysed it.
     public var sourceMedia: SourceMedia? = nil
+    /// The soundtrack asked for; nil: the video's own sound.
+    public var music: MusicChoice? = nil
 
     /// The trace id (32 hex digits) of `traceContext`'s W3C `traceparent`, for people to look up.
     public var traceID: String? { traceContext?["traceparent"].flatMap(Self.traceID(of:)) }

@@ -327,6 +327,33 @@ public enum Migrations {
             "ALTER TABLE jobs ADD CONSTRAINT jobs_quality_check CHECK (quality IN ('high', 'medium', 'low', 'original'))",
             "COMMENT ON COLUMN jobs.quality IS 'The highlight''s size: high (long side up to 1920 px), medium (1280), low (854) or original (the source''s size, frame rate and HDR; copied where it can be).'",
         ]),
+        Migration(version: 16, name: "music library", statements: [
+            """
+            CREATE TABLE music_tracks (
+                id         uuid PRIMARY KEY,
+                title      text NOT NULL CHECK (length(title) BETWEEN 1 AND 200),
+                artist     text CHECK (length(artist) <= 200),
+                license    text CHECK (length(license) <= 2000),
+                object_key text NOT NULL,
+                duration   double precision NOT NULL CHECK (duration > 0),
+                tempo      double precision,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                removed_at timestamptz
+            )
+            """,
+            "COMMENT ON TABLE music_tracks IS 'The operator''s music library (moments music add|remove): tracks a highlight may be cut to. The track and its analysis (beats, bars, loud sections; JSON) are in object storage under music/<id>/. A removed track keeps its row (jobs name it) and loses its objects.'",
+            "COMMENT ON COLUMN music_tracks.tempo IS 'Beats a minute; NULL where the track has no steady beat (its cuts go on strong onsets).'",
+            "CREATE INDEX music_tracks_listed ON music_tracks (title, id) WHERE removed_at IS NULL",
+            """
+            ALTER TABLE jobs
+                ADD COLUMN music_id uuid REFERENCES music_tracks (id),
+                ADD COLUMN music_volume double precision CHECK (music_volume BETWEEN -30 AND 12),
+                ADD COLUMN keep_source_audio boolean NOT NULL DEFAULT true
+            """,
+            "COMMENT ON COLUMN jobs.music_id IS 'The library track under the highlight; NULL: the video''s own sound only.'",
+            "COMMENT ON COLUMN jobs.music_volume IS 'The music''s loudness against the video''s sound, in dB (-6: 6 dB under it).'",
+            "COMMENT ON COLUMN jobs.keep_source_audio IS 'With music: false leaves the video''s own sound out.'",
+        ]),
     ]
 }
 

@@ -113,11 +113,13 @@ public struct JobDetails: Codable, Equatable, Sendable {
     public var choices: HighlightChoices
     /// API 1.1: once completed, the thumbnail strip (one picture per segment, left to right).
     public var thumbnailsURL: String?
+    /// API 1.2: the soundtrack asked for (`music_id`, `music_volume`, `keep_source_audio`; left out without one).
+    public var music: MusicChoice?
 
     public init(report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
                 errorMessage: String?, attempt: Int, maxAttempts: Int, startedAt: Date?, updatedAt: Date,
                 sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?, codec: VideoCodecChoice = .auto,
-                choices: HighlightChoices = HighlightChoices(), thumbnailsURL: String? = nil) {
+                choices: HighlightChoices = HighlightChoices(), thumbnailsURL: String? = nil, music: MusicChoice? = nil) {
         self.report = report
         self.stage = stage
         self.quality = quality
@@ -134,6 +136,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
         self.segments = segments
         self.choices = choices
         self.thumbnailsURL = thumbnailsURL
+        self.music = music
     }
 
     enum CodingKeys: String, CodingKey {
@@ -142,6 +145,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
         case sourceSize = "source_size", resultSize = "result_size", segments
         case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps
         case thumbnailsURL = "thumbnails_url"
+        case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -166,6 +170,10 @@ public struct JobDetails: Codable, Equatable, Sendable {
                                    aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
                                    fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
         thumbnailsURL = try c.decodeIfPresent(String.self, forKey: .thumbnailsURL)
+        music = try c.decodeIfPresent(UUID.self, forKey: .musicID).map { id in
+            MusicChoice(trackID: id, volume: try c.decodeIfPresent(Double.self, forKey: .musicVolume) ?? MusicChoice.defaultVolume,
+                        keepSourceAudio: try c.decodeIfPresent(Bool.self, forKey: .keepSourceAudio) ?? true)
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -192,5 +200,11 @@ public struct JobDetails: Codable, Equatable, Sendable {
         // 1.2: only when the source's own rate was asked for.
         if choices.fps != .upTo30 { try c.encode(choices.fps, forKey: .fps) }
         try c.encodeIfPresent(thumbnailsURL, forKey: .thumbnailsURL)
+        // 1.2: only with music.
+        if let music {
+            try c.encode(music.trackID.uuidString.lowercased(), forKey: .musicID)
+            try c.encode(music.volume, forKey: .musicVolume)
+            try c.encode(music.keepSourceAudio, forKey: .keepSourceAudio)
+        }
     }
 }

@@ -93,10 +93,17 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var fps: String?
     /// API 1.1: a resumable upload (S3 multipart): parts PUT one by one, any order, resumable.
     public var resumable: Bool?
+    /// API 1.2: a library track under the highlight, and how it sits with the video's sound.
+    public var musicID: UUID?
+    public var musicVolume: Double?
+    public var keepSourceAudio: Bool?
 
     public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
-                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil) {
+                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil, music: MusicChoice? = nil) {
         self.filename = filename
+        musicID = music?.trackID
+        musicVolume = music?.volume
+        keepSourceAudio = music?.keepSourceAudio
         self.targetDuration = targetDuration
         self.quality = quality
         self.codec = codec
@@ -113,6 +120,7 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     enum CodingKeys: String, CodingKey {
         case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", sizeBytes = "size_bytes"
         case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
+        case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
     }
 }
 

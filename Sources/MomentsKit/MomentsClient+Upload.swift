@@ -22,8 +22,12 @@ extension MomentsClient {
     ///
     /// `choices` (API 1.1): segment lengths and count, and the frame's shape (`.portrait` makes a
     /// 9:16 Reel of a landscape clip, the crop following the action).
+    ///
+    /// `music` (API 1.2): a track of the server's music library (`music()` lists them) under the
+    /// highlight, every cut on its beat, and how loud it is against the video's own sound.
     public func upload(file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high, codec: VideoCodecChoice = .auto,
-                       callbackURL: String? = nil, choices: HighlightChoices = HighlightChoices(), idempotencyKey: String = UUID().uuidString,
+                       callbackURL: String? = nil, choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil,
+                       idempotencyKey: String = UUID().uuidString,
                        progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
         let size: Int64
         do {
@@ -34,18 +38,18 @@ extension MomentsClient {
         if size >= directUploadThreshold {
             do {
                 return try await directUpload(file: file, size: size, targetDuration: targetDuration, quality: quality,
-                                              codec: codec, callbackURL: callbackURL, choices: choices, idempotencyKey: idempotencyKey,
-                                              progress: progress)
+                                              codec: codec, callbackURL: callbackURL, choices: choices, music: music,
+                                              idempotencyKey: idempotencyKey, progress: progress)
             } catch where error.code == "direct_upload_unavailable" {
                 // The server stores files itself (local storage): fall back to multipart.
             }
         }
         return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
-                                         choices: choices, idempotencyKey: idempotencyKey, progress: progress)
+                                         choices: choices, music: music, idempotencyKey: idempotencyKey, progress: progress)
     }
 
     func multipartUpload(file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                         choices: HighlightChoices = HighlightChoices(), idempotencyKey: String,
+                         choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, idempotencyKey: String,
                          progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
         if codec != .auto { fields.append(("codec", codec.rawValue)) }
@@ -55,6 +59,10 @@ extension MomentsClient {
         if let value = choices.maxSegments { fields.append(("max_segments", String(value))) }
         if choices.aspect != .source { fields.append(("aspect", choices.aspect.rawValue)) }
         if choices.fps != .upTo30 { fields.append(("fps", choices.fps.rawValue)) }
+        if let music {
+            fields += [("music_id", music.trackID.uuidString.lowercased()), ("music_volume", String(music.volume)),
+                       ("keep_source_audio", String(music.keepSourceAudio))]
+        }
         let form = try MultipartFile.write(file: file, fields: fields)
         defer { try? FileManager.default.removeItem(at: form.url) }
         var request = request("POST", "api/v1/upload")
@@ -70,12 +78,14 @@ extension MomentsClient {
     }
 
     func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                      choices: HighlightChoices = HighlightChoices(), idempotencyKey: String, progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+                      choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, idempotencyKey: String,
+                      progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
         let reservation: DirectUpload = try await send(
             "POST", "api/v1/uploads",
             body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
                                                  quality: quality.rawValue, callbackURL: callbackURL,
-                                                 codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size, choices: choices)),
+                                                 codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size, choices: choices,
+                                                 music: music)),
             headers: ["Idempotency-Key": idempotencyKey], idempotent: true)
         guard let target = URL(string: reservation.uploadURL) else {
             throw MomentsClientError.invalid("The server's upload URL is not a URL.")

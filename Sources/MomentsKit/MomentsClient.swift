@@ -68,6 +68,12 @@ public struct MomentsClient: Sendable {
         try await send("GET", "api/v1/upload/formats")
     }
 
+    /// API 1.2: the server's music library, for a picker (a track's `id` goes in `MusicChoice`).
+    public func music() async throws(MomentsClientError) -> [MusicLibraryList.Track] {
+        let list: MusicLibraryList = try await send("GET", "api/v1/music")
+        return list.tracks
+    }
+
     // MARK: Jobs
 
     public func status(of job: UUID) async throws(MomentsClientError) -> JobStatusReport {

@@ -32,12 +32,14 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case engineCrashed = "engine_crashed"
     /// The attempt's engine process passed its memory limit (`WORKER_ATTEMPT_MEMORY_MB`).
     case outOfMemory = "out_of_memory"
+    /// The music library track a job asked for was removed before the job ran.
+    case musicUnavailable = "music_unavailable"
 
     /// Whether the same input can never succeed, so a job should fail at once instead of retrying.
     public var isPermanent: Bool {
         switch self {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
-             .resolutionTooLarge, .notAudio, .invalidArgument, .sourceMissing, .sourceChanged:
+             .resolutionTooLarge, .notAudio, .invalidArgument, .sourceMissing, .sourceChanged, .musicUnavailable:
             true
         case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError, .attemptStalled, .attemptTimeout, .engineCrashed,
              .outOfMemory:

@@ -66,11 +66,13 @@ public struct HighlightJobHandler: JobHandler {
             }
         }
         try Task.checkCancellation()
+        var music: MusicSettings?
+        if let choice = job.music { music = try await fetchMusic(choice, into: folder) }
 
         let output = folder.appendingPathComponent("highlight.mp4")
         let stills = StillPaths(poster: folder.appendingPathComponent("poster.jpg").path,
                                 thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
-        let report = try await highlight(source: source, output: output, stills: stills, job: job, context: context)
+        let report = try await highlight(source: source, output: output, stills: stills, music: music, job: job, context: context)
         try Task.checkCancellation()
 
         await context.progress(97, stage: "uploading", message: "Saving your highlight")
@@ -123,9 +125,11 @@ public struct HighlightJobHandler: JobHandler {
     /// Runs the engine; its progress (0…1) becomes job progress 3…96 %. What the attempt may take
     /// is known once the source is probed: about half the source's length at worst (4K HDR on two
     /// cores), so its deadline is twice the source plus two minutes.
-    private func highlight(source: URL, output: URL, stills: StillPaths, job: JobRecord, context: JobContext) async throws -> HighlightReport {
+    private func highlight(source: URL, output: URL, stills: StillPaths, music: MusicSettings?, job: JobRecord,
+                           context: JobContext) async throws -> HighlightReport {
         var settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec, choices: job.choices)
         settings.stills = stills
+        settings.music = music
         let (updates, sink) = AsyncStream.makeStream(of: ProgressUpdate.self, bufferingPolicy: .bufferingNewest(1))
         let forward = Task {
             for await update in updates {
@@ -215,6 +219,35 @@ public struct HighlightJobHandler: JobHandler {
         + "Try a shorter video or one of a lower resolution."
 
     /// The extension the engine sees (it probes the bytes; the extension only helps FFmpeg guess).
+    /// Fetches the library track a job asked for, and its analysis (both stored by `moments music
+    /// add` under `music/<id>/`), into `folder`. A track removed from the library fails the job
+    /// for good (`music_unavailable`).
+    func fetchMusic(_ choice: MusicChoice, into folder: URL) async throws -> MusicSettings {
+        let prefix = "music/\(choice.trackID.uuidString.lowercased())/"
+        let unavailable = JobFailure(code: ErrorCode.musicUnavailable.rawValue,
+                                     message: "The music chosen for this highlight was removed from the library. Choose another track and upload again.",
+                                     retryable: false)
+        do {
+            guard let stored = try await storage.list(prefix: prefix + "track", after: nil, limit: 1).first else { throw unavailable }
+            let track = folder.appendingPathComponent("music." + Self.fileExtension(of: stored.key))
+            let json = folder.appendingPathComponent("music.json")
+            _ = try await storage.get(key: stored.key, to: track, limit: nil)
+            _ = try await storage.get(key: MusicTrack.analysisKey(for: choice.trackID), to: json, limit: 1 << 24)
+            guard let analysis = try? JSONDecoder().decode(MusicAnalysis.self, from: Data(contentsOf: json)) else {
+                throw JobFailure(code: ErrorCode.musicUnavailable.rawValue,
+                                 message: "The music chosen for this highlight could not be read from the library. Choose another track.",
+                                 retryable: false)
+            }
+            return MusicSettings(path: track.path, analysis: analysis, volume: choice.volume, keepSourceAudio: choice.keepSourceAudio)
+        } catch let failure as JobFailure {
+            throw failure
+        } catch let error as StorageError where error.code == .notFound {
+            throw unavailable
+        } catch {
+            throw Self.failure(error, whileDoing: "fetching the music")
+        }
+    }
+
     static func fileExtension(of filename: String?) -> String {
         let ext = ((filename ?? "") as NSString).pathExtension.lowercased()
         return !ext.isEmpty && ext.count <= 5 && ext.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) ? ext : "mp4"

@@ -52,7 +52,8 @@ public enum LiveSystem {
     /// One running test system: its API's base URL, and workers started on demand.
     public final class Running: Sendable {
         public let base: String
-        private let environment: [String: String]
+        /// What its processes were started with (the stores, the queue prefix), for a `moments` command to share.
+        public let environment: [String: String]
         private let logs: URL?
         private let processes: Mutex<[MomentsProcess]>
 

@@ -17,6 +17,8 @@ public struct EngineRequest: Codable, Sendable, Equatable {
     public var maximumSourceDuration: Double
     /// Bytes of address space the process may map beyond what it has when it starts; nil: no limit.
     public var memoryLimit: Int?
+    /// The soundtrack (its file already fetched), when the job asked for one.
+    public var music: MusicSettings?
 
     public init(input: String, output: String, poster: String?, thumbnails: String?, settings: HighlightSettings, memoryLimit: Int?) {
         self.input = input
@@ -29,12 +31,14 @@ public struct EngineRequest: Codable, Sendable, Equatable {
         choices = settings.choices
         maximumSourceDuration = settings.limits.maximumDuration
         self.memoryLimit = memoryLimit
+        music = settings.music
     }
 
     public var settings: HighlightSettings {
         var settings = HighlightSettings(duration: targetDuration, quality: quality, codec: codec,
                                          limits: MediaLimits(maximumDuration: maximumSourceDuration), choices: choices)
         settings.stills = poster == nil && thumbnails == nil ? nil : StillPaths(poster: poster, thumbnails: thumbnails)
+        settings.music = music
         return settings
     }
 }

@@ -4,14 +4,14 @@ import MomentsModel
 
 /// A soundtrack for a highlight: the track, what its analysis found, and how it sits with the
 /// source's own sound.
-public struct MusicSettings: Sendable {
+public struct MusicSettings: Sendable, Codable, Equatable {
     /// The loudness every highlight with music is made to (EBU R128, integrated): −16 LUFS, what
     /// phones' players and the short-video apps aim at.
     public static let targetLoudness = -16.0
     /// How far under the source's sound the music sits when nothing else is said, in dB.
-    public static let defaultVolume = -6.0
+    public static let defaultVolume = MusicChoice.defaultVolume
     /// The balance a client may ask for, in dB of the music against the source's sound.
-    public static let volumes = -30.0...12.0
+    public static let volumes = MusicChoice.volumes
     /// How far the music goes down wherever someone speaks, in dB.
     public static let duckDepth = 12.0
 
@@ -23,6 +23,11 @@ public struct MusicSettings: Sendable {
     public var keepSourceAudio: Bool
     /// What the report calls the track (its title, or its file's name).
     public var title: String?
+
+    enum CodingKeys: String, CodingKey {
+        case path, analysis, volume, title
+        case keepSourceAudio = "keep_source_audio"
+    }
 
     public init(path: String, analysis: MusicAnalysis, volume: Double = MusicSettings.defaultVolume, keepSourceAudio: Bool = true,
                 title: String? = nil) {
