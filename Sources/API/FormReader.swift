@@ -14,6 +14,8 @@ struct FormLimits: Sendable {
     var fieldBytesTotal = 8 * 1024
     /// Bytes before the first boundary, and after the closing one.
     var preambleBytes = 16 * 1024
+    /// Bytes of the `music` part (a track of 10 minutes as a 320 kbit/s MP3 is 24 MB; as WAV, 100 MB).
+    var musicBytes: Int64 = 64 << 20
 }
 
 /// Why a form was refused; `UploadController` turns each into a status, a code and a sentence.
@@ -28,20 +30,29 @@ enum FormFailure: Error, Equatable {
     case fieldsTooLarge(limit: Int)
     /// A second part named `file`.
     case secondFile
+    /// A second part named `music`.
+    case secondMusic
+    /// A `music` part over `FormLimits.musicBytes`.
+    case musicTooLarge(limit: Int64)
 }
 
 /// A streaming `multipart/form-data` reader: the part named `file` goes to `writeFile` as it
-/// arrives, the other parts are kept as text. Nothing grows with the input beyond `FormLimits`:
+/// arrives, the one named `music` (a soundtrack, API 1.2) to `writeMusic`, the other parts are
+/// kept as text. Nothing grows with the input beyond `FormLimits`:
 /// at most one chunk plus a boundary's length (or one part's headers) is held at a time.
 struct FormReader {
     struct Form: Equatable {
         var filename: String?
         var fileBytes: Int64 = 0
         var fields: [String: String] = [:]
+        /// The `music` part's file name and length, when there is one.
+        var musicFilename: String?
+        var musicBytes: Int64 = 0
     }
 
     private enum Part {
         case file
+        case music
         case field(name: String, bytes: [UInt8])
         /// A part without a name: counted, its bytes dropped.
         case unnamed
@@ -58,6 +69,7 @@ struct FormReader {
     let limits: FormLimits
     private let delimiter: [UInt8]
     private let writeFile: (UnsafeRawBufferPointer) throws -> Void
+    private let writeMusic: (UnsafeRawBufferPointer) throws -> Void
     private var state = State.preamble(discarded: 0)
     /// Bytes received and not yet consumed; starts with the CRLF the first delimiter may lack.
     private var pending: [UInt8] = Array("\r\n".utf8)
@@ -66,10 +78,12 @@ struct FormReader {
     private(set) var form = Form()
 
     /// `boundary` as the `Content-Type` gives it (1–70 characters, RFC 2046).
-    init(boundary: String, limits: FormLimits = FormLimits(), writeFile: @escaping (UnsafeRawBufferPointer) throws -> Void) {
+    init(boundary: String, limits: FormLimits = FormLimits(), writeFile: @escaping (UnsafeRawBufferPointer) throws -> Void,
+         writeMusic: @escaping (UnsafeRawBufferPointer) throws -> Void = { _ in }) {
         self.limits = limits
         delimiter = Array("\r\n--\(boundary)".utf8)
         self.writeFile = writeFile
+        self.writeMusic = writeMusic
     }
 
     /// Reads the next bytes of the body. Errors from `writeFile` pass through as they are.
@@ -188,6 +202,10 @@ struct FormReader {
             guard form.filename == nil else { throw FormFailure.secondFile }
             form.filename = filename ?? "upload.mp4"
             return .file
+        case "music":
+            guard form.musicFilename == nil else { throw FormFailure.secondMusic }
+            form.musicFilename = filename ?? "music"
+            return .music
         case let name?:
             return .field(name: name, bytes: [])
         case nil:
@@ -200,6 +218,10 @@ struct FormReader {
         case .file:
             form.fileBytes += Int64(bytes.count)
             try bytes.withUnsafeBytes { try writeFile($0) }
+        case .music:
+            form.musicBytes += Int64(bytes.count)
+            guard form.musicBytes <= limits.musicBytes else { throw FormFailure.musicTooLarge(limit: limits.musicBytes) }
+            try bytes.withUnsafeBytes { try writeMusic($0) }
         case .field(let name, var value):
             fieldBytes += bytes.count
             guard value.count + bytes.count <= limits.fieldBytes else { throw FormFailure.fieldTooLong(name: name, limit: limits.fieldBytes) }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import JobStore
 import MomentsContract
+import Highlights
 import MomentsModel
 
 extension MusicLibraryList: ResponseEncodable {}
@@ -24,21 +25,31 @@ extension MusicLibraryList {
 }
 
 extension MusicController {
-    /// The soundtrack an upload asks for (`music_id`, `music_volume`, `keep_source_audio`): nil
-    /// without `music_id`; a track of the library, a volume in range and a boolean, each refused
-    /// with 422 and a code naming the field.
-    static func choice(id: String?, volume: String?, keepSourceAudio: String?, store: JobStore) async throws -> MusicChoice? {
+    /// The soundtrack an upload asks for (`music_id`, or a `music` part named `uploaded`;
+    /// `music_volume`, `keep_source_audio`): nil without either; a track of the library (or the
+    /// uploaded one, not both), a volume in range and a boolean, each refused with 422 and a code
+    /// naming the field.
+    static func choice(id: String?, volume: String?, keepSourceAudio: String?, store: JobStore,
+                       uploaded: String? = nil) async throws -> MusicChoice? {
         func given(_ text: String?) -> String? { text.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap { $0.isEmpty ? nil : $0 } }
-        guard let text = given(id) else {
+        var choice: MusicChoice
+        if let text = given(id) {
+            guard uploaded == nil else {
+                throw APIError(.unprocessableContent, "invalid_music_id", "Send a music_id or a music part, not both.")
+            }
+            guard let trackID = UUID(uuidString: text), let track = try await store.track(trackID), track.removedAt == nil else {
+                throw APIError(.unprocessableContent, "invalid_music_id", "music_id must name a track of the music library (GET /api/v1/music lists them).")
+            }
+            choice = MusicChoice(trackID: track.id)
+        } else if let uploaded {
+            choice = MusicChoice(uploaded: uploaded)
+        } else {
             if given(volume) != nil || given(keepSourceAudio) != nil {
-                throw APIError(.unprocessableContent, "invalid_music_id", "music_volume and keep_source_audio need a music_id (GET /api/v1/music lists the tracks).")
+                throw APIError(.unprocessableContent, "invalid_music_id",
+                               "music_volume and keep_source_audio need a music_id (GET /api/v1/music lists the tracks) or a music part.")
             }
             return nil
         }
-        guard let trackID = UUID(uuidString: text), let track = try await store.track(trackID), track.removedAt == nil else {
-            throw APIError(.unprocessableContent, "invalid_music_id", "music_id must name a track of the music library (GET /api/v1/music lists them).")
-        }
-        var choice = MusicChoice(trackID: track.id)
         if let text = given(volume) {
             guard let value = Double(text), value.isFinite, MusicChoice.volumes.contains(value) else {
                 throw APIError(.unprocessableContent, "invalid_music_volume",
@@ -54,5 +65,22 @@ extension MusicController {
             }
         }
         return choice
+    }
+
+    /// Where a track uploaded with job `id`'s video is stored.
+    static func uploadedKey(for id: UUID, filename: String) -> String {
+        let ext = (filename as NSString).pathExtension.lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        return "music-uploads/\(id.uuidString.lowercased())/music\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
+    }
+
+    /// Checks an uploaded `music` part is a track we can use (sound alone, 10 s to 10 min as its
+    /// container says), on a blocking-work thread; 415 with the code (`not_audio`, …) otherwise.
+    static func probe(_ file: URL, bytes: Int64) async throws {
+        guard bytes > 0 else { throw APIError(.badRequest, "missing_file", "The 'music' part is empty.") }
+        do {
+            try await BlockingWork.run { () throws(MomentsError) in try MusicAnalyzer.probe(path: file.path) }
+        } catch {
+            throw APIError(error.code == .ioError ? .internalServerError : .unsupportedMediaType, error.code.rawValue, error.message)
+        }
     }
 }

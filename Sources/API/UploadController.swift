@@ -58,9 +58,13 @@ struct UploadController: Sendable {
             throw Self.tooLarge(configuration.maxUploadBytes)
         }
         let temporary = configuration.uploadDirectory.appendingPathComponent("moments-upload-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: temporary) }
+        let musicFile = temporary.appendingPathExtension("music")
+        defer {
+            try? FileManager.default.removeItem(at: temporary)
+            try? FileManager.default.removeItem(at: musicFile)
+        }
         // With a key, the file's SHA-256 is taken on its way to disk, for the request's fingerprint.
-        let (form, digest) = try await receive(request.body, boundary: boundary, into: temporary, hashing: key != nil)
+        let (form, digest) = try await receive(request.body, boundary: boundary, into: temporary, music: musicFile, hashing: key != nil)
 
         guard let filename = form.filename, form.fileBytes > 0 else {
             throw APIError(.badRequest, "missing_file", form.filename == nil
@@ -74,14 +78,18 @@ struct UploadController: Sendable {
                                        maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"],
                                        fps: form.fields["fps"], targetDuration: duration, quality: quality)
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
-        let music = try await MusicController.choice(id: form.fields["music_id"], volume: form.fields["music_volume"],
-                                                     keepSourceAudio: form.fields["keep_source_audio"], store: quota.store)
+        var music = try await MusicController.choice(id: form.fields["music_id"], volume: form.fields["music_volume"],
+                                                     keepSourceAudio: form.fields["keep_source_audio"], store: quota.store,
+                                                     uploaded: form.musicFilename.map { Self.sanitize($0) })
+        if music?.filename != nil { try await MusicController.probe(musicFile, bytes: form.musicBytes) }
         let info = try await Self.probe(temporary)
         let estimatedSize = SizeEstimate.bytes(info, targetDuration: duration, quality: quality, codec: codec, choices: choices)
 
         var id = UUID()
         if let key {
-            let fingerprint = Idempotency.fingerprint(fields: form.fields.merging(["": filename]) { $1 }, fileDigest: digest)
+            // A music part counts by its name and length (a retry sends the same track).
+            let music = form.musicFilename.map { [" music": "\($0):\(form.musicBytes)"] } ?? [:]
+            let fingerprint = Idempotency.fingerprint(fields: form.fields.merging(["": filename].merging(music) { $1 }) { $1 }, fileDigest: digest)
             id = try await idempotency.claim(owner: owner, key: key, endpoint: "upload", fingerprint: fingerprint, proposed: id)
             if try await quota.store.job(id) != nil {
                 context.logger.info("upload repeated under its idempotency key", metadata: ["job_id": "\(id.uuidString.lowercased())"])
@@ -93,12 +101,23 @@ struct UploadController: Sendable {
         let ext = (name as NSString).pathExtension.lowercased()
         let sourceKey = "sources/\(id.uuidString.lowercased())\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
         try await storage.put(key: sourceKey, from: temporary, contentType: "video/mp4")
+        if let filename = music?.filename {
+            let key = MusicController.uploadedKey(for: id, filename: filename)
+            do {
+                try await storage.put(key: key, from: musicFile, contentType: "application/octet-stream")
+            } catch {
+                try? await storage.delete(key: sourceKey)
+                throw error
+            }
+            music?.uploadedKey = key
+        }
         do {
             _ = try await quota.submit(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
                                               sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
                                               codec: codec, callbackURL: callbackURL, choices: choices, music: music), identity: context.identity)
         } catch {
             await Self.removeUnclaimed(sourceKey, of: id, after: error, store: quota.store, storage: storage)
+            if let key = music?.uploadedKey { await Self.removeUnclaimed(key, of: id, after: error, store: quota.store, storage: storage) }
             throw error
         }
         context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
@@ -130,14 +149,19 @@ struct UploadController: Sendable {
     /// kept as text, within `FormLimits`. Refuses a body over the limit as soon as it passes it,
     /// and any other bad body at the first byte that shows it. `hashing`: also answers the file
     /// part's SHA-256.
-    private func receive(_ body: RequestBody, boundary: String, into file: URL,
+    private func receive(_ body: RequestBody, boundary: String, into file: URL, music: URL,
                          hashing: Bool) async throws -> (FormReader.Form, digest: Data?) {
-        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path) else {
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path),
+              FileManager.default.createFile(atPath: music.path, contents: nil), let musicHandle = FileHandle(forWritingAtPath: music.path) else {
             throw APIError(.internalServerError, "internal_error", "The upload could not be stored for processing. Please try again.")
         }
-        defer { try? handle.close() }
+        defer {
+            try? handle.close()
+            try? musicHandle.close()
+        }
         let spool = Spool(handle, hashing: hashing)
-        var reader = FormReader(boundary: boundary) { bytes in spool.append(bytes) }
+        let musicSpool = Spool(musicHandle)
+        var reader = FormReader(boundary: boundary, writeFile: { bytes in spool.append(bytes) }, writeMusic: { bytes in musicSpool.append(bytes) })
         var received: Int64 = 0
         do {
             for try await buffer in body {
@@ -145,9 +169,11 @@ struct UploadController: Sendable {
                 if received > configuration.maxUploadBytes { throw Self.tooLarge(configuration.maxUploadBytes) }
                 try reader.consume(buffer)
                 try await spool.writeIfFull()
+                try await musicSpool.writeIfFull()
             }
             let form = try reader.finish()
             try await spool.write()
+            try await musicSpool.write()
             return (form, spool.digest)
         } catch let error as APIError {
             throw error
@@ -220,6 +246,10 @@ struct UploadController: Sendable {
             APIError(.badRequest, "fields_too_large", "The form's text fields hold more than \(limit / 1024) KiB together, the most we accept.")
         case .secondFile:
             APIError(.badRequest, "duplicate_file", "The form has more than one part named 'file': send one video per upload.")
+        case .secondMusic:
+            APIError(.badRequest, "duplicate_file", "The form has more than one part named 'music': send one track per upload.")
+        case .musicTooLarge(let limit):
+            APIError(.contentTooLarge, "music_too_large", "The music track is larger than \(limit / (1 << 20)) MiB, the most we accept for a track.")
         }
     }
 

@@ -37,7 +37,8 @@ extension HighlightEngine {
                                 to partial: String, settings: HighlightSettings, reporter: ProgressReporter) throws
         -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment], crop: CropPlan?, frames: FrameRatePlan, music: MusicReport) {
         let natural = segments.reduce(0) { $0 + $1.duration }
-        let plan = MusicPlan(music.analysis, length: max(settings.duration, natural) + 1)
+        guard let track = music.analysis else { throw MomentsError(.internalError, "The music track was not analysed.") }
+        let plan = MusicPlan(track, length: max(settings.duration, natural) + 1)
         let fitted = BeatFit.fit(segments, plan: plan, target: settings.duration,
                                  bounds: BeatFit.bounds(segments, shots: analysis.shots, duration: analysis.info.duration),
                                  shortest: min(settings.rules.shortest, 1), pictures: analysis.frameTimes, allows: { pauses.keepsWhole($0) })
@@ -63,7 +64,7 @@ extension HighlightEngine {
                              crop: crop, frames: frames, music: mix, reporter: reporter).render(fitted.segments, to: partial)
             }
         }
-        let report = MusicReport(title: music.title, trackStart: plan.start, loopEnd: plan.loopEnd, tempo: music.analysis.tempo,
+        let report = MusicReport(title: music.title, trackStart: plan.start, loopEnd: plan.loopEnd, tempo: track.tempo,
                                  cutsOn: plan.mode.rawValue, cuts: fitted.cuts, volume: music.volume,
                                  keepSourceAudio: music.keepSourceAudio, loudness: result.music?.loudness,
                                  sourceLoudness: result.music?.sourceLoudness,

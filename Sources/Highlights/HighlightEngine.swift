@@ -115,6 +115,13 @@ extension HighlightEngine {
         defer { try? FileManager.default.removeItem(atPath: partial) }
 
         return try Self.mapErrors {
+            var settings = settings
+            // A track not analysed yet (uploaded with the video) is checked and analysed first:
+            // a file that is no track fails before the video is read.
+            if var music = settings.music, music.analysis == nil {
+                music.analysis = try MusicAnalyzer.analyse(path: music.path)
+                settings.music = music
+            }
             let analysis = try Analyzer.run(path: input, limits: settings.limits, scanning: settings.scanning, reporter: reporter)
             let analyzed = clock.now
             // The analysis decoders are gone: give their memory back before the encoder takes its share.

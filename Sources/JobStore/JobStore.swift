@@ -68,12 +68,13 @@ public struct JobStore: Sendable {
                     WITH t AS (
                         INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
                                           codec, max_attempts, stage, message, callback_url, trace_context,
-                                          min_segment, max_segment, max_segments, aspect, fps, music_id, music_volume, keep_source_audio)
+                                          min_segment, max_segment, max_segments, aspect, fps, music_id, music_key, music_filename, music_volume, keep_source_audio)
                         VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
                                 \(job.targetDuration), \(job.quality.rawValue), \(job.codec.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
                                 \(job.callbackURL), \(Self.traceJSON(job.traceContext))::jsonb,
                                 \(job.choices.minSegment), \(job.choices.maxSegment), \(job.choices.maxSegments), \(job.choices.aspect.rawValue),
-                                \(job.choices.fps.rawValue), \(job.music?.trackID), \(job.music?.volume), \(job.music?.keepSourceAudio ?? true))
+                                \(job.choices.fps.rawValue), \(job.music?.trackID), \(job.music?.uploadedKey), \(job.music?.uploadedKey == nil ? nil : job.music?.filename), \(job.music?.volume),
+                                \(job.music?.keepSourceAudio ?? true))
                         ON CONFLICT (id) DO NOTHING
                         RETURNING \(unescaped: Self.columns)),
                     e AS (INSERT INTO job_events (job_id, to_status, attempt, detail) SELECT id, 'pending', 0, 'created' FROM t)
@@ -126,7 +127,7 @@ public struct JobStore: Sendable {
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
         callback_url, source_deleted_at, result_expired_at, trace_context::text AS trace_context,
         min_segment, max_segment, max_segments, aspect, poster_key, thumbnails_key, source_media::text AS source_media, fps,
-        music_id, music_volume, keep_source_audio
+        music_id, music_key, music_filename, music_volume, keep_source_audio
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
@@ -177,10 +178,17 @@ public struct JobStore: Sendable {
                                       fps: FrameRateChoice(rawValue: try r["fps"].decode(String.self)) ?? .upTo30),
             posterKey: try r["poster_key"].decode(String?.self), thumbnailsKey: try r["thumbnails_key"].decode(String?.self),
             sourceMedia: try r["source_media"].decode(String?.self).flatMap { try? JSONDecoder().decode(SourceMedia.self, from: Data($0.utf8)) },
-            music: try r["music_id"].decode(UUID?.self).map { id in
-                MusicChoice(trackID: id, volume: try r["music_volume"].decode(Double?.self) ?? MusicChoice.defaultVolume,
-                            keepSourceAudio: try r["keep_source_audio"].decode(Bool.self))
-            })
+            music: try Self.music(id: try r["music_id"].decode(UUID?.self), key: try r["music_key"].decode(String?.self),
+                                  filename: try r["music_filename"].decode(String?.self),
+                                  volume: try r["music_volume"].decode(Double?.self), keep: try r["keep_source_audio"].decode(Bool.self)))
+    }
+
+    /// A job's soundtrack from its columns: a library track, an uploaded one, or none.
+    static func music(id: UUID?, key: String?, filename: String?, volume: Double?, keep: Bool) -> MusicChoice? {
+        if let id { return MusicChoice(trackID: id, volume: volume ?? MusicChoice.defaultVolume, keepSourceAudio: keep) }
+        guard let key else { return nil }
+        return MusicChoice(uploaded: filename ?? String(key.split(separator: "/").last ?? "music"), at: key, volume: volume ?? MusicChoice.defaultVolume,
+                           keepSourceAudio: keep)
     }
 
     /// Runs database work on a connection of the pool, turning any failure into a `JobStoreError`

@@ -347,10 +347,14 @@ public enum Migrations {
             """
             ALTER TABLE jobs
                 ADD COLUMN music_id uuid REFERENCES music_tracks (id),
+                ADD COLUMN music_key text,
+                ADD COLUMN music_filename text CHECK (length(music_filename) <= 200),
                 ADD COLUMN music_volume double precision CHECK (music_volume BETWEEN -30 AND 12),
                 ADD COLUMN keep_source_audio boolean NOT NULL DEFAULT true
             """,
-            "COMMENT ON COLUMN jobs.music_id IS 'The library track under the highlight; NULL: the video''s own sound only.'",
+            "COMMENT ON COLUMN jobs.music_id IS 'The library track under the highlight; NULL: an uploaded track (music_key) or the video''s own sound only.'",
+            "COMMENT ON COLUMN jobs.music_key IS 'A track the app uploaded with the video (the upload''s music part), in object storage under music-uploads/<job>/; deleted with the source.'",
+            "COMMENT ON COLUMN jobs.music_filename IS 'The uploaded track''s file name as the app sent it (cleaned), for people to recognise it.'",
             "COMMENT ON COLUMN jobs.music_volume IS 'The music''s loudness against the video''s sound, in dB (-6: 6 dB under it).'",
             "COMMENT ON COLUMN jobs.keep_source_audio IS 'With music: false leaves the video''s own sound out.'",
         ]),

@@ -60,16 +60,16 @@ extension JobStore {
         }
     }
 
-    /// The source, result, poster and thumbnail keys of the jobs `ids` that still exist (what storage may keep).
+    /// The source, result, poster, thumbnail and uploaded music keys of the jobs `ids` that still exist (what storage may keep).
     public func objectKeys(ofJobs ids: [UUID]) async throws(JobStoreError) -> Set<String> {
         guard !ids.isEmpty else { return [] }
         return try await database("read the jobs' object keys") { connection, logger in
             let rows = try await connection.query(
-                "SELECT source_key, result_key, poster_key, thumbnails_key FROM jobs WHERE id = ANY(\(ids))", logger: logger)
+                "SELECT source_key, result_key, poster_key, thumbnails_key, music_key FROM jobs WHERE id = ANY(\(ids))", logger: logger)
             var keys = Set<String>()
-            for try await (source, result, poster, thumbnails) in rows.decode((String, String?, String?, String?).self) {
+            for try await (source, result, poster, thumbnails, music) in rows.decode((String, String?, String?, String?, String?).self) {
                 keys.insert(source)
-                keys.formUnion([result, poster, thumbnails].compactMap { $0 })
+                keys.formUnion([result, poster, thumbnails, music].compactMap { $0 })
             }
             return keys
         }

@@ -145,7 +145,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
         case sourceSize = "source_size", resultSize = "result_size", segments
         case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps
         case thumbnailsURL = "thumbnails_url"
-        case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
+        case musicID = "music_id", musicFilename = "music_filename", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -170,9 +170,12 @@ public struct JobDetails: Codable, Equatable, Sendable {
                                    aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
                                    fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
         thumbnailsURL = try c.decodeIfPresent(String.self, forKey: .thumbnailsURL)
-        music = try c.decodeIfPresent(UUID.self, forKey: .musicID).map { id in
-            MusicChoice(trackID: id, volume: try c.decodeIfPresent(Double.self, forKey: .musicVolume) ?? MusicChoice.defaultVolume,
-                        keepSourceAudio: try c.decodeIfPresent(Bool.self, forKey: .keepSourceAudio) ?? true)
+        let volume = try c.decodeIfPresent(Double.self, forKey: .musicVolume) ?? MusicChoice.defaultVolume
+        let keep = try c.decodeIfPresent(Bool.self, forKey: .keepSourceAudio) ?? true
+        if let id = try c.decodeIfPresent(UUID.self, forKey: .musicID) {
+            music = MusicChoice(trackID: id, volume: volume, keepSourceAudio: keep)
+        } else if let name = try c.decodeIfPresent(String.self, forKey: .musicFilename) {
+            music = MusicChoice(uploaded: name, volume: volume, keepSourceAudio: keep)
         }
     }
 
@@ -202,7 +205,8 @@ public struct JobDetails: Codable, Equatable, Sendable {
         try c.encodeIfPresent(thumbnailsURL, forKey: .thumbnailsURL)
         // 1.2: only with music.
         if let music {
-            try c.encode(music.trackID.uuidString.lowercased(), forKey: .musicID)
+            try c.encodeIfPresent(music.trackID?.uuidString.lowercased(), forKey: .musicID)
+            try c.encodeIfPresent(music.trackID == nil ? music.filename : nil, forKey: .musicFilename)
             try c.encode(music.volume, forKey: .musicVolume)
             try c.encode(music.keepSourceAudio, forKey: .keepSourceAudio)
         }

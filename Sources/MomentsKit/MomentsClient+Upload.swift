@@ -59,8 +59,9 @@ extension MomentsClient {
         if let value = choices.maxSegments { fields.append(("max_segments", String(value))) }
         if choices.aspect != .source { fields.append(("aspect", choices.aspect.rawValue)) }
         if choices.fps != .upTo30 { fields.append(("fps", choices.fps.rawValue)) }
-        if let music {
-            fields += [("music_id", music.trackID.uuidString.lowercased()), ("music_volume", String(music.volume)),
+        // (MomentsKit sends library tracks; a track of the app's own goes in a `music` part of the form.)
+        if let music, let id = music.trackID {
+            fields += [("music_id", id.uuidString.lowercased()), ("music_volume", String(music.volume)),
                        ("keep_source_audio", String(music.keepSourceAudio))]
         }
         let form = try MultipartFile.write(file: file, fields: fields)

@@ -116,6 +116,8 @@ public struct HighlightJobHandler: JobHandler {
         guard deleteSourceAfterSuccess else { return false }
         do {
             try await storage.delete(key: job.sourceKey)
+            // A track uploaded with the video goes with it (a library track stays for other jobs).
+            if let key = job.music?.uploadedKey { try? await storage.delete(key: key) }
             return true
         } catch {
             return false
@@ -219,11 +221,23 @@ public struct HighlightJobHandler: JobHandler {
         + "Try a shorter video or one of a lower resolution."
 
     /// The extension the engine sees (it probes the bytes; the extension only helps FFmpeg guess).
-    /// Fetches the library track a job asked for, and its analysis (both stored by `moments music
-    /// add` under `music/<id>/`), into `folder`. A track removed from the library fails the job
-    /// for good (`music_unavailable`).
+    /// Fetches the track a job asked for into `folder`: a library track with its analysis (both
+    /// stored by `moments music add` under `music/<id>/`), or the one uploaded with the video (the
+    /// engine analyses it). A library track removed before the job ran fails it for good
+    /// (`music_unavailable`); an uploaded one gone is as the source gone (`source_missing`).
     func fetchMusic(_ choice: MusicChoice, into folder: URL) async throws -> MusicSettings {
-        let prefix = "music/\(choice.trackID.uuidString.lowercased())/"
+        if let key = choice.uploadedKey {
+            let track = folder.appendingPathComponent("music." + Self.fileExtension(of: key))
+            do {
+                _ = try await storage.get(key: key, to: track, limit: nil)
+            } catch {
+                throw Self.failure(error, whileDoing: "fetching the music uploaded with the video")
+            }
+            return MusicSettings(path: track.path, analysis: nil, volume: choice.volume, keepSourceAudio: choice.keepSourceAudio,
+                                 title: choice.filename)
+        }
+        guard let id = choice.trackID else { throw JobFailure(code: ErrorCode.internalError.rawValue, message: "The job names no music.", retryable: false) }
+        let prefix = "music/\(id.uuidString.lowercased())/"
         let unavailable = JobFailure(code: ErrorCode.musicUnavailable.rawValue,
                                      message: "The music chosen for this highlight was removed from the library. Choose another track and upload again.",
                                      retryable: false)
@@ -232,7 +246,7 @@ public struct HighlightJobHandler: JobHandler {
             let track = folder.appendingPathComponent("music." + Self.fileExtension(of: stored.key))
             let json = folder.appendingPathComponent("music.json")
             _ = try await storage.get(key: stored.key, to: track, limit: nil)
-            _ = try await storage.get(key: MusicTrack.analysisKey(for: choice.trackID), to: json, limit: 1 << 24)
+            _ = try await storage.get(key: MusicTrack.analysisKey(for: id), to: json, limit: 1 << 24)
             guard let analysis = try? JSONDecoder().decode(MusicAnalysis.self, from: Data(contentsOf: json)) else {
                 throw JobFailure(code: ErrorCode.musicUnavailable.rawValue,
                                  message: "The music chosen for this highlight could not be read from the library. Choose another track.",

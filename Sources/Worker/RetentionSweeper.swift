@@ -198,12 +198,13 @@ public struct RetentionSweeper: Sendable {
         return aborted
     }
 
-    /// Lists `sources/`, `results/` and `uploads/` a page at a time and deletes the objects no job
+    /// Lists `sources/`, `results/`, `music-uploads/` and `uploads/` a page at a time and deletes the objects no job
     /// names (looked up by the job id in the key) once they are older than their grace. Keys that
     /// name no job id are not ours and stay.
     func sweepOrphans(now: Date) async throws -> Int {
         var deleted = 0
-        for (prefix, grace) in [("sources/", Self.orphanGrace), ("results/", Self.orphanGrace), ("uploads/", Self.stagedGrace)] {
+        for (prefix, grace) in [("sources/", Self.orphanGrace), ("results/", Self.orphanGrace), ("music-uploads/", Self.orphanGrace),
+                                ("uploads/", Self.stagedGrace)] {
             var after: String? = nil
             while !Task.isCancelled {
                 let page = try await storage.list(prefix: prefix, after: after, limit: 500)
@@ -231,5 +232,6 @@ public struct RetentionSweeper: Sendable {
     private func expireObjects(of job: JobRecord) async throws(StorageError) {
         for key in [job.resultKey, job.posterKey, job.thumbnailsKey].compactMap({ $0 }) { try await storage.delete(key: key) }
         if job.sourceDeletedAt == nil { try await storage.delete(key: job.sourceKey) }
+        if let key = job.music?.uploadedKey { try await storage.delete(key: key) }
     }
 }

@@ -103,6 +103,35 @@ struct FormReaderTests {
         #expect(file == [1, 2, 3])
     }
 
+    @Test("A 'music' part goes to its own file at every chunk size, whichever comes first; a second one, or one over its limit, is refused",
+          arguments: [1, 5, 64, 4096])
+    func musicPart(chunk: Int) throws {
+        var random = SystemRandomNumberGenerator()
+        let video = (0..<5000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let track = (0..<3000).map { _ in UInt8.random(in: 0x80...0xFF, using: &random) }
+        func music(_ bytes: [UInt8]) -> [UInt8] {
+            Array("--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"music\"; filename=\"song.mp3\"\r\n\r\n".utf8) + bytes + Array("\r\n".utf8)
+        }
+        for musicFirst in [false, true] {
+            var body = Self.body(fields: [("music_volume", "-3")], file: video, close: false)
+            if musicFirst { body = Array("x\r\n".utf8) + music(track) + body.dropFirst(Array("preamble a proxy may add\r\n".utf8).count) }
+            else { body += music(track) }
+            body += Array("--\(Self.boundary)--\r\n".utf8)
+            var file: [UInt8] = [], song: [UInt8] = []
+            var reader = FormReader(boundary: Self.boundary, writeFile: { file.append(contentsOf: $0) }, writeMusic: { song.append(contentsOf: $0) })
+            for start in stride(from: 0, to: body.count, by: chunk) { try reader.consume(ByteBuffer(bytes: body[start..<min(body.count, start + chunk)])) }
+            let form = try reader.finish()
+            #expect(file == video && song == track && form.musicFilename == "song.mp3" && form.musicBytes == Int64(track.count))
+            #expect(form.fields == ["music_volume": "-3"], "the music part is no text field")
+        }
+        let twice = Self.body(file: [1, 2, 3], close: false) + music([4]) + music([5]) + Array("--\(Self.boundary)--\r\n".utf8)
+        #expect(Self.failure(Self.read(twice, chunk: chunk).0) == .secondMusic)
+        var limits = FormLimits()
+        limits.musicBytes = 1000
+        let large = Self.body(file: [1, 2, 3], close: false) + music(track) + Array("--\(Self.boundary)--\r\n".utf8)
+        #expect(Self.failure(Self.read(large, chunk: chunk, limits: limits).0) == .musicTooLarge(limit: 1000))
+    }
+
     @Test("A body that stops inside the file, or after a complete field, is incomplete")
     func truncated() {
         let cut = Self.body(fields: [("quality", "low")], file: [UInt8](repeating: 9, count: 5000), close: false)

@@ -114,6 +114,25 @@ struct MusicLibraryTests {
                 #expect(off <= 1.0 / 30 || (abs(tempo - 240) < 2 && abs(off - 0.25) <= 1.0 / 30), "the cut at \(elapsed) s is \(off) s from a click")
             }
 
+            // A track of the app's own, in a `music` part: a text file is refused (415), a track is used.
+            let notes = try LiveSystem.error(try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(text.path)",
+                                                       "\(base)/api/v1/upload"]))
+            #expect(notes.status == 415 && notes.code == "not_audio", "\(notes)")
+            let both = try LiveSystem.error(try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(track)",
+                                                      "-F", "music_id=\(id)", "\(base)/api/v1/upload"]))
+            #expect(both.status == 422 && both.code == "invalid_music_id", "\(both)")
+            let own = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8", "-F", "music=@\(track)",
+                                "\(base)/api/v1/upload"])
+            let ownJob = try #require(UUID(uuidString: try LiveSystem.json(own.body)["job_id"] as? String ?? ""), "\(own.status) \(own.body)")
+            let ownDone = try await TestServices.eventually(timeout: .seconds(180)) {
+                let status = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)["status"] as? String
+                return status == "completed" || status == "failed"
+            }
+            let ownDetails = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)
+            #expect(ownDone && ownDetails["status"] as? String == "completed" && ownDetails["music_filename"] as? String == "clicks.wav"
+                    && ownDetails["music_id"] == nil && ownDetails["keep_source_audio"] as? Bool == true, "\(ownDetails)")
+            #expect(abs(try LiveSystem.downloadedDuration(base, id: ownJob).duration - 8) <= 0.5)
+
             let removed = try TestServices.moments(["music", "remove", id.uuidString], environment: system.environment)
             #expect(removed.status == 0 && removed.out.contains("removed Clicks"), "\(removed.err)")
             #expect(!(try curl(["\(base)/api/v1/music"]).body.contains(id.uuidString.lowercased())))

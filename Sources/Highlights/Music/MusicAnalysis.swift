@@ -65,6 +65,12 @@ public enum MusicAnalyzer {
                              loudSections: loudSections(loudness))
     }
 
+    /// Checks a file is a track we can use, from its container alone (no decoding): sound, no
+    /// picture, 10 s to 10 min as it says. The analysis (`analyse`) checks again on the decoded sound.
+    public static func probe(path: String) throws(MomentsError) {
+        _ = try open(path)
+    }
+
     /// Opens a track and checks it is one: a readable file of sound (no video), 10 s to 10 min long
     /// as far as the container says. Returns it with its sound stream, every other stream skipped.
     static func open(_ path: String) throws(MomentsError) -> (InputFile, MediaStream) {

@@ -16,7 +16,9 @@ public struct MusicSettings: Sendable, Codable, Equatable {
     public static let duckDepth = 12.0
 
     public var path: String
-    public var analysis: MusicAnalysis
+    /// What `MusicAnalyzer.analyse` found; nil: the engine analyses the track first (one the app
+    /// uploaded with the video, analysed in the engine's process).
+    public var analysis: MusicAnalysis?
     /// The music's loudness against the source's sound, in dB (`volumes`): −6 puts it 6 dB under.
     public var volume: Double
     /// False: the music alone, the source's sound left out.
@@ -29,7 +31,7 @@ public struct MusicSettings: Sendable, Codable, Equatable {
         case keepSourceAudio = "keep_source_audio"
     }
 
-    public init(path: String, analysis: MusicAnalysis, volume: Double = MusicSettings.defaultVolume, keepSourceAudio: Bool = true,
+    public init(path: String, analysis: MusicAnalysis?, volume: Double = MusicSettings.defaultVolume, keepSourceAudio: Bool = true,
                 title: String? = nil) {
         self.path = path
         self.analysis = analysis
