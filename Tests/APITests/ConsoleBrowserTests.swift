@@ -166,6 +166,17 @@ struct ConsoleBrowserTests {
         let state = try browser.text("#workers")
         #expect(try browser.count("#workers tr.worker-alive") == 1, "one live worker on the page: \(state)")
         try browser.screenshot("workers")
+        // The music library, as the app's picker lists it.
+        let track = MusicTrack(title: "Sunny <Day>", artist: "The Band", license: "CC BY 4.0, credit The Band",
+                               objectKey: "music/none/track.mp3", duration: 95.4, tempo: 118.2)
+        try await store.addTrack(track)
+        try browser.go("\(base)/admin/music")
+        #expect(try browser.count("#music tbody tr[data-track]") == 1)
+        let listed = try browser.text("#music tbody tr[data-track='\(track.id.uuidString.lowercased())']")
+        for shown in ["Sunny <Day>", "The Band", "1:35", "118 a minute", "CC BY 4.0, credit The Band"] {
+            #expect(listed.contains(shown), "\(shown) in \(listed)")
+        }
+        try browser.screenshot("music")
         try browser.go("\(base)/admin/operations")
         let entries = try browser.execute("""
             return Array.from(document.querySelectorAll('#operations tbody tr')).map(r => r.cells[2].textContent + ' ' + r.cells[3].textContent)

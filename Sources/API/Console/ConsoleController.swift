@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MomentsContract
 import JobStore
 import Jobs
 import Logging
@@ -67,6 +68,7 @@ struct ConsoleController: Sendable {
         admin.post("webhooks/:number/redeliver") { request, context in try await redeliver(request, context: context) }
         admin.get("workers") { _, context in try await workers(context) }
         admin.get("workers/rows") { _, _ in try await workerRows() }
+        admin.get("music") { _, context in try await music(context) }
     }
 
     // MARK: Signing in
@@ -448,6 +450,20 @@ struct ConsoleController: Sendable {
     private func workers(_ context: MomentsRequestContext) async throws -> Response {
         views.page("workers", title: "Workers", session: context.consoleSession, nav: "workers", paused: await figures.value.paused,
                    ["rows": views.render("worker_rows", ["workers": try await store.workers().map { ConsolePages.worker($0) }])])
+    }
+
+    /// The music library, as the app's picker lists it.
+    private func music(_ context: MomentsRequestContext) async throws -> Response {
+        let tracks = try await store.tracks().map { track -> [String: Any] in
+            [
+                "id": track.id.uuidString.lowercased(), "title": track.title, "artist": track.artist ?? "",
+                "duration": String(format: "%d:%02d", Int(track.duration) / 60, Int(track.duration) % 60),
+                "tempo": track.tempo.map { String(format: "%.0f a minute", $0) } ?? "no steady beat",
+                "license": track.license ?? "", "added": MomentsJSON.format(track.createdAt),
+            ]
+        }
+        return views.page("music", title: "Music", session: context.consoleSession, nav: "music", paused: await figures.value.paused,
+                          ["tracks": tracks])
     }
 
     private func workerRows() async throws -> Response {
