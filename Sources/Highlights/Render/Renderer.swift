@@ -112,6 +112,7 @@ final class Renderer {
         var held: Frame?
         var durations: [Int64: Int64] = [:]
         var skippedPictures = 0
+        var encoded = 0
         func write(_ packet: Packet) throws {
             if let pts = packet.pts, let duration = durations.removeValue(forKey: pts) { packet.duration = duration }
             try output.write(packet, stream: videoIndex)
@@ -120,6 +121,7 @@ final class Renderer {
             let pts = picture.pts ?? 0
             durations[pts] = max(1, end - pts)
             try videoEncoder.encode(picture, write)
+            encoded += 1
         }
         loop: while true {
             switch try queue.take() {
@@ -140,6 +142,11 @@ final class Renderer {
                 skippedPictures = skipped
                 break loop
             }
+        }
+        // A damaged file whose pictures the analysis read but a second decode from the keyframes
+        // does not give (timestamps that jump, a stream that decodes only in order): no highlight.
+        guard encoded > 0 else {
+            throw MomentsError(.corruptMedia, "No picture of the video could be decoded where the highlight shows it; the file looks damaged. Export the video again and retry.")
         }
         try videoEncoder.encode(nil, write)
         try sound.finish()
