@@ -37,13 +37,7 @@ enum BeatFit {
     /// `pictures`: the source's picture times, so that a start that moves is on a picture.
     static func fit(_ segments: [Segment], plan: MusicPlan, target: Double, bounds: [ClosedRange<Double>], shortest: Double,
                     pictures: [Double] = [], allows: (Double) -> Bool = { _ in true }) -> Result {
-        guard plan.mode != .free, !segments.isEmpty, plan.beats.count >= 2 else {
-            var elapsed = 0.0
-            return Result(segments: segments, cuts: segments.map { s in
-                elapsed += s.duration
-                return BeatCut(time: elapsed, moved: 0, downbeat: false, onBeat: false)
-            })
-        }
+        guard plan.mode != .free, !segments.isEmpty, plan.beats.count >= 2 else { return unmoved(segments) }
         let period = plan.beatPeriod ?? zip(plan.beats, plan.beats.dropFirst()).map { $1 - $0 }.sorted()[plan.beats.count / 2 - 1]
         let bar = 4 * period
         let downbeats = Set(plan.downbeats.map { Int(($0 * 1000).rounded()) })
@@ -92,11 +86,7 @@ enum BeatFit {
         }
         guard let end = best.last?.indices.filter({ best.last![$0].cost.isFinite }).min(by: { best.last![$0].cost < best.last![$1].cost }) else {
             // No beat path within reach (shots too short to move the ends): the cuts stay.
-            var elapsed = 0.0
-            return Result(segments: segments, cuts: segments.map { s in
-                elapsed += s.duration
-                return BeatCut(time: elapsed, moved: 0, downbeat: false, onBeat: false)
-            })
+            return unmoved(segments)
         }
         var times = [Double](repeating: 0, count: segments.count)
         var k = end
@@ -115,6 +105,15 @@ enum BeatFit {
             elapsed = time
         }
         return Result(segments: result, cuts: cuts)
+    }
+
+    /// The segments as they are, each cut where the selection put it, off the beat.
+    static func unmoved(_ segments: [Segment]) -> Result {
+        var elapsed = 0.0
+        return Result(segments: segments, cuts: segments.map { s in
+            elapsed += s.duration
+            return BeatCut(time: elapsed, moved: 0, downbeat: false, onBeat: false)
+        })
     }
 
     /// `segment` made `length` long: from its start where `bound` allows, else starting earlier,
