@@ -60,7 +60,14 @@ struct MusicMixTests {
                 #expect(abs(cut.time - elapsed) < 1e-9)
                 #expect(cut.onBeat && plan.beats.contains { abs($0 - cut.time) < 1e-9 }, "\(context): cut \(cut.time)")
             }
-            #expect(abs(elapsed - target) <= BeatFit.tolerance + 1e-9, "\(context): \(elapsed)")
+            // The target is in reach unless a second per segment, rounded up to whole beats, is
+            // already more (seen: three segments at 61 a minute for a 5 s target need 5.9 s).
+            let fewest = Double(segments.count) * (1 / period - 1e-9).rounded(.up) * period
+            if fewest <= target + BeatFit.tolerance {
+                #expect(abs(elapsed - target) <= BeatFit.tolerance + 1e-9, "\(context): \(elapsed)")
+            } else {
+                #expect(elapsed <= fewest + 1e-6, "\(context): \(elapsed), the fewest beats being \(fewest)")
+            }
         }
     }
 
