@@ -55,6 +55,9 @@ struct DirectUploadController: Sendable {
         var musicID: String?
         var musicVolume: Double?
         var keepSourceAudio: Bool?
+        /// Or a track of the app's own, PUT to its own staging key: its name and declared length.
+        var musicFilename: String?
+        var musicSize: Int64?
         /// A resumable upload's multipart upload id and part size, and when it was reserved.
         var uploadID: String?
         var partSize: Int64?
@@ -65,11 +68,12 @@ struct DirectUploadController: Sendable {
             case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
             case uploadID = "upload_id", partSize = "part_size", reservedAt = "reserved_at"
             case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
+            case musicFilename = "music_filename", musicSize = "music_size_bytes"
         }
 
         func music(_ store: JobStore) async throws -> MusicChoice? {
             try await MusicController.choice(id: musicID, volume: musicVolume.map { String($0) },
-                                             keepSourceAudio: keepSourceAudio.map { String($0) }, store: store)
+                                             keepSourceAudio: keepSourceAudio.map { String($0) }, store: store, uploaded: musicFilename)
         }
 
         func choices() throws -> HighlightChoices {
@@ -120,7 +124,16 @@ struct DirectUploadController: Sendable {
         _ = try UploadController.quality(reservation.quality)
         _ = try UploadController.codec(reservation.codec)
         _ = try reservation.choices()
+        reservation.musicFilename = reservation.musicFilename.map(UploadController.sanitize)
         _ = try await reservation.music(store)
+        if reservation.musicFilename != nil {
+            guard let size = reservation.musicSize, size > 0 else {
+                throw APIError(.badRequest, "invalid_request", "With music_filename, send music_size_bytes: the track's length in bytes, above 0.")
+            }
+            guard size <= FormLimits().musicBytes else { throw MusicController.tooLarge(FormLimits().musicBytes) }
+        } else if reservation.musicSize != nil {
+            throw APIError(.badRequest, "invalid_request", "music_size_bytes goes with music_filename, the name of the track to upload.")
+        }
         reservation.callbackURL = try await UploadController.callbackURL(reservation.callbackURL, configuration: configuration)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
         reservation.owner = context.identity.owner
@@ -148,18 +161,24 @@ struct DirectUploadController: Sendable {
                                              proposed: proposed)
             replayed = id != proposed
         }
+        // The app's own track: one PUT of its declared length to a staging key of its own.
+        let lifetime = configuration.uploadLinkLifetime
+        var musicURL: String?
+        if let size = reservation.musicSize {
+            musicURL = try presigner.signedURL(for: Self.musicStagingKey(id), method: "PUT", expires: lifetime, contentLength: size).absoluteString
+        }
         if resumable {
-            let reply = try await reserveResumable(id, reservation: reservation, replayed: replayed)
+            var reply = try await reserveResumable(id, reservation: reservation, replayed: replayed)
+            reply.musicUploadURL = musicURL
             return EditedResponse(headers: replayed ? [Idempotency.replayed: "true"] : [:], response: reply)
         }
         // S3 checks a presigned URL when the upload begins, so a long upload that began in time
         // finishes, and its reservation waits for it.
-        let lifetime = configuration.uploadLinkLifetime
         let url = try presigner.signedURL(for: Self.stagingKey(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
         try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime + Self.stagedLifetime)
         let reply = DirectUpload(jobID: id, uploadURL: url.absoluteString,
                                  expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
-                                 maxSizeBytes: configuration.maxUploadBytes)
+                                 maxSizeBytes: configuration.maxUploadBytes, musicUploadURL: musicURL)
         return EditedResponse(headers: replayed ? [Idempotency.replayed: "true"] : [:], response: reply)
     }
 
@@ -194,7 +213,14 @@ struct DirectUploadController: Sendable {
         guard let held = try await Self.heldParts(store, key: Self.stagingKey(id), uploadID: uploadID) else {
             throw APIError(.notFound, "job_not_found", "This resumable upload has expired; upload the file again.")
         }
-        return try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
+        var answer = try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
+        // The app's own track, while it has not arrived: a fresh URL for it too.
+        if let size = reservation.musicSize, let presigner = storage.presigning,
+           (try? await storage.head(key: Self.musicStagingKey(id))) == nil {
+            answer.musicUploadURL = try presigner.signedURL(for: Self.musicStagingKey(id), method: "PUT",
+                                                            expires: configuration.uploadLinkLifetime, contentLength: size).absoluteString
+        }
+        return answer
     }
 
     /// The parts of a resumable reservation: each received (by number, at its right size) or with a
@@ -302,14 +328,23 @@ struct DirectUploadController: Sendable {
             let targetDuration = reservation.targetDuration ?? HighlightLimits.defaultTargetDuration
             let (quality, codec, choices) = (try UploadController.quality(reservation.quality),
                                              try UploadController.codec(reservation.codec), try reservation.choices())
-            let music = try await reservation.music(store)
-            _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
-                                              sourceKey: sourceKey, sourceSize: staged.size, targetDuration: Double(targetDuration),
-                                              quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices,
-                                              music: music),
-                                       identity: context.identity)
+            var music = try await reservation.music(store)
+            if let filename = music?.filename {
+                music?.uploadedKey = try await stageMusic(id, filename: filename, declared: reservation.musicSize)
+            }
+            do {
+                _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
+                                                  sourceKey: sourceKey, sourceSize: staged.size, targetDuration: Double(targetDuration),
+                                                  quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices,
+                                                  music: music),
+                                           identity: context.identity)
+            } catch {
+                if let key = music?.uploadedKey { await UploadController.removeUnclaimed(key, of: id, after: error, store: store, storage: storage) }
+                throw error
+            }
             try? await reservations.remove(key: Self.reservationKey(id))
             try? await storage.delete(key: Self.stagingKey(id))
+            if music?.uploadedKey != nil { try? await storage.delete(key: Self.musicStagingKey(id)) }
             context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
                                                           "duration": "\(info.duration)", "direct": "true"])
             return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info),
@@ -321,11 +356,39 @@ struct DirectUploadController: Sendable {
         }
     }
 
+    /// Checks the app's own track arrived whole at its staging key and is a track we can use (read
+    /// into a file of the upload directory and probed as a `music` part is), and copies it to where
+    /// the job keeps it; returns that key. The staged object stays until the job is committed.
+    private func stageMusic(_ id: UUID, filename: String, declared: Int64?) async throws -> String {
+        let staged = try await stagedMusic(id)
+        if let declared, declared != staged.size {
+            throw APIError(.badRequest, "upload_size_mismatch",
+                           "The uploaded music track has \(staged.size) bytes, not the \(declared) declared; upload it again.")
+        }
+        guard staged.size <= FormLimits().musicBytes else { throw MusicController.tooLarge(FormLimits().musicBytes) }
+        let file = configuration.uploadDirectory.appendingPathComponent("moments-music-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        _ = try await storage.get(key: Self.musicStagingKey(id), to: file, limit: FormLimits().musicBytes)
+        try await MusicController.probe(file, bytes: staged.size)
+        let key = MusicController.uploadedKey(for: id, filename: filename)
+        _ = try await storage.copy(from: Self.musicStagingKey(id), to: key)
+        return key
+    }
+
     /// The answer for an upload started already (a retried start must not fail); someone else's is not found.
     private func startedJob(_ id: UUID, owner: String?) async throws -> UploadAccepted? {
         guard let existing = try await store.job(id) else { return nil }
         guard existing.owner == owner else { throw APIError.jobNotFound() }
         return UploadAccepted(jobID: existing.id, estimatedTime: nil)
+    }
+
+    private func stagedMusic(_ id: UUID) async throws -> ObjectInfo {
+        do {
+            return try await storage.head(key: Self.musicStagingKey(id))
+        } catch where error.code == .notFound {
+            throw APIError(.conflict, "music_missing",
+                           "The music track has not arrived yet: PUT it to the music_upload_url first, then start the job.")
+        }
     }
 
     private func stagedObject(_ id: UUID) async throws -> ObjectInfo {
@@ -356,6 +419,9 @@ struct DirectUploadController: Sendable {
 
     /// Where the client's PUT lands: nothing reads it but `start`.
     static func stagingKey(_ id: UUID) -> String { "uploads/\(id.uuidString.lowercased())" }
+
+    /// Where the app's own track lands (the orphan sweep clears it with `uploads/`).
+    static func musicStagingKey(_ id: UUID) -> String { "uploads/\(id.uuidString.lowercased())-music" }
 
     static func sourceKey(_ id: UUID) -> String { "sources/\(id.uuidString.lowercased())-direct" }
 

@@ -35,7 +35,7 @@ extension MusicController {
         var choice: MusicChoice
         if let text = given(id) {
             guard uploaded == nil else {
-                throw APIError(.unprocessableContent, "invalid_music_id", "Send a music_id or a music part, not both.")
+                throw APIError(.unprocessableContent, "invalid_music_id", "Send a music_id or a track of your own (a music part, or music_filename on a direct upload), not both.")
             }
             guard let trackID = UUID(uuidString: text), let track = try await store.track(trackID), track.removedAt == nil else {
                 throw APIError(.unprocessableContent, "invalid_music_id", "music_id must name a track of the music library (GET /api/v1/music lists them).")
@@ -71,6 +71,11 @@ extension MusicController {
     static func uploadedKey(for id: UUID, filename: String) -> String {
         let ext = (filename as NSString).pathExtension.lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber) }
         return "music-uploads/\(id.uuidString.lowercased())/music\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
+    }
+
+    /// 413 `music_too_large`.
+    static func tooLarge(_ limit: Int64) -> APIError {
+        APIError(.contentTooLarge, "music_too_large", "The music track is larger than \(limit / (1 << 20)) MiB, the most we accept for a track.")
     }
 
     /// Checks an uploaded `music` part is a track we can use (sound alone, 10 s to 10 min as its

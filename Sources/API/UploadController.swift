@@ -249,7 +249,7 @@ struct UploadController: Sendable {
         case .secondMusic:
             APIError(.badRequest, "duplicate_file", "The form has more than one part named 'music': send one track per upload.")
         case .musicTooLarge(let limit):
-            APIError(.contentTooLarge, "music_too_large", "The music track is larger than \(limit / (1 << 20)) MiB, the most we accept for a track.")
+            MusicController.tooLarge(limit)
         }
     }
 

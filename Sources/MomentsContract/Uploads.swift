@@ -97,11 +97,18 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var musicID: UUID?
     public var musicVolume: Double?
     public var keepSourceAudio: Bool?
+    /// API 1.2: or a track of the app's own, PUT to the answer's `music_upload_url`: its name and
+    /// length (the URL accepts exactly that many bytes).
+    public var musicFilename: String?
+    public var musicSizeBytes: Int64?
 
     public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
-                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil, music: MusicChoice? = nil) {
+                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil, music: MusicChoice? = nil,
+                musicSizeBytes: Int64? = nil) {
         self.filename = filename
         musicID = music?.trackID
+        musicFilename = music?.filename
+        self.musicSizeBytes = music?.filename == nil ? nil : musicSizeBytes
         musicVolume = music?.volume
         keepSourceAudio = music?.keepSourceAudio
         self.targetDuration = targetDuration
@@ -121,6 +128,7 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
         case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", sizeBytes = "size_bytes"
         case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
         case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
+        case musicFilename = "music_filename", musicSizeBytes = "music_size_bytes"
     }
 }
 
@@ -133,8 +141,13 @@ public struct DirectUpload: Codable, Equatable, Sendable {
     public var maxSizeBytes: Int64
     /// API 1.1, resumable uploads only: the parts (`uploadURL` is the first one's URL).
     public var resumable: UploadParts?
+    /// API 1.2, when the request named a track of the app's own (`music_filename`): PUT it here, in
+    /// one request of exactly `music_size_bytes`, before starting the job.
+    public var musicUploadURL: String?
 
-    public init(jobID: UUID, uploadURL: String, method: String = "PUT", expiresAt: Date, maxSizeBytes: Int64, resumable: UploadParts? = nil) {
+    public init(jobID: UUID, uploadURL: String, method: String = "PUT", expiresAt: Date, maxSizeBytes: Int64, resumable: UploadParts? = nil,
+                musicUploadURL: String? = nil) {
+        self.musicUploadURL = musicUploadURL
         self.jobID = jobID
         self.uploadURL = uploadURL
         self.method = method
@@ -145,6 +158,7 @@ public struct DirectUpload: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case jobID = "job_id", uploadURL = "upload_url", method, expiresAt = "expires_at", maxSizeBytes = "max_size_bytes", parts
+        case musicUploadURL = "music_upload_url"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -155,6 +169,7 @@ public struct DirectUpload: Codable, Equatable, Sendable {
         expiresAt = try c.decode(Date.self, forKey: .expiresAt)
         maxSizeBytes = try c.decode(Int64.self, forKey: .maxSizeBytes)
         resumable = c.contains(.parts) ? try UploadParts(from: decoder) : nil
+        musicUploadURL = try c.decodeIfPresent(String.self, forKey: .musicUploadURL)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -164,6 +179,7 @@ public struct DirectUpload: Codable, Equatable, Sendable {
         try c.encode(method, forKey: .method)
         try c.encode(expiresAt, forKey: .expiresAt)
         try c.encode(maxSizeBytes, forKey: .maxSizeBytes)
+        try c.encodeIfPresent(musicUploadURL, forKey: .musicUploadURL)
         try resumable?.encode(to: encoder)
     }
 }
@@ -203,6 +219,9 @@ public struct UploadParts: Codable, Equatable, Sendable {
     public var urlsExpireAt: Date
     /// When the upload itself is given up (its parts deleted) if not started.
     public var uploadExpiresAt: Date
+    /// API 1.2, from `GET /api/v1/uploads/{id}/parts` while a track of the app's own
+    /// (`music_filename`) has not arrived: a fresh URL to PUT it to.
+    public var musicUploadURL: String?
 
     public init(jobID: UUID, sizeBytes: Int64, partSize: Int64, partCount: Int, parts: [Part], urlsExpireAt: Date, uploadExpiresAt: Date) {
         self.jobID = jobID
@@ -219,7 +238,7 @@ public struct UploadParts: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case jobID = "job_id", sizeBytes = "size_bytes", partSize = "part_size", partCount = "part_count", parts
-        case urlsExpireAt = "urls_expire_at", uploadExpiresAt = "upload_expires_at"
+        case urlsExpireAt = "urls_expire_at", uploadExpiresAt = "upload_expires_at", musicUploadURL = "music_upload_url"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -231,5 +250,6 @@ public struct UploadParts: Codable, Equatable, Sendable {
         try c.encode(parts, forKey: .parts)
         try c.encode(urlsExpireAt, forKey: .urlsExpireAt)
         try c.encode(uploadExpiresAt, forKey: .uploadExpiresAt)
+        try c.encodeIfPresent(musicUploadURL, forKey: .musicUploadURL)
     }
 }

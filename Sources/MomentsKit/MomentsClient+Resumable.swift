@@ -58,11 +58,20 @@ extension MomentsClient {
     /// storage on the server (`direct_upload_unavailable` otherwise).
     ///
     /// Throws `suspended` (kind `cancelled`) when `options.stopAfterParts` is reached.
+    ///
+    /// `music` and `musicFile` (API 1.2) as for `upload`: a track of the app's own goes in one PUT
+    /// to a URL of its own once the video's parts are sent (again after a relaunch if it had not
+    /// arrived).
     public func resumableUpload(file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high,
                                 codec: VideoCodecChoice = .auto, callbackURL: String? = nil,
-                                choices: HighlightChoices = HighlightChoices(), options: ResumableUploadOptions,
+                                choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
+                                options: ResumableUploadOptions,
                                 progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
         let identity = try Self.identity(of: file)
+        let music = try Self.musicChoice(music, file: musicFile)
+        let musicSize = try musicFile.map { file throws(MomentsClientError) in try Self.size(of: file) }
+        var track: (file: URL, size: Int64)? = nil
+        if let musicFile, let musicSize { track = (musicFile, musicSize) }
         let stateFile = Self.stateFile(for: file, in: options.stateDirectory)
         var state = Self.loadState(stateFile)
         if let existing = state, existing.fileSize != identity.size || existing.fileModified != identity.modified {
@@ -85,13 +94,13 @@ extension MomentsClient {
                                                idempotencyKey: UUID().uuidString, jobID: nil, createdAt: Date())
                 try Self.save(current, to: stateFile)
                 parts = try await reserveResumable(file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
-                                                   codec: codec, callbackURL: callbackURL, choices: choices, state: &current,
-                                                   stateFile: stateFile)
+                                                   codec: codec, callbackURL: callbackURL, choices: choices, music: music,
+                                                   musicSize: musicSize, state: &current, stateFile: stateFile)
             }
         } else {
             parts = try await reserveResumable(file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
-                                               codec: codec, callbackURL: callbackURL, choices: choices, state: &current,
-                                               stateFile: stateFile)
+                                               codec: codec, callbackURL: callbackURL, choices: choices, music: music,
+                                               musicSize: musicSize, state: &current, stateFile: stateFile)
         }
         guard let job = current.jobID else { throw MomentsClientError.invalid("The server gave the upload no job id.") }
 
@@ -112,11 +121,16 @@ extension MomentsClient {
                 done += part.sizeBytes
                 sent += 1
             }
+            // The track, while the server has not got it (it gives a URL only then).
+            if let track, let address = parts.musicUploadURL {
+                try await put(track.file, size: track.size, to: address, method: "PUT", progress: nil)
+                parts.musicUploadURL = nil
+            }
             do {
                 let accepted: UploadAccepted = try await send("POST", "api/v1/jobs/\(job.uuidString.lowercased())/start", idempotent: true)
                 Self.forget(stateFile, partsOf: file, in: options.stateDirectory)
                 return accepted
-            } catch where error.code == "upload_incomplete" || error.code == "upload_size_mismatch" {
+            } catch where error.code == "upload_incomplete" || error.code == "upload_size_mismatch" || error.code == "music_missing" {
                 // Parts whose URLs expired or that storage did not keep: what is missing, with fresh URLs.
                 parts = try await send("GET", "api/v1/uploads/\(job.uuidString.lowercased())/parts")
             }
@@ -127,16 +141,17 @@ extension MomentsClient {
 
     /// `POST /api/v1/uploads` with `resumable`, under the state's idempotency key (retried safely).
     private func reserveResumable(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice,
-                                  callbackURL: String?, choices: HighlightChoices, state: inout ResumableUploadState,
-                                  stateFile: URL) async throws(MomentsClientError) -> UploadParts {
+                                  callbackURL: String?, choices: HighlightChoices, music: MusicChoice?, musicSize: Int64?,
+                                  state: inout ResumableUploadState, stateFile: URL) async throws(MomentsClientError) -> UploadParts {
         let request = DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration, quality: quality.rawValue,
                                           callbackURL: callbackURL, codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size,
-                                          choices: choices, resumable: true)
+                                          choices: choices, resumable: true, music: music, musicSizeBytes: musicSize)
         let reservation: DirectUpload = try await send("POST", "api/v1/uploads", body: try encode(request),
                                                        headers: ["Idempotency-Key": state.idempotencyKey], idempotent: true)
-        guard let parts = reservation.resumable else {
+        guard var parts = reservation.resumable else {
             throw MomentsClientError.invalid("The server did not make the upload resumable (it answered without parts).")
         }
+        parts.musicUploadURL = reservation.musicUploadURL
         state.jobID = reservation.jobID
         try Self.save(state, to: stateFile)
         return parts

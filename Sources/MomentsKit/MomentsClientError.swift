@@ -15,6 +15,8 @@ public struct MomentsClientError: Error, Equatable, Sendable, CustomStringConver
         /// A local file could not be read or written.
         case file
         case cancelled
+        /// The call asked for something no request can carry (a library track and a track file both).
+        case invalidRequest = "invalid_request"
     }
 
     public var kind: Kind
@@ -39,7 +41,7 @@ public struct MomentsClientError: Error, Equatable, Sendable, CustomStringConver
         switch kind {
         case .transport: true
         case .server: [408, 429, 500, 502, 503, 504].contains(status ?? 0)
-        case .invalidResponse, .file, .cancelled: false
+        case .invalidResponse, .file, .cancelled, .invalidRequest: false
         }
     }
 

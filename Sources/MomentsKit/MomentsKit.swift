@@ -26,3 +26,6 @@ public typealias JobList = MomentsContract.JobList
 public typealias UploadParts = MomentsContract.UploadParts
 public typealias HighlightChoices = MomentsModel.HighlightChoices
 public typealias AspectRatio = MomentsModel.AspectRatio
+// API 1.2.
+public typealias MusicChoice = MomentsModel.MusicChoice
+public typealias MusicLibraryList = MomentsContract.MusicLibraryList

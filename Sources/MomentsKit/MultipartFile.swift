@@ -9,12 +9,13 @@ struct MultipartFile {
     var boundary: String
     var size: Int64
 
-    static func write(file: URL, fields: [(String, String)], chunkSize: Int = 1 << 20) throws(MomentsClientError) -> MultipartFile {
+    /// The form: `fields`, then `music` (a track of the app's own) in a part named `music`, then
+    /// `file` in the part named `file`, copied a chunk at a time.
+    static func write(file: URL, fields: [(String, String)], music: URL? = nil, chunkSize: Int = 1 << 20) throws(MomentsClientError) -> MultipartFile {
         let boundary = "moments-\(UUID().uuidString)"
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("moments-upload-\(UUID().uuidString).multipart")
+        var reading = file
         do {
-            let input = try FileHandle(forReadingFrom: file)
-            defer { try? input.close() }
             guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
                 throw CocoaError(.fileWriteUnknown)
             }
@@ -24,20 +25,28 @@ struct MultipartFile {
             for (name, value) in fields {
                 head += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n"
             }
-            let filename = file.lastPathComponent.replacingOccurrences(of: "\"", with: "'")
-            head += "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(filename)\"\r\n"
-            head += "Content-Type: video/mp4\r\n\r\n"
-            try output.write(contentsOf: Data(head.utf8))
-            while let chunk = try input.read(upToCount: chunkSize), !chunk.isEmpty {
-                try output.write(contentsOf: chunk)
+            func part(_ name: String, _ source: URL, type: String) throws {
+                reading = source
+                let input = try FileHandle(forReadingFrom: source)
+                defer { try? input.close() }
+                let filename = source.lastPathComponent.replacingOccurrences(of: "\"", with: "'")
+                head += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"\(filename)\"\r\n"
+                head += "Content-Type: \(type)\r\n\r\n"
+                try output.write(contentsOf: Data(head.utf8))
+                while let chunk = try input.read(upToCount: chunkSize), !chunk.isEmpty {
+                    try output.write(contentsOf: chunk)
+                }
+                head = "\r\n"
             }
+            if let music { try part("music", music, type: "application/octet-stream") }
+            try part("file", file, type: "video/mp4")
             try output.write(contentsOf: Data("\r\n--\(boundary)--\r\n".utf8))
             let size = Int64(try output.offset())
             return MultipartFile(url: url, boundary: boundary, size: size)
         } catch {
             try? FileManager.default.removeItem(at: url)
             throw MomentsClientError(kind: .file, code: "file_unreadable",
-                                     message: "Could not prepare \(file.lastPathComponent) for upload: \(error.localizedDescription)")
+                                     message: "Could not prepare \(reading.lastPathComponent) for upload: \(error.localizedDescription)")
         }
     }
 }

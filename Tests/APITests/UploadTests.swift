@@ -102,6 +102,65 @@ struct UploadTests {
         }
     }
 
+    @Test("Direct upload with a track of the app's own: a second signed PUT of the declared length; each fault refused with its code; the track moves under the job")
+    func directUploadMusic() async throws {
+        try await InProcessAPI.run(presigning: true) { api in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-direct-music-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let track = folder.appendingPathComponent("song.wav")
+            let made = try captured("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=12", track.path])
+            #expect(made.status == 0)
+            let trackSize = Int64(try Data(contentsOf: track).count)
+
+            // Refused at the reservation: no length, too long, a length alone, a library track too.
+            for (body, status, code) in [(["music_filename": "song.wav"] as [String: Any], 400, "invalid_request"),
+                                         (["music_filename": "song.wav", "music_size_bytes": 0], 400, "invalid_request"),
+                                         (["music_filename": "song.wav", "music_size_bytes": 65 << 20], 413, "music_too_large"),
+                                         (["music_size_bytes": 1000], 400, "invalid_request"),
+                                         (["music_filename": "song.wav", "music_size_bytes": 1000, "music_id": UUID().uuidString], 422, "invalid_music_id")] {
+                let error = try await api.post("/api/v1/uploads", json: body).error()
+                #expect(error.status == status && error.code == code, "\(body): \(error)")
+            }
+
+            let reserved = try await api.post("/api/v1/uploads", json: ["filename": "clip.mov", "music_filename": "../song.wav",
+                                                                        "music_size_bytes": trackSize, "music_volume": -9]).json()
+            let id = try #require(UUID(uuidString: reserved["job_id"] as? String ?? ""))
+            let videoURL = try #require(URL(string: reserved["upload_url"] as? String ?? ""))
+            let musicURL = try #require(URL(string: reserved["music_upload_url"] as? String ?? ""), "\(reserved)")
+            #expect(musicURL.path != videoURL.path && musicURL.query?.contains("X-Content-Length=\(trackSize)") == true, "\(musicURL)")
+            _ = try await api.storage.put(key: String(videoURL.path.dropFirst()), from: URL(fileURLWithPath: TestFootage.twentySeconds),
+                                          contentType: "video/mp4")
+            let missing = try await api.send(.post, "/api/v1/jobs/\(id)/start").error()
+            #expect(missing.status == 409 && missing.code == "music_missing", "\(missing)")
+            // A text file where the track should be: 415, and the start can be asked again once the track is there.
+            let text = folder.appendingPathComponent("notes.txt")
+            try Data(repeating: UInt8(ascii: "x"), count: Int(trackSize)).write(to: text)
+            let musicKey = String(musicURL.path.dropFirst())
+            _ = try await api.storage.put(key: musicKey, from: text, contentType: "audio/wav")
+            let notAudio = try await api.send(.post, "/api/v1/jobs/\(id)/start").error()
+            #expect(notAudio.status == 415 && notAudio.code == "not_audio", "\(notAudio)")
+            #expect(try await api.store.job(id) == nil, "no job yet")
+            _ = try await api.storage.put(key: musicKey, from: URL(fileURLWithPath: "/etc/hostname"), contentType: "audio/wav")
+            let short = try await api.send(.post, "/api/v1/jobs/\(id)/start").error()
+            #expect(short.status == 400 && short.code == "upload_size_mismatch", "\(short)")
+            _ = try await api.storage.put(key: musicKey, from: track, contentType: "audio/wav")
+            let started = try await api.send(.post, "/api/v1/jobs/\(id)/start")
+            #expect(started.status == 200, "\(started.text)")
+
+            let job = try #require(try await api.store.job(id))
+            let music = try #require(job.music)
+            #expect(music.filename == "song.wav" && music.trackID == nil && music.volume == -9 && music.keepSourceAudio)
+            let kept = try #require(music.uploadedKey)
+            #expect(kept.hasPrefix("music-uploads/\(id.uuidString.lowercased())/") && kept.hasSuffix(".wav"), "\(kept)")
+            #expect(try await api.storage.head(key: kept).size == trackSize)
+            let staged = await #expect(throws: StorageError.self) { try await api.storage.head(key: musicKey) }
+            #expect(staged?.code == .notFound, "the staged track is gone once the job is committed")
+            let details = try await api.get("/api/v1/jobs/\(id)").json()
+            #expect(details["music_filename"] as? String == "song.wav" && details["music_volume"] as? Double == -9, "\(details)")
+        }
+    }
+
     @Test("Direct upload checks at start: the declared size is signed into the URL and must match; a file that is no video is refused 415 and its copy deleted")
     func directUploadChecks() async throws {
         try await InProcessAPI.run(presigning: true) { api in

@@ -113,6 +113,66 @@ struct MomentsKitEndToEndTests {
         #expect(down?.kind == .transport && down?.isTransient == true)
     }
 
+    @Test("A track of the app's own through MomentsKit: in the form, or PUT to its own presigned URL (direct, and resumable after a relaunch); a text file refused 415 either way")
+    func ownMusic() async throws {
+        try await LiveSystem.withSystem(workers: 1) { base in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-music-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            // 20 s of a chord under a click every half second.
+            let track = folder.appendingPathComponent("our song.m4a")
+            let made = try captured("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i",
+                                                        "aevalsrc=0.4*lt(mod(t\\,0.5)\\,0.02)*sin(2*PI*1000*t)+0.1*sin(2*PI*220*t):s=44100:d=20",
+                                                        "-c:a", "aac", track.path])
+            #expect(made.status == 0, "\(String(decoding: made.errors, as: UTF8.self))")
+            let notes = folder.appendingPathComponent("notes.mp3")
+            try Data("la la la".utf8).write(to: notes)
+            let video = URL(fileURLWithPath: TestFootage.twentySeconds)
+
+            let direct = MomentsClient(baseURL: URL(string: base)!, directUploadThreshold: 0)
+            let multipart = MomentsClient(baseURL: URL(string: base)!)
+            for client in [direct, multipart] {
+                let refused = await #expect(throws: MomentsClientError.self) {
+                    try await client.upload(file: video, targetDuration: 8, musicFile: notes)
+                }
+                #expect(refused?.status == 415 && refused?.code == "not_audio", "\(String(describing: refused))")
+            }
+            let both = await #expect(throws: MomentsClientError.self) {
+                try await direct.upload(file: video, music: MusicChoice(trackID: UUID()), musicFile: track)
+            }
+            #expect(both?.kind == .invalidRequest && both?.code == "invalid_music_id", "\(String(describing: both))")
+
+            let viaForm = try await multipart.upload(file: video, targetDuration: 8, music: MusicChoice(trackID: nil, volume: -3),
+                                                      musicFile: track)
+            let viaStorage = try await direct.upload(file: video, targetDuration: 8,
+                                                      music: MusicChoice(trackID: nil, keepSourceAudio: false), musicFile: track)
+            // Resumable, stopped after its first part (the track not sent yet) and resumed: the
+            // parts' answer gives the track a fresh URL.
+            let options = ResumableUploadOptions(stateDirectory: folder, stopAfterParts: 1)
+            let large = URL(fileURLWithPath: TestFootage.large)
+            let stopped = await #expect(throws: MomentsClientError.self) {
+                try await direct.resumableUpload(file: large, targetDuration: 8, quality: .low, musicFile: track, options: options)
+            }
+            #expect(stopped?.code == "suspended")
+            var resume = options
+            resume.stopAfterParts = nil
+            let resumed = try await direct.resumableUpload(file: large, targetDuration: 8, quality: .low, musicFile: track, options: resume)
+            for (job, volume, kept) in [(viaForm.jobID, -3.0, true), (viaStorage.jobID, -6.0, false), (resumed.jobID, -6.0, true)] {
+                let finished = try await TestServices.eventually(timeout: .seconds(240)) {
+                    let status = try await direct.status(of: job).status
+                    return status == .completed || status == .failed
+                }
+                let details = try await direct.details(of: job)
+                #expect(finished && details.report.status == .completed, "\(details.report)")
+                #expect(details.music?.filename == "our song.m4a" && details.music?.trackID == nil
+                        && details.music?.volume == volume && details.music?.keepSourceAudio == kept, "\(String(describing: details.music))")
+                let output = folder.appendingPathComponent("\(job).mp4")
+                try await direct.download(job, to: output)
+                #expect(abs(try TestFootage.duration(output.path) - 8) <= 0.5)
+            }
+        }
+    }
+
     @Test("HighlightViewModel on the real server: uploading, processing with the server's sentences, the downloaded highlight")
     @MainActor
     func viewModel() async throws {
