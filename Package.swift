@@ -71,7 +71,7 @@ let package = Package(
         ]),
         // A highlight as an editor's timeline: CMX 3600 EDL, FCPXML 1.10, OpenTimelineIO. Foundation only.
         .target(name: "Timelines"),
-        // The API's JSON (CLIENT-CONTRACT.md): encoded by the server, decoded by MomentsKit. Foundation only.
+        // The API's JSON (docs/client-contract.md): encoded by the server, decoded by MomentsKit. Foundation only.
         .target(name: "MomentsContract", dependencies: ["MomentsModel"]),
         // The client SDK: MomentsClient (URLSession) and @Observable view models. Foundation and Observation only.
         .target(name: "MomentsKit", dependencies: ["MomentsContract", "MomentsModel"]),

@@ -29,7 +29,7 @@ public struct APIServices: Sendable {
     var store: JobStore { jobs.store }
 }
 
-/// Builds the API: the routes of CLIENT-CONTRACT.md, health checks, one error shape. The job
+/// Builds the API: the routes of docs/client-contract.md, health checks, one error shape. The job
 /// store's connection pool runs as one of the application's services, and the migrations are
 /// applied before the server takes requests. `background` runs beside it (workers in `moments dev`);
 /// `telemetry` (the span exporter) runs first, so that it stops last. `metrics` is what `/metrics`

@@ -1,7 +1,7 @@
 import Foundation
 import MomentsModel
 
-// The JSON of Moments' HTTP API (../shared/CLIENT-CONTRACT.md): the server encodes these types and
+// The JSON of Moments' HTTP API (docs/client-contract.md): the server encodes these types and
 // MomentsKit decodes them, so the two cannot drift. Keys are snake_case; every key the contract
 // names is always present (`null` when empty), hence the hand-written `encode(to:)`s (the
 // synthesized ones leave nil out; the synthesized decoders already read a missing key or `null` as

@@ -3,9 +3,20 @@ import MomentsContract
 @testable import MomentsKit
 import Testing
 
-/// The contract's JSON, as CLIENT-CONTRACT.md writes it and as the iOS app's decoder reads it.
+/// The contract's JSON, as docs/client-contract.md writes it and as the iOS app's decoder reads it.
 @Suite("Contract JSON and the event-stream parser")
 struct ContractTests {
+    @Test("docs/client-contract.md is the app team's contract word for word (../shared/CLIENT-CONTRACT.md, where it is beside the repository)")
+    func contractDocument() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let ours = try String(contentsOf: root.appendingPathComponent("docs/client-contract.md"), encoding: .utf8)
+        #expect(ours.hasPrefix("# What the iOS app expects from the API") && ours.contains("POST /api/v1/upload"))
+        let theirs = root.deletingLastPathComponent().appendingPathComponent("shared/CLIENT-CONTRACT.md")
+        if FileManager.default.fileExists(atPath: theirs.path) {
+            #expect(ours == (try String(contentsOf: theirs, encoding: .utf8)), "docs/client-contract.md differs from \(theirs.path): copy it again")
+        }
+    }
+
     @Test("The contract's example status decodes; unknown keys are ignored; nulls are nil")
     func decodesTheContractExample() throws {
         let json = #"""
