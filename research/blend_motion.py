@@ -1,5 +1,5 @@
 """A study, not a benchmark: whether a motion-compensated blend test tells a dissolve between two
-moving shots from motion inside one shot (docs/benchmarks.md, "A motion-compensated blend test").
+moving shots from motion inside one shot (docs/history/benchmarks-2026-11.md, "A motion-compensated blend test").
 
 The detector's blend fit asks that every frame of a window be a pixel-wise blend of the window's
 ends, block by block; where both shots move, their content has moved by the middle of a 2 s
@@ -16,8 +16,8 @@ scripts/bench-scenes in H.264 (built there first) and for 30- and 60-frame windo
 change. `--triggers` instead replicates the scanner's keyframe colour trigger and tries it over two
 GOPs, to see whether the GOPs of the dissolves it misses would be decoded at all.
 
-    python3 scripts/study_blend_motion.py [--cache DIR] [--radius N] [--planes y|yuv] [--alone moved|self] [CLIP…]
-    python3 scripts/study_blend_motion.py --triggers [CLIP…]   (tuned clips only, both)
+    python3 research/blend_motion.py [--cache DIR] [--radius N] [--planes y|yuv] [--alone moved|self] [CLIP…]
+    python3 research/blend_motion.py --triggers [CLIP…]   (tuned clips only, both)
 """
 
 import argparse
@@ -26,8 +26,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from study_blend_histograms import MIDDLE, quiet_windows, tuned_clips  # noqa: E402
+from blend_histograms import MIDDLE, quiet_windows, tuned_clips  # noqa: E402
 
 BLOCK_W, BLOCK_H = 8, 6
 

@@ -1,6 +1,6 @@
 """A study, not a benchmark: where `moments analyze` decodes whole GOPs on the real-footage clips of
 scripts/bench-scenes, what sent each GOP there, and whether the ground truth has a change in it
-(docs/benchmarks.md, "A new machine, and where the 3x goal stands").
+(docs/history/benchmarks-2026-11.md, "A new machine, and where the 3x goal stands").
 
 Each GOP the scanner decodes beyond its keyframe's sample is read from its `MOMENTS_DEBUG_SCAN`
 line: a jump of the keyframes' colours, a packet spike, a jump of their colour layout or still
@@ -11,7 +11,7 @@ transition of the ground truth reaches within two frames of it. Printed: one lin
 held none, then per set of triggers the GOPs, the frames they decoded, those that held a change,
 and the frames spent in those that held none; with `--all`, a line for every decoded GOP.
 
-    python3 scripts/study_idle_gops.py [--codec h264|hevc|x264] [--all] [--binary .build/release/moments]
+    python3 research/idle_gops.py [--codec h264|hevc|x264] [--all] [--binary .build/release/moments]
         [--cache DIR] [CLIP…]
 """
 
@@ -22,8 +22,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_scenes import CLIPS, clip_paths  # noqa: E402
+from scenes import CLIPS, clip_paths  # noqa: E402
 
 GOP_LINE = re.compile(
     r"gop (?P<index>\d+) at (?P<time>[\d.]+): activity (?P<activity>[-\d.]+) \(median [\d.]+\), "

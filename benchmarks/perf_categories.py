@@ -8,7 +8,7 @@ waiting, task switches, channel pipelines) count only when no part of the reques
 stack; what is left is the Swift runtime, the kernel and other. Then, for a few whole functions, the
 share of samples with that function anywhere on the stack.
 
-    perf script -i FILE | python3 scripts/perf_categories.py [--title TITLE]
+    perf script -i FILE | python3 benchmarks/perf_categories.py [--title TITLE]
 """
 
 import re

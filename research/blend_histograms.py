@@ -1,5 +1,5 @@
 """A study, not a benchmark: whether colour histograms tell a dissolve between two moving shots
-from motion inside one shot (docs/benchmarks.md, "A histogram test for blends of moving shots").
+from motion inside one shot (docs/history/benchmarks-2026-11.md, "A histogram test for blends of moving shots").
 
 For each window, the middle frames' Y, U and V histograms (32 bins, earth mover's distance) are
 compared with those of the pixel-wise blend of the window's end frames at the frame's α (from the
@@ -8,7 +8,7 @@ pixel from one picture or the other). A dissolve should fit the blend far better
 (a low ratio); a continuous shot should not. Prints the ratio for every dissolve of the tuned clips
 of scripts/bench-scenes in H.264 (built there first) and for 30- and 60-frame windows that hold no change.
 
-    python3 scripts/study_blend_histograms.py [--cache DIR] [CLIP…]   (tuned clips only)
+    python3 research/blend_histograms.py [--cache DIR] [CLIP…]   (tuned clips only)
 """
 
 import argparse
@@ -19,8 +19,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_scenes import CLIPS, clip_paths  # noqa: E402  (which clips are tuned, and where they are)
+from scenes import CLIPS, clip_paths  # noqa: E402  (which clips are tuned, and where they are)
 
 WIDTH, HEIGHT = 64, 36
 BINS = np.linspace(0, 256, 33)

@@ -1,5 +1,5 @@
 """A study, not a benchmark: how much decoding the scene analysis could save at best on the
-real-footage clips of scripts/bench-scenes (docs/benchmarks.md, "How near 3x can be").
+real-footage clips of scripts/bench-scenes (docs/history/benchmarks-2026-11.md, "How near 3x can be").
 
 A detector of moments' kind samples every keyframe and places each change on its frame. However
 well it chose where to look, it would decode at least:
@@ -27,7 +27,7 @@ of scripts/bench-scenes come out alike). Every figure of a clip comes from one t
 decode and the analysis ran one after another; of `--repeat` turns, the one with the median floor
 (by its speed-up) is printed, and every turn on standard error.
 
-    python3 scripts/study_decode_floor.py [--codec h264|hevc] [--look BEFORE:AFTER[+events] …]
+    python3 research/decode_floor.py [--codec h264|hevc] [--look BEFORE:AFTER[+events] …]
         [--repeat 3] [--binary .build/release/moments] [--cache DIR] [CLIP…]
 
 Clips come as scripts/bench-scenes built them (tuned and held-out alike: nothing here is tuned).
@@ -40,8 +40,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_scenes import CLIPS, clip_paths, timed  # noqa: E402
+from scenes import CLIPS, clip_paths, timed  # noqa: E402
 
 
 def demux_cpu(clip):

@@ -480,4 +480,4 @@ if __name__ == "__main__":
     elif mode == "abuse":
         print(json.dumps(abuse(base, sys.argv[3], int(sys.argv[4]))))
     else:
-        sys.exit("usage: loadtest.py load BASE CLIENTS SECONDS VIDEO | abuse BASE VIDEO SSE_CONNECTIONS")
+        sys.exit("usage: load.py load BASE CLIENTS SECONDS VIDEO | abuse BASE VIDEO SSE_CONNECTIONS")

@@ -1,6 +1,6 @@
 """The benchmark of what people notice behind scripts/bench-quality.
 
-Each clip of scripts/bench_scenes.py (real footage, its shots known) gets a soundtrack made here:
+Each clip of benchmarks/scenes.py (real footage, its shots known) gets a soundtrack made here:
 sentences spoken by espeak-ng, with voices, speeds, pitches and pauses (0.3-1.5 s) drawn from a
 seeded generator, over room noise or over real music. Every sentence's span is where its audible
 samples were placed, so the edges and sentences below follow from how the clip was made.
@@ -18,7 +18,7 @@ import time
 import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_scenes  # noqa: E402
+import scenes as bench_scenes  # noqa: E402
 
 RATE = 22050  # espeak-ng's own rate
 SENTENCES = [

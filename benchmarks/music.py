@@ -3,10 +3,14 @@
 
 Click tracks are written here with every beat known; music-free sounds with ffmpeg and espeak-ng;
 real music is the first minute of each soundtrack of freedroid-data and pingus-data (the shell
-script fetches them) rendered to WAV by ffmpeg.
+script fetches them). The modules among them (MOD, S3M, IT) are rendered here by libopenmpt, the
+library FFmpeg reads them with, which also says when each row of the score starts: their true beats
+are the rows a beat apart (the file's own rows-per-beat highlight for IT, four otherwise), so real
+music is measured against its score and not against another tracker.
 """
 import argparse
 import array
+import ctypes
 import glob
 import json
 import math
@@ -68,6 +72,83 @@ def aubio_beats(path):
     tempo_lines = run(["aubio", "tempo", path]).stdout.strip().splitlines()
     tempo = float(tempo_lines[-1].split()[0]) if tempo_lines else None
     return tempo, beats
+
+
+class Score:
+    """libopenmpt through its C API: a module's sound and the start of every row, for its first
+    `seconds`."""
+    library = None
+
+    @classmethod
+    def load(cls):
+        if cls.library is None:
+            lib = ctypes.CDLL("libopenmpt.so.0")
+            lib.openmpt_module_create_from_memory2.restype = ctypes.c_void_p
+            lib.openmpt_module_create_from_memory2.argtypes = [ctypes.c_void_p, ctypes.c_size_t] + [ctypes.c_void_p] * 4 + [
+                ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p]
+            for name in ("openmpt_module_get_current_row", "openmpt_module_get_current_order"):
+                getattr(lib, name).argtypes = [ctypes.c_void_p]
+                getattr(lib, name).restype = ctypes.c_int32
+            lib.openmpt_module_read_float_mono.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_size_t, ctypes.POINTER(ctypes.c_float)]
+            lib.openmpt_module_read_float_mono.restype = ctypes.c_size_t
+            lib.openmpt_module_destroy.argtypes = [ctypes.c_void_p]
+            cls.library = lib
+        return cls.library
+
+    @classmethod
+    def render(cls, source, wav, seconds=60):
+        """Writes the module's sound to `wav` and returns its true beats. Rows are read in chunks of
+        one millisecond: a row's start is known to within one."""
+        cached = wav + ".beats.json"
+        if os.path.exists(wav) and os.path.exists(cached):
+            with open(cached) as f:
+                return json.load(f)
+        lib = cls.load()
+        data = open(source, "rb").read()
+        error = ctypes.c_int(0)
+        module = lib.openmpt_module_create_from_memory2(data, len(data), None, None, None, None, ctypes.byref(error), None, None)
+        if not module:
+            return None
+        chunk = RATE // 1000
+        buffer = (ctypes.c_float * chunk)()
+        samples, rows, last, done = array.array("f"), [], None, 0
+        while done < seconds * RATE:
+            start = done
+            count = lib.openmpt_module_read_float_mono(module, RATE, chunk, buffer)
+            if count == 0:
+                break
+            position = (lib.openmpt_module_get_current_order(module), lib.openmpt_module_get_current_row(module))
+            if position != last:
+                rows.append((start / RATE, position[1]))
+                last = position
+            samples.extend(buffer[:count])
+            done += count
+        lib.openmpt_module_destroy(module)
+        per_beat = data[0x1E] if data[:4] == b"IMPM" and data[0x1E] > 0 else 4
+        beats = [t for t, row in rows if row % per_beat == 0]
+        # A jump into the middle of a pattern (or rows stretched by a pattern delay) leaves the
+        # score's rows without a beat's meaning: keep the beats up to the first gap of over twice
+        # the usual one, and measure only there.
+        if len(beats) > 2:
+            usual = statistics.median(b - a for a, b in zip(beats, beats[1:]))
+            gap = next((k for k in range(1, len(beats)) if beats[k] - beats[k - 1] > 2 * usual), len(beats))
+            beats = beats[:gap]
+        write_wav(wav, samples)
+        with open(cached, "w") as f:
+            json.dump(beats, f)
+        return beats
+
+
+def within(found, truth):
+    """The times of `found` inside the stretch `truth` covers (half a beat either side)."""
+    if len(truth) < 2:
+        return found
+    half = (truth[1] - truth[0]) / 2
+    return [t for t in found if truth[0] - half <= t <= truth[-1] + half]
+
+
+def is_module(path):
+    return path.lower().endswith((".mod", ".s3m", ".it", ".xm"))
 
 
 def nearest(t, reference):
@@ -167,25 +248,38 @@ def trackers(args, sounds, files):
         print(f"{name:<28} {len(ours or []):>10} {len(theirs):>10}" + (f"  ({error})" if error else ""))
 
     print()
-    print("Real music (the first minute of each soundtrack): tempo, and Moments' beats within 70 ms of aubio's")
-    print(f"{'track':<36} {'moments':>9} {'aubio':>9} {'agree':>7}")
-    agreements = []
+    print("Real music, the first minute of each module, against its score: tempo, F-measure at +-70 ms and the")
+    print("median distance of a beat found to the true one, at the level (the score's beat, its half or its")
+    print("double) each tracker chose")
+    print(f"{'track':<30} {'score':>6} {'moments':>26} {'aubio':>26}")
+    rows, missed = [], []
     for source in files:
+        if not is_module(source):
+            continue
         name = os.path.basename(source)
-        path = os.path.join(sounds, "music-" + name + ".wav")
-        if not os.path.exists(path):
-            if run(["ffmpeg", "-v", "error", "-y", "-i", source, "-t", "60", "-ac", "1", "-ar", str(RATE), path], check=False).returncode != 0:
-                continue
+        path = os.path.join(sounds, "score-" + name + ".wav")
+        truth = Score.render(source, path)
+        if not truth or len(truth) < 8:
+            continue
         ours_tempo, ours, error = moments_beats(args.bin, path)
         if error and "too_short" in error:
             continue
         theirs_tempo, theirs = aubio_beats(path)
-        agree = max((sum(1 for t in ours if nearest(t, reference) <= 0.07) / len(ours) for reference in levels(theirs)), default=0) if ours and theirs else 0
+        period = statistics.median(b - a for a, b in zip(truth, truth[1:]))
+        (f1, d1), (f2, d2) = against(within(ours or [], truth), truth, 0.07), against(within(theirs, truth), truth, 0.07)
         if ours:
-            agreements.append(agree)
-        print(f"{name:<36} {ours_tempo or 0:>9.1f} {theirs_tempo or 0:>9.1f} {agree:>7.2f}" + ("  (no steady beat)" if not ours else ""))
-    if agreements:
-        print(f"{'median of tracks with a beat':<36} {'':>9} {'':>9} {statistics.median(agreements):>7.2f}")
+            rows.append((f1, d1, f2, d2))
+        else:
+            missed.append((f2, d2))
+        mine = f"{ours_tempo:>7.1f} {f1:>6.2f} {d1:>7.1f} ms" if ours else f"{'no steady beat':>26}"
+        print(f"{name:<30} {60 / period:>6.1f} {mine} {theirs_tempo or 0:>7.1f} {f2:>6.2f} {d2:>7.1f} ms")
+    if rows:
+        print(f"{'median, tracks Moments beats':<30} {'':>6} {'':>7} {statistics.median(r[0] for r in rows):>6.2f} "
+              f"{statistics.median(r[1] for r in rows):>7.1f} ms {'':>7} {statistics.median(r[2] for r in rows):>6.2f} "
+              f"{statistics.median(r[3] for r in rows):>7.1f} ms")
+    if missed:
+        print(f"{'median, the others':<30} {'':>6} {'':>26} {'':>7} {statistics.median(r[0] for r in missed):>6.2f} "
+              f"{statistics.median(r[1] for r in missed):>7.1f} ms")
 
 
 def decoded(path, rate=8000):
@@ -233,14 +327,22 @@ def highlights(binary, sounds, real):
         return whole["music"]
 
     print()
-    print("Highlights with music (30 s of a 60 s video): distance from each cut to the nearest beat of the")
-    print("track (click tracks: the true beats, at the level the tracker chose; real music: aubio's), and the")
-    print("integrated loudness of the result (target -16 LUFS)")
+    print("Highlights with music (30 s of a 60 s video): distance from each cut to the nearest true beat of the")
+    print("track (click tracks: as made; modules: their score; the half-beats too where the tracker counted")
+    print("twice as fast), and the integrated loudness of the result (target -16 LUFS)")
     print(f"{'track':<36} {'cuts':>5} {'median':>9} {'p90':>9} {'LUFS':>7}")
-    click_distances, real_distances, levels_measured = [], [], []
-    tracks = sorted(glob.glob(os.path.join(sounds, "clicks-*.wav"))) + [os.path.join(sounds, "music-" + os.path.basename(f) + ".wav")
-                                                                         for f in real[:8]]
-    for index, track in enumerate(tracks):
+    distances_by_kind = {"click tracks": [], "modules, beat found": [], "modules, cut on onsets": []}
+    levels_measured = []
+    tracks = sorted(glob.glob(os.path.join(sounds, "clicks-*.wav")))
+    scores = {}
+    for source in real:
+        if is_module(source):
+            path = os.path.join(sounds, "score-" + os.path.basename(source) + ".wav")
+            truth = Score.render(source, path)
+            if truth and len(truth) >= 8:
+                tracks.append(path)
+                scores[path] = truth
+    for track in tracks:
         if not os.path.exists(track):
             continue
         music = make(video, track)
@@ -256,22 +358,29 @@ def highlights(binary, sounds, real):
             truth = steady(lead, tempos[0], 12 if len(tempos) > 1 else 29.5)
             if len(tempos) > 1:
                 truth += steady(truth[-1] + 60 / tempos[1], tempos[1], 29.5)
+            kind = "click tracks"
         else:
-            _, truth = aubio_beats(track)
+            truth = scores[track]
+            kind = "modules, beat found" if music.get("cuts_on") == "beat" else "modules, cut on onsets"
         # Each cut in the track's time (a track shorter than the highlight repeats from its start after loop_end).
         def on_track(t):
             span = (music.get("loop_end") or math.inf) - music["track_start"]
             return music["track_start"] + (t % span if math.isfinite(span) else t)
-        cuts = [on_track(c["time"]) for c in music["cuts"]]
-        reference = max(levels(truth), key=lambda r: f_measure(cuts, r, 0.05))
+        cuts = within([on_track(c["time"]) for c in music["cuts"]], truth)
+        if not cuts:
+            continue
+        # Any true beat will do for a cut; the half-beats too where the tracker counted twice as fast.
+        true_tempo = 60 / statistics.median(b - a for a, b in zip(truth, truth[1:]))
+        reference = levels(truth)[1] if (music.get("tempo") or 0) > 1.5 * true_tempo else truth
         distances = [1000 * nearest(t, reference) for t in cuts]
-        (click_distances if name.startswith("clicks-") else real_distances).extend(distances)
+        distances_by_kind[kind].extend(distances)
         level = loudness(out)
         levels_measured.append(level)
-        print(f"{name:<36} {len(distances):>5} {statistics.median(distances):>6.1f} ms {percentile(distances, 0.9):>6.1f} ms {level:>7.1f}")
-    for label, values in (("all cuts, click tracks", click_distances), ("all cuts, real music (against aubio)", real_distances)):
+        print(f"{name:<36} {len(distances):>5} {statistics.median(distances):>6.1f} ms {percentile(distances, 0.9):>6.1f} ms {level:>7.1f}"
+              + ("  (onsets)" if kind.endswith("onsets") else ""))
+    for label, values in distances_by_kind.items():
         if values:
-            print(f"{label:<36} {len(values):>5} {statistics.median(values):>6.1f} ms {percentile(values, 0.9):>6.1f} ms")
+            print(f"{'all cuts, ' + label:<36} {len(values):>5} {statistics.median(values):>6.1f} ms {percentile(values, 0.9):>6.1f} ms")
     if levels_measured:
         print(f"{'loudness: farthest from -16 LUFS':<36} {max(abs(l + 16) for l in levels_measured):>25.1f} LU")
 
@@ -279,7 +388,7 @@ def highlights(binary, sounds, real):
     print("Speech over music (40 s video of sentences, 30 s highlight): level of the speech over the music")
     print("where someone speaks (the music's part found by projecting the sound on the track; goal >= 10 dB)")
     spoken = json.loads(run([binary, "analyze", speech_video, "--json"]).stdout)["speech"]
-    for track in [t for t in tracks if "music-" in t][:3] + [os.path.join(sounds, "clicks-120.wav")]:
+    for track in [t for t in tracks if "score-" in t][:3] + [os.path.join(sounds, "clicks-120.wav")]:
         if not os.path.exists(track):
             continue
         music = make(speech_video, track)
