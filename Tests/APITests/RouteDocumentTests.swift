@@ -22,7 +22,7 @@ struct RouteDocumentTests {
         let services = APIServices(jobs: Jobs(store: store, queue: MemoryQueue(), logger: logger), storage: storage,
                                    reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore())
         let router = buildRouter(configuration: APIConfiguration(), services: services, metrics: PrometheusCollectorRegistry())
-        // The operator console (/admin) is HTML pages for people, not the API; README documents it.
+        // The operator console (/admin) is HTML pages for people, not the API; docs/operating.md documents it.
         let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" }.filter { !$0.contains(" /admin") })
         let documented = Set(Self.operations(in: OpenAPIDocument.yaml))
         #expect(routed.count >= 20)
