@@ -165,7 +165,7 @@ struct DirectUploadController: Sendable {
         let lifetime = configuration.uploadLinkLifetime
         var musicURL: String?
         if let size = reservation.musicSize {
-            musicURL = try presigner.signedURL(for: Self.musicStagingKey(id), method: "PUT", expires: lifetime, contentLength: size).absoluteString
+            musicURL = try presigner.signedURL(for: ObjectKey.stagedMusic(id), method: "PUT", expires: lifetime, contentLength: size).absoluteString
         }
         if resumable {
             var reply = try await reserveResumable(id, reservation: reservation, replayed: replayed)
@@ -174,7 +174,7 @@ struct DirectUploadController: Sendable {
         }
         // S3 checks a presigned URL when the upload begins, so a long upload that began in time
         // finishes, and its reservation waits for it.
-        let url = try presigner.signedURL(for: Self.stagingKey(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
+        let url = try presigner.signedURL(for: ObjectKey.staged(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
         try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime + Self.stagedLifetime)
         let reply = DirectUpload(jobID: id, uploadURL: url.absoluteString,
                                  expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
@@ -190,7 +190,7 @@ struct DirectUploadController: Sendable {
         if replayed, let earlier = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self), earlier.uploadID != nil {
             reservation = earlier
         } else {
-            reservation.uploadID = try await store.startUpload(key: Self.stagingKey(id), contentType: "video/mp4")
+            reservation.uploadID = try await store.startUpload(key: ObjectKey.staged(id), contentType: "video/mp4")
             reservation.partSize = Self.partSize(for: size, minimum: configuration.uploadPartBytes)
             reservation.reservedAt = Date()
             try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: Self.resumableLifetime)
@@ -210,14 +210,14 @@ struct DirectUploadController: Sendable {
               reservation.owner == context.identity.owner, let uploadID = reservation.uploadID, let store = storage.resumable else {
             throw APIError(.notFound, "job_not_found", "There is no resumable upload with this id, or it has expired.")
         }
-        guard let held = try await Self.heldParts(store, key: Self.stagingKey(id), uploadID: uploadID) else {
+        guard let held = try await Self.heldParts(store, key: ObjectKey.staged(id), uploadID: uploadID) else {
             throw APIError(.notFound, "job_not_found", "This resumable upload has expired; upload the file again.")
         }
         var answer = try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
         // The app's own track, while it has not arrived: a fresh URL for it too.
         if let size = reservation.musicSize, let presigner = storage.presigning,
-           (try? await storage.head(key: Self.musicStagingKey(id))) == nil {
-            answer.musicUploadURL = try presigner.signedURL(for: Self.musicStagingKey(id), method: "PUT",
+           (try? await storage.head(key: ObjectKey.stagedMusic(id))) == nil {
+            answer.musicUploadURL = try presigner.signedURL(for: ObjectKey.stagedMusic(id), method: "PUT",
                                                             expires: configuration.uploadLinkLifetime, contentLength: size).absoluteString
         }
         return answer
@@ -238,7 +238,7 @@ struct DirectUploadController: Sendable {
             let arrived = received[number]?.size == length
             var url: String?
             if !arrived && signed < 1000 {
-                url = try store.signedPartURL(key: Self.stagingKey(id), uploadID: uploadID, part: number, expires: lifetime,
+                url = try store.signedPartURL(key: ObjectKey.staged(id), uploadID: uploadID, part: number, expires: lifetime,
                                               contentLength: length).absoluteString
                 signed += 1
             }
@@ -265,7 +265,7 @@ struct DirectUploadController: Sendable {
     private func assemble(_ id: UUID, reservation: Reservation) async throws {
         guard let store = storage.resumable, let uploadID = reservation.uploadID else { return }
         // Gone: assembled by an earlier start (or expired: the staged object's check says which).
-        guard let held = try await Self.heldParts(store, key: Self.stagingKey(id), uploadID: uploadID) else { return }
+        guard let held = try await Self.heldParts(store, key: ObjectKey.staged(id), uploadID: uploadID) else { return }
         let answer = try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
         let missing = answer.missing
         if !missing.isEmpty {
@@ -278,7 +278,7 @@ struct DirectUploadController: Sendable {
             throw APIError(.conflict, "upload_incomplete",
                            "\(answer.partCount - missing.count) of \(answer.partCount) parts have arrived; PUT part\(missing.count == 1 ? "" : "s") \(numbers)\(missing.count > 10 ? " and the rest" : "") (GET /api/v1/uploads/\(id.uuidString.lowercased())/parts has their URLs), then start again.")
         }
-        try await store.completeUpload(key: Self.stagingKey(id), uploadID: uploadID,
+        try await store.completeUpload(key: ObjectKey.staged(id), uploadID: uploadID,
                                        parts: held.filter { $0.number <= answer.partCount })
     }
 
@@ -311,18 +311,18 @@ struct DirectUploadController: Sendable {
         let staged = try await stagedObject(id)
         guard staged.size > 0 else { throw APIError(.badRequest, "missing_file", "The uploaded file is empty.") }
         guard staged.size <= configuration.maxUploadBytes else {
-            try? await storage.delete(key: Self.stagingKey(id))
+            try? await storage.delete(key: ObjectKey.staged(id))
             throw UploadController.tooLarge(configuration.maxUploadBytes)
         }
         if let declared = reservation.size, declared != staged.size {
-            try? await storage.delete(key: Self.stagingKey(id))
+            try? await storage.delete(key: ObjectKey.staged(id))
             throw APIError(.badRequest, "upload_size_mismatch",
                            "The uploaded file has \(staged.size) bytes, not the \(declared) declared; upload it again.")
         }
         // From here on the job reads a copy no URL can write: a PUT after this changes nothing.
         // The staged object stays until the job is committed: a start that fails can be asked again.
-        let sourceKey = Self.sourceKey(id)
-        try await storage.copy(from: Self.stagingKey(id), to: sourceKey)
+        let sourceKey = ObjectKey.directSource(of: id)
+        try await storage.copy(from: ObjectKey.staged(id), to: sourceKey)
         do {
             let info = try await probe(sourceKey, size: staged.size)
             let targetDuration = reservation.targetDuration ?? HighlightLimits.defaultTargetDuration
@@ -343,8 +343,8 @@ struct DirectUploadController: Sendable {
                 throw error
             }
             try? await reservations.remove(key: Self.reservationKey(id))
-            try? await storage.delete(key: Self.stagingKey(id))
-            if music?.uploadedKey != nil { try? await storage.delete(key: Self.musicStagingKey(id)) }
+            try? await storage.delete(key: ObjectKey.staged(id))
+            if music?.uploadedKey != nil { try? await storage.delete(key: ObjectKey.stagedMusic(id)) }
             context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
                                                           "duration": "\(info.duration)", "direct": "true"])
             return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info),
@@ -368,10 +368,10 @@ struct DirectUploadController: Sendable {
         guard staged.size <= FormLimits().musicBytes else { throw MusicController.tooLarge(FormLimits().musicBytes) }
         let file = configuration.uploadDirectory.appendingPathComponent("moments-music-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
-        _ = try await storage.get(key: Self.musicStagingKey(id), to: file, limit: FormLimits().musicBytes)
+        _ = try await storage.get(key: ObjectKey.stagedMusic(id), to: file, limit: FormLimits().musicBytes)
         try await MusicController.probe(file, bytes: staged.size)
-        let key = MusicController.uploadedKey(for: id, filename: filename)
-        _ = try await storage.copy(from: Self.musicStagingKey(id), to: key)
+        let key = ObjectKey.uploadedMusic(of: id, filename: filename)
+        _ = try await storage.copy(from: ObjectKey.stagedMusic(id), to: key)
         return key
     }
 
@@ -384,7 +384,7 @@ struct DirectUploadController: Sendable {
 
     private func stagedMusic(_ id: UUID) async throws -> ObjectInfo {
         do {
-            return try await storage.head(key: Self.musicStagingKey(id))
+            return try await storage.head(key: ObjectKey.stagedMusic(id))
         } catch where error.code == .notFound {
             throw APIError(.conflict, "music_missing",
                            "The music track has not arrived yet: PUT it to the music_upload_url first, then start the job.")
@@ -393,7 +393,7 @@ struct DirectUploadController: Sendable {
 
     private func stagedObject(_ id: UUID) async throws -> ObjectInfo {
         do {
-            return try await storage.head(key: Self.stagingKey(id))
+            return try await storage.head(key: ObjectKey.staged(id))
         } catch where error.code == .notFound {
             throw APIError(.conflict, "upload_missing", "The file has not arrived yet: PUT it to the upload URL first, then start the job.")
         }
@@ -416,14 +416,6 @@ struct DirectUploadController: Sendable {
             }
         }
     }
-
-    /// Where the client's PUT lands: nothing reads it but `start`.
-    static func stagingKey(_ id: UUID) -> String { "uploads/\(id.uuidString.lowercased())" }
-
-    /// Where the app's own track lands (the orphan sweep clears it with `uploads/`).
-    static func musicStagingKey(_ id: UUID) -> String { "uploads/\(id.uuidString.lowercased())-music" }
-
-    static func sourceKey(_ id: UUID) -> String { "sources/\(id.uuidString.lowercased())-direct" }
 
     static func reservationKey(_ id: UUID) -> String { "upload:\(id.uuidString.lowercased())" }
 

@@ -67,12 +67,6 @@ extension MusicController {
         return choice
     }
 
-    /// Where a track uploaded with job `id`'s video is stored.
-    static func uploadedKey(for id: UUID, filename: String) -> String {
-        let ext = (filename as NSString).pathExtension.lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber) }
-        return "music-uploads/\(id.uuidString.lowercased())/music\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
-    }
-
     /// 413 `music_too_large`.
     static func tooLarge(_ limit: Int64) -> APIError {
         APIError(.contentTooLarge, "music_too_large", "The music track is larger than \(limit / (1 << 20)) MiB, the most we accept for a track.")

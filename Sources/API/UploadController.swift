@@ -98,11 +98,10 @@ struct UploadController: Sendable {
             }
         }
         let name = Self.sanitize(filename)
-        let ext = (name as NSString).pathExtension.lowercased()
-        let sourceKey = "sources/\(id.uuidString.lowercased())\(ext.isEmpty || ext.count > 5 ? "" : ".\(ext)")"
+        let sourceKey = ObjectKey.source(of: id, filename: name)
         try await storage.put(key: sourceKey, from: temporary, contentType: "video/mp4")
         if let filename = music?.filename {
-            let key = MusicController.uploadedKey(for: id, filename: filename)
+            let key = ObjectKey.uploadedMusic(of: id, filename: filename)
             do {
                 try await storage.put(key: key, from: musicFile, contentType: "application/octet-stream")
             } catch {

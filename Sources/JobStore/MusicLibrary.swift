@@ -28,13 +28,6 @@ public struct MusicTrack: Sendable, Equatable {
         self.createdAt = createdAt
         self.removedAt = removedAt
     }
-
-    /// Where a track's analysis (`MusicAnalysis` as JSON) is stored, beside the track.
-    public static func analysisKey(for id: UUID) -> String { "music/\(id.uuidString.lowercased())/analysis.json" }
-    /// Where a track is stored.
-    public static func objectKey(for id: UUID, extension ext: String) -> String {
-        "music/\(id.uuidString.lowercased())/track\(ext.isEmpty ? "" : ".\(ext)")"
-    }
 }
 
 extension JobStore {

@@ -38,13 +38,6 @@ public struct HighlightJobHandler: JobHandler {
         Leftovers.remove(in: workDirectory, prefix: "moments-job-", olderThan: age)
     }
 
-    /// Where an attempt stores its job's highlight.
-    public static func resultKey(for id: UUID, attempt: Int) -> String { "results/\(id.uuidString.lowercased())-\(attempt).mp4" }
-    /// Where an attempt stores its job's poster or thumbnail strip (`kind`).
-    public static func stillKey(for id: UUID, attempt: Int, _ kind: String) -> String {
-        "results/\(id.uuidString.lowercased())-\(attempt)-\(kind).jpg"
-    }
-
     public func process(_ job: JobRecord, context: JobContext) async throws -> JobResult {
         let folder = workDirectory.appendingPathComponent("moments-job-\(job.id.uuidString.lowercased())-\(context.lease.attempt)")
         do {
@@ -76,10 +69,10 @@ public struct HighlightJobHandler: JobHandler {
         try Task.checkCancellation()
 
         await context.progress(97, stage: "uploading", message: "Saving your highlight")
-        let key = Self.resultKey(for: job.id, attempt: context.lease.attempt)
+        let key = ObjectKey.result(of: job.id, attempt: context.lease.attempt)
         let stillKeys = report.stills == nil ? nil
-            : (poster: Self.stillKey(for: job.id, attempt: context.lease.attempt, "poster"),
-               thumbnails: Self.stillKey(for: job.id, attempt: context.lease.attempt, "thumbnails"))
+            : (poster: ObjectKey.still(of: job.id, attempt: context.lease.attempt, .poster),
+               thumbnails: ObjectKey.still(of: job.id, attempt: context.lease.attempt, .thumbnails))
         let stored = try await withSpan("upload", ofKind: .client) { span in
             span.attributes["moments.object.key"] = key
             do {
@@ -237,16 +230,15 @@ public struct HighlightJobHandler: JobHandler {
                                  title: choice.filename)
         }
         guard let id = choice.trackID else { throw JobFailure(code: ErrorCode.internalError.rawValue, message: "The job names no music.", retryable: false) }
-        let prefix = "music/\(id.uuidString.lowercased())/"
         let unavailable = JobFailure(code: ErrorCode.musicUnavailable.rawValue,
                                      message: "The music chosen for this highlight was removed from the library. Choose another track and upload again.",
                                      retryable: false)
         do {
-            guard let stored = try await storage.list(prefix: prefix + "track", after: nil, limit: 1).first else { throw unavailable }
+            guard let stored = try await storage.list(prefix: ObjectKey.libraryTrackPrefix(id), after: nil, limit: 1).first else { throw unavailable }
             let track = folder.appendingPathComponent("music." + Self.fileExtension(of: stored.key))
             let json = folder.appendingPathComponent("music.json")
             _ = try await storage.get(key: stored.key, to: track, limit: nil)
-            _ = try await storage.get(key: MusicTrack.analysisKey(for: id), to: json, limit: 1 << 24)
+            _ = try await storage.get(key: ObjectKey.libraryAnalysis(id), to: json, limit: 1 << 24)
             guard let analysis = try? JSONDecoder().decode(MusicAnalysis.self, from: Data(contentsOf: json)) else {
                 throw JobFailure(code: ErrorCode.musicUnavailable.rawValue,
                                  message: "The music chosen for this highlight could not be read from the library. Choose another track.",

@@ -176,7 +176,7 @@ public struct RetentionSweeper: Sendable {
     static let abandonedUploadGrace = TimeInterval(HighlightLimits.resumableUploadHours * 3600 + 3600)
 
     /// Where the service writes multipart uploads: resumable uploads, and big sources and highlights.
-    public static let uploadPrefixes = ["uploads/", "sources/", "results/"]
+    public static let uploadPrefixes = [ObjectKey.Folder.uploads, .sources, .results].map(\.rawValue)
 
     /// Aborts multipart uploads under `prefixes` begun more than `abandonedUploadGrace` ago (a
     /// resumable upload never started, a source or highlight whose upload a crash cut off),
@@ -203,16 +203,18 @@ public struct RetentionSweeper: Sendable {
     /// name no job id are not ours and stay.
     func sweepOrphans(now: Date) async throws -> Int {
         var deleted = 0
-        for (prefix, grace) in [("sources/", Self.orphanGrace), ("results/", Self.orphanGrace), ("music-uploads/", Self.orphanGrace),
-                                ("uploads/", Self.stagedGrace)] {
+        let folders: [(ObjectKey.Folder, TimeInterval)] = [(.sources, Self.orphanGrace), (.results, Self.orphanGrace),
+                                                            (.musicUploads, Self.orphanGrace), (.uploads, Self.stagedGrace)]
+        for (folder, grace) in folders {
+            let prefix = folder.rawValue
             var after: String? = nil
             while !Task.isCancelled {
                 let page = try await storage.list(prefix: prefix, after: after, limit: 500)
                 guard let last = page.last else { break }
                 after = last.key
                 let old = page.filter { $0.lastModified < now.addingTimeInterval(-grace) }
-                let owners = old.compactMap { object in Self.jobID(in: object.key).map { (object.key, $0) } }
-                let kept = prefix == "uploads/" ? [] : try await store.objectKeys(ofJobs: owners.map(\.1))
+                let owners = old.compactMap { object in ObjectKey.job(in: object.key).map { (object.key, $0) } }
+                let kept = folder == .uploads ? [] : try await store.objectKeys(ofJobs: owners.map(\.1))
                 for (key, _) in owners where !kept.contains(key) {
                     try await storage.delete(key: key)
                     deleted += 1
@@ -220,13 +222,6 @@ public struct RetentionSweeper: Sendable {
             }
         }
         return deleted
-    }
-
-    /// The job id a key of ours starts with after its folder (`sources/<id>…`, `results/<id>-<attempt>.mp4`).
-    static func jobID(in key: String) -> UUID? {
-        guard let slash = key.firstIndex(of: "/") else { return nil }
-        let name = key[key.index(after: slash)...]
-        return name.count >= 36 ? UUID(uuidString: String(name.prefix(36))) : nil
     }
 
     private func expireObjects(of job: JobRecord) async throws(StorageError) {

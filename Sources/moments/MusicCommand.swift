@@ -67,8 +67,7 @@ struct MusicCommand: ParsableCommand {
                 let storage = try StorageConfiguration.store(environment: environment)
                 let services = try await Services.fromEnvironment(label: "moments.music", environment: environment)
                 let id = UUID()
-                let ext = URL(fileURLWithPath: input).pathExtension.lowercased().filter { $0.isLetter || $0.isNumber }
-                let key = MusicTrack.objectKey(for: id, extension: String(ext.prefix(5)))
+                let key = ObjectKey.libraryTrack(id, filename: input)
                 let json = FileManager.default.temporaryDirectory.appendingPathComponent("moments-music-\(id.uuidString).json")
                 defer { try? FileManager.default.removeItem(at: json) }
                 try ReportJSON.encoder.encode(analysis).write(to: json)
@@ -77,12 +76,12 @@ struct MusicCommand: ParsableCommand {
                 try await services.run { services in
                     _ = try await services.store.migrate()
                     _ = try await storage.put(key: key, from: URL(fileURLWithPath: input), contentType: "application/octet-stream")
-                    _ = try await storage.put(key: MusicTrack.analysisKey(for: id), from: json, contentType: "application/json")
+                    _ = try await storage.put(key: ObjectKey.libraryAnalysis(id), from: json, contentType: "application/json")
                     do {
                         try await services.store.addTrack(track)
                     } catch {
                         try? await storage.delete(key: key)
-                        try? await storage.delete(key: MusicTrack.analysisKey(for: id))
+                        try? await storage.delete(key: ObjectKey.libraryAnalysis(id))
                         throw error
                     }
                 }
@@ -133,7 +132,7 @@ struct MusicCommand: ParsableCommand {
                 let removed = try await services.run { services in try await services.store.removeTrack(uuid) }
                 guard let removed else { throw JobStoreError(.notFound, "No track \(id) is in the music library.") }
                 try await storage.delete(key: removed.objectKey)
-                try await storage.delete(key: MusicTrack.analysisKey(for: uuid))
+                try await storage.delete(key: ObjectKey.libraryAnalysis(uuid))
                 print("removed \(removed.title)")
             }
         }

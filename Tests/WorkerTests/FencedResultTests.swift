@@ -68,7 +68,7 @@ struct FencedResultTests {
                     return takeover != nil
                 }
                 let lease = try #require(takeover, "the lapsed lease could not be taken over")
-                let winnerKey = HighlightJobHandler.resultKey(for: id, attempt: lease.attempt)
+                let winnerKey = ObjectKey.result(of: id, attempt: lease.attempt)
                 let winner = work.appendingPathComponent("winner.mp4")
                 try Data("the highlight of attempt \(lease.attempt)".utf8).write(to: winner)
                 let stored = try await s3.put(key: winnerKey, from: winner, contentType: "video/mp4")

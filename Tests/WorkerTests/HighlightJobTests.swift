@@ -52,7 +52,7 @@ struct HighlightJobTests {
                 task.cancel()
                 await task.value
                 try? await storage.delete(key: sourceKey)
-                for attempt in 1...3 { try? await storage.delete(key: HighlightJobHandler.resultKey(for: id, attempt: attempt)) }
+                for attempt in 1...3 { try? await storage.delete(key: ObjectKey.result(of: id, attempt: attempt)) }
             }
         }
     }
@@ -71,7 +71,7 @@ struct HighlightJobTests {
             #expect(finished)
             let job = try #require(try await store.job(id))
             #expect(job.status == .completed, "\(job.errorCode ?? "") \(job.errorMessage ?? "")")
-            #expect(job.resultKey == HighlightJobHandler.resultKey(for: id, attempt: job.attempt) && job.progress == 100)
+            #expect(job.resultKey == ObjectKey.result(of: id, attempt: job.attempt) && job.progress == 100)
             #expect(abs((job.sourceDuration ?? 0) - 20) < 0.1)
             #expect((job.segmentsSelected ?? 0) >= 2)
             #expect(seen.map(\.0) == seen.map(\.0).sorted(), "progress never goes backwards: \(seen)")
@@ -168,7 +168,7 @@ struct HighlightJobTests {
             // No result, even when the cancellation arrived as the highlight was being stored.
             let noResult = try await TestServices.eventually(timeout: .seconds(2)) {
                 do {
-                    _ = try await storage.head(key: HighlightJobHandler.resultKey(for: id, attempt: 1))
+                    _ = try await storage.head(key: ObjectKey.result(of: id, attempt: 1))
                     return false
                 } catch {
                     return (error as? StorageError)?.code == .notFound
