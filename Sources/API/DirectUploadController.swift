@@ -334,7 +334,8 @@ struct DirectUploadController: Sendable {
             }
             do {
                 _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
-                                                  sourceKey: sourceKey, sourceSize: staged.size, targetDuration: Double(targetDuration),
+                                                  sourceKey: sourceKey, sourceSize: staged.size, sourceDuration: info.duration,
+                                                  targetDuration: Double(targetDuration),
                                                   quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices,
                                                   music: music),
                                            identity: context.identity)

@@ -112,7 +112,7 @@ struct UploadController: Sendable {
         }
         do {
             _ = try await quota.submit(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
-                                              sourceSize: form.fileBytes, targetDuration: Double(duration), quality: quality,
+                                              sourceSize: form.fileBytes, sourceDuration: info.duration, targetDuration: Double(duration), quality: quality,
                                               codec: codec, callbackURL: callbackURL, choices: choices, music: music), identity: context.identity)
         } catch {
             await Self.removeUnclaimed(sourceKey, of: id, after: error, store: quota.store, storage: storage)

@@ -9,6 +9,9 @@ public struct NewJob: Sendable {
     public var originalFilename: String?
     public var sourceKey: String
     public var sourceSize: Int64?
+    /// The source's length (seconds) as the API's probe found it: the attempt's deadline follows
+    /// from it, and the status shows it while the job waits.
+    public var sourceDuration: Double?
     public var targetDuration: Double
     public var quality: Quality
     public var codec: VideoCodecChoice
@@ -24,7 +27,7 @@ public struct NewJob: Sendable {
     public var music: MusicChoice?
 
     public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
-                sourceSize: Int64? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration), quality: Quality = .high, codec: VideoCodecChoice = .auto,
+                sourceSize: Int64? = nil, sourceDuration: Double? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration), quality: Quality = .high, codec: VideoCodecChoice = .auto,
                 maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil,
                 choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil) {
         self.id = id
@@ -32,6 +35,7 @@ public struct NewJob: Sendable {
         self.originalFilename = originalFilename
         self.sourceKey = sourceKey
         self.sourceSize = sourceSize
+        self.sourceDuration = sourceDuration
         self.targetDuration = targetDuration
         self.quality = quality
         self.codec = codec

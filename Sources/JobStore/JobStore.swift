@@ -66,11 +66,11 @@ public struct JobStore: Sendable {
                 }
                 let rows = try await connection.query("""
                     WITH t AS (
-                        INSERT INTO jobs (id, owner, original_filename, source_key, source_size, target_duration, quality,
+                        INSERT INTO jobs (id, owner, original_filename, source_key, source_size, source_duration, target_duration, quality,
                                           codec, max_attempts, stage, message, callback_url, trace_context,
                                           min_segment, max_segment, max_segments, aspect, fps, music_id, music_key, music_filename, music_volume, keep_source_audio)
                         VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
-                                \(job.targetDuration), \(job.quality.rawValue), \(job.codec.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
+                                \(job.sourceDuration.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }), \(job.targetDuration), \(job.quality.rawValue), \(job.codec.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
                                 \(job.callbackURL), \(Self.traceJSON(job.traceContext))::jsonb,
                                 \(job.choices.minSegment), \(job.choices.maxSegment), \(job.choices.maxSegments), \(job.choices.aspect.rawValue),
                                 \(job.choices.fps.rawValue), \(job.music?.trackID), \(job.music?.uploadedKey), \(job.music?.uploadedKey == nil ? nil : job.music?.filename), \(job.music?.volume),

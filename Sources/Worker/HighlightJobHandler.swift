@@ -118,8 +118,9 @@ public struct HighlightJobHandler: JobHandler {
     }
 
     /// Runs the engine; its progress (0…1) becomes job progress 3…96 %. What the attempt may take
-    /// is known once the source is probed: about half the source's length at worst (4K HDR on two
-    /// cores), so its deadline is twice the source plus two minutes.
+    /// follows from the source's length, which the API's probe recorded with the job: about half
+    /// of it at worst (4K HDR on two cores), so its deadline is twice the source plus two minutes.
+    /// A job recorded without it (before the API recorded it) learns it from the engine's probe.
     private func highlight(source: URL, output: URL, stills: StillPaths, music: MusicSettings?, job: JobRecord,
                            context: JobContext) async throws -> HighlightReport {
         var settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec, choices: job.choices)
@@ -132,7 +133,10 @@ public struct HighlightJobHandler: JobHandler {
             }
         }
         let stages = StageSpans(parent: ServiceContext.current)
-        let probed: @Sendable (Double) -> Void = { context.expect(.seconds($0 / 2 + 30)) }
+        let expect: @Sendable (Double) -> Void = { context.expect(.seconds($0 / 2 + 30)) }
+        if let duration = job.sourceDuration { expect(duration) }
+        let recorded = job.sourceDuration != nil
+        let probed: @Sendable (Double) -> Void = { duration in if !recorded { expect(duration) } }
         let progress: @Sendable (ProgressUpdate) -> Void = { update in
             stages.enter(update.stage)
             sink.yield(update)
@@ -141,7 +145,7 @@ public struct HighlightJobHandler: JobHandler {
         do {
             switch isolation {
             case .inProcess:
-                outcome = .success(try await Self.runHere(source: source, output: output, settings: settings, probed: probed, progress: progress))
+                outcome = .success(try await Self.runHere(source: source, output: output, settings: settings, progress: progress))
             case .childProcess(let process):
                 let request = EngineRequest(input: source.path, output: output.path, poster: stills.poster, thumbnails: stills.thumbnails,
                                             settings: settings, memoryLimit: nil)
@@ -157,13 +161,12 @@ public struct HighlightJobHandler: JobHandler {
     }
 
     /// The engine on a thread of this process (it blocks while it decodes and encodes).
-    private static func runHere(source: URL, output: URL, settings: HighlightSettings, probed: @escaping @Sendable (Double) -> Void,
+    private static func runHere(source: URL, output: URL, settings: HighlightSettings,
                                 progress: @escaping @Sendable (ProgressUpdate) -> Void) async throws -> HighlightReport {
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HighlightReport, any Error>) in
                 let thread = Thread {
-                    if let info = try? MediaProbe.probe(source.path) { probed(info.duration) }
                     do throws(MomentsError) {
                         continuation.resume(returning: try HighlightEngine().highlight(input: source.path, output: output.path, settings: settings,
                                                                                        cancellation: cancellation, progress: progress))

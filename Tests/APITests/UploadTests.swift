@@ -23,6 +23,11 @@ struct UploadTests {
             #expect(try await api.storage.head(key: job.sourceKey).size == Int64(try InProcessAPI.footage.count), "the source is stored whole")
             let status = try await api.get("/api/v1/jobs/\(id)/status").json()
             #expect(status["status"] as? String == "pending" && status["progress"] as? Int == 0)
+            // The API's probe recorded the source's length: the worker's deadline follows from it, and
+            // the status shows it while the job waits (the contract's example does while it runs).
+            let length = try TestFootage.duration(TestFootage.twentySeconds)
+            #expect(abs((job.sourceDuration ?? 0) - length) < 0.1 && abs((status["duration"] as? Double ?? 0) - length) < 0.1,
+                    "\(String(describing: job.sourceDuration)), \(status)")
             let created = try #require(status["created_at"] as? String)
             #expect(created.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil, "no fractions: \(created)")
         }
@@ -149,6 +154,7 @@ struct UploadTests {
             #expect(started.status == 200, "\(started.text)")
 
             let job = try #require(try await api.store.job(id))
+            #expect(abs((job.sourceDuration ?? 0) - (try TestFootage.duration(TestFootage.twentySeconds))) < 0.1, "the start's probe recorded the length")
             let music = try #require(job.music)
             #expect(music.filename == "song.wav" && music.trackID == nil && music.volume == -9 && music.keepSourceAudio)
             let kept = try #require(music.uploadedKey)
