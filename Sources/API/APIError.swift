@@ -11,12 +11,12 @@ import Synchronization
 /// status. Internals (SQL, Redis, curl, paths) never reach it; they are logged.
 public struct APIError: HTTPResponseError, Equatable {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: APIErrorCode
     public var message: String
     /// Extra headers (`Retry-After`, `WWW-Authenticate`).
     public var headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
+    public init(_ status: HTTPResponse.Status, _ code: APIErrorCode, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
@@ -30,17 +30,17 @@ public struct APIError: HTTPResponseError, Equatable {
 
     /// The response's own headers and its JSON body.
     func parts() throws -> (HTTPFields, ByteBuffer) {
-        let body = try MomentsJSON.encoder.encode(ErrorReply(code: code, message: message))
+        let body = try MomentsJSON.encoder.encode(ErrorReply(code: code.rawValue, message: message))
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         return (fields, ByteBuffer(bytes: body))
     }
 
     static func jobNotFound() -> APIError {
-        APIError(.notFound, "job_not_found", "There is no job with this id.")
+        APIError(.notFound, .jobNotFound, "There is no job with this id.")
     }
 
-    static let serviceUnavailable = APIError(.serviceUnavailable, "service_unavailable",
+    static let serviceUnavailable = APIError(.serviceUnavailable, .serviceUnavailable,
                                              "The service is busy or a part of it is down. Please try again in a minute.")
 }
 
@@ -76,11 +76,11 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as any HTTPResponseError {
             let allowed = error.status == .notFound ? Set(routes.methods(at: request.uri.path).map(\.rawValue)).sorted() : []
             if !allowed.isEmpty {
-                throw APIError(.methodNotAllowed, "method_not_allowed", "This address answers \(allowed.joined(separator: ", ")) only.",
+                throw APIError(.methodNotAllowed, .methodNotAllowed, "This address answers \(allowed.joined(separator: ", ")) only.",
                                headers: [.allow: allowed.joined(separator: ", ")])
             }
             // Hummingbird's own (404 for an unknown route, 405 …): same shape, its status.
-            let code = error.status == .notFound ? "not_found" : "http_\(error.status.code)"
+            let code: APIErrorCode = error.status == .notFound ? .notFound : .http(error.status)
             let message = error.status == .notFound ? "There is nothing at this address." : error.status.reasonPhrase
             throw APIError(error.status, code, message)
         } catch let error as any CodedError {
@@ -88,20 +88,20 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw Self.map(error)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
-            throw APIError(.internalServerError, "internal_error", "Something went wrong on our side. Please try again.")
+            throw APIError(.internalServerError, .internalError, "Something went wrong on our side. Please try again.")
         }
     }
 
     static func map(_ error: any CodedError) -> APIError {
         switch error {
         case let error as StorageError where error.code == .notFound:
-            return APIError(.notFound, "not_found", "The file is no longer stored.")
+            return APIError(.notFound, .notFound, "The file is no longer stored.")
         case is StorageError, is JobStoreError:
             return APIError.serviceUnavailable
         case let error where error.codeName == "unavailable":
             return APIError.serviceUnavailable  // the queue or another shared store is away
         default:
-            return APIError(.internalServerError, "internal_error", "Something went wrong on our side. Please try again.")
+            return APIError(.internalServerError, .internalError, "Something went wrong on our side. Please try again.")
         }
     }
 }

@@ -107,7 +107,7 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
                           secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false).addRoutes(to: router)
     } else {
         let off: @Sendable (Request, MomentsRequestContext) async throws -> Response = { _, _ in
-            throw APIError(.notFound, "console_disabled", "The operator console is off: set ADMIN_TOKEN on the API to turn it on.")
+            throw APIError(.notFound, .consoleDisabled, "The operator console is off: set ADMIN_TOKEN on the API to turn it on.")
         }
         router.get("admin", use: off)
         router.get("admin/**", use: off)

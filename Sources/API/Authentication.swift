@@ -37,7 +37,7 @@ enum DeviceToken {
         if let token = canonicalToken(header) { return sha256(token) }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw APIError(.unauthorized, "invalid_token", "Send the device token as 'Authorization: Bearer <token>'.",
+            throw APIError(.unauthorized, .invalidToken, "Send the device token as 'Authorization: Bearer <token>'.",
                            headers: AuthenticationMiddleware.challenge)
         }
         return sha256(parts[1].trimmingCharacters(in: .whitespaces))
@@ -57,10 +57,10 @@ enum DeviceToken {
         }
     }
 
-    static let unknown = APIError(.unauthorized, "invalid_token",
+    static let unknown = APIError(.unauthorized, .invalidToken,
                                   "This device token is not known or was revoked. Register again with POST /api/v1/devices.",
                                   headers: AuthenticationMiddleware.challenge)
-    static let missing = APIError(.unauthorized, "auth_required",
+    static let missing = APIError(.unauthorized, .authRequired,
                                   "Send a device token as 'Authorization: Bearer <token>'. Get one with POST /api/v1/devices.",
                                   headers: AuthenticationMiddleware.challenge)
 }

@@ -24,12 +24,12 @@ struct DevicesController: Sendable {
         try await limiter.admitRegistration(request, context: context)
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: 4096) } catch {
-            throw APIError(.contentTooLarge, "invalid_request", "The request body is too large; send a small JSON object.")
+            throw APIError(.contentTooLarge, .invalidRequest, "The request body is too large; send a small JSON object.")
         }
         var registration = DeviceRegistrationRequest(name: nil)
         if body.readableBytes > 0 {
             do { registration = try JSONDecoder().decode(DeviceRegistrationRequest.self, from: Data(body.readableBytesView)) } catch {
-                throw APIError(.badRequest, "invalid_request", #"Send JSON like {"name": "Anna's iPhone"}, or no body."#)
+                throw APIError(.badRequest, .invalidRequest, #"Send JSON like {"name": "Anna's iPhone"}, or no body."#)
             }
         }
         let name = registration.name.map { String(UploadController.sanitize($0).prefix(100)) }
@@ -41,7 +41,7 @@ struct DevicesController: Sendable {
 
     private func me(_ context: MomentsRequestContext) async throws -> Account {
         guard case .device(let device) = context.identity else {
-            throw APIError(.unauthorized, "auth_required", "Send a device token as 'Authorization: Bearer <token>' to see its plan.",
+            throw APIError(.unauthorized, .authRequired, "Send a device token as 'Authorization: Bearer <token>' to see its plan.",
                            headers: AuthenticationMiddleware.challenge)
         }
         let usage = try await store.monthlyUsage(owner: device.owner)

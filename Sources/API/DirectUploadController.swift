@@ -103,7 +103,7 @@ struct DirectUploadController: Sendable {
 
     private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> EditedResponse<DirectUpload> {
         guard let presigner = storage.presigning else {
-            throw APIError(.conflict, "direct_upload_unavailable",
+            throw APIError(.conflict, .directUploadUnavailable,
                            "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
         }
         let idempotency = Idempotency(store: store)
@@ -112,12 +112,12 @@ struct DirectUploadController: Sendable {
         try await limiter.admitUpload(request, context: context)
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
-            throw APIError(.contentTooLarge, "invalid_request", "The request body is too large; send a small JSON object.")
+            throw APIError(.contentTooLarge, .invalidRequest, "The request body is too large; send a small JSON object.")
         }
         var reservation = Reservation()
         if body.readableBytes > 0 {
             do { reservation = try JSONDecoder().decode(Reservation.self, from: Data(body.readableBytesView)) } catch {
-                throw APIError(.badRequest, "invalid_request", #"Send JSON like {"filename": "IMG_0042.MOV", "target_duration": 30, "quality": "high"}."#)
+                throw APIError(.badRequest, .invalidRequest, #"Send JSON like {"filename": "IMG_0042.MOV", "target_duration": 30, "quality": "high"}."#)
             }
         }
         _ = try UploadController.targetDuration(reservation.targetDuration.map(String.init))
@@ -128,27 +128,27 @@ struct DirectUploadController: Sendable {
         _ = try await reservation.music(store)
         if reservation.musicFilename != nil {
             guard let size = reservation.musicSize, size > 0 else {
-                throw APIError(.badRequest, "invalid_request", "With music_filename, send music_size_bytes: the track's length in bytes, above 0.")
+                throw APIError(.badRequest, .invalidRequest, "With music_filename, send music_size_bytes: the track's length in bytes, above 0.")
             }
             guard size <= FormLimits().musicBytes else { throw MusicController.tooLarge(FormLimits().musicBytes) }
         } else if reservation.musicSize != nil {
-            throw APIError(.badRequest, "invalid_request", "music_size_bytes goes with music_filename, the name of the track to upload.")
+            throw APIError(.badRequest, .invalidRequest, "music_size_bytes goes with music_filename, the name of the track to upload.")
         }
         reservation.callbackURL = try await UploadController.callbackURL(reservation.callbackURL, configuration: configuration)
         reservation.filename = reservation.filename.map(UploadController.sanitize)
         reservation.owner = context.identity.owner
         if let size = reservation.size {
-            guard size > 0 else { throw APIError(.badRequest, "invalid_request", "size_bytes must be the file's length in bytes, above 0.") }
+            guard size > 0 else { throw APIError(.badRequest, .invalidRequest, "size_bytes must be the file's length in bytes, above 0.") }
             guard size <= configuration.maxUploadBytes else { throw UploadController.tooLarge(configuration.maxUploadBytes) }
         }
         let resumable = reservation.resumable == true
         if resumable {
             guard storage.resumable != nil else {
-                throw APIError(.conflict, "direct_upload_unavailable",
+                throw APIError(.conflict, .directUploadUnavailable,
                                "Resumable uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
             }
             guard reservation.size != nil else {
-                throw APIError(.badRequest, "size_bytes_required", "A resumable upload needs size_bytes, the file's length in bytes, to divide it into parts.")
+                throw APIError(.badRequest, .sizeBytesRequired, "A resumable upload needs size_bytes, the file's length in bytes, to divide it into parts.")
             }
         }
         var id = UUID()
@@ -204,14 +204,14 @@ struct DirectUploadController: Sendable {
     private func parts(_ context: MomentsRequestContext) async throws -> UploadParts {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
         if try await startedJob(id, owner: context.identity.owner) != nil {
-            throw APIError(.conflict, "already_started", "This upload was started: follow its job's status.")
+            throw APIError(.conflict, .alreadyStarted, "This upload was started: follow its job's status.")
         }
         guard let reservation = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self),
               reservation.owner == context.identity.owner, let uploadID = reservation.uploadID, let store = storage.resumable else {
-            throw APIError(.notFound, "job_not_found", "There is no resumable upload with this id, or it has expired.")
+            throw APIError(.notFound, .jobNotFound, "There is no resumable upload with this id, or it has expired.")
         }
         guard let held = try await Self.heldParts(store, key: ObjectKey.staged(id), uploadID: uploadID) else {
-            throw APIError(.notFound, "job_not_found", "This resumable upload has expired; upload the file again.")
+            throw APIError(.notFound, .jobNotFound, "This resumable upload has expired; upload the file again.")
         }
         var answer = try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
         // The app's own track, while it has not arrived: a fresh URL for it too.
@@ -271,11 +271,11 @@ struct DirectUploadController: Sendable {
         if !missing.isEmpty {
             let wrong = missing.filter { part in held.contains { $0.number == part.partNumber } }
             if let part = wrong.first {
-                throw APIError(.badRequest, "upload_size_mismatch",
+                throw APIError(.badRequest, .uploadSizeMismatch,
                                "Part \(part.partNumber) has \(held.first { $0.number == part.partNumber }!.size) bytes, not \(part.sizeBytes); PUT it again.")
             }
             let numbers = missing.prefix(10).map { String($0.partNumber) }.joined(separator: ", ")
-            throw APIError(.conflict, "upload_incomplete",
+            throw APIError(.conflict, .uploadIncomplete,
                            "\(answer.partCount - missing.count) of \(answer.partCount) parts have arrived; PUT part\(missing.count == 1 ? "" : "s") \(numbers)\(missing.count > 10 ? " and the rest" : "") (GET /api/v1/uploads/\(id.uuidString.lowercased())/parts has their URLs), then start again.")
         }
         try await store.completeUpload(key: ObjectKey.staged(id), uploadID: uploadID,
@@ -287,12 +287,12 @@ struct DirectUploadController: Sendable {
         if let started = try await startedJob(id, owner: context.identity.owner) { return started }
         guard let reservation = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self),
               reservation.owner == context.identity.owner else {
-            throw APIError(.notFound, "job_not_found", "There is no upload with this id, or its upload URL has expired.")
+            throw APIError(.notFound, .jobNotFound, "There is no upload with this id, or its upload URL has expired.")
         }
         // One start at a time per upload: a second one would copy and probe again, and its failure
         // would delete the source the first one queued.
         guard try await reservations.claim(key: Self.startKey(id), value: true, expires: .seconds(600)) else {
-            throw APIError(.conflict, "start_in_progress", "This upload is being started; ask again in a few seconds.")
+            throw APIError(.conflict, .startInProgress, "This upload is being started; ask again in a few seconds.")
         }
         do {
             let accepted = try await start(id, reservation: reservation, context: context)
@@ -309,14 +309,14 @@ struct DirectUploadController: Sendable {
         if let started = try await startedJob(id, owner: context.identity.owner) { return started }
         try await assemble(id, reservation: reservation)
         let staged = try await stagedObject(id)
-        guard staged.size > 0 else { throw APIError(.badRequest, "missing_file", "The uploaded file is empty.") }
+        guard staged.size > 0 else { throw APIError(.badRequest, .missingFile, "The uploaded file is empty.") }
         guard staged.size <= configuration.maxUploadBytes else {
             try? await storage.delete(key: ObjectKey.staged(id))
             throw UploadController.tooLarge(configuration.maxUploadBytes)
         }
         if let declared = reservation.size, declared != staged.size {
             try? await storage.delete(key: ObjectKey.staged(id))
-            throw APIError(.badRequest, "upload_size_mismatch",
+            throw APIError(.badRequest, .uploadSizeMismatch,
                            "The uploaded file has \(staged.size) bytes, not the \(declared) declared; upload it again.")
         }
         // From here on the job reads a copy no URL can write: a PUT after this changes nothing.
@@ -363,7 +363,7 @@ struct DirectUploadController: Sendable {
     private func stageMusic(_ id: UUID, filename: String, declared: Int64?) async throws -> String {
         let staged = try await stagedMusic(id)
         if let declared, declared != staged.size {
-            throw APIError(.badRequest, "upload_size_mismatch",
+            throw APIError(.badRequest, .uploadSizeMismatch,
                            "The uploaded music track has \(staged.size) bytes, not the \(declared) declared; upload it again.")
         }
         guard staged.size <= FormLimits().musicBytes else { throw MusicController.tooLarge(FormLimits().musicBytes) }
@@ -387,7 +387,7 @@ struct DirectUploadController: Sendable {
         do {
             return try await storage.head(key: ObjectKey.stagedMusic(id))
         } catch where error.code == .notFound {
-            throw APIError(.conflict, "music_missing",
+            throw APIError(.conflict, .musicMissing,
                            "The music track has not arrived yet: PUT it to the music_upload_url first, then start the job.")
         }
     }
@@ -396,7 +396,7 @@ struct DirectUploadController: Sendable {
         do {
             return try await storage.head(key: ObjectKey.staged(id))
         } catch where error.code == .notFound {
-            throw APIError(.conflict, "upload_missing", "The file has not arrived yet: PUT it to the upload URL first, then start the job.")
+            throw APIError(.conflict, .uploadMissing, "The file has not arrived yet: PUT it to the upload URL first, then start the job.")
         }
     }
 
@@ -411,7 +411,7 @@ struct DirectUploadController: Sendable {
             switch input.failure {
             case nil: throw error
             case let failure? where failure.code == .tooLarge:
-                throw APIError(.unsupportedMediaType, ErrorCode.corruptMedia.rawValue,
+                throw APIError(.unsupportedMediaType, .corruptMedia,
                                "The video's index could not be found in its first \(input.budget >> 20) MiB read; the file looks damaged. Export it again and retry. \(UploadController.accepted)")
             case let failure?: throw failure  // storage's own answer (404, 503) from the error middleware
             }

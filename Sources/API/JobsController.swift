@@ -89,7 +89,7 @@ struct JobsController: Sendable {
         if let text = query["status"].map(String.init), !text.isEmpty {
             for name in text.split(separator: ",", omittingEmptySubsequences: false) {
                 guard let status = JobStatus(rawValue: name.trimmingCharacters(in: .whitespaces).lowercased()) else {
-                    throw APIError(.badRequest, "invalid_status",
+                    throw APIError(.badRequest, .invalidStatus,
                                    "status must be one or more of pending, processing, completed, failed, cancelled, separated by commas.")
                 }
                 statuses.append(status)
@@ -98,14 +98,14 @@ struct JobsController: Sendable {
         var limit = 20
         if let text = query["limit"].map(String.init) {
             guard let value = Int(text), (1...100).contains(value) else {
-                throw APIError(.badRequest, "invalid_limit", "limit must be a whole number from 1 to 100.")
+                throw APIError(.badRequest, .invalidLimit, "limit must be a whole number from 1 to 100.")
             }
             limit = value
         }
         var cursor: JobCursor?
         if let text = query["cursor"].map(String.init), !text.isEmpty {
             guard let parsed = JobCursor(token: text) else {
-                throw APIError(.badRequest, "invalid_cursor", "cursor must be a next_cursor from an earlier page, unchanged.")
+                throw APIError(.badRequest, .invalidCursor, "cursor must be a next_cursor from an earlier page, unchanged.")
             }
             cursor = parsed
         }
@@ -146,7 +146,7 @@ struct JobsController: Sendable {
     private func still(_ job: JobRecord, kind: String, request: Request, context: MomentsRequestContext) async throws -> Response {
         try Self.checkFinished(job)
         guard let key = kind == "poster" ? job.posterKey : job.thumbnailsKey else {
-            throw APIError(.notFound, "\(kind)_unavailable", kind == "poster"
+            throw APIError(.notFound, kind == "poster" ? .posterUnavailable : .thumbnailsUnavailable, kind == "poster"
                 ? "This highlight has no poster (it was made before posters were, or its pictures could not be read)."
                 : "This highlight has no thumbnails (it was made before thumbnails were, or its pictures could not be read).")
         }
@@ -155,7 +155,7 @@ struct JobsController: Sendable {
     }
 
     static func notReady(_ job: JobRecord) -> APIError {
-        APIError(.conflict, "not_ready", job.status.isTerminal
+        APIError(.conflict, .notReady, job.status.isTerminal
             ? "This job has no highlight: it ended \(job.status.rawValue)."
             : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
     }
@@ -165,11 +165,11 @@ struct JobsController: Sendable {
     static func timeline(_ job: JobRecord, request: Request) throws -> Response {
         let text = request.uri.queryParameters["format"].map { String($0).lowercased() } ?? ""
         guard let format = TimelineFormat(rawValue: text) else {
-            throw APIError(.badRequest, "invalid_format", "format must be edl (CMX 3600), fcpxml (Final Cut Pro XML 1.10) or otio (OpenTimelineIO).")
+            throw APIError(.badRequest, .invalidFormat, "format must be edl (CMX 3600), fcpxml (Final Cut Pro XML 1.10) or otio (OpenTimelineIO).")
         }
         guard job.status == .completed else { throw notReady(job) }
         guard let segments = job.segments, !segments.isEmpty, let media = job.sourceMedia, let duration = job.sourceDuration else {
-            throw APIError(.notFound, "timeline_unavailable", "This highlight was made before timelines were; upload the video again for one.")
+            throw APIError(.notFound, .timelineUnavailable, "This highlight was made before timelines were; upload the video again for one.")
         }
         let file = job.originalFilename ?? "source.mp4"
         let stem = (file as NSString).deletingPathExtension
@@ -190,7 +190,7 @@ struct JobsController: Sendable {
     static func checkFinished(_ job: JobRecord) throws {
         guard job.status == .completed else { throw notReady(job) }
         guard job.resultExpiredAt == nil else {
-            throw APIError(.gone, "result_expired", "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
+            throw APIError(.gone, .resultExpired, "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
         }
     }
 
@@ -204,7 +204,7 @@ struct JobsController: Sendable {
             return Response.redirect(to: url.absoluteString, type: .found)
         }
         guard let local = storage as? LocalObjectStore else {
-            throw APIError(.internalServerError, "internal_error", "This storage cannot serve downloads.")
+            throw APIError(.internalServerError, .internalError, "This storage cannot serve downloads.")
         }
         let file = try local.fileURL(for: key)
         let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0
@@ -245,7 +245,7 @@ struct JobsController: Sendable {
     /// Each event is `event: status` with the same JSON as `/status`; comments keep the stream alive.
     private func events(_ job: JobRecord, owner: String, request: Request) async throws -> Response {
         guard let (token, signals) = await hub.watch(job.id, owner: owner) else {
-            throw APIError(.tooManyRequests, "too_many_streams",
+            throw APIError(.tooManyRequests, .tooManyStreams,
                            "Too many event streams are open for this device (at most \(hub.perOwner)). Close one, or poll /status.")
         }
         let store = self.store
@@ -287,7 +287,7 @@ struct JobsController: Sendable {
             guard let cancelled = try await store.job(job.id) else { throw APIError.jobNotFound() }
             return JobStatusReport(cancelled, links: JobLinks(base: nil))
         case .alreadyFinished(let status):
-            throw APIError(.conflict, "already_finished", "This job already ended \(status.rawValue); there is nothing to cancel.")
+            throw APIError(.conflict, .alreadyFinished, "This job already ended \(status.rawValue); there is nothing to cancel.")
         case .notFound:
             throw APIError.jobNotFound()
         }

@@ -40,7 +40,7 @@ struct MetricsController: Sendable {
         guard let token else { return }
         let sent = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
         guard Self.equalInConstantTime(sent, token) else {
-            throw APIError(.unauthorized, "metrics_token_required", "Scrape /metrics with Authorization: Bearer and the METRICS_TOKEN.",
+            throw APIError(.unauthorized, .metricsTokenRequired, "Scrape /metrics with Authorization: Bearer and the METRICS_TOKEN.",
                            headers: [.wwwAuthenticate: #"Bearer realm="metrics""#])
         }
     }

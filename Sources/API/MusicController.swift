@@ -35,24 +35,24 @@ extension MusicController {
         var choice: MusicChoice
         if let text = given(id) {
             guard uploaded == nil else {
-                throw APIError(.unprocessableContent, "invalid_music_id", "Send a music_id or a track of your own (a music part, or music_filename on a direct upload), not both.")
+                throw APIError(.unprocessableContent, .invalidMusicId, "Send a music_id or a track of your own (a music part, or music_filename on a direct upload), not both.")
             }
             guard let trackID = UUID(uuidString: text), let track = try await store.track(trackID), track.removedAt == nil else {
-                throw APIError(.unprocessableContent, "invalid_music_id", "music_id must name a track of the music library (GET /api/v1/music lists them).")
+                throw APIError(.unprocessableContent, .invalidMusicId, "music_id must name a track of the music library (GET /api/v1/music lists them).")
             }
             choice = MusicChoice(trackID: track.id)
         } else if let uploaded {
             choice = MusicChoice(uploaded: uploaded)
         } else {
             if given(volume) != nil || given(keepSourceAudio) != nil {
-                throw APIError(.unprocessableContent, "invalid_music_id",
+                throw APIError(.unprocessableContent, .invalidMusicId,
                                "music_volume and keep_source_audio need a music_id (GET /api/v1/music lists the tracks) or a music part.")
             }
             return nil
         }
         if let text = given(volume) {
             guard let value = Double(text), value.isFinite, MusicChoice.volumes.contains(value) else {
-                throw APIError(.unprocessableContent, "invalid_music_volume",
+                throw APIError(.unprocessableContent, .invalidMusicVolume,
                                "music_volume must be a number of dB from \(Int(MusicChoice.volumes.lowerBound)) to \(Int(MusicChoice.volumes.upperBound)) (-6: the music 6 dB under the video's sound).")
             }
             choice.volume = value
@@ -61,7 +61,7 @@ extension MusicController {
             switch text.lowercased() {
             case "true", "1", "yes": choice.keepSourceAudio = true
             case "false", "0", "no": choice.keepSourceAudio = false
-            default: throw APIError(.unprocessableContent, "invalid_keep_source_audio", "keep_source_audio must be true or false.")
+            default: throw APIError(.unprocessableContent, .invalidKeepSourceAudio, "keep_source_audio must be true or false.")
             }
         }
         return choice
@@ -69,17 +69,17 @@ extension MusicController {
 
     /// 413 `music_too_large`.
     static func tooLarge(_ limit: Int64) -> APIError {
-        APIError(.contentTooLarge, "music_too_large", "The music track is larger than \(limit / (1 << 20)) MiB, the most we accept for a track.")
+        APIError(.contentTooLarge, .musicTooLarge, "The music track is larger than \(limit / (1 << 20)) MiB, the most we accept for a track.")
     }
 
     /// Checks an uploaded `music` part is a track we can use (sound alone, 10 s to 10 min as its
     /// container says), on a blocking-work thread; 415 with the code (`not_audio`, …) otherwise.
     static func probe(_ file: URL, bytes: Int64) async throws {
-        guard bytes > 0 else { throw APIError(.badRequest, "missing_file", "The 'music' part is empty.") }
+        guard bytes > 0 else { throw APIError(.badRequest, .missingFile, "The 'music' part is empty.") }
         do {
             try await BlockingWork.run { () throws(MomentsError) in try MusicAnalyzer.probe(path: file.path) }
         } catch {
-            throw APIError(error.code == .ioError ? .internalServerError : .unsupportedMediaType, error.code.rawValue, error.message)
+            throw APIError(error.code == .ioError ? .internalServerError : .unsupportedMediaType, APIErrorCode(error.code), error.message)
         }
     }
 }

@@ -40,7 +40,7 @@ struct Quota: Sendable {
 
     static func exceeded(used: Int, limit: Int, resetsAt: Date?) -> APIError {
         let when = resetsAt.map { " or wait until \(monthDay.string(from: $0))" } ?? ""
-        return APIError(.init(code: 402, reasonPhrase: "Payment Required"), "quota_exceeded",
+        return APIError(.init(code: 402, reasonPhrase: "Payment Required"), .quotaExceeded,
                         "You have made \(used) of your \(limit) free highlights this month. Upgrade to Pro for unlimited highlights\(when).")
     }
 

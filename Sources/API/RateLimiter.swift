@@ -71,7 +71,7 @@ struct RateLimiter: Sendable {
         guard let wait else { return }
         let seconds = max(1, Int(saturating: wait.inSeconds.rounded(.up)))
         let when = seconds <= 120 ? "\(seconds) second\(seconds == 1 ? "" : "s")" : "about \((seconds + 1799) / 3600) hour\(seconds > 5400 ? "s" : "")"
-        throw APIError(.tooManyRequests, "rate_limited", "Too many \(what). Please wait \(when) and try again.",
+        throw APIError(.tooManyRequests, .rateLimited, "Too many \(what). Please wait \(when) and try again.",
                        headers: [.retryAfter: String(seconds)])
     }
 

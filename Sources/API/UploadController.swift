@@ -45,7 +45,7 @@ struct UploadController: Sendable {
     private func upload(_ request: Request, context: MomentsRequestContext) async throws -> EditedResponse<UploadAccepted> {
         guard let type = request.headers[.contentType], type.lowercased().hasPrefix("multipart/form-data"),
               let boundary = Self.boundary(type) else {
-            throw APIError(.badRequest, "invalid_request", "Send the video as multipart/form-data with a part named 'file'.")
+            throw APIError(.badRequest, .invalidRequest, "Send the video as multipart/form-data with a part named 'file'.")
         }
         let owner = context.identity.owner
         let idempotency = Idempotency(store: quota.store)
@@ -67,7 +67,7 @@ struct UploadController: Sendable {
         let (form, digest) = try await receive(request.body, boundary: boundary, into: temporary, music: musicFile, hashing: key != nil)
 
         guard let filename = form.filename, form.fileBytes > 0 else {
-            throw APIError(.badRequest, "missing_file", form.filename == nil
+            throw APIError(.badRequest, .missingFile, form.filename == nil
                 ? "The upload has no part named 'file'. Send the video in a part named 'file'."
                 : "The 'file' part is empty.")
         }
@@ -152,7 +152,7 @@ struct UploadController: Sendable {
                          hashing: Bool) async throws -> (FormReader.Form, digest: Data?) {
         guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path),
               FileManager.default.createFile(atPath: music.path, contents: nil), let musicHandle = FileHandle(forWritingAtPath: music.path) else {
-            throw APIError(.internalServerError, "internal_error", "The upload could not be stored for processing. Please try again.")
+            throw APIError(.internalServerError, .internalError, "The upload could not be stored for processing. Please try again.")
         }
         defer {
             try? handle.close()
@@ -179,7 +179,7 @@ struct UploadController: Sendable {
         } catch let failure as FormFailure {
             throw Self.refusal(failure)
         } catch {
-            throw APIError(.badRequest, "invalid_request", "The multipart body could not be read: it ended early or is malformed.")
+            throw APIError(.badRequest, .invalidRequest, "The multipart body could not be read: it ended early or is malformed.")
         }
     }
 
@@ -225,28 +225,28 @@ struct UploadController: Sendable {
         }
     }
 
-    static let noRoom = APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "insufficient_storage",
+    static let noRoom = APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), .insufficientStorage,
                                  "The server has no room for this upload right now.")
 
     /// The status, code and sentence for a form `FormReader` refused.
     static func refusal(_ failure: FormFailure) -> APIError {
         switch failure {
         case .malformed(let detail):
-            APIError(.badRequest, "invalid_request", "The multipart body could not be read: \(detail).")
+            APIError(.badRequest, .invalidRequest, "The multipart body could not be read: \(detail).")
         case .truncated:
-            APIError(.badRequest, "invalid_request", "The multipart body ended before its closing boundary: the upload is incomplete.")
+            APIError(.badRequest, .invalidRequest, "The multipart body ended before its closing boundary: the upload is incomplete.")
         case .headersTooLarge(let limit):
-            APIError(.badRequest, "part_headers_too_large", "A part's headers are longer than \(limit / 1024) KiB, the most we accept.")
+            APIError(.badRequest, .partHeadersTooLarge, "A part's headers are longer than \(limit / 1024) KiB, the most we accept.")
         case .tooManyParts(let limit):
-            APIError(.badRequest, "too_many_parts", "The form has more than \(limit) parts: send the 'file' part and the documented fields only.")
+            APIError(.badRequest, .tooManyParts, "The form has more than \(limit) parts: send the 'file' part and the documented fields only.")
         case .fieldTooLong(let name, _):
-            APIError(.badRequest, "invalid_request", "The form field '\(name)' is too long.")
+            APIError(.badRequest, .invalidRequest, "The form field '\(name)' is too long.")
         case .fieldsTooLarge(let limit):
-            APIError(.badRequest, "fields_too_large", "The form's text fields hold more than \(limit / 1024) KiB together, the most we accept.")
+            APIError(.badRequest, .fieldsTooLarge, "The form's text fields hold more than \(limit / 1024) KiB together, the most we accept.")
         case .secondFile:
-            APIError(.badRequest, "duplicate_file", "The form has more than one part named 'file': send one video per upload.")
+            APIError(.badRequest, .duplicateFile, "The form has more than one part named 'file': send one video per upload.")
         case .secondMusic:
-            APIError(.badRequest, "duplicate_file", "The form has more than one part named 'music': send one track per upload.")
+            APIError(.badRequest, .duplicateFile, "The form has more than one part named 'music': send one track per upload.")
         case .musicTooLarge(let limit):
             MusicController.tooLarge(limit)
         }
@@ -262,14 +262,14 @@ struct UploadController: Sendable {
     private static let boundaryCharacters = Set(("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + "'()+_,-./:=? ").utf8)
 
     static func tooLarge(_ limit: Int64) -> APIError {
-        APIError(.contentTooLarge, "file_too_large", "The upload is larger than \(limit / (1 << 20)) MiB, the most we accept.")
+        APIError(.contentTooLarge, .fileTooLarge, "The upload is larger than \(limit / (1 << 20)) MiB, the most we accept.")
     }
 
     static func targetDuration(_ text: String?) throws -> Int {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return HighlightLimits.defaultTargetDuration }
         let range = HighlightLimits.targetDurations
         guard let value = Int(text), range.contains(value) else {
-            throw APIError(.unprocessableContent, "invalid_target_duration",
+            throw APIError(.unprocessableContent, .invalidTargetDuration,
                            "target_duration must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound).")
         }
         return value
@@ -278,7 +278,7 @@ struct UploadController: Sendable {
     static func quality(_ text: String?) throws -> Quality {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return .high }
         guard let quality = Quality(rawValue: text.lowercased()) else {
-            throw APIError(.unprocessableContent, "invalid_quality", "quality must be \(Quality.names).")
+            throw APIError(.unprocessableContent, .invalidQuality, "quality must be \(Quality.names).")
         }
         return quality
     }
@@ -286,7 +286,7 @@ struct UploadController: Sendable {
     static func codec(_ text: String?) throws -> VideoCodecChoice {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return .auto }
         guard let codec = VideoCodecChoice(rawValue: text.lowercased()) else {
-            throw APIError(.unprocessableContent, "invalid_codec",
+            throw APIError(.unprocessableContent, .invalidCodec,
                            "codec must be auto (copy the video's own H.264 or HEVC where possible) or h264 (always H.264).")
         }
         return codec
@@ -302,7 +302,15 @@ struct UploadController: Sendable {
             return try HighlightChoices.parse(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
                                               aspect: aspect, fps: fps, targetDuration: Double(targetDuration), quality: quality)
         } catch {
-            throw APIError(.unprocessableContent, "invalid_\(error.field)", error.message)
+            let code: APIErrorCode = switch error.field {
+            case "min_segment": .invalidMinSegment
+            case "max_segment": .invalidMaxSegment
+            case "max_segments": .invalidMaxSegments
+            case "aspect": .invalidAspect
+            case "fps": .invalidFps
+            default: .invalidSegments
+            }
+            throw APIError(.unprocessableContent, code, error.message)
         }
     }
 
@@ -311,18 +319,18 @@ struct UploadController: Sendable {
     static func callbackURL(_ text: String?, configuration: APIConfiguration) async throws -> String? {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
         guard configuration.webhooksEnabled else {
-            throw APIError(.unprocessableContent, "webhooks_disabled",
+            throw APIError(.unprocessableContent, .webhooksDisabled,
                            "This server sends no webhooks (WEBHOOK_SECRET is not set). Leave out callback_url and poll the status.")
         }
         guard text.count <= 2000, let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
               let host = url.host, !host.isEmpty, url.user == nil else {
-            throw APIError(.unprocessableContent, "invalid_callback_url",
+            throw APIError(.unprocessableContent, .invalidCallbackUrl,
                            "callback_url must be an absolute http:// or https:// URL without credentials, at most 2,000 characters.")
         }
         do {
             _ = try await configuration.callbacks.check(text)
         } catch {
-            throw APIError(.unprocessableContent, "invalid_callback_url", "callback_url \(error.reason).")
+            throw APIError(.unprocessableContent, .invalidCallbackUrl, "callback_url \(error.reason).")
         }
         return text
     }
@@ -346,7 +354,7 @@ struct UploadController: Sendable {
         switch result {
         case .success(let info): return info
         case .failure(let error):
-            throw APIError(.unsupportedMediaType, error.code.rawValue, "\(error.message) \(accepted)")
+            throw APIError(.unsupportedMediaType, APIErrorCode(error.code), "\(error.message) \(accepted)")
         }
     }
 

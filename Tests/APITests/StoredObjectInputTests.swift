@@ -48,7 +48,7 @@ struct StoredObjectInputTests {
             let error = await #expect(throws: APIError.self) {
                 try await UploadController.probe { () throws(MomentsError) in try MediaProbe.probe(input, name: "gone.mp4") }
             }
-            #expect(error?.code == "io_error")
+            #expect(error?.code == .ioError)
             #expect(input.failure?.code == .notFound)
         }
     }

@@ -75,7 +75,7 @@ struct ConsoleController: Sendable {
 
     private func asset(_ context: MomentsRequestContext) throws -> Response {
         guard let name = context.parameters.get("file"), let asset = ConsoleViews.assets[name] else {
-            throw APIError(.notFound, "not_found", "There is no console file by that name.")
+            throw APIError(.notFound, .notFound, "There is no console file by that name.")
         }
         var headers = ConsoleViews.securityHeaders
         headers[.contentType] = asset.type
@@ -152,7 +152,7 @@ struct ConsoleController: Sendable {
     static func range(_ query: FormFields) throws(APIError) -> ThroughputRange {
         guard let text = query["range"] else { return .hour }
         guard let range = ThroughputRange(rawValue: text) else {
-            throw APIError(.badRequest, "invalid_range", "'\(text)' is not a chart range: use hour, day or week.")
+            throw APIError(.badRequest, .invalidRange, "'\(text)' is not a chart range: use hour, day or week.")
         }
         return range
     }
@@ -160,7 +160,7 @@ struct ConsoleController: Sendable {
     /// The live stream: `tick` with the figures every 2 s, `job` with the id of each job that changes.
     private func live(_ context: MomentsRequestContext) async throws -> Response {
         guard let (token, changes) = await hub.watchEverything() else {
-            throw APIError(.tooManyRequests, "too_many_streams",
+            throw APIError(.tooManyRequests, .tooManyStreams,
                            "Too many console streams are open on this node (at most \(JobEventsHub.everythingLimit)). Close a console tab.")
         }
         let hub = self.hub, figures = self.figures
@@ -229,25 +229,25 @@ struct ConsoleController: Sendable {
     private func find(_ request: Request) async throws -> Response {
         let text = FormFields(request.uri.query ?? "")["id"] ?? ""
         guard let id = UUID(uuidString: text) else {
-            throw APIError(.badRequest, "invalid_job_id", "'\(text)' is not a job id: paste the whole id (a UUID).")
+            throw APIError(.badRequest, .invalidJobId, "'\(text)' is not a job id: paste the whole id (a UUID).")
         }
-        guard try await store.job(id) != nil else { throw APIError(.notFound, "job_not_found", "There is no job \(text.lowercased()).") }
+        guard try await store.job(id) != nil else { throw APIError(.notFound, .jobNotFound, "There is no job \(text.lowercased()).") }
         return redirect("/admin/jobs/\(id.uuidString.lowercased())")
     }
 
     static func cursor(_ query: FormFields) throws(APIError) -> JobCursor? {
         guard let text = query["after"] else { return nil }
         guard let cursor = JobCursor(token: text) else {
-            throw APIError(.badRequest, "invalid_cursor", "The page link is damaged; go back to the first page.")
+            throw APIError(.badRequest, .invalidCursor, "The page link is damaged; go back to the first page.")
         }
         return cursor
     }
 
     private func job(_ context: MomentsRequestContext) async throws -> JobRecord {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
-            throw APIError(.badRequest, "invalid_job_id", "That is not a job id (a UUID).")
+            throw APIError(.badRequest, .invalidJobId, "That is not a job id (a UUID).")
         }
-        guard let job = try await store.job(id) else { throw APIError(.notFound, "job_not_found", "There is no job \(text.lowercased()).") }
+        guard let job = try await store.job(id) else { throw APIError(.notFound, .jobNotFound, "There is no job \(text.lowercased()).") }
         return job
     }
 
@@ -314,15 +314,15 @@ struct ConsoleController: Sendable {
         switch action {
         case .retry:
             if case .notFailed(let status) = try await actor.retry(job.id) {
-                throw APIError(.conflict, "not_failed", "Job \(id) is \(status.rawValue); only failed jobs are retried.")
+                throw APIError(.conflict, .notFailed, "Job \(id) is \(status.rawValue); only failed jobs are retried.")
             }
         case .cancel:
             if case .alreadyFinished(let status) = try await actor.cancel(job.id) {
-                throw APIError(.conflict, "already_finished", "Job \(id) already ended \(status.rawValue); there is nothing to cancel.")
+                throw APIError(.conflict, .alreadyFinished, "Job \(id) already ended \(status.rawValue); there is nothing to cancel.")
             }
         default:
             if case .notFinished(let status) = try await actor.delete(job.id) {
-                throw APIError(.conflict, "not_finished", "Job \(id) is \(status.rawValue); cancel it before deleting it.")
+                throw APIError(.conflict, .notFinished, "Job \(id) is \(status.rawValue); cancel it before deleting it.")
             }
             return redirect("/admin/jobs?notice=deleted")
         }
@@ -331,7 +331,7 @@ struct ConsoleController: Sendable {
 
     static func jobAction(_ text: String?) throws(APIError) -> OperatorAction {
         guard let text, let action = OperatorAction(rawValue: text), [.retry, .cancel, .delete].contains(action) else {
-            throw APIError(.badRequest, "invalid_action", "'\(text ?? "")' is not a job action: use retry, cancel or delete.")
+            throw APIError(.badRequest, .invalidAction, "'\(text ?? "")' is not a job action: use retry, cancel or delete.")
         }
         return action
     }
@@ -364,7 +364,7 @@ struct ConsoleController: Sendable {
         let action = try Self.jobAction(form["action"])
         let filter = try JobFilter(fields: form)
         guard let operation = try await operatorFor(context).startBulk(action, filter: filter, runner: nil) else {
-            throw APIError(.unprocessableContent, "nothing_to_do", "No job matching \(filter.summary) can be \(action.pastTense).")
+            throw APIError(.unprocessableContent, .nothingToDo, "No job matching \(filter.summary) can be \(action.pastTense).")
         }
         context.logger.notice("bulk action started", metadata: ["operation": "\(operation.id)", "action": "\(action.rawValue)",
                                                                "operator": "\(operation.actor)", "matched": "\(operation.matched ?? 0)"])
@@ -387,7 +387,7 @@ struct ConsoleController: Sendable {
     /// The audit log entry the path names. (Two guards, not one: Swift 6.3's optimizer crashed
     /// splitting this coroutine when the `try await` sat in a combined `guard let`.)
     private func loadOperation(_ context: MomentsRequestContext) async throws -> OperationRecord {
-        let missing = APIError(.notFound, "operation_not_found", "There is no such entry in the audit log.")
+        let missing = APIError(.notFound, .operationNotFound, "There is no such entry in the audit log.")
         guard let number = context.parameters.get("number").flatMap({ Int64($0) }) else { throw missing }
         let found: OperationRecord? = try await store.operation(number)
         guard let found else { throw missing }
@@ -433,14 +433,14 @@ struct ConsoleController: Sendable {
         switch context.parameters.get("action") {
         case "pause": try await actor.pause()
         case "resume": try await actor.resume()
-        default: throw APIError(.notFound, "not_found", "The queue can be paused or resumed.")
+        default: throw APIError(.notFound, .notFound, "The queue can be paused or resumed.")
         }
         await figures.invalidate()
         return redirect("/admin?notice=\(context.parameters.get("action") == "pause" ? "paused" : "resumed")")
     }
 
     private func redeliver(_ request: Request, context: MomentsRequestContext) async throws -> Response {
-        let missing = APIError(.notFound, "webhook_not_found", "There is no such webhook delivery.")
+        let missing = APIError(.notFound, .webhookNotFound, "There is no such webhook delivery.")
         guard let number = context.parameters.get("number").flatMap({ Int64($0) }) else { throw missing }
         let redelivered: WebhookDeliveryRecord? = try await operatorFor(context).redeliver(number)
         guard let delivery = redelivered else { throw missing }
@@ -474,7 +474,7 @@ struct ConsoleController: Sendable {
 
     private func operatorFor(_ context: MomentsRequestContext) throws -> Operator {
         guard let session = context.consoleSession else {
-            throw APIError(.unauthorized, "console_sign_in_required", "Sign in to the console first.")
+            throw APIError(.unauthorized, .consoleSignInRequired, "Sign in to the console first.")
         }
         return Operator(jobs: jobs, storage: storage, actor: session.actor)
     }
@@ -494,13 +494,13 @@ struct ConsoleController: Sendable {
     /// The fields of a form post, leaving the collected body in `request` for whoever reads it next.
     static func form(_ request: inout Request, context: MomentsRequestContext) async throws -> FormFields {
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") ?? false else {
-            throw APIError(.unsupportedMediaType, "unsupported_media_type", "Console forms are sent as application/x-www-form-urlencoded.")
+            throw APIError(.unsupportedMediaType, .unsupportedMediaType, "Console forms are sent as application/x-www-form-urlencoded.")
         }
         let body: ByteBuffer
         do {
             body = try await request.collectBody(upTo: 16 << 10)
         } catch {
-            throw APIError(.contentTooLarge, "form_too_large", "A console form is at most 16 KiB.")
+            throw APIError(.contentTooLarge, .formTooLarge, "A console form is at most 16 KiB.")
         }
         return FormFields(String(buffer: body))
     }
@@ -540,7 +540,7 @@ struct ConsoleMiddleware: RouterMiddleware {
                     headers[.location] = "/admin/login?" + FormFields.encode([("next", next)])
                     return Response(status: .seeOther, headers: headers)
                 }
-                throw APIError(.unauthorized, "console_sign_in_required", "Sign in to the console first (your session may have expired).")
+                throw APIError(.unauthorized, .consoleSignInRequired, "Sign in to the console first (your session may have expired).")
             }
             var request = request
             if request.method == .post, path != "/admin/login" {
@@ -549,12 +549,12 @@ struct ConsoleMiddleware: RouterMiddleware {
             }
             return try await next(request, context)
         } catch let error as APIError {
-            return errorPage(error.status, code: error.code, message: error.message, session: context.consoleSession)
+            return errorPage(error.status, code: error.code.rawValue, message: error.message, session: context.consoleSession)
         } catch let error as any CodedError {
             let mapped = ErrorMiddleware<Context>.map(error)
-            return errorPage(mapped.status, code: mapped.code, message: mapped.message, session: context.consoleSession)
+            return errorPage(mapped.status, code: mapped.code.rawValue, message: mapped.message, session: context.consoleSession)
         } catch let error as any HTTPResponseError {
-            return errorPage(error.status, code: error.status == .notFound ? "not_found" : "http_\(error.status.code)",
+            return errorPage(error.status, code: (error.status == .notFound ? APIErrorCode.notFound : .http(error.status)).rawValue,
                              message: error.status == .notFound ? "There is no console page at \(path)." : "\(error.status.reasonPhrase).",
                              session: context.consoleSession)
         }
@@ -565,11 +565,11 @@ struct ConsoleMiddleware: RouterMiddleware {
         guard let origin = request.headers[.origin], origin != "null" else { return }
         let host = request.head.authority ?? ""
         guard let url = URL(string: origin), let originHost = url.host else {
-            throw APIError(.forbidden, "cross_origin_request", "This form was posted from another site.")
+            throw APIError(.forbidden, .crossOriginRequest, "This form was posted from another site.")
         }
         let originAuthority = originHost + (url.port.map { ":\($0)" } ?? "")
         guard originAuthority == host || originHost == host else {
-            throw APIError(.forbidden, "cross_origin_request", "This form was posted from another site (\(origin)); post it from the console.")
+            throw APIError(.forbidden, .crossOriginRequest, "This form was posted from another site (\(origin)); post it from the console.")
         }
     }
 
@@ -578,7 +578,7 @@ struct ConsoleMiddleware: RouterMiddleware {
         guard let session = context.consoleSession else { return }
         let form = try await ConsoleController.form(&request, context: context)
         guard let sent = form["csrf"], MetricsController.equalInConstantTime(sent, session.csrf) else {
-            throw APIError(.forbidden, "csrf_token_invalid", "This form lacks the console's CSRF token, or carries another session's. Reload the page and try again.")
+            throw APIError(.forbidden, .csrfTokenInvalid, "This form lacks the console's CSRF token, or carries another session's. Reload the page and try again.")
         }
     }
 

@@ -170,7 +170,7 @@ extension JobFilter {
         if let text = fields["status"] {
             for name in text.split(separator: ",") {
                 guard let status = JobStatus(rawValue: String(name)) else {
-                    throw APIError(.badRequest, "invalid_filter",
+                    throw APIError(.badRequest, .invalidFilter,
                                    "'\(name)' is not a job status: use pending, processing, completed, failed or cancelled.")
                 }
                 statuses.append(status)
@@ -182,12 +182,12 @@ extension JobFilter {
             if iso.count == 16 { iso += ":00" }
             if !iso.hasSuffix("Z") { iso += "Z" }
             guard let date = try? Date(iso, strategy: .iso8601) else {
-                throw APIError(.badRequest, "invalid_filter", "'\(text)' is not a time: write 2026-11-23T10:00 (UTC).")
+                throw APIError(.badRequest, .invalidFilter, "'\(text)' is not a time: write 2026-11-23T10:00 (UTC).")
             }
             return date
         }
         for name in ["code", "owner", "file"] where (fields[name]?.count ?? 0) > 200 {
-            throw APIError(.badRequest, "invalid_filter", "The \(name) filter is longer than 200 characters.")
+            throw APIError(.badRequest, .invalidFilter, "The \(name) filter is longer than 200 characters.")
         }
         self.init(statuses: statuses, errorCode: fields["code"], owner: fields["owner"]?.lowercased(), fileName: fields["file"],
                   createdFrom: try time("from"), createdBefore: try time("to"))
