@@ -71,6 +71,23 @@ extension JobStore {
         }
     }
 
+    /// How many of `owner`'s jobs are in `status` (the queue benchmark waits on it).
+    public func countJobs(owner: String, status: JobStatus) async throws(JobStoreError) -> Int {
+        try await database("count jobs") { connection, logger in
+            let rows = try await connection.query("SELECT count(*) FROM jobs WHERE owner = \(owner) AND status = \(status.rawValue)",
+                                                  logger: logger)
+            return try await rows.decode(Int.self).first(where: { _ in true }) ?? 0
+        }
+    }
+
+    /// Deletes every job of `owner` and all that belongs to them in the database (the queue
+    /// benchmark's own jobs, which have no objects in storage).
+    public func deleteJobs(owner: String) async throws(JobStoreError) {
+        try await database("delete jobs") { connection, logger in
+            try await connection.query("DELETE FROM jobs WHERE owner = \(owner)", logger: logger)
+        }
+    }
+
     /// Calls `changed` with the id of every job whose status, progress or message changes (NOTIFY on
     /// the `moments_jobs` channel, sent by a trigger), until the task is cancelled or the connection drops.
     public func listenForChanges(_ changed: @Sendable (UUID) async -> Void) async throws {

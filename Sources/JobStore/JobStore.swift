@@ -13,7 +13,7 @@ import Synchronization
 /// attempt its claim started (the fencing token) and writes its `job_events` row in the same statement.
 /// A worker whose lease was taken over, or whose job was cancelled, is refused.
 public struct JobStore: Sendable {
-    public let client: PostgresClient
+    let client: PostgresClient
     let logger: Logger
     /// Status polls on their way to the database (`pollStatus`), by event loop.
     let polls: StatusPollLanes

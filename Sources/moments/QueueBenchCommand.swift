@@ -72,7 +72,7 @@ extension QueueCommand {
                         + "max=\(format(latencies.last ?? 0)) (\(latencyJobs) jobs one at a time)")
                     print("full_path_jobs_per_second=\(format(Double(total) / elapsed)) (\(total) no-op jobs, \(submitters) submitters, "
                         + "\(consumers) worker slots, \(format(elapsed)) s; submitting alone \(format(Double(total) / submitted)) jobs/s)")
-                    try await services.store.client.query("DELETE FROM jobs WHERE owner = \(owner)")
+                    try await services.store.deleteJobs(owner: owner)
                     try await services.queue.destroy()
                 }
             }
@@ -80,8 +80,7 @@ extension QueueCommand {
 
         private func waitForCompletion(_ store: JobStore, owner: String, count: Int) async throws {
             while true {
-                let rows = try await store.client.query("SELECT count(*) FROM jobs WHERE owner = \(owner) AND status = 'completed'")
-                for try await done in rows.decode(Int.self) where done >= count { return }
+                if try await store.countJobs(owner: owner, status: .completed) >= count { return }
                 try await Task.sleep(for: .milliseconds(2))
             }
         }

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPTypes
-import JobStore
+@testable import JobStore
 import PostgresNIO
 import ServiceTestSupport
 import Testing

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
+@testable import JobStore
 import MomentsModel
 import PostgresNIO
 import ServiceTestSupport

@@ -2,7 +2,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
+@testable import JobStore
 import ServiceTestSupport
 import Testing
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Foundation
-import JobStore
+@testable import JobStore
 import MomentsModel
 import PostgresNIO
 import ServiceTestSupport

@@ -1,6 +1,6 @@
 import Foundation
 import JobQueue
-import JobStore
+@testable import JobStore
 import Logging
 
 /// The real PostgreSQL, Redis and SeaweedFS that `scripts/services up` started, as `scripts/services env`

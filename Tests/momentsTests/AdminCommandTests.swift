@@ -1,6 +1,6 @@
 import Foundation
 import JobQueue
-import JobStore
+@testable import JobStore
 import PostgresNIO
 import ServiceTestSupport
 import Testing
