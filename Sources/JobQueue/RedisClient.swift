@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import MomentsModel
 
@@ -10,7 +11,8 @@ public final class RedisClient: Sendable {
     /// How long a command keeps retrying while Redis is unreachable before it gives up.
     public let retryFor: Duration
     private let connections: [RedisConnection]
-    private let next = LockedCounter()
+    /// Round-robin over the pool.
+    private let next = Atomic<Int>(0)
 
     public init(configuration: RedisConfiguration, connections: Int = 4, retryFor: Duration = .seconds(15), logger: Logger) {
         self.configuration = configuration
@@ -24,7 +26,7 @@ public final class RedisClient: Sendable {
     /// package sends is safe to repeat.
     @discardableResult
     public func send(_ arguments: [String]) async throws(RedisError) -> RedisValue {
-        let connection = connections[next.increment() % connections.count]
+        let connection = connections[Int(next.wrappingAdd(1, ordering: .relaxed).newValue.magnitude % UInt(connections.count))]
         return try await Self.withReconnect(retryFor: retryFor, logger: logger) { () throws(RedisError) in
             try await connection.send(arguments)
         }
@@ -38,7 +40,7 @@ public final class RedisClient: Sendable {
 
     /// Whether Redis answers PING now (one try, no retries: for readiness checks).
     public func ping() async -> Bool {
-        (try? await connections[next.increment() % connections.count].send(["PING"], timeout: .seconds(2)))?.string == "PONG"
+        (try? await connections[Int(next.wrappingAdd(1, ordering: .relaxed).newValue.magnitude % UInt(connections.count))].send(["PING"], timeout: .seconds(2)))?.string == "PONG"
     }
 
     func dedicatedConnection(label: String) -> RedisConnection {
@@ -60,18 +62,5 @@ public final class RedisClient: Sendable {
         }
         if logged { logger.info("redis reachable again") }
         return value
-    }
-}
-
-/// A thread-safe counter (round-robin over the pool).
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-
-    func increment() -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        value &+= 1
-        return value & Int.max
     }
 }

@@ -6,6 +6,7 @@ import Media
 import MomentsContract
 import MomentsModel
 import Storage
+import Synchronization
 import Tracing
 
 /// The real work of a job: fetch the source from storage, run the highlight engine, store the result.
@@ -287,7 +288,7 @@ public struct HighlightJobHandler: JobHandler {
 /// stage ends the previous stage's span and opens the next.
 final class StageSpans: Sendable {
     private let parent: ServiceContext?
-    private let open = LockedState<(stage: Stage, span: any Span)?>(nil)
+    private let open = Mutex<(stage: Stage, span: any Span)?>(nil)
 
     init(parent: ServiceContext?) {
         self.parent = parent

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import JobStore
 import Jobs
 import Logging
@@ -33,9 +34,9 @@ public final class JobContext: Sendable {
     let store: JobStore
     let logger: Logger
     let progressInterval: Duration
-    private let state = LockedState<(lastWrite: ContinuousClock.Instant?, stage: String?)>((nil, nil))
+    private let state = Mutex<(lastWrite: ContinuousClock.Instant?, stage: String?)>((nil, nil))
     /// When the work last reported, and the deadline it set itself (for the worker's watchdog).
-    private let watch = LockedState<(lastActivity: ContinuousClock.Instant, expected: (from: ContinuousClock.Instant, duration: Duration)?)>(
+    private let watch = Mutex<(lastActivity: ContinuousClock.Instant, expected: (from: ContinuousClock.Instant, duration: Duration)?)>(
         (.now, nil))
 
     init(lease: JobLease, store: JobStore, logger: Logger, progressInterval: Duration) {
@@ -80,19 +81,5 @@ extension JobContext {
             deadline = min(deadline, expected.from + max(configuration.deadlineFloor, expected.duration * configuration.deadlineMultiple))
         }
         return now >= deadline ? .attemptTimeout : nil
-    }
-}
-
-/// A value behind a lock, for the little shared state the worker keeps.
-final class LockedState<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

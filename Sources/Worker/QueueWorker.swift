@@ -3,6 +3,7 @@ import JobStore
 import Jobs
 import Logging
 import MomentsModel
+import Synchronization
 import Tracing
 
 /// Takes jobs from the queue and runs them with a `JobHandler`, `concurrency` at a time.
@@ -19,7 +20,7 @@ public final class QueueWorker: Sendable {
     let logger: Logger
     let metrics: WorkerMetrics?
     /// Jobs running now, and attempts finished since start (for the registry).
-    private let counts = LockedState<(running: Int, finished: Int64)>((0, 0))
+    private let counts = Mutex<(running: Int, finished: Int64)>((0, 0))
 
     public init(configuration: WorkerConfiguration, jobs: Jobs, handler: any JobHandler, metrics: WorkerMetrics? = nil, logger: Logger) {
         self.configuration = configuration
@@ -142,6 +143,11 @@ public final class QueueWorker: Sendable {
 
     // MARK: One delivery
 
+    /// What stopped an attempt early, the first reason only: shared by the tasks that watch it.
+    final class Interrupted: Sendable {
+        let reason = Mutex<Interruption?>(nil)
+    }
+
     /// Why a running job stopped early.
     enum Interruption: Sendable, Equatable {
         case cancelled, lost, shutdown
@@ -186,7 +192,7 @@ public final class QueueWorker: Sendable {
     private func run(_ job: JobRecord, lease: JobLease, delivery: Delivery, consumer: String, logger: Logger) async -> AttemptEnd {
         logger.info("job started", metadata: ["attempt": "\(lease.attempt)", "max_attempts": "\(job.maxAttempts)"])
         let context = JobContext(lease: lease, store: jobs.store, logger: logger, progressInterval: configuration.progressInterval)
-        let interruption = LockedState<Interruption?>(nil)
+        let interruption = Interrupted()
         let handler = self.handler
         let started = ContinuousClock.now
         // Unstructured, so that shutdown (cancelling this task) does not cancel the job at once.
@@ -201,12 +207,12 @@ public final class QueueWorker: Sendable {
         } onCancel: {
             Task {
                 try? await Task.sleep(for: grace)
-                interruption.withLock { if $0 == nil { $0 = .shutdown } }
+                interruption.reason.withLock { if $0 == nil { $0 = .shutdown } }
                 work.cancel()
             }
         }
         keeper.cancel()
-        var stoppedBy = interruption.withLock { $0 }
+        var stoppedBy = interruption.reason.withLock { $0 }
         if stoppedBy?.keepsFinishedWork == true, case .success = outcome { stoppedBy = nil }
         // Recording the outcome must happen even when this task is being cancelled (shutdown):
         // database and Redis calls made from a cancelled task give up at once.
@@ -222,10 +228,10 @@ public final class QueueWorker: Sendable {
     /// check every `cancelCheck`, apart, so that a slow check never delays a renewal. Stops the
     /// work when the job is cancelled or the lease is lost.
     private func keepLease(_ lease: JobLease, delivery: Delivery, consumer: String, work: Task<JobResult, any Error>,
-                           context: JobContext, started: ContinuousClock.Instant, interruption: LockedState<Interruption?>,
+                           context: JobContext, started: ContinuousClock.Instant, interruption: Interrupted,
                            logger: Logger) async {
         let stop: @Sendable (Interruption) -> Void = { reason in
-            interruption.withLock { if $0 == nil { $0 = reason } }
+            interruption.reason.withLock { if $0 == nil { $0 = reason } }
             work.cancel()
         }
         await withTaskGroup(of: Void.self) { group in
