@@ -3,10 +3,12 @@ import Foundation
 /// Where a highlight may cut without cutting anyone off: the source's speech, grouped into
 /// utterances (spans less than `sentenceGap` apart), and the pauses between them.
 struct SpeechPauses: Sendable {
-    /// Spans closer than this belong to one utterance: a breath or a comma, not the end of a sentence.
-    static let sentenceGap = 0.5
-    /// How far into a pause an edge is put, so that a frame's rounding keeps it there.
-    static let margin = 0.06
+    /// Spans closer than this belong to one utterance: a breath or a comma (held up to 0.7 s), not
+    /// the end of a sentence.
+    static let sentenceGap = 0.75
+    /// How far from speech an edge stays: a frame's rounding, and a quiet last syllable the
+    /// detector heard end a little early, keep it in the pause.
+    static let margin = 0.12
     /// How far from the speech an edge sliding in a pause stays: the detector may hear a
     /// sentence's quiet last syllable end up to a sixth of a second early.
     static let slideClearance = 0.25
@@ -86,7 +88,11 @@ struct SpeechPauses: Sendable {
         for u in utterances + [SpeechSpan(start: duration, end: duration)] {
             defer { from = u.end }
             let to = u.start
-            guard to - from > 2 * Self.margin || (from == 0 && to > 0) else { continue }
+            guard to - from > 2 * Self.margin else {
+                // Speech that starts within a margin of the source's start: its start alone.
+                if from == 0 && to > 0 { points.append(EdgePoint(time: 0, inner: false)) }
+                continue
+            }
             let inset = min(0.25, (to - from) / 2)
             let low = from == 0 ? 0 : from + inset, high = to >= duration ? duration : to - inset
             let here = cuts.filter { $0 > from + Self.margin && $0 < to - Self.margin }
