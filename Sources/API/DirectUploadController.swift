@@ -130,7 +130,7 @@ struct DirectUploadController: Sendable {
             guard let size = reservation.musicSize, size > 0 else {
                 throw APIError(.badRequest, .invalidRequest, "With music_filename, send music_size_bytes: the track's length in bytes, above 0.")
             }
-            guard size <= FormLimits().musicBytes else { throw MusicController.tooLarge(FormLimits().musicBytes) }
+            guard size <= MusicController.largestTrack else { throw MusicController.tooLarge(MusicController.largestTrack) }
         } else if reservation.musicSize != nil {
             throw APIError(.badRequest, .invalidRequest, "music_size_bytes goes with music_filename, the name of the track to upload.")
         }
@@ -163,10 +163,7 @@ struct DirectUploadController: Sendable {
         }
         // The app's own track: one PUT of its declared length to a staging key of its own.
         let lifetime = configuration.uploadLinkLifetime
-        var musicURL: String?
-        if let size = reservation.musicSize {
-            musicURL = try presigner.signedURL(for: ObjectKey.stagedMusic(id), method: "PUT", expires: lifetime, contentLength: size).absoluteString
-        }
+        let musicURL = try reservation.musicSize.map { try musicUploadURL(id, size: $0, presigner: presigner) }
         if resumable {
             var reply = try await reserveResumable(id, reservation: reservation, replayed: replayed)
             reply.musicUploadURL = musicURL
@@ -217,8 +214,7 @@ struct DirectUploadController: Sendable {
         // The app's own track, while it has not arrived: a fresh URL for it too.
         if let size = reservation.musicSize, let presigner = storage.presigning,
            (try? await storage.head(key: ObjectKey.stagedMusic(id))) == nil {
-            answer.musicUploadURL = try presigner.signedURL(for: ObjectKey.stagedMusic(id), method: "PUT",
-                                                            expires: configuration.uploadLinkLifetime, contentLength: size).absoluteString
+            answer.musicUploadURL = try musicUploadURL(id, size: size, presigner: presigner)
         }
         return answer
     }
@@ -366,10 +362,10 @@ struct DirectUploadController: Sendable {
             throw APIError(.badRequest, .uploadSizeMismatch,
                            "The uploaded music track has \(staged.size) bytes, not the \(declared) declared; upload it again.")
         }
-        guard staged.size <= FormLimits().musicBytes else { throw MusicController.tooLarge(FormLimits().musicBytes) }
+        guard staged.size <= MusicController.largestTrack else { throw MusicController.tooLarge(MusicController.largestTrack) }
         let file = configuration.uploadDirectory.appendingPathComponent("moments-music-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
-        _ = try await storage.get(key: ObjectKey.stagedMusic(id), to: file, limit: FormLimits().musicBytes)
+        _ = try await storage.get(key: ObjectKey.stagedMusic(id), to: file, limit: MusicController.largestTrack)
         try await MusicController.probe(file, bytes: staged.size)
         let key = ObjectKey.uploadedMusic(of: id, filename: filename)
         _ = try await storage.copy(from: ObjectKey.stagedMusic(id), to: key)
@@ -381,6 +377,12 @@ struct DirectUploadController: Sendable {
         guard let existing = try await store.job(id) else { return nil }
         guard existing.owner == owner else { throw APIError.jobNotFound() }
         return UploadAccepted(jobID: existing.id, estimatedTime: nil)
+    }
+
+    /// A presigned PUT of exactly `size` bytes for the app's own track.
+    private func musicUploadURL(_ id: UUID, size: Int64, presigner: any PresigningObjectStore) throws -> String {
+        try presigner.signedURL(for: ObjectKey.stagedMusic(id), method: "PUT", expires: configuration.uploadLinkLifetime,
+                                contentLength: size).absoluteString
     }
 
     private func stagedMusic(_ id: UUID) async throws -> ObjectInfo {

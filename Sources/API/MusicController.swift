@@ -67,6 +67,9 @@ extension MusicController {
         return choice
     }
 
+    /// The longest track an upload may carry, in a form or PUT beside the video.
+    static let largestTrack = FormLimits().musicBytes
+
     /// 413 `music_too_large`.
     static func tooLarge(_ limit: Int64) -> APIError {
         APIError(.contentTooLarge, .musicTooLarge, "The music track is larger than \(limit / (1 << 20)) MiB, the most we accept for a track.")
