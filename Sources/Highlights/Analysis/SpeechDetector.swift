@@ -12,7 +12,7 @@ public struct SpeechSpan: Sendable, Codable, Equatable {
     }
 }
 
-/// Finds speech in a 16 kHz mono soundtrack: voiced sound (periodic at 70–400 Hz) whose pitch
+/// Finds speech in a 16 kHz mono soundtrack: voiced sound (periodic at 73–400 Hz) whose pitch
 /// glides and whose spectral shape keeps changing, as articulation makes it, over at least a fifth
 /// of a second.
 ///
@@ -31,6 +31,10 @@ struct SpeechDetector {
     static let longestExtension = 0.6
     /// The fewest voiced frames in a row that may grow into the sound around them (50 ms).
     static let shortestWord = 5
+    /// The longest quiet inside a word (a stop's closure, 60 ms) that its edges grow across.
+    static let closure = 6
+    /// How far above the quiet around it (dB) a consonant's burst after a closure is.
+    static let burst: Float = 12
 
     private static let hop = 160
     private static let spectrumSize = 512
@@ -91,7 +95,7 @@ struct SpeechDetector {
         for i in rawStart..<(rawStart + Self.hop) { energy += raw[i] * raw[i] }
         loudness.append(10 * log10(energy / Float(Self.hop) + 1e-10))
 
-        // Periodicity: the highest normalised autocorrelation at lags of 70–400 Hz, counted only
+        // Periodicity: the highest normalised autocorrelation at lags of 73–400 Hz, counted only
         // where it rises again after a dip (noise heavy in low frequencies correlates at every
         // short lag without one).
         let found = low.withUnsafeBufferPointer { buffer -> (Float, Float) in
@@ -183,6 +187,27 @@ struct SpeechDetector {
             cores.append(k..<end)
             k = end
         }
+        // A word said apart from the rest (a first "Look," or a last "three" after a breath):
+        // voiced frames of a word's length, their pitch gliding, within `longestExtension` of a
+        // voice the windows heard. Too short to fill a fifth of a window with voice, the windows
+        // miss it; a held note (no glide) or a hum with no speech near it stays out.
+        let heard = cores
+        let reachFrames = Int(Self.longestExtension / Self.frameSeconds)
+        k = 0
+        var apart: [Range<Int>] = []
+        while k < n {
+            guard voiced[k] && !speechy[k] else { k += 1; continue }
+            var end = k
+            while end < n && voiced[end] && !speechy[end] { end += 1 }
+            let run = k..<end
+            k = end
+            guard run.count >= Self.shortestWord,
+                  heard.contains(where: { max($0.lowerBound - run.upperBound, run.lowerBound - $0.upperBound) <= reachFrames }) else { continue }
+            let glides = run.dropFirst().map { motion[$0] }.filter { !$0.isNaN }.sorted()
+            guard glides.count >= Self.shortestWord - 1, (2...80).contains(glides[glides.count / 2]) else { continue }
+            apart.append(run)
+        }
+        if !apart.isEmpty { cores = (cores + apart).sorted { $0.lowerBound < $1.lowerBound } }
         let words = cores.filter { $0.count >= Self.shortestWord }
         let mergeGap = Int(Self.shortestPause / Self.frameSeconds)
         // A word the windows missed at either end (a phrase's last word, said low or creaky):
@@ -217,11 +242,26 @@ struct SpeechDetector {
             var from = min(core.lowerBound, first)
             let start = from
             let quietBefore = max(floor, loudness[max(0, before, start - 50)..<max(1, start)].min() ?? floor)
-            while grows, from > 0, start - from < 10, loudness[from - 1] > quietBefore + 4 { from -= 1 }
+            // The growth bridges a stop's closure (up to `closure` frames: the silence before a
+            // final "t" or inside "st") to a burst `burst` dB over the quiet; a louder background
+            // that rises and falls in a pause (traffic) is not one.
+            if grows {
+                var k = from - 1
+                while k >= 0, start - k <= 12, from - 1 - k <= Self.closure {
+                    if loudness[k] > quietBefore + (k == from - 1 ? 4 : Self.burst) { from = k }
+                    k -= 1
+                }
+            }
             var to = max(core.upperBound, last + 1)
             let stop = to
             let quietAfter = max(floor, loudness[min(stop, n - 1)..<min(n, after, stop + 50)].min() ?? floor)
-            while grows, to < n, to - stop < 20, loudness[to] > quietAfter + 4 { to += 1 }
+            if grows {
+                var k = to
+                while k < n, k - stop < 25, k - to <= Self.closure {
+                    if loudness[k] > quietAfter + (k == to ? 4 : Self.burst) { to = k + 1 }
+                    k += 1
+                }
+            }
             if let last = runs.last, from - last.upperBound < mergeGap {
                 runs[runs.count - 1] = last.lowerBound..<max(last.upperBound, to)
             } else {
