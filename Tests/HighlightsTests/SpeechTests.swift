@@ -119,9 +119,16 @@ struct SpeechTests {
         return (path, sentences, Self.spans(of: soundtrack))
     }
 
+    /// Seeds whose highlights once cut a sentence or missed the total, replayed every run: a low
+    /// voice's last word after a breath, and a first word before one, left out of the speech
+    /// (17425664846721452628, 17135541027540132967); sentences kept whole that left 1.2 s too
+    /// much, one segment at a time (9910333208646637201).
+    static let rememberedHighlights: [UInt64] = [17_425_664_846_721_452_628, 17_135_541_027_540_132_967, 9_910_333_208_646_637_201]
+
     @Test("no edge falls inside a sentence, and sentences play whole, on both render paths", arguments: [VideoCodecChoice.auto, .h264])
     func edgesInPauses(codec: VideoCodecChoice) throws {
-        for seed in Self.seeds(1) {
+        let replayed = ProcessInfo.processInfo.environment["MOMENTS_SPEECH_SEED"] == nil ? Self.rememberedHighlights : []
+        for seed in Self.seeds(1) + replayed {
             let (path, sentences, heard) = try spokenVideo(seed: seed)
             let output = Fixtures.scratch().appendingPathComponent("highlight.mp4").path
             let report = try HighlightEngine().highlight(input: path, output: output, settings: HighlightSettings(duration: 15, codec: codec))
