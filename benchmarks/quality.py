@@ -141,7 +141,7 @@ def measure(binary, clip, spans, truth, codec, scratch):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--moments", required=True)
-    parser.add_argument("--before", required=True)
+    parser.add_argument("--before", help="the engine before the speech detector (left out: this build alone)")
     parser.add_argument("--cache", required=True)
     parser.add_argument("--footage", required=True)
     parser.add_argument("--music", required=True)
@@ -158,7 +158,7 @@ def main():
             rng = random.Random(f"{args.seed}-{name}-{background}")
             clip, spans, truth = make_clip(name, background, args, rng)
             for codec in ["auto", "h264"]:
-                for label, binary in [("before", args.before), ("now", args.moments)]:
+                for label, binary in ([("before", args.before)] if args.before else []) + [("now", args.moments)]:
                     m = measure(binary, clip, spans, truth, codec, scratch)
                     t = totals.setdefault((label, codec), {"edges": 0, "inside": 0, "played": 0, "cut": 0, "twice": 0})
                     for key in t:
