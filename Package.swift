@@ -66,9 +66,12 @@ let package = Package(
         // HTTP over libcurl: one exchange streaming from and to files, for S3, webhooks and health checks.
         .target(name: "CurlHTTP", dependencies: ["CCurl", "MomentsModel"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
-        .target(name: "Storage", dependencies: [
-            "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
-        ]),
+        .target(
+            name: "Storage",
+            dependencies: [
+                "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+            ]),
         // A highlight as an editor's timeline: CMX 3600 EDL, FCPXML 1.10, OpenTimelineIO. Foundation only.
         .target(name: "Timelines"),
         // The API's JSON (docs/client-contract.md): encoded by the server, decoded by MomentsKit. Foundation only.
@@ -76,48 +79,68 @@ let package = Package(
         // The client SDK: MomentsClient (URLSession) and @Observable view models. Foundation and Observation only.
         .target(name: "MomentsKit", dependencies: ["MomentsContract", "MomentsModel"]),
         // PostgreSQL: migrations, the job repository with fenced transitions, admin views.
-        .target(name: "JobStore", dependencies: [
-            "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
-            .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
-        ]),
+        .target(
+            name: "JobStore",
+            dependencies: [
+                "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+            ]),
         // Every job operation (submit, cancel, retry, record an outcome, reconcile, pause) over the job
         // store and a queue driver; the driver seams (queue, reservations, rate limits) and their
         // in-memory implementations for tests.
-        .target(name: "Jobs", dependencies: [
-            "JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log", condition: server),
-            .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
-        ]),
+        .target(
+            name: "Jobs",
+            dependencies: [
+                "JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
+            ]),
         // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).
-        .target(name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server)]),
+        .target(
+            name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server)]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable, and
         // the highlight engine runs in a child process per attempt.
-        .target(name: "Worker", dependencies: [
-            "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", "MomentsSupport", .product(name: "Logging", package: "swift-log", condition: server),
-            .product(name: "Subprocess", package: "swift-subprocess", condition: server),
-            .product(name: "SystemPackage", package: "swift-system", condition: server),
-            .product(name: "Crypto", package: "swift-crypto", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
-            .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
-        ]),
+        .target(
+            name: "Worker",
+            dependencies: [
+                "JobStore", "Jobs", "Highlights", "Media", "Storage", "CurlHTTP", "MomentsContract", "MomentsModel", "MomentsSupport",
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Subprocess", package: "swift-subprocess", condition: server),
+                .product(name: "SystemPackage", package: "swift-system", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
+            ]),
         // The HTTP API (Hummingbird 2): uploads, job status, downloads, cancel, health.
-        .target(name: "API", dependencies: [
-            .product(name: "Crypto", package: "swift-crypto", condition: server),
-            "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP", "Timelines",
-            .product(name: "Hummingbird", package: "hummingbird", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server), .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
-            .product(name: "NIOCore", package: "swift-nio", condition: server),
-            .product(name: "Logging", package: "swift-log", condition: server), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
-            .product(name: "Prometheus", package: "swift-prometheus", condition: server), .product(name: "Mustache", package: "swift-mustache", condition: server),
-            .product(name: "Metrics", package: "swift-metrics", condition: server), .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
-        ], resources: [.embedInCode("Resources/openapi.yaml"), .embedInCode("Resources/Console")]),
+        .target(
+            name: "API",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP", "Timelines",
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+                .product(name: "Mustache", package: "swift-mustache", condition: server),
+                .product(name: "Metrics", package: "swift-metrics", condition: server),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
+            ], resources: [.embedInCode("Resources/openapi.yaml"), .embedInCode("Resources/Console")]),
         .executableTarget(
             name: "moments",
             dependencies: [
-                "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "CurlHTTP", "JobStore", "Jobs", "JobQueue", "Worker", "API",
+                "Highlights", "Media", "MediaSynth", "MomentsContract", "MomentsModel", "Storage", "CurlHTTP", "JobStore", "Jobs", "JobQueue",
+                "Worker", "API",
                 "MomentsKit", "MomentsSupport", "Timelines",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
                 .product(name: "Configuration", package: "swift-configuration", condition: server),
                 .product(name: "SystemPackage", package: "swift-system", condition: server),
-                .product(name: "OTel", package: "swift-otel", condition: server), .product(name: "Metrics", package: "swift-metrics", condition: server),
+                .product(name: "OTel", package: "swift-otel", condition: server),
+                .product(name: "Metrics", package: "swift-metrics", condition: server),
                 .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
             ]
         ),
@@ -134,30 +157,49 @@ let package = Package(
         .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "MomentsSupportTests", dependencies: ["MomentsSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
-        .target(name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth", "MomentsSupport", "Storage"], path: "Tests/ServiceTestSupport"),
-        .testTarget(name: "APITests", dependencies: [
-            "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", "MomentsSupport", .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
-        ]),
-        .testTarget(name: "JobStoreTests", dependencies: [
-            "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
-        ]),
+        .target(
+            name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth", "MomentsSupport", "Storage"],
+            path: "Tests/ServiceTestSupport"),
+        .testTarget(
+            name: "APITests",
+            dependencies: [
+                "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", "MomentsSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]),
+        .testTarget(
+            name: "JobStoreTests",
+            dependencies: [
+                "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "Jobs", "JobStore", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
-        .testTarget(name: "WorkerTests", dependencies: [
-            "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "CurlHTTP", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
-            .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Subprocess", package: "swift-subprocess"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ]),
-        .testTarget(name: "MomentsKitTests", dependencies: [
-            "MomentsKit", "MomentsContract", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),
-        ]),
+        .testTarget(
+            name: "WorkerTests",
+            dependencies: [
+                "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "CurlHTTP", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
+        .testTarget(
+            name: "MomentsKitTests",
+            dependencies: [
+                "MomentsKit", "MomentsContract", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+            ]),
         // The `moments` command: the client commands and the operator's commands, as separate processes.
-        .testTarget(name: "momentsTests", dependencies: ["JobQueue", "JobStore", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
-        .testTarget(name: "HighlightsTests", dependencies: ["FaceDetection", "Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "MomentsSupport", "ServiceTestSupport"]),
+        .testTarget(
+            name: "momentsTests",
+            dependencies: ["JobQueue", "JobStore", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
+        .testTarget(
+            name: "HighlightsTests",
+            dependencies: [
+                "FaceDetection", "Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "MomentsSupport", "ServiceTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

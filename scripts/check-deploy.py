@@ -119,9 +119,10 @@ example = {line.split("=", 1)[0] for line in (ROOT / ".env.example").read_text()
 read = set()
 for source in (ROOT / "Sources").rglob("*.swift"):
     text = source.read_text()
-    read |= set(re.findall(r'environment\["([A-Z][A-Z0-9_]+)"\]', text))
-    read |= set(re.findall(r'Setting\.(?:integer|boolean)\("([A-Z][A-Z0-9_]+)"', text))
-    read |= set(re.findall(r'required\("([A-Z][A-Z0-9_]+)"\)', text))
+    # (The formatter may break a call's arguments onto the next lines.)
+    read |= set(re.findall(r'environment\[\s*"([A-Z][A-Z0-9_]+)"\s*\]', text))
+    read |= set(re.findall(r'Setting\.(?:integer|boolean)\(\s*"([A-Z][A-Z0-9_]+)"', text))
+    read |= set(re.findall(r'required\(\s*"([A-Z][A-Z0-9_]+)"\s*\)', text))
     # The OpenTelemetry variables Moments itself looks at (the rest go to swift-otel as they are).
     read |= set(re.findall(r'variables\["(OTEL_[A-Z0-9_]+)"\]', text))
 read = {name for name in read if not name.startswith(("MOMENTS_DEBUG_", "XDG_"))}
@@ -219,7 +220,7 @@ for source in (ROOT / "Sources").rglob("*.swift"):
     emitted.update(re.findall(r'name: "(moments_[a-z_]+)"', text))
     # Metrics renamed on their way to the registry (HTTPMetrics: "hb.requests": "moments_http_requests_total").
     emitted.update(re.findall(r'"[a-z.]+": "(moments_[a-z_]+)"', text))
-    for metric, unit in re.findall(r'namespace: "moments", metricName: "([a-z_]+)", unitName: "([a-z_]+)"', text):
+    for metric, unit in re.findall(r'namespace: "moments",\s*metricName: "([a-z_]+)",\s*unitName: "([a-z_]+)"', text):
         emitted.add(f"moments_{metric}_{unit}")
 
 

@@ -82,7 +82,8 @@ public struct APIConfiguration: Sendable {
             let template = environment["TRACE_URL_TEMPLATE"].flatMap { $0.isEmpty ? nil : $0 }
             if let template {
                 guard template.hasPrefix("https://") || template.hasPrefix("http://"), template.contains("{trace_id}") else {
-                    throw SettingError("TRACE_URL_TEMPLATE must be an http:// or https:// URL with {trace_id} where the trace id goes, not '\(template)'.")
+                    throw SettingError(
+                        "TRACE_URL_TEMPLATE must be an http:// or https:// URL with {trace_id} where the trace id goes, not '\(template)'.")
                 }
             }
             return Console(adminToken: token, sessionLifetime: .seconds(hours * 3600), traceURLTemplate: template)
@@ -107,11 +108,13 @@ public struct APIConfiguration: Sendable {
         }
     }
 
-    public init(host: String = "0.0.0.0", port: Int = 8000, maxUploadBytes: Int64 = 2 << 30, publicURL: String? = nil,
-                uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900),
-                uploadLinkLifetime: Duration = .seconds(900), authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
-                trustedProxyHops: Int = 0, webhooksEnabled: Bool = false, callbacks: DestinationPolicy = DestinationPolicy(),
-                metricsToken: String? = nil, console: Console? = nil) {
+    public init(
+        host: String = "0.0.0.0", port: Int = 8000, maxUploadBytes: Int64 = 2 << 30, publicURL: String? = nil,
+        uploadDirectory: URL = FileManager.default.temporaryDirectory, downloadLinkLifetime: Duration = .seconds(900),
+        uploadLinkLifetime: Duration = .seconds(900), authRequired: Bool = true, freeMonthlyHighlights: Int = 3, rateLimit: RateLimits = RateLimits(),
+        trustedProxyHops: Int = 0, webhooksEnabled: Bool = false, callbacks: DestinationPolicy = DestinationPolicy(),
+        metricsToken: String? = nil, console: Console? = nil
+    ) {
         self.host = host
         self.port = port
         self.maxUploadBytes = maxUploadBytes
@@ -139,8 +142,9 @@ public struct APIConfiguration: Sendable {
             }
             publicURL = url.hasSuffix("/") ? String(url.dropLast()) : url
         }
-        let uploadDirectory = URL(fileURLWithPath: environment["UPLOAD_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-                                  ?? FileManager.default.temporaryDirectory.path)
+        let uploadDirectory = URL(
+            fileURLWithPath: environment["UPLOAD_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? FileManager.default.temporaryDirectory.path)
         guard FileManager.default.isWritableFile(atPath: uploadDirectory.path) else {
             throw SettingError("UPLOAD_DIR (\(uploadDirectory.path)) is not a folder the API can write to.")
         }
@@ -149,16 +153,17 @@ public struct APIConfiguration: Sendable {
             uploadsPerIP: try Setting.integer("RATE_LIMIT_UPLOADS_PER_IP", in: environment, default: 30, range: 0...100_000),
             window: .seconds(try Setting.integer("RATE_LIMIT_WINDOW_SECONDS", in: environment, default: 60, range: 1...86_400)),
             registrationsPerDay: try Setting.integer("REGISTRATIONS_PER_IP_PER_DAY", in: environment, default: 10, range: 0...1_000_000))
-        self.init(host: environment["HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0.0", port: port,
-                  maxUploadBytes: Int64(maxUpload), publicURL: publicURL, uploadDirectory: uploadDirectory,
-                  uploadLinkLifetime: .seconds(try Setting.integer("DIRECT_UPLOAD_URL_SECONDS", in: environment, default: 900, range: 60...3600)),
-                  authRequired: try Setting.boolean("AUTH_REQUIRED", in: environment, default: true),
-                  freeMonthlyHighlights: try Setting.integer("FREE_MONTHLY_HIGHLIGHTS", in: environment, default: 3, range: 0...1_000_000),
-                  rateLimit: rateLimit,
-                  trustedProxyHops: try Setting.integer("TRUSTED_PROXY_HOPS", in: environment, default: 0, range: 0...10),
-                  webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty,
-                  callbacks: try DestinationPolicy(environment: environment),
-                  metricsToken: try Self.metricsToken(environment), console: try Console.from(environment))
+        self.init(
+            host: environment["HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0.0", port: port,
+            maxUploadBytes: Int64(maxUpload), publicURL: publicURL, uploadDirectory: uploadDirectory,
+            uploadLinkLifetime: .seconds(try Setting.integer("DIRECT_UPLOAD_URL_SECONDS", in: environment, default: 900, range: 60...3600)),
+            authRequired: try Setting.boolean("AUTH_REQUIRED", in: environment, default: true),
+            freeMonthlyHighlights: try Setting.integer("FREE_MONTHLY_HIGHLIGHTS", in: environment, default: 3, range: 0...1_000_000),
+            rateLimit: rateLimit,
+            trustedProxyHops: try Setting.integer("TRUSTED_PROXY_HOPS", in: environment, default: 0, range: 0...10),
+            webhooksEnabled: !(environment["WEBHOOK_SECRET"] ?? "").isEmpty,
+            callbacks: try DestinationPolicy(environment: environment),
+            metricsToken: try Self.metricsToken(environment), console: try Console.from(environment))
         continueIncomingTraces = try Setting.boolean("TRACE_CONTINUE_INCOMING", in: environment, default: false)
         uploadPartBytes = Int64(try Setting.integer("UPLOAD_PART_MIB", in: environment, default: 8, range: 5...512)) << 20
     }

@@ -40,8 +40,9 @@ public struct APIError: HTTPResponseError, Equatable {
         APIError(.notFound, .jobNotFound, "There is no job with this id.")
     }
 
-    static let serviceUnavailable = APIError(.serviceUnavailable, .serviceUnavailable,
-                                             "The service is busy or a part of it is down. Please try again in a minute.")
+    static let serviceUnavailable = APIError(
+        .serviceUnavailable, .serviceUnavailable,
+        "The service is busy or a part of it is down. Please try again in a minute.")
 }
 
 /// The methods each route answers, known once every route is added: a known address asked with
@@ -76,8 +77,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as any HTTPResponseError {
             let allowed = error.status == .notFound ? Set(routes.methods(at: request.uri.path).map(\.rawValue)).sorted() : []
             if !allowed.isEmpty {
-                throw APIError(.methodNotAllowed, .methodNotAllowed, "This address answers \(allowed.joined(separator: ", ")) only.",
-                               headers: [.allow: allowed.joined(separator: ", ")])
+                throw APIError(
+                    .methodNotAllowed, .methodNotAllowed, "This address answers \(allowed.joined(separator: ", ")) only.",
+                    headers: [.allow: allowed.joined(separator: ", ")])
             }
             // Hummingbird's own (404 for an unknown route, 405 …): same shape, its status.
             let code: APIErrorCode = error.status == .notFound ? .notFound : .http(error.status)

@@ -12,7 +12,6 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
 
     public var description: String { rawValue }
 
-
     // Requests the API cannot take (400, 404, 405, 413, 422).
     public static let invalidRequest = APIErrorCode(rawValue: "invalid_request")
     public static let missingFile = APIErrorCode(rawValue: "missing_file")

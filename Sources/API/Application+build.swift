@@ -34,9 +34,11 @@ public struct APIServices: Sendable {
 /// applied before the server takes requests. `background` runs beside it (workers in `moments dev`);
 /// `telemetry` (the span exporter) runs first, so that it stops last. `metrics` is what `/metrics`
 /// renders: the request metrics land there once `HTTPMetrics.bootstrap(registry:)` named it.
-public func buildApplication(configuration: APIConfiguration, services: APIServices, background: [any Service] = [],
-                             telemetry: [any Service] = [], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
-                             logger: Logger) -> some ApplicationProtocol {
+public func buildApplication(
+    configuration: APIConfiguration, services: APIServices, background: [any Service] = [],
+    telemetry: [any Service] = [], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+    logger: Logger
+) -> some ApplicationProtocol {
     let hub = JobEventsHub()
     let router = buildRouter(configuration: configuration, services: services, hub: hub, metrics: metrics)
     let store = services.store
@@ -45,15 +47,17 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
         // Bulk actions started in the console run here, on whichever API node claims them.
         own.append(BulkRunnerService(runner: BulkRunner(jobs: services.jobs, storage: services.storage, name: BulkRunnerService.nodeName())))
     }
-    var app = Application(router: router, server: apiServer(configuration: configuration, store: store, logger: logger),
-                          configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
-                          services: telemetry + own + background,
-                          logger: logger)
+    var app = Application(
+        router: router, server: apiServer(configuration: configuration, store: store, logger: logger),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
+        services: telemetry + own + background,
+        logger: logger)
     app.beforeServerStarts {
         // Uploads spooled by an API process that died mid-request (nothing written for an hour).
         let leftovers = Leftovers.remove(in: configuration.uploadDirectory, prefix: "moments-upload-", olderThan: 3600)
         if !leftovers.isEmpty {
-            logger.notice("removed uploads of a crashed process", metadata: ["files": "\(leftovers)", "upload_dir": "\(configuration.uploadDirectory.path)"])
+            logger.notice(
+                "removed uploads of a crashed process", metadata: ["files": "\(leftovers)", "upload_dir": "\(configuration.uploadDirectory.path)"])
         }
         try await store.migrate()
         try await services.jobs.prepare()
@@ -64,7 +68,8 @@ public func buildApplication(configuration: APIConfiguration, services: APIServi
 /// The API's HTTP/1 server: the status poll is answered before the router (`StatusPollHandler`),
 /// unless tracing is on (then every request gets its span through the router).
 public func apiServer(configuration: APIConfiguration, store: JobStore, logger: Logger) -> HTTPServerBuilder {
-    let polls = configuration.tracing
+    let polls =
+        configuration.tracing
         ? nil : StatusPollRoute(store: store, configuration: configuration, serverName: serverName, logger: logger)
     return .http1(configuration: .init(additionalChannelHandlers: polls.map { [$0.handler()] } ?? []))
 }
@@ -73,8 +78,10 @@ public func apiServer(configuration: APIConfiguration, store: JobStore, logger: 
 public let serverName = "moments"
 
 /// Every route of the API. Public so that a test can hold it against `/openapi.yaml`, or call it in process.
-public func buildRouter(configuration: APIConfiguration, services: APIServices, hub: JobEventsHub = JobEventsHub(),
-                        metrics: PrometheusCollectorRegistry) -> Router<MomentsRequestContext> {
+public func buildRouter(
+    configuration: APIConfiguration, services: APIServices, hub: JobEventsHub = JobEventsHub(),
+    metrics: PrometheusCollectorRegistry
+) -> Router<MomentsRequestContext> {
     let store = services.store
     let router = Router(context: MomentsRequestContext.self)
     // Outermost: the request's span (a new trace, unless incoming ones are trusted; none when
@@ -98,13 +105,17 @@ public func buildRouter(configuration: APIConfiguration, services: APIServices, 
     let jobs = JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub)
     jobs.addRoutes(to: api.group("jobs"))
     jobs.addStatusRoute(to: router, authRequired: configuration.authRequired)
-    DirectUploadController(store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
-                           quota: quota, limiter: limiter).addRoutes(to: api)
+    DirectUploadController(
+        store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
+        quota: quota, limiter: limiter
+    ).addRoutes(to: api)
     if let console = configuration.console {
-        ConsoleController(jobs: services.jobs, storage: services.storage,
-                          keys: ConsoleKeys(token: console.adminToken, lifetime: console.sessionLifetime), limiter: limiter, hub: hub,
-                          linkLifetime: configuration.downloadLinkLifetime, traceURL: console.traceURL,
-                          secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false).addRoutes(to: router)
+        ConsoleController(
+            jobs: services.jobs, storage: services.storage,
+            keys: ConsoleKeys(token: console.adminToken, lifetime: console.sessionLifetime), limiter: limiter, hub: hub,
+            linkLifetime: configuration.downloadLinkLifetime, traceURL: console.traceURL,
+            secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false
+        ).addRoutes(to: router)
     } else {
         let off: @Sendable (Request, MomentsRequestContext) async throws -> Response = { _, _ in
             throw APIError(.notFound, .consoleDisabled, "The operator console is off: set ADMIN_TOKEN on the API to turn it on.")

@@ -10,7 +10,8 @@ enum DeviceToken {
     static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return "mdt_" + Data(bytes).base64EncodedString()
+        return "mdt_"
+            + Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
@@ -37,8 +38,9 @@ enum DeviceToken {
         if let token = canonicalToken(header) { return sha256(token) }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw APIError(.unauthorized, .invalidToken, "Send the device token as 'Authorization: Bearer <token>'.",
-                           headers: AuthenticationMiddleware.challenge)
+            throw APIError(
+                .unauthorized, .invalidToken, "Send the device token as 'Authorization: Bearer <token>'.",
+                headers: AuthenticationMiddleware.challenge)
         }
         return sha256(parts[1].trimmingCharacters(in: .whitespaces))
     }
@@ -57,12 +59,14 @@ enum DeviceToken {
         }
     }
 
-    static let unknown = APIError(.unauthorized, .invalidToken,
-                                  "This device token is not known or was revoked. Register again with POST /api/v1/devices.",
-                                  headers: AuthenticationMiddleware.challenge)
-    static let missing = APIError(.unauthorized, .authRequired,
-                                  "Send a device token as 'Authorization: Bearer <token>'. Get one with POST /api/v1/devices.",
-                                  headers: AuthenticationMiddleware.challenge)
+    static let unknown = APIError(
+        .unauthorized, .invalidToken,
+        "This device token is not known or was revoked. Register again with POST /api/v1/devices.",
+        headers: AuthenticationMiddleware.challenge)
+    static let missing = APIError(
+        .unauthorized, .authRequired,
+        "Send a device token as 'Authorization: Bearer <token>'. Get one with POST /api/v1/devices.",
+        headers: AuthenticationMiddleware.challenge)
 }
 
 /// Reads `Authorization: Bearer <token>` and sets the request's identity. A token that is sent must

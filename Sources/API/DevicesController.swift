@@ -1,9 +1,9 @@
 import Foundation
-import MomentsContract
 import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
+import MomentsContract
 import NIOCore
 
 /// `POST /api/v1/devices` (a new device token, shown once) and `GET /api/v1/me` (plan and usage).
@@ -41,15 +41,18 @@ struct DevicesController: Sendable {
 
     private func me(_ context: MomentsRequestContext) async throws -> Account {
         guard case .device(let device) = context.identity else {
-            throw APIError(.unauthorized, .authRequired, "Send a device token as 'Authorization: Bearer <token>' to see its plan.",
-                           headers: AuthenticationMiddleware.challenge)
+            throw APIError(
+                .unauthorized, .authRequired, "Send a device token as 'Authorization: Bearer <token>' to see its plan.",
+                headers: AuthenticationMiddleware.challenge)
         }
         let usage = try await store.monthlyUsage(owner: device.owner)
         let limit = quota.limit(for: device.plan)
-        return Account(deviceID: device.id, name: device.name, plan: device.plan,
-                  planDescription: limit.map { "Free: \($0) videos/month" } ?? "Pro: Unlimited",
-                  usage: .init(used: usage.used, limit: limit, remaining: limit.map { max(0, $0 - usage.used) },
-                               periodStart: usage.periodStart, resetsAt: usage.periodEnd),
-                  createdAt: device.createdAt)
+        return Account(
+            deviceID: device.id, name: device.name, plan: device.plan,
+            planDescription: limit.map { "Free: \($0) videos/month" } ?? "Pro: Unlimited",
+            usage: .init(
+                used: usage.used, limit: limit, remaining: limit.map { max(0, $0 - usage.used) },
+                periodStart: usage.periodStart, resetsAt: usage.periodEnd),
+            createdAt: device.createdAt)
     }
 }

@@ -72,15 +72,17 @@ struct DirectUploadController: Sendable {
         }
 
         func music(_ store: JobStore) async throws -> MusicChoice? {
-            try await MusicController.choice(id: musicID, volume: musicVolume.map { String($0) },
-                                             keepSourceAudio: keepSourceAudio.map { String($0) }, store: store, uploaded: musicFilename)
+            try await MusicController.choice(
+                id: musicID, volume: musicVolume.map { String($0) },
+                keepSourceAudio: keepSourceAudio.map { String($0) }, store: store, uploaded: musicFilename)
         }
 
         func choices() throws -> HighlightChoices {
-            try UploadController.choices(minSegment: minSegment.map { String($0) }, maxSegment: maxSegment.map { String($0) },
-                                         maxSegments: maxSegments.map(String.init), aspect: aspect, fps: fps,
-                                         targetDuration: targetDuration ?? HighlightLimits.defaultTargetDuration,
-                                         quality: try UploadController.quality(quality))
+            try UploadController.choices(
+                minSegment: minSegment.map { String($0) }, maxSegment: maxSegment.map { String($0) },
+                maxSegments: maxSegments.map(String.init), aspect: aspect, fps: fps,
+                targetDuration: targetDuration ?? HighlightLimits.defaultTargetDuration,
+                quality: try UploadController.quality(quality))
         }
     }
 
@@ -103,8 +105,9 @@ struct DirectUploadController: Sendable {
 
     private func reserve(_ request: Request, context: MomentsRequestContext) async throws -> EditedResponse<DirectUpload> {
         guard let presigner = storage.presigning else {
-            throw APIError(.conflict, .directUploadUnavailable,
-                           "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
+            throw APIError(
+                .conflict, .directUploadUnavailable,
+                "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
         }
         let idempotency = Idempotency(store: store)
         let key = try Idempotency.key(of: request)
@@ -117,7 +120,8 @@ struct DirectUploadController: Sendable {
         var reservation = Reservation()
         if body.readableBytes > 0 {
             do { reservation = try JSONDecoder().decode(Reservation.self, from: Data(body.readableBytesView)) } catch {
-                throw APIError(.badRequest, .invalidRequest, #"Send JSON like {"filename": "IMG_0042.MOV", "target_duration": 30, "quality": "high"}."#)
+                throw APIError(
+                    .badRequest, .invalidRequest, #"Send JSON like {"filename": "IMG_0042.MOV", "target_duration": 30, "quality": "high"}."#)
             }
         }
         _ = try UploadController.targetDuration(reservation.targetDuration.map(String.init))
@@ -144,11 +148,13 @@ struct DirectUploadController: Sendable {
         let resumable = reservation.resumable == true
         if resumable {
             guard storage.resumable != nil else {
-                throw APIError(.conflict, .directUploadUnavailable,
-                               "Resumable uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
+                throw APIError(
+                    .conflict, .directUploadUnavailable,
+                    "Resumable uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
             }
             guard reservation.size != nil else {
-                throw APIError(.badRequest, .sizeBytesRequired, "A resumable upload needs size_bytes, the file's length in bytes, to divide it into parts.")
+                throw APIError(
+                    .badRequest, .sizeBytesRequired, "A resumable upload needs size_bytes, the file's length in bytes, to divide it into parts.")
             }
         }
         var id = UUID()
@@ -157,8 +163,9 @@ struct DirectUploadController: Sendable {
             // The same reservation again: the same job id, with a fresh URL for its staging key.
             let fingerprint = Idempotency.fingerprint(fields: ["": String(decoding: body.readableBytesView, as: UTF8.self)])
             let proposed = id
-            id = try await idempotency.claim(owner: context.identity.owner, key: key, endpoint: "uploads", fingerprint: fingerprint,
-                                             proposed: proposed)
+            id = try await idempotency.claim(
+                owner: context.identity.owner, key: key, endpoint: "uploads", fingerprint: fingerprint,
+                proposed: proposed)
             replayed = id != proposed
         }
         // The app's own track: one PUT of its declared length to a staging key of its own.
@@ -173,9 +180,10 @@ struct DirectUploadController: Sendable {
         // finishes, and its reservation waits for it.
         let url = try presigner.signedURL(for: ObjectKey.staged(id), method: "PUT", expires: lifetime, contentLength: reservation.size)
         try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: lifetime + Self.stagedLifetime)
-        let reply = DirectUpload(jobID: id, uploadURL: url.absoluteString,
-                                 expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
-                                 maxSizeBytes: configuration.maxUploadBytes, musicUploadURL: musicURL)
+        let reply = DirectUpload(
+            jobID: id, uploadURL: url.absoluteString,
+            expiresAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
+            maxSizeBytes: configuration.maxUploadBytes, musicUploadURL: musicURL)
         return EditedResponse(headers: replayed ? [Idempotency.replayed: "true"] : [:], response: reply)
     }
 
@@ -193,8 +201,9 @@ struct DirectUploadController: Sendable {
             try await reservations.set(key: Self.reservationKey(id), value: reservation, expires: Self.resumableLifetime)
         }
         let parts = try partsAnswer(id, reservation: reservation, received: [:])
-        return DirectUpload(jobID: id, uploadURL: parts.parts.first?.url ?? "", expiresAt: parts.urlsExpireAt,
-                            maxSizeBytes: configuration.maxUploadBytes, resumable: parts)
+        return DirectUpload(
+            jobID: id, uploadURL: parts.parts.first?.url ?? "", expiresAt: parts.urlsExpireAt,
+            maxSizeBytes: configuration.maxUploadBytes, resumable: parts)
     }
 
     /// `GET /api/v1/uploads/{id}/parts`: which parts storage holds, and fresh URLs for the others.
@@ -204,7 +213,8 @@ struct DirectUploadController: Sendable {
             throw APIError(.conflict, .alreadyStarted, "This upload was started: follow its job's status.")
         }
         guard let reservation = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self),
-              reservation.owner == context.identity.owner, let uploadID = reservation.uploadID, let store = storage.resumable else {
+            reservation.owner == context.identity.owner, let uploadID = reservation.uploadID, let store = storage.resumable
+        else {
             throw APIError(.notFound, .jobNotFound, "There is no resumable upload with this id, or it has expired.")
         }
         guard let held = try await Self.heldParts(store, key: ObjectKey.staged(id), uploadID: uploadID) else {
@@ -213,7 +223,8 @@ struct DirectUploadController: Sendable {
         var answer = try partsAnswer(id, reservation: reservation, received: Dictionary(held.map { ($0.number, $0) }) { $1 })
         // The app's own track, while it has not arrived: a fresh URL for it too.
         if let size = reservation.musicSize, let presigner = storage.presigning,
-           (try? await storage.head(key: ObjectKey.stagedMusic(id))) == nil {
+            (try? await storage.head(key: ObjectKey.stagedMusic(id))) == nil
+        {
             answer.musicUploadURL = try musicUploadURL(id, size: size, presigner: presigner)
         }
         return answer
@@ -223,7 +234,8 @@ struct DirectUploadController: Sendable {
     /// fresh signed URL (at most the first 1,000 missing ones: ask again for more).
     private func partsAnswer(_ id: UUID, reservation: Reservation, received: [Int: UploadedPart]) throws -> UploadParts {
         guard let store = storage.resumable, let uploadID = reservation.uploadID, let size = reservation.size,
-              let partSize = reservation.partSize else { throw APIError.jobNotFound() }
+            let partSize = reservation.partSize
+        else { throw APIError.jobNotFound() }
         let count = Int((size + partSize - 1) / partSize)
         let lifetime = configuration.uploadLinkLifetime
         var signed = 0
@@ -234,16 +246,19 @@ struct DirectUploadController: Sendable {
             let arrived = received[number]?.size == length
             var url: String?
             if !arrived && signed < 1000 {
-                url = try store.signedPartURL(key: ObjectKey.staged(id), uploadID: uploadID, part: number, expires: lifetime,
-                                              contentLength: length).absoluteString
+                url = try store.signedPartURL(
+                    key: ObjectKey.staged(id), uploadID: uploadID, part: number, expires: lifetime,
+                    contentLength: length
+                ).absoluteString
                 signed += 1
             }
             parts.append(.init(partNumber: number, offset: offset, sizeBytes: length, received: arrived, url: url))
         }
         let reservedAt = reservation.reservedAt ?? Date()
-        return UploadParts(jobID: id, sizeBytes: size, partSize: partSize, partCount: count, parts: parts,
-                           urlsExpireAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
-                           uploadExpiresAt: reservedAt.addingTimeInterval(TimeInterval(Self.resumableLifetime.components.seconds)))
+        return UploadParts(
+            jobID: id, sizeBytes: size, partSize: partSize, partCount: count, parts: parts,
+            urlsExpireAt: Date().addingTimeInterval(TimeInterval(lifetime.components.seconds)),
+            uploadExpiresAt: reservedAt.addingTimeInterval(TimeInterval(Self.resumableLifetime.components.seconds)))
     }
 
     /// The parts storage holds of a multipart upload; nil when the upload is gone.
@@ -267,22 +282,27 @@ struct DirectUploadController: Sendable {
         if !missing.isEmpty {
             let wrong = missing.filter { part in held.contains { $0.number == part.partNumber } }
             if let part = wrong.first {
-                throw APIError(.badRequest, .uploadSizeMismatch,
-                               "Part \(part.partNumber) has \(held.first { $0.number == part.partNumber }!.size) bytes, not \(part.sizeBytes); PUT it again.")
+                throw APIError(
+                    .badRequest, .uploadSizeMismatch,
+                    "Part \(part.partNumber) has \(held.first { $0.number == part.partNumber }!.size) bytes, not \(part.sizeBytes); PUT it again.")
             }
             let numbers = missing.prefix(10).map { String($0.partNumber) }.joined(separator: ", ")
-            throw APIError(.conflict, .uploadIncomplete,
-                           "\(answer.partCount - missing.count) of \(answer.partCount) parts have arrived; PUT part\(missing.count == 1 ? "" : "s") \(numbers)\(missing.count > 10 ? " and the rest" : "") (GET /api/v1/uploads/\(id.uuidString.lowercased())/parts has their URLs), then start again.")
+            throw APIError(
+                .conflict, .uploadIncomplete,
+                "\(answer.partCount - missing.count) of \(answer.partCount) parts have arrived; PUT part\(missing.count == 1 ? "" : "s") \(numbers)\(missing.count > 10 ? " and the rest" : "") (GET /api/v1/uploads/\(id.uuidString.lowercased())/parts has their URLs), then start again."
+            )
         }
-        try await store.completeUpload(key: ObjectKey.staged(id), uploadID: uploadID,
-                                       parts: held.filter { $0.number <= answer.partCount })
+        try await store.completeUpload(
+            key: ObjectKey.staged(id), uploadID: uploadID,
+            parts: held.filter { $0.number <= answer.partCount })
     }
 
     private func start(_ context: MomentsRequestContext) async throws -> UploadAccepted {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
         if let started = try await startedJob(id, owner: context.identity.owner) { return started }
         guard let reservation = try await reservations.get(key: Self.reservationKey(id), as: Reservation.self),
-              reservation.owner == context.identity.owner else {
+            reservation.owner == context.identity.owner
+        else {
             throw APIError(.notFound, .jobNotFound, "There is no upload with this id, or its upload URL has expired.")
         }
         // One start at a time per upload: a second one would copy and probe again, and its failure
@@ -312,8 +332,9 @@ struct DirectUploadController: Sendable {
         }
         if let declared = reservation.size, declared != staged.size {
             try? await storage.delete(key: ObjectKey.staged(id))
-            throw APIError(.badRequest, .uploadSizeMismatch,
-                           "The uploaded file has \(staged.size) bytes, not the \(declared) declared; upload it again.")
+            throw APIError(
+                .badRequest, .uploadSizeMismatch,
+                "The uploaded file has \(staged.size) bytes, not the \(declared) declared; upload it again.")
         }
         // From here on the job reads a copy no URL can write: a PUT after this changes nothing.
         // The staged object stays until the job is committed: a start that fails can be asked again.
@@ -322,19 +343,23 @@ struct DirectUploadController: Sendable {
         do {
             let info = try await probe(sourceKey, size: staged.size)
             let targetDuration = reservation.targetDuration ?? HighlightLimits.defaultTargetDuration
-            let (quality, codec, choices) = (try UploadController.quality(reservation.quality),
-                                             try UploadController.codec(reservation.codec), try reservation.choices())
+            let (quality, codec, choices) = (
+                try UploadController.quality(reservation.quality),
+                try UploadController.codec(reservation.codec), try reservation.choices()
+            )
             var music = try await reservation.music(store)
             if let filename = music?.filename {
                 music?.uploadedKey = try await stageMusic(id, filename: filename, declared: reservation.musicSize)
             }
             do {
-                _ = try await quota.submit(NewJob(id: id, owner: reservation.owner, originalFilename: reservation.filename,
-                                                  sourceKey: sourceKey, sourceSize: staged.size, sourceDuration: info.duration,
-                                                  targetDuration: Double(targetDuration),
-                                                  quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices,
-                                                  music: music),
-                                           identity: context.identity)
+                _ = try await quota.submit(
+                    NewJob(
+                        id: id, owner: reservation.owner, originalFilename: reservation.filename,
+                        sourceKey: sourceKey, sourceSize: staged.size, sourceDuration: info.duration,
+                        targetDuration: Double(targetDuration),
+                        quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices,
+                        music: music),
+                    identity: context.identity)
             } catch {
                 if let key = music?.uploadedKey { await UploadController.removeUnclaimed(key, of: id, after: error, store: store, storage: storage) }
                 throw error
@@ -342,11 +367,17 @@ struct DirectUploadController: Sendable {
             try? await reservations.remove(key: Self.reservationKey(id))
             try? await storage.delete(key: ObjectKey.staged(id))
             if music?.uploadedKey != nil { try? await storage.delete(key: ObjectKey.stagedMusic(id)) }
-            context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
-                                                          "duration": "\(info.duration)", "direct": "true"])
-            return UploadAccepted(jobID: id, estimatedTime: UploadController.estimatedTime(info),
-                                  estimatedSize: SizeEstimate.bytes(info, targetDuration: targetDuration, quality: quality,
-                                                                    codec: codec, choices: choices))
+            context.logger.info(
+                "job created",
+                metadata: [
+                    "job_id": "\(id.uuidString.lowercased())", "bytes": "\(staged.size)",
+                    "duration": "\(info.duration)", "direct": "true",
+                ])
+            return UploadAccepted(
+                jobID: id, estimatedTime: UploadController.estimatedTime(info),
+                estimatedSize: SizeEstimate.bytes(
+                    info, targetDuration: targetDuration, quality: quality,
+                    codec: codec, choices: choices))
         } catch {
             await UploadController.removeUnclaimed(sourceKey, of: id, after: error, store: store, storage: storage)
             throw error
@@ -359,8 +390,9 @@ struct DirectUploadController: Sendable {
     private func stageMusic(_ id: UUID, filename: String, declared: Int64?) async throws -> String {
         let staged = try await stagedMusic(id)
         if let declared, declared != staged.size {
-            throw APIError(.badRequest, .uploadSizeMismatch,
-                           "The uploaded music track has \(staged.size) bytes, not the \(declared) declared; upload it again.")
+            throw APIError(
+                .badRequest, .uploadSizeMismatch,
+                "The uploaded music track has \(staged.size) bytes, not the \(declared) declared; upload it again.")
         }
         guard staged.size <= MusicController.largestTrack else { throw MusicController.tooLarge(MusicController.largestTrack) }
         let file = configuration.uploadDirectory.appendingPathComponent("moments-music-\(UUID().uuidString)")
@@ -381,23 +413,26 @@ struct DirectUploadController: Sendable {
 
     /// A presigned PUT of exactly `size` bytes for the app's own track.
     private func musicUploadURL(_ id: UUID, size: Int64, presigner: any PresigningObjectStore) throws -> String {
-        try presigner.signedURL(for: ObjectKey.stagedMusic(id), method: "PUT", expires: configuration.uploadLinkLifetime,
-                                contentLength: size).absoluteString
+        try presigner.signedURL(
+            for: ObjectKey.stagedMusic(id), method: "PUT", expires: configuration.uploadLinkLifetime,
+            contentLength: size
+        ).absoluteString
     }
 
     private func stagedMusic(_ id: UUID) async throws -> ObjectInfo {
         do {
             return try await storage.head(key: ObjectKey.stagedMusic(id))
-        } catch where error.code == .notFound {
-            throw APIError(.conflict, .musicMissing,
-                           "The music track has not arrived yet: PUT it to the music_upload_url first, then start the job.")
+        } catch  where error.code == .notFound {
+            throw APIError(
+                .conflict, .musicMissing,
+                "The music track has not arrived yet: PUT it to the music_upload_url first, then start the job.")
         }
     }
 
     private func stagedObject(_ id: UUID) async throws -> ObjectInfo {
         do {
             return try await storage.head(key: ObjectKey.staged(id))
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             throw APIError(.conflict, .uploadMissing, "The file has not arrived yet: PUT it to the upload URL first, then start the job.")
         }
     }
@@ -413,8 +448,10 @@ struct DirectUploadController: Sendable {
             switch input.failure {
             case nil: throw error
             case let failure? where failure.code == .tooLarge:
-                throw APIError(.unsupportedMediaType, .corruptMedia,
-                               "The video's index could not be found in its first \(input.budget >> 20) MiB read; the file looks damaged. Export it again and retry. \(UploadController.accepted)")
+                throw APIError(
+                    .unsupportedMediaType, .corruptMedia,
+                    "The video's index could not be found in its first \(input.budget >> 20) MiB read; the file looks damaged. Export it again and retry. \(UploadController.accepted)"
+                )
             case let failure?: throw failure  // storage's own answer (404, 503) from the error middleware
             }
         }

@@ -78,8 +78,10 @@ struct FormReader {
     private(set) var form = Form()
 
     /// `boundary` as the `Content-Type` gives it (1–70 characters, RFC 2046).
-    init(boundary: String, limits: FormLimits = FormLimits(), writeFile: @escaping (UnsafeRawBufferPointer) throws -> Void,
-         writeMusic: @escaping (UnsafeRawBufferPointer) throws -> Void = { _ in }) {
+    init(
+        boundary: String, limits: FormLimits = FormLimits(), writeFile: @escaping (UnsafeRawBufferPointer) throws -> Void,
+        writeMusic: @escaping (UnsafeRawBufferPointer) throws -> Void = { _ in }
+    ) {
         self.limits = limits
         delimiter = Array("\r\n--\(boundary)".utf8)
         self.writeFile = writeFile
@@ -189,7 +191,8 @@ struct FormReader {
         for line in headers.split(separator: 10, omittingEmptySubsequences: true) {
             let text = String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
             guard let colon = text.firstIndex(of: ":"), colon != text.startIndex,
-                  text[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+                text[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+            else {
                 throw FormFailure.malformed("a part's header line is not 'Name: value'")
             }
             guard text[..<colon].lowercased() == "content-disposition" else { continue }

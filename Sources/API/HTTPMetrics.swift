@@ -27,20 +27,25 @@ public enum HTTPMetrics {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.nameAndLabelSanitizer = { name, labels in rename(name, labels) }
         factory.durationHistogramBuckets = [
-            "moments_http_request_duration_seconds": [.milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(500),
-                                                      .seconds(2), .seconds(10), .seconds(60)],
+            "moments_http_request_duration_seconds": [
+                .milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(500),
+                .seconds(2), .seconds(10), .seconds(60),
+            ]
         ]
         return factory
     }
 
     static func rename(_ name: String, _ labels: [(String, String)]) -> (String, [(String, String)]) {
         let renamed = names[name] ?? sanitized(name)
-        return (renamed, labels.map { key, value in
-            let key = labelNames[key] ?? sanitized(key)
-            // MetricsMiddleware's names for a request no route matched.
-            let value = key == "route" && (value == "Unknown" || value == "NotFound") ? "unmatched" : value
-            return (key, value)
-        })
+        return (
+            renamed,
+            labels.map { key, value in
+                let key = labelNames[key] ?? sanitized(key)
+                // MetricsMiddleware's names for a request no route matched.
+                let value = key == "route" && (value == "Unknown" || value == "NotFound") ? "unmatched" : value
+                return (key, value)
+            }
+        )
     }
 
     private static let names = [
@@ -141,8 +146,9 @@ final class RequestMetricsCache: Sendable {
             let labels = [("http.route", route), ("http.request.method", method.rawValue)]
             let endpoint = Endpoint(
                 requests: Metrics.Counter(label: "hb.requests", dimensions: labels + [("http.response.status_code", String(status.code))]),
-                duration: Metrics.Timer(label: "http.server.request.duration", dimensions: labels + [("http.response.status_code", String(status.code))],
-                                        preferredDisplayUnit: .seconds),
+                duration: Metrics.Timer(
+                    label: "http.server.request.duration", dimensions: labels + [("http.response.status_code", String(status.code))],
+                    preferredDisplayUnit: .seconds),
                 errors: Metrics.Counter(label: "hb.request.errors", dimensions: labels + [("error.type", String(status.code))]))
             endpoints[key] = endpoint
             return endpoint

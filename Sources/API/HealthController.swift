@@ -48,8 +48,9 @@ struct HealthController: Sendable {
             }
             let readiness = await readiness.value
             let ready = readiness.checks.values.allSatisfy { $0 }
-            let body = Health(status: ready ? "ready" : "unavailable", checks: readiness.checks.mapValues { $0 ? "ok" : "unreachable" },
-                              checkedAt: readiness.checkedAt, queue: readiness.paused.map { $0 ? "paused" : "running" })
+            let body = Health(
+                status: ready ? "ready" : "unavailable", checks: readiness.checks.mapValues { $0 ? "ok" : "unreachable" },
+                checkedAt: readiness.checkedAt, queue: readiness.paused.map { $0 ? "paused" : "running" })
             return EditedResponse(status: ready ? .ok : .serviceUnavailable, response: body)
         }
     }
@@ -65,9 +66,10 @@ struct HealthController: Sendable {
         async let redis = jobs.isQueueReachable()
         async let objects = storageReachable(storage)
         async let paused = try? jobs.isPaused()
-        return Readiness(checks: ["postgresql": await database, "redis": await redis, "storage": await objects],
-                         checkedAt: Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)),
-                         paused: await paused)
+        return Readiness(
+            checks: ["postgresql": await database, "redis": await redis, "storage": await objects],
+            checkedAt: Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)),
+            paused: await paused)
     }
 
     private static func storageReachable(_ storage: any ObjectStore) async -> Bool {

@@ -25,8 +25,9 @@ struct Idempotency: Sendable {
     static func key(of request: Request) throws -> String? {
         guard let value = request.headers[header] else { return nil }
         guard (1...255).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw APIError(.badRequest, .invalidIdempotencyKey,
-                           "Idempotency-Key must be 1 to 255 visible ASCII characters without spaces (a new UUID for each new upload is a good one).")
+            throw APIError(
+                .badRequest, .invalidIdempotencyKey,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters without spaces (a new UUID for each new upload is a good one).")
         }
         return value
     }
@@ -43,8 +44,9 @@ struct Idempotency: Sendable {
     func claim(owner: String?, key: String, endpoint: String, fingerprint: String, proposed: UUID) async throws -> UUID {
         let record = try await store.claimIdempotencyKey(owner: owner, key: key, endpoint: endpoint, fingerprint: fingerprint, jobID: proposed)
         guard record.endpoint == endpoint, record.fingerprint == fingerprint else {
-            throw APIError(.unprocessableContent, .idempotencyKeyReused,
-                           "This Idempotency-Key came with a different request in the last 24 hours. Use a new key for a new upload.")
+            throw APIError(
+                .unprocessableContent, .idempotencyKeyReused,
+                "This Idempotency-Key came with a different request in the last 24 hours. Use a new key for a new upload.")
         }
         return record.jobID
     }

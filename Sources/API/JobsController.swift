@@ -1,13 +1,13 @@
 import Foundation
-import MomentsContract
 import HTTPTypes
 import Hummingbird
 import JobStore
 import Jobs
+import MomentsContract
 import MomentsModel
+import NIOCore
 import Storage
 import Timelines
-import NIOCore
 
 extension JobStatusReport: ResponseEncodable {}
 extension JobDetails: ResponseEncodable {}
@@ -89,8 +89,9 @@ struct JobsController: Sendable {
         if let text = query["status"].map(String.init), !text.isEmpty {
             for name in text.split(separator: ",", omittingEmptySubsequences: false) {
                 guard let status = JobStatus(rawValue: name.trimmingCharacters(in: .whitespaces).lowercased()) else {
-                    throw APIError(.badRequest, .invalidStatus,
-                                   "status must be one or more of pending, processing, completed, failed, cancelled, separated by commas.")
+                    throw APIError(
+                        .badRequest, .invalidStatus,
+                        "status must be one or more of pending, processing, completed, failed, cancelled, separated by commas.")
                 }
                 statuses.append(status)
             }
@@ -138,26 +139,32 @@ struct JobsController: Sendable {
     private func download(_ job: JobRecord, request: Request, context: MomentsRequestContext) async throws -> Response {
         try Self.checkFinished(job)
         guard let key = job.resultKey else { throw APIError.jobNotFound() }
-        return try await serve(key, type: "video/mp4", filename: "highlight-\(job.id.uuidString.lowercased()).mp4",
-                               request: request, context: context)
+        return try await serve(
+            key, type: "video/mp4", filename: "highlight-\(job.id.uuidString.lowercased()).mp4",
+            request: request, context: context)
     }
 
     /// `GET …/poster` and `GET …/thumbnails`: the completed highlight's JPEGs, as the download is served.
     private func still(_ job: JobRecord, kind: String, request: Request, context: MomentsRequestContext) async throws -> Response {
         try Self.checkFinished(job)
         guard let key = kind == "poster" ? job.posterKey : job.thumbnailsKey else {
-            throw APIError(.notFound, kind == "poster" ? .posterUnavailable : .thumbnailsUnavailable, kind == "poster"
-                ? "This highlight has no poster (it was made before posters were, or its pictures could not be read)."
-                : "This highlight has no thumbnails (it was made before thumbnails were, or its pictures could not be read).")
+            throw APIError(
+                .notFound, kind == "poster" ? .posterUnavailable : .thumbnailsUnavailable,
+                kind == "poster"
+                    ? "This highlight has no poster (it was made before posters were, or its pictures could not be read)."
+                    : "This highlight has no thumbnails (it was made before thumbnails were, or its pictures could not be read).")
         }
-        return try await serve(key, type: "image/jpeg", filename: "\(kind)-\(job.id.uuidString.lowercased()).jpg",
-                               request: request, context: context, inline: true)
+        return try await serve(
+            key, type: "image/jpeg", filename: "\(kind)-\(job.id.uuidString.lowercased()).jpg",
+            request: request, context: context, inline: true)
     }
 
     static func notReady(_ job: JobRecord) -> APIError {
-        APIError(.conflict, .notReady, job.status.isTerminal
-            ? "This job has no highlight: it ended \(job.status.rawValue)."
-            : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
+        APIError(
+            .conflict, .notReady,
+            job.status.isTerminal
+                ? "This job has no highlight: it ended \(job.status.rawValue)."
+                : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
     }
 
     /// `GET …/timeline?format=edl|fcpxml|otio`: the highlight's cut as an editor's timeline over the
@@ -173,14 +180,16 @@ struct JobsController: Sendable {
         }
         let file = job.originalFilename ?? "source.mp4"
         let stem = (file as NSString).deletingPathExtension
-        let timeline = EditTimeline(name: "\(stem) highlight", sourceName: file,
-                                    sourceURL: file.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? file,
-                                    frameRate: media.frameRate, sourceDuration: duration, startTimecode: media.startTimecode,
-                                    hasAudio: media.hasAudio, width: media.width, height: media.height,
-                                    clips: segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
+        let timeline = EditTimeline(
+            name: "\(stem) highlight", sourceName: file,
+            sourceURL: file.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? file,
+            frameRate: media.frameRate, sourceDuration: duration, startTimecode: media.startTimecode,
+            hasAudio: media.hasAudio, width: media.width, height: media.height,
+            clips: segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
         let headers: HTTPFields = [
             .contentType: format.contentType,
-            .contentDisposition: "attachment; filename=\"\(String(stem.unicodeScalars.prefix(100).map { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-_.".unicodeScalars.contains($0) ? Character($0) : "_" }))-highlight.\(format.fileExtension)\"",
+            .contentDisposition:
+                "attachment; filename=\"\(String(stem.unicodeScalars.prefix(100).map { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-_.".unicodeScalars.contains($0) ? Character($0) : "_" }))-highlight.\(format.fileExtension)\"",
         ]
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: timeline.render(format))))
     }
@@ -190,14 +199,17 @@ struct JobsController: Sendable {
     static func checkFinished(_ job: JobRecord) throws {
         guard job.status == .completed else { throw notReady(job) }
         guard job.resultExpiredAt == nil else {
-            throw APIError(.gone, .resultExpired, "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
+            throw APIError(
+                .gone, .resultExpired, "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
         }
     }
 
     /// A stored object: a redirect to a short-lived signed storage URL, or (local storage) the
     /// file itself with byte ranges.
-    private func serve(_ key: String, type: String, filename: String, request: Request, context: MomentsRequestContext,
-                       inline: Bool = false) async throws -> Response {
+    private func serve(
+        _ key: String, type: String, filename: String, request: Request, context: MomentsRequestContext,
+        inline: Bool = false
+    ) async throws -> Response {
         if let presigner = storage.presigning {
             // A short-lived signed storage URL: URLSession follows the redirect.
             let url = try presigner.signedURL(for: key, method: "GET", expires: configuration.downloadLinkLifetime)
@@ -222,8 +234,9 @@ struct JobsController: Sendable {
         }
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
         headers[.contentLength] = String(range.count)
-        return Response(status: .partialContent, headers: headers,
-                        body: try await FileIO().loadFile(path: file.path, range: range, context: context))
+        return Response(
+            status: .partialContent, headers: headers,
+            body: try await FileIO().loadFile(path: file.path, range: range, context: context))
     }
 
     /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n` within a file of `size` bytes (AVPlayer
@@ -234,9 +247,9 @@ struct JobsController: Sendable {
         guard spec.count == 2 else { return nil }
         let first = Int(spec[0].trimmingCharacters(in: .whitespaces)), last = Int(spec[1].trimmingCharacters(in: .whitespaces))
         switch (first, last) {
-        case let (start?, end?) where start <= end && start < size: return start...min(end, size - 1)
-        case let (start?, nil) where start < size && spec[1].isEmpty: return start...(size - 1)
-        case let (nil, suffix?) where spec[0].isEmpty && suffix > 0: return max(0, size - suffix)...(size - 1)
+        case (let start?, let end?) where start <= end && start < size: return start...min(end, size - 1)
+        case (let start?, nil) where start < size && spec[1].isEmpty: return start...(size - 1)
+        case (nil, let suffix?) where spec[0].isEmpty && suffix > 0: return max(0, size - suffix)...(size - 1)
         default: return nil
         }
     }
@@ -245,8 +258,9 @@ struct JobsController: Sendable {
     /// Each event is `event: status` with the same JSON as `/status`; comments keep the stream alive.
     private func events(_ job: JobRecord, owner: String, request: Request) async throws -> Response {
         guard let (token, signals) = await hub.watch(job.id, owner: owner) else {
-            throw APIError(.tooManyRequests, .tooManyStreams,
-                           "Too many event streams are open for this device (at most \(hub.perOwner)). Close one, or poll /status.")
+            throw APIError(
+                .tooManyRequests, .tooManyStreams,
+                "Too many event streams are open for this device (at most \(hub.perOwner)). Close one, or poll /status.")
         }
         let store = self.store
         let hub = self.hub

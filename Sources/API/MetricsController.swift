@@ -31,8 +31,9 @@ struct MetricsController: Sendable {
         router.get("metrics") { request, _ in
             try authorize(request)
             await refreshed.value
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
     }
 
@@ -40,8 +41,9 @@ struct MetricsController: Sendable {
         guard let token else { return }
         let sent = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
         guard Self.equalInConstantTime(sent, token) else {
-            throw APIError(.unauthorized, .metricsTokenRequired, "Scrape /metrics with Authorization: Bearer and the METRICS_TOKEN.",
-                           headers: [.wwwAuthenticate: #"Bearer realm="metrics""#])
+            throw APIError(
+                .unauthorized, .metricsTokenRequired, "Scrape /metrics with Authorization: Bearer and the METRICS_TOKEN.",
+                headers: [.wwwAuthenticate: #"Bearer realm="metrics""#])
         }
     }
 
@@ -59,7 +61,8 @@ struct MetricsController: Sendable {
             registry.makeGauge(name: "moments_queue_ready", help: "Jobs ready to start, not yet taken").set(to: Double(stats.ready))
             registry.makeGauge(name: "moments_queue_delayed", help: "Jobs waiting out a retry delay").set(to: Double(stats.delayed))
             registry.makeGauge(name: "moments_queue_in_flight", help: "Jobs taken by a worker, not yet acknowledged").set(to: Double(stats.inFlight))
-            registry.makeGauge(name: "moments_queue_dead_lettered", help: "Jobs given up after their last attempt").set(to: Double(stats.deadLettered))
+            registry.makeGauge(name: "moments_queue_dead_lettered", help: "Jobs given up after their last attempt").set(
+                to: Double(stats.deadLettered))
             registry.makeGauge(name: "moments_queue_oldest_ready_seconds", help: "How long the oldest ready job has waited")
                 .set(to: stats.oldestReadySeconds)
             registry.makeGauge(name: "moments_queue_paused", help: "1 while the queue is paused (workers take no new jobs)")
@@ -78,8 +81,10 @@ struct MetricsController: Sendable {
         }
         if let recent = try? await store.recentProcessing(within: .seconds(3600)) {
             for (quantile, seconds) in [("0.5", recent.p50Seconds), ("0.95", recent.p95Seconds)] {
-                registry.makeGauge(name: "moments_processing_seconds", labels: [("quantile", quantile)],
-                                   help: "Processing time of jobs completed in the last hour (start to end)").set(to: seconds)
+                registry.makeGauge(
+                    name: "moments_processing_seconds", labels: [("quantile", quantile)],
+                    help: "Processing time of jobs completed in the last hour (start to end)"
+                ).set(to: seconds)
             }
             registry.makeGauge(name: "moments_real_time_factor", help: "Median source seconds per second of processing, last hour")
                 .set(to: recent.medianRealTimeFactor)

@@ -1,7 +1,7 @@
 import Foundation
-import MomentsContract
 import Hummingbird
 import JobStore
+import MomentsContract
 import NIOCore
 
 /// The request context of every route: JSON dates as the app wants them, who is asking and from where.

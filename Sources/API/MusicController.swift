@@ -1,8 +1,8 @@
 import Foundation
+import Highlights
 import Hummingbird
 import JobStore
 import MomentsContract
-import Highlights
 import MomentsModel
 
 extension MusicLibraryList: ResponseEncodable {}
@@ -19,8 +19,12 @@ struct MusicController: Sendable {
 extension MusicLibraryList {
     /// The library's tracks as the API lists them.
     public init(_ tracks: [MusicTrack]) {
-        self.init(tracks: tracks.map { Track(id: $0.id, title: $0.title, artist: $0.artist, duration: $0.duration, tempo: $0.tempo,
-                                             license: $0.license) })
+        self.init(
+            tracks: tracks.map {
+                Track(
+                    id: $0.id, title: $0.title, artist: $0.artist, duration: $0.duration, tempo: $0.tempo,
+                    license: $0.license)
+            })
     }
 }
 
@@ -29,31 +33,39 @@ extension MusicController {
     /// `music_volume`, `keep_source_audio`): nil without either; a track of the library (or the
     /// uploaded one, not both), a volume in range and a boolean, each refused with 422 and a code
     /// naming the field.
-    static func choice(id: String?, volume: String?, keepSourceAudio: String?, store: JobStore,
-                       uploaded: String? = nil) async throws -> MusicChoice? {
+    static func choice(
+        id: String?, volume: String?, keepSourceAudio: String?, store: JobStore,
+        uploaded: String? = nil
+    ) async throws -> MusicChoice? {
         func given(_ text: String?) -> String? { text.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap { $0.isEmpty ? nil : $0 } }
         var choice: MusicChoice
         if let text = given(id) {
             guard uploaded == nil else {
-                throw APIError(.unprocessableContent, .invalidMusicId, "Send a music_id or a track of your own (a music part, or music_filename on a direct upload), not both.")
+                throw APIError(
+                    .unprocessableContent, .invalidMusicId,
+                    "Send a music_id or a track of your own (a music part, or music_filename on a direct upload), not both.")
             }
             guard let trackID = UUID(uuidString: text), let track = try await store.track(trackID), track.removedAt == nil else {
-                throw APIError(.unprocessableContent, .invalidMusicId, "music_id must name a track of the music library (GET /api/v1/music lists them).")
+                throw APIError(
+                    .unprocessableContent, .invalidMusicId, "music_id must name a track of the music library (GET /api/v1/music lists them).")
             }
             choice = MusicChoice(trackID: track.id)
         } else if let uploaded {
             choice = MusicChoice(uploaded: uploaded)
         } else {
             if given(volume) != nil || given(keepSourceAudio) != nil {
-                throw APIError(.unprocessableContent, .invalidMusicId,
-                               "music_volume and keep_source_audio need a music_id (GET /api/v1/music lists the tracks) or a music part.")
+                throw APIError(
+                    .unprocessableContent, .invalidMusicId,
+                    "music_volume and keep_source_audio need a music_id (GET /api/v1/music lists the tracks) or a music part.")
             }
             return nil
         }
         if let text = given(volume) {
             guard let value = Double(text), value.isFinite, MusicChoice.volumes.contains(value) else {
-                throw APIError(.unprocessableContent, .invalidMusicVolume,
-                               "music_volume must be a number of dB from \(Int(MusicChoice.volumes.lowerBound)) to \(Int(MusicChoice.volumes.upperBound)) (-6: the music 6 dB under the video's sound).")
+                throw APIError(
+                    .unprocessableContent, .invalidMusicVolume,
+                    "music_volume must be a number of dB from \(Int(MusicChoice.volumes.lowerBound)) to \(Int(MusicChoice.volumes.upperBound)) (-6: the music 6 dB under the video's sound)."
+                )
             }
             choice.volume = value
         }

@@ -7,8 +7,9 @@ import Hummingbird
 public struct OpenAPIDocument: Sendable {
     func addRoutes(to router: Router<MomentsRequestContext>) {
         router.get("openapi.yaml") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+            Response(
+                status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
         }
     }
 

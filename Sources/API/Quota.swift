@@ -1,6 +1,6 @@
 import Foundation
-import Jobs
 import JobStore
+import Jobs
 import MomentsContract
 import MomentsModel
 
@@ -40,8 +40,9 @@ struct Quota: Sendable {
 
     static func exceeded(used: Int, limit: Int, resetsAt: Date?) -> APIError {
         let when = resetsAt.map { " or wait until \(monthDay.string(from: $0))" } ?? ""
-        return APIError(.init(code: 402, reasonPhrase: "Payment Required"), .quotaExceeded,
-                        "You have made \(used) of your \(limit) free highlights this month. Upgrade to Pro for unlimited highlights\(when).")
+        return APIError(
+            .init(code: 402, reasonPhrase: "Payment Required"), .quotaExceeded,
+            "You have made \(used) of your \(limit) free highlights this month. Upgrade to Pro for unlimited highlights\(when).")
     }
 
     /// "December 1": when a month (UTC) begins.

@@ -35,12 +35,14 @@ struct RateLimiter: Sendable {
     func admitRegistration(_ request: Request, context: MomentsRequestContext) async throws {
         guard let ip = clientAddress(request, context: context) else { return }
         if limits.uploadsPerIP > 0 {
-            try await admit([RateLimitKey("ratelimit:devices-ip:\(ip)", limit: limits.uploadsPerIP)], what: "device registrations",
-                            logger: context.logger)
+            try await admit(
+                [RateLimitKey("ratelimit:devices-ip:\(ip)", limit: limits.uploadsPerIP)], what: "device registrations",
+                logger: context.logger)
         }
         if limits.registrationsPerDay > 0 {
-            try await admit([RateLimitKey("ratelimit:devices-day:\(Self.subscriber(ip))", limit: limits.registrationsPerDay)],
-                            window: .seconds(86_400), what: "new devices from this network today", logger: context.logger)
+            try await admit(
+                [RateLimitKey("ratelimit:devices-day:\(Self.subscriber(ip))", limit: limits.registrationsPerDay)],
+                window: .seconds(86_400), what: "new devices from this network today", logger: context.logger)
         }
     }
 
@@ -48,8 +50,9 @@ struct RateLimiter: Sendable {
     /// cannot be guessed at speed (always on, whatever the upload limits say).
     func admitSignIn(_ request: Request, context: MomentsRequestContext) async throws {
         guard let ip = clientAddress(request, context: context) else { return }
-        try await admit([RateLimitKey("ratelimit:console-sign-in:\(Self.subscriber(ip))", limit: 10)], window: .seconds(900),
-                        what: "sign-in attempts from this address", logger: context.logger)
+        try await admit(
+            [RateLimitKey("ratelimit:console-sign-in:\(Self.subscriber(ip))", limit: 10)], window: .seconds(900),
+            what: "sign-in attempts from this address", logger: context.logger)
     }
 
     /// The address an IPv4 client has, or the /64 an IPv6 client's address lies in.
@@ -70,9 +73,11 @@ struct RateLimiter: Sendable {
         }
         guard let wait else { return }
         let seconds = max(1, Int(saturating: wait.inSeconds.rounded(.up)))
-        let when = seconds <= 120 ? "\(seconds) second\(seconds == 1 ? "" : "s")" : "about \((seconds + 1799) / 3600) hour\(seconds > 5400 ? "s" : "")"
-        throw APIError(.tooManyRequests, .rateLimited, "Too many \(what). Please wait \(when) and try again.",
-                       headers: [.retryAfter: String(seconds)])
+        let when =
+            seconds <= 120 ? "\(seconds) second\(seconds == 1 ? "" : "s")" : "about \((seconds + 1799) / 3600) hour\(seconds > 5400 ? "s" : "")"
+        throw APIError(
+            .tooManyRequests, .rateLimited, "Too many \(what). Please wait \(when) and try again.",
+            headers: [.retryAfter: String(seconds)])
     }
 
     /// The client's address: the socket's peer, or, behind `trustedProxyHops` proxies, the entry of

@@ -24,8 +24,10 @@ enum SizeEstimate {
         }
     }
 
-    static func bytes(_ info: MediaInfo, targetDuration: Int, quality: Quality, codec: VideoCodecChoice,
-                      choices: HighlightChoices) -> Int64 {
+    static func bytes(
+        _ info: MediaInfo, targetDuration: Int, quality: Quality, codec: VideoCodecChoice,
+        choices: HighlightChoices
+    ) -> Int64 {
         let seconds = max(0, min(Double(targetDuration), info.duration))
         let rate = 1 / info.nominalFrameInterval
         let step = choices.fps.pictureStep(sourceRate: rate)
@@ -35,7 +37,8 @@ enum SizeEstimate {
             if width / height > ratio { width = height * ratio } else { height = width / ratio }
         }
         let long = max(width, height), limit = Double(quality.maxLongSide)
-        let copied = codec == .auto && step == 1 && width == Double(info.displayWidth) && height == Double(info.displayHeight)
+        let copied =
+            codec == .auto && step == 1 && width == Double(info.displayWidth) && height == Double(info.displayHeight)
             && info.copyRefusal(quality: quality) == nil
         let videoBitsPerSecond: Double
         if copied, info.duration > 0 {

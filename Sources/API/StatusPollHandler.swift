@@ -193,8 +193,10 @@ final class StatusPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func answer(_ polled: Result<PolledJob, JobStoreError>, request: HTTPRequest, start: UInt64, active: Meter,
-                        context: ChannelHandlerContext) {
+    private func answer(
+        _ polled: Result<PolledJob, JobStoreError>, request: HTTPRequest, start: UInt64, active: Meter,
+        context: ChannelHandlerContext
+    ) {
         let (status, ownHeaders, body) = route.answer(polled, request: request)
         var headers = ownHeaders
         headers.append(HTTPField(name: .date, value: date.now()))

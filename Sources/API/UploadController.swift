@@ -21,20 +21,23 @@ struct UploadController: Sendable {
     let configuration: APIConfiguration
     let quota: Quota
     let limiter: RateLimiter
-    static let accepted = "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from \(HighlightLimits.minimumSourceDuration) second "
+    static let accepted =
+        "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from \(HighlightLimits.minimumSourceDuration) second "
         + "to \(HighlightLimits.maximumSourceDuration / 60) minutes long."
 
     static let extensions = ["mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi"]
 
     /// What can be uploaded (`GET /api/v1/upload/formats`).
     static func formats(maxSizeBytes: Int64) -> UploadFormats {
-        UploadFormats(extensions: extensions, containers: ["mp4", "mov", "3gp", "matroska", "webm", "avi"],
-                      maxSizeBytes: maxSizeBytes, maxDurationSeconds: HighlightLimits.maximumSourceDuration,
-                      targetDuration: .init(min: HighlightLimits.targetDurations.lowerBound,
-                                            max: HighlightLimits.targetDurations.upperBound,
-                                            default: HighlightLimits.defaultTargetDuration),
-                      qualities: Quality.allCases.map(\.rawValue), defaultQuality: Quality.high.rawValue,
-                      codecs: VideoCodecChoice.allCases.map(\.rawValue), defaultCodec: VideoCodecChoice.auto.rawValue)
+        UploadFormats(
+            extensions: extensions, containers: ["mp4", "mov", "3gp", "matroska", "webm", "avi"],
+            maxSizeBytes: maxSizeBytes, maxDurationSeconds: HighlightLimits.maximumSourceDuration,
+            targetDuration: .init(
+                min: HighlightLimits.targetDurations.lowerBound,
+                max: HighlightLimits.targetDurations.upperBound,
+                default: HighlightLimits.defaultTargetDuration),
+            qualities: Quality.allCases.map(\.rawValue), defaultQuality: Quality.high.rawValue,
+            codecs: VideoCodecChoice.allCases.map(\.rawValue), defaultCodec: VideoCodecChoice.auto.rawValue)
     }
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
@@ -44,7 +47,8 @@ struct UploadController: Sendable {
 
     private func upload(_ request: Request, context: MomentsRequestContext) async throws -> EditedResponse<UploadAccepted> {
         guard let type = request.headers[.contentType], type.lowercased().hasPrefix("multipart/form-data"),
-              let boundary = Self.boundary(type) else {
+            let boundary = Self.boundary(type)
+        else {
             throw APIError(.badRequest, .invalidRequest, "Send the video as multipart/form-data with a part named 'file'.")
         }
         let owner = context.identity.owner
@@ -67,20 +71,24 @@ struct UploadController: Sendable {
         let (form, digest) = try await receive(request.body, boundary: boundary, into: temporary, music: musicFile, hashing: key != nil)
 
         guard let filename = form.filename, form.fileBytes > 0 else {
-            throw APIError(.badRequest, .missingFile, form.filename == nil
-                ? "The upload has no part named 'file'. Send the video in a part named 'file'."
-                : "The 'file' part is empty.")
+            throw APIError(
+                .badRequest, .missingFile,
+                form.filename == nil
+                    ? "The upload has no part named 'file'. Send the video in a part named 'file'."
+                    : "The 'file' part is empty.")
         }
         let duration = try Self.targetDuration(form.fields["target_duration"])
         let quality = try Self.quality(form.fields["quality"])
         let codec = try Self.codec(form.fields["codec"])
-        let choices = try Self.choices(minSegment: form.fields["min_segment"], maxSegment: form.fields["max_segment"],
-                                       maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"],
-                                       fps: form.fields["fps"], targetDuration: duration, quality: quality)
+        let choices = try Self.choices(
+            minSegment: form.fields["min_segment"], maxSegment: form.fields["max_segment"],
+            maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"],
+            fps: form.fields["fps"], targetDuration: duration, quality: quality)
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
-        var music = try await MusicController.choice(id: form.fields["music_id"], volume: form.fields["music_volume"],
-                                                     keepSourceAudio: form.fields["keep_source_audio"], store: quota.store,
-                                                     uploaded: form.musicFilename.map { Self.sanitize($0) })
+        var music = try await MusicController.choice(
+            id: form.fields["music_id"], volume: form.fields["music_volume"],
+            keepSourceAudio: form.fields["keep_source_audio"], store: quota.store,
+            uploaded: form.musicFilename.map { Self.sanitize($0) })
         if music?.filename != nil { try await MusicController.probe(musicFile, bytes: form.musicBytes) }
         let info = try await Self.probe(temporary)
         let estimatedSize = SizeEstimate.bytes(info, targetDuration: duration, quality: quality, codec: codec, choices: choices)
@@ -93,8 +101,9 @@ struct UploadController: Sendable {
             id = try await idempotency.claim(owner: owner, key: key, endpoint: "upload", fingerprint: fingerprint, proposed: id)
             if try await quota.store.job(id) != nil {
                 context.logger.info("upload repeated under its idempotency key", metadata: ["job_id": "\(id.uuidString.lowercased())"])
-                return EditedResponse(headers: [Idempotency.replayed: "true"],
-                                      response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info), estimatedSize: estimatedSize))
+                return EditedResponse(
+                    headers: [Idempotency.replayed: "true"],
+                    response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info), estimatedSize: estimatedSize))
             }
         }
         let name = Self.sanitize(filename)
@@ -111,15 +120,18 @@ struct UploadController: Sendable {
             music?.uploadedKey = key
         }
         do {
-            _ = try await quota.submit(NewJob(id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
-                                              sourceSize: form.fileBytes, sourceDuration: info.duration, targetDuration: Double(duration), quality: quality,
-                                              codec: codec, callbackURL: callbackURL, choices: choices, music: music), identity: context.identity)
+            _ = try await quota.submit(
+                NewJob(
+                    id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
+                    sourceSize: form.fileBytes, sourceDuration: info.duration, targetDuration: Double(duration), quality: quality,
+                    codec: codec, callbackURL: callbackURL, choices: choices, music: music), identity: context.identity)
         } catch {
             await Self.removeUnclaimed(sourceKey, of: id, after: error, store: quota.store, storage: storage)
             if let key = music?.uploadedKey { await Self.removeUnclaimed(key, of: id, after: error, store: quota.store, storage: storage) }
             throw error
         }
-        context.logger.info("job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
+        context.logger.info(
+            "job created", metadata: ["job_id": "\(id.uuidString.lowercased())", "bytes": "\(form.fileBytes)", "duration": "\(info.duration)"])
         return EditedResponse(response: UploadAccepted(jobID: id, estimatedTime: Self.estimatedTime(info), estimatedSize: estimatedSize))
     }
 
@@ -129,8 +141,10 @@ struct UploadController: Sendable {
     /// store cannot say, or the failure was the database's (asking again would only wait out
     /// another timeout before the client hears), the source stays too; if no job names it, the
     /// retention sweep deletes it a day later.
-    static func removeUnclaimed(_ sourceKey: String, of id: UUID, after error: any Error, store: JobStore,
-                                storage: any ObjectStore) async {
+    static func removeUnclaimed(
+        _ sourceKey: String, of id: UUID, after error: any Error, store: JobStore,
+        storage: any ObjectStore
+    ) async {
         if (error as? JobStoreError)?.code == .unavailable { return }
         do {
             guard try await store.job(id) == nil else { return }
@@ -148,10 +162,13 @@ struct UploadController: Sendable {
     /// kept as text, within `FormLimits`. Refuses a body over the limit as soon as it passes it,
     /// and any other bad body at the first byte that shows it. `hashing`: also answers the file
     /// part's SHA-256.
-    private func receive(_ body: RequestBody, boundary: String, into file: URL, music: URL,
-                         hashing: Bool) async throws -> (FormReader.Form, digest: Data?) {
+    private func receive(
+        _ body: RequestBody, boundary: String, into file: URL, music: URL,
+        hashing: Bool
+    ) async throws -> (FormReader.Form, digest: Data?) {
         guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path),
-              FileManager.default.createFile(atPath: music.path, contents: nil), let musicHandle = FileHandle(forWritingAtPath: music.path) else {
+            FileManager.default.createFile(atPath: music.path, contents: nil), let musicHandle = FileHandle(forWritingAtPath: music.path)
+        else {
             throw APIError(.internalServerError, .internalError, "The upload could not be stored for processing. Please try again.")
         }
         defer {
@@ -225,8 +242,9 @@ struct UploadController: Sendable {
         }
     }
 
-    static let noRoom = APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), .insufficientStorage,
-                                 "The server has no room for this upload right now.")
+    static let noRoom = APIError(
+        .init(code: 507, reasonPhrase: "Insufficient Storage"), .insufficientStorage,
+        "The server has no room for this upload right now.")
 
     /// The status, code and sentence for a form `FormReader` refused.
     static func refusal(_ failure: FormFailure) -> APIError {
@@ -255,7 +273,8 @@ struct UploadController: Sendable {
     /// The boundary a `multipart/form-data` type names: 1–70 of RFC 2046's boundary characters, or nil.
     static func boundary(_ contentType: String) -> String? {
         guard let boundary = FormReader.parameter("boundary", in: contentType), (1...70).contains(boundary.utf8.count),
-              boundary.utf8.allSatisfy(boundaryCharacters.contains) else { return nil }
+            boundary.utf8.allSatisfy(boundaryCharacters.contains)
+        else { return nil }
         return boundary
     }
 
@@ -269,8 +288,9 @@ struct UploadController: Sendable {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return HighlightLimits.defaultTargetDuration }
         let range = HighlightLimits.targetDurations
         guard let value = Int(text), range.contains(value) else {
-            throw APIError(.unprocessableContent, .invalidTargetDuration,
-                           "target_duration must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound).")
+            throw APIError(
+                .unprocessableContent, .invalidTargetDuration,
+                "target_duration must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound).")
         }
         return value
     }
@@ -286,8 +306,9 @@ struct UploadController: Sendable {
     static func codec(_ text: String?) throws -> VideoCodecChoice {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return .auto }
         guard let codec = VideoCodecChoice(rawValue: text.lowercased()) else {
-            throw APIError(.unprocessableContent, .invalidCodec,
-                           "codec must be auto (copy the video's own H.264 or HEVC where possible) or h264 (always H.264).")
+            throw APIError(
+                .unprocessableContent, .invalidCodec,
+                "codec must be auto (copy the video's own H.264 or HEVC where possible) or h264 (always H.264).")
         }
         return codec
     }
@@ -296,20 +317,24 @@ struct UploadController: Sendable {
     /// highlight of `targetDuration` seconds. The code names the field: `invalid_min_segment`,
     /// `invalid_max_segment`, `invalid_max_segments`, `invalid_aspect`, `invalid_fps` (1.2), or
     /// `invalid_segments` when they contradict each other.
-    static func choices(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String?,
-                        targetDuration: Int, quality: Quality) throws -> HighlightChoices {
+    static func choices(
+        minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String?,
+        targetDuration: Int, quality: Quality
+    ) throws -> HighlightChoices {
         do {
-            return try HighlightChoices.parse(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
-                                              aspect: aspect, fps: fps, targetDuration: Double(targetDuration), quality: quality)
+            return try HighlightChoices.parse(
+                minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
+                aspect: aspect, fps: fps, targetDuration: Double(targetDuration), quality: quality)
         } catch {
-            let code: APIErrorCode = switch error.field {
-            case "min_segment": .invalidMinSegment
-            case "max_segment": .invalidMaxSegment
-            case "max_segments": .invalidMaxSegments
-            case "aspect": .invalidAspect
-            case "fps": .invalidFps
-            default: .invalidSegments
-            }
+            let code: APIErrorCode =
+                switch error.field {
+                case "min_segment": .invalidMinSegment
+                case "max_segment": .invalidMaxSegment
+                case "max_segments": .invalidMaxSegments
+                case "aspect": .invalidAspect
+                case "fps": .invalidFps
+                default: .invalidSegments
+                }
             throw APIError(.unprocessableContent, code, error.message)
         }
     }
@@ -319,13 +344,16 @@ struct UploadController: Sendable {
     static func callbackURL(_ text: String?, configuration: APIConfiguration) async throws -> String? {
         guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
         guard configuration.webhooksEnabled else {
-            throw APIError(.unprocessableContent, .webhooksDisabled,
-                           "This server sends no webhooks (WEBHOOK_SECRET is not set). Leave out callback_url and poll the status.")
+            throw APIError(
+                .unprocessableContent, .webhooksDisabled,
+                "This server sends no webhooks (WEBHOOK_SECRET is not set). Leave out callback_url and poll the status.")
         }
         guard text.count <= 2000, let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-              let host = url.host, !host.isEmpty, url.user == nil else {
-            throw APIError(.unprocessableContent, .invalidCallbackUrl,
-                           "callback_url must be an absolute http:// or https:// URL without credentials, at most 2,000 characters.")
+            let host = url.host, !host.isEmpty, url.user == nil
+        else {
+            throw APIError(
+                .unprocessableContent, .invalidCallbackUrl,
+                "callback_url must be an absolute http:// or https:// URL without credentials, at most 2,000 characters.")
         }
         do {
             _ = try await configuration.callbacks.check(text)

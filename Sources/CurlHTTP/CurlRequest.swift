@@ -37,8 +37,10 @@ public struct CurlRequest: Sendable {
     /// proxy, and follows no redirect.
     public var destination: CheckedDestination?
 
-    public init(method: String, url: String, headers: [(name: String, value: String)], body: Body = .none, sink: Sink = .memory,
-                stallTimeout: Int = 30, connectTimeout: Int = 5, totalTimeout: Int? = nil) {
+    public init(
+        method: String, url: String, headers: [(name: String, value: String)], body: Body = .none, sink: Sink = .memory,
+        stallTimeout: Int = 30, connectTimeout: Int = 5, totalTimeout: Int? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -75,8 +77,10 @@ public struct CurlFailure: Error, Sendable {
 
     /// Connection refused, reset, timed out, closed early: worth another try.
     public var isTransient: Bool {
-        [CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR, CURLE_RECV_ERROR,
-         CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_SSL_CONNECT_ERROR, CURLE_HTTP2, CURLE_HTTP2_STREAM]
-            .map { Int($0.rawValue) }.contains(code)
+        [
+            CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR, CURLE_RECV_ERROR,
+            CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_SSL_CONNECT_ERROR, CURLE_HTTP2, CURLE_HTTP2_STREAM,
+        ]
+        .map { Int($0.rawValue) }.contains(code)
     }
 }

@@ -55,13 +55,15 @@ extension DestinationPolicy {
     /// does). Every address the host has must be public, not just the first.
     public func checkBlocking(_ text: String) throws(DestinationRefusal) -> CheckedDestination {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty, url.user == nil, url.password == nil else {
+            let host = url.host, !host.isEmpty, url.user == nil, url.password == nil
+        else {
             throw DestinationRefusal(reason: "must be an absolute http:// or https:// URL without credentials", transient: false)
         }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
         if let ports, !ports.contains(port) {
-            throw DestinationRefusal(reason: "may use port \(ports.sorted().map(String.init).joined(separator: " or ")) only, not \(port)",
-                                     transient: false)
+            throw DestinationRefusal(
+                reason: "may use port \(ports.sorted().map(String.init).joined(separator: " or ")) only, not \(port)",
+                transient: false)
         }
         let name = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let addresses = try Self.resolve(name)
@@ -158,27 +160,27 @@ public struct IPAddress: Sendable, Equatable {
         if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4..<12].allSatisfy({ $0 == 0 }) {
             return Self.isPublicV4(Array(b[12..<16]))
         }
-        if b[0] & 0xfe == 0xfc { return false }                      // fc00::/7 unique local
-        if b[0] == 0xfe && b[1] & 0xc0 == 0x80 { return false }      // fe80::/10 link-local
-        if b[0] == 0xfe && b[1] & 0xc0 == 0xc0 { return false }      // fec0::/10 site-local (deprecated)
-        if b[0] == 0xff { return false }                             // ff00::/8 multicast
+        if b[0] & 0xfe == 0xfc { return false }  // fc00::/7 unique local
+        if b[0] == 0xfe && b[1] & 0xc0 == 0x80 { return false }  // fe80::/10 link-local
+        if b[0] == 0xfe && b[1] & 0xc0 == 0xc0 { return false }  // fec0::/10 site-local (deprecated)
+        if b[0] == 0xff { return false }  // ff00::/8 multicast
         if b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8 { return false }  // 2001:db8::/32 documentation
-        if b[0] == 0x01 && b[1..<8].allSatisfy({ $0 == 0 }) { return false }               // 100::/64 discard
+        if b[0] == 0x01 && b[1..<8].allSatisfy({ $0 == 0 }) { return false }  // 100::/64 discard
         return true
     }
 
     private static func isPublicV4(_ b: [UInt8]) -> Bool {
         switch (b[0], b[1], b[2]) {
-        case (0, _, _), (10, _, _), (127, _, _): return false          // this network, private, loopback
-        case (100, 64...127, _): return false                            // 100.64/10 carrier-grade NAT
-        case (169, 254, _): return false                                 // link-local, cloud metadata
-        case (172, 16...31, _): return false                             // private
-        case (192, 0, 0), (192, 0, 2): return false                      // IETF protocol assignments, TEST-NET-1
-        case (192, 88, 99): return false                                 // 6to4 relay anycast
-        case (192, 168, _): return false                                 // private
-        case (198, 18...19, _): return false                             // benchmarking
-        case (198, 51, 100), (203, 0, 113): return false                 // TEST-NET-2, TEST-NET-3
-        case (224...255, _, _): return false                             // multicast, reserved, broadcast
+        case (0, _, _), (10, _, _), (127, _, _): return false  // this network, private, loopback
+        case (100, 64...127, _): return false  // 100.64/10 carrier-grade NAT
+        case (169, 254, _): return false  // link-local, cloud metadata
+        case (172, 16...31, _): return false  // private
+        case (192, 0, 0), (192, 0, 2): return false  // IETF protocol assignments, TEST-NET-1
+        case (192, 88, 99): return false  // 6to4 relay anycast
+        case (192, 168, _): return false  // private
+        case (198, 18...19, _): return false  // benchmarking
+        case (198, 51, 100), (203, 0, 113): return false  // TEST-NET-2, TEST-NET-3
+        case (224...255, _, _): return false  // multicast, reserved, broadcast
         default: return true
         }
     }

@@ -45,7 +45,8 @@ final class TransferState: @unchecked Sendable {
         case .bytes(let limit): self.limit = Int64(limit)
         case .file(let url, let limit):
             guard FileManager.default.createFile(atPath: url.path, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: url.path) else {
+                let handle = FileHandle(forWritingAtPath: url.path)
+            else {
                 throw CurlFailure(code: CurlFailure.localCode, message: "The file \(url.lastPathComponent) could not be created.")
             }
             output = handle

@@ -74,7 +74,9 @@ public struct FaceCascade: Sendable {
                     }
                 case "leafValues":
                     let leaves = numbers(text)
-                    guard leaves.count == 2, nodes.count == 4, !stages.isEmpty else { throw Malformed(description: "a weak classifier has no leaves") }
+                    guard leaves.count == 2, nodes.count == 4, !stages.isEmpty else {
+                        throw Malformed(description: "a weak classifier has no leaves")
+                    }
                     stages[stages.count - 1].stumps.append(Stump(feature: Int(nodes[2]), threshold: nodes[3], left: leaves[0], right: leaves[1]))
                 case "_" where parent == "rects":
                     let v = numbers(text)

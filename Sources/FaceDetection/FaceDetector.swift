@@ -2,7 +2,6 @@
 /// Swift. This module is compiled optimised in debug builds too: its scan runs on every picture
 /// the analysis samples, tests included, and unoptimised it is twenty times slower.
 
-
 /// A face found in a picture: its square (pixels of the picture it was found in) and how many
 /// overlapping windows of the cascade agreed on it.
 public struct DetectedFace: Sendable, Equatable {
@@ -109,7 +108,9 @@ public struct FaceDetector: Sendable {
                                         while k < end {
                                             let o = k * 12, q = k * 3
                                             func rectangle(_ o: Int) -> Float {
-                                                Float(sums[p + offsets[o]] &- sums[p + offsets[o + 1]] &- sums[p + offsets[o + 2]] &+ sums[p + offsets[o + 3]])
+                                                Float(
+                                                    sums[p + offsets[o]] &- sums[p + offsets[o + 1]] &- sums[p + offsets[o + 2]]
+                                                        &+ sums[p + offsets[o + 3]])
                                             }
                                             var value = weights[q] * rectangle(o) + weights[q + 1] * rectangle(o + 4)
                                             if weights[q + 2] != 0 { value += weights[q + 2] * rectangle(o + 8) }
@@ -153,8 +154,9 @@ public struct FaceDetector: Sendable {
         for i in windows.indices { groups[root(i), default: []].append(windows[i]) }
         let faces = groups.values.filter { $0.count > minimumNeighbours }.map { group in
             let n = Double(group.count)
-            return DetectedFace(x: group.reduce(0) { $0 + $1.x } / n, y: group.reduce(0) { $0 + $1.y } / n,
-                                size: group.reduce(0) { $0 + $1.size } / n, neighbours: group.count)
+            return DetectedFace(
+                x: group.reduce(0) { $0 + $1.x } / n, y: group.reduce(0) { $0 + $1.y } / n,
+                size: group.reduce(0) { $0 + $1.size } / n, neighbours: group.count)
         }
         // A face inside a larger one that more windows found is part of it.
         return faces.filter { face in
@@ -217,4 +219,3 @@ struct IntegralImage {
         }
     }
 }
-

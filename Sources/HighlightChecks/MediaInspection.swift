@@ -38,8 +38,10 @@ public struct MediaInspection: Sendable {
         // base (one tick a frame at the stated rate) two pictures of a 59.94 fps stream whose times
         // are whole milliseconds (from Matroska) can round to the same tick, which the muxer
         // reports as an error although every picture decoded.
-        var arguments = ["-nostdin", "-hide_banner", "-v", "level+info", "-i", path,
-                         "-map", "0:v:0", "-vf", "showinfo", "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "null", "-"]
+        var arguments = [
+            "-nostdin", "-hide_banner", "-v", "level+info", "-i", path,
+            "-map", "0:v:0", "-vf", "showinfo", "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "null", "-",
+        ]
         if hasAudio { arguments += ["-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-y", raw.path] }
         let decode = try Tool.run("ffmpeg", arguments)
         var pictures: [Picture] = []
@@ -74,8 +76,9 @@ public struct MediaInspection: Sendable {
         }
         let exact = timeBase > 0 ? field("pts").flatMap { Double($0) }.map { $0 * timeBase } : nil
         guard let time = exact ?? field("pts_time").flatMap({ Double($0) }), let checksum = field("checksum"),
-              let mean = line.range(of: "mean:[").map({ line[$0.upperBound...].prefix { $0 != " " && $0 != "]" } }),
-              let y = Double(mean) else { return nil }
+            let mean = line.range(of: "mean:[").map({ line[$0.upperBound...].prefix { $0 != " " && $0 != "]" } }),
+            let y = Double(mean)
+        else { return nil }
         let format = field("fmt") ?? "yuv420p"
         // showinfo averages samples as stored: 10-bit formats count to 1023.
         let (black, white) = format.contains("10") ? (64.0, 940.0) : (16.0, 235.0)

@@ -117,9 +117,11 @@ extension PipelineCase {
             let length = min(left, max(1, Int((uniform(0.3...20) * nominal).rounded())))
             let kind = scenes.isEmpty ? "cut" : pick(["cut", "cut", "cut", "cut", "dissolve", "dissolve", "fade-black", "fade-white"])
             let transitionFrames = kind == "cut" ? 0 : int(2...max(2, min(60, length, scenes.last?.frames ?? 2)))
-            scenes.append(Scene(frames: length, transition: kind, transitionFrames: transitionFrames,
-                                camera: pick(["still", "pan", "shaky", "handheld"]),
-                                light: chance(0.08) ? uniform(0.02...0.2) : 1, blur: chance(0.05) ? int(3...8) : 0))
+            scenes.append(
+                Scene(
+                    frames: length, transition: kind, transitionFrames: transitionFrames,
+                    camera: pick(["still", "pan", "shaky", "handheld"]),
+                    light: chance(0.08) ? uniform(0.02...0.2) : 1, blur: chance(0.05) ? int(3...8) : 0))
             left -= length
         }
         self.scenes = scenes

@@ -82,14 +82,17 @@ public struct PipelineCase: Codable, Sendable, Equatable {
 
     /// The source as the synthetic footage writer makes it.
     public var video: SyntheticVideo {
-        var video = SyntheticVideo(width: width, height: height, frameRate: frameRate, scenes: scenes.enumerated().map { index, scene in
-            var made = SyntheticVideo.Scene(frames: scene.frames, camera: Self.camera(scene.camera, width: width),
-                                            transitionIn: Self.transition(scene.transition, frames: scene.transitionFrames),
-                                            toneHz: 200 + Double(index % 12) * 37)
-            made.light = scene.light
-            made.blur = scene.blur
-            return made
-        })
+        var video = SyntheticVideo(
+            width: width, height: height, frameRate: frameRate,
+            scenes: scenes.enumerated().map { index, scene in
+                var made = SyntheticVideo.Scene(
+                    frames: scene.frames, camera: Self.camera(scene.camera, width: width),
+                    transitionIn: Self.transition(scene.transition, frames: scene.transitionFrames),
+                    toneHz: 200 + Double(index % 12) * 37)
+                made.light = scene.light
+                made.blur = scene.blur
+                return made
+            })
         video.ntscRate = ntsc
         video.variableFrameRate = timing == "alternating"
         video.rateRuns = timing == "low-light" ? rateRuns.map { SyntheticVideo.RateRun(frames: $0[0], rate: $0[1]) } : []
@@ -113,17 +116,20 @@ public struct PipelineCase: Codable, Sendable, Equatable {
     /// The encoder's settings: GOP length, open or closed, B-frames, no keyframes of its own choosing.
     var encoderOptions: [String: String] {
         let gop = "keyint=\(gopFrames):min-keyint=\(gopFrames):scenecut=0:bframes=\(bFrames):open-gop=\(openGOP ? 1 : 0)"
-        return codec == "hevc" ? ["preset": "ultrafast", "x265-params": gop + ":log-level=none"]
+        return codec == "hevc"
+            ? ["preset": "ultrafast", "x265-params": gop + ":log-level=none"]
             : ["preset": "veryfast", "x264-params": gop]
     }
 
     /// What the highlight is asked for.
     public var settings: HighlightSettings {
-        let choices = HighlightChoices(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
-                                       aspect: AspectRatio(rawValue: aspect) ?? .source,
-                                       fps: fps.flatMap(FrameRateChoice.init(rawValue:)) ?? .source)
-        return HighlightSettings(duration: target, quality: Quality(rawValue: quality) ?? .high,
-                                 codec: VideoCodecChoice(rawValue: videoCodec) ?? .auto, choices: choices)
+        let choices = HighlightChoices(
+            minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
+            aspect: AspectRatio(rawValue: aspect) ?? .source,
+            fps: fps.flatMap(FrameRateChoice.init(rawValue:)) ?? .source)
+        return HighlightSettings(
+            duration: target, quality: Quality(rawValue: quality) ?? .high,
+            codec: VideoCodecChoice(rawValue: videoCodec) ?? .auto, choices: choices)
     }
 
     /// The source's length in seconds, from its first picture's time (as the writer stamps them).
@@ -166,9 +172,11 @@ extension PipelineCase: CustomStringConvertible {
     /// A one-line summary for logs.
     public var summary: String {
         let rate = ntsc ? String(format: "%.3f", Double(frameRate) * 1000 / 1001) : "\(frameRate)"
-        var parts = ["seed \(String(seed, radix: 16))", "\(width)×\(height)", "\(rate) fps \(timing)",
-                     "\(codec) \(bitDepth)-bit\(fullChroma ? " 4:4:4" : "")", "gop \(gopFrames)\(openGOP ? " open" : "") b\(bFrames)",
-                     container, String(format: "%.2f s", duration), "audio \(audio)"]
+        var parts = [
+            "seed \(String(seed, radix: 16))", "\(width)×\(height)", "\(rate) fps \(timing)",
+            "\(codec) \(bitDepth)-bit\(fullChroma ? " 4:4:4" : "")", "gop \(gopFrames)\(openGOP ? " open" : "") b\(bFrames)",
+            container, String(format: "%.2f s", duration), "audio \(audio)",
+        ]
         if rotation != 0 { parts.append("rot \(rotation)") }
         if pixelAspect != [1, 1] { parts.append("sar \(pixelAspect[0]):\(pixelAspect[1])") }
         if startTime != 0 { parts.append(String(format: "start %.2f", startTime)) }

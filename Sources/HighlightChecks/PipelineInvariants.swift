@@ -107,10 +107,14 @@ public struct PipelineInvariants: Sendable {
         guard let video = output.video else { return found + ["the highlight has no video stream"] }
         let codec = report.render.mode == .copy ? report.input.videoCodec : "h264"
         if video["codec_name"] != codec { found.append("the highlight's video is \(video["codec_name"] ?? "?"), not \(codec)") }
-        if codec == "hevc" && video["codec_tag_string"] != "hvc1" { found.append("copied HEVC is tagged \(video["codec_tag_string"] ?? "?"), not hvc1") }
+        if codec == "hevc" && video["codec_tag_string"] != "hvc1" {
+            found.append("copied HEVC is tagged \(video["codec_tag_string"] ?? "?"), not hvc1")
+        }
         if let audio = output.sound {
             if audio["codec_name"] != "aac" || audio["sample_rate"] != "48000" || audio["channels"] != "2" {
-                found.append("the highlight's sound is \(audio["codec_name"] ?? "?") \(audio["sample_rate"] ?? "?") Hz \(audio["channels"] ?? "?") ch, not AAC 48 kHz stereo")
+                found.append(
+                    "the highlight's sound is \(audio["codec_name"] ?? "?") \(audio["sample_rate"] ?? "?") Hz \(audio["channels"] ?? "?") ch, not AAC 48 kHz stereo"
+                )
             }
         } else {
             found.append("the highlight has no sound track")
@@ -146,8 +150,10 @@ public struct PipelineInvariants: Sendable {
         // A source within the tolerance of the target is shown whole, less what is unusable.
         if report.input.duration > target + SegmentSelector.tolerance {
             if abs(total - target) > SegmentSelector.tolerance + 0.001 {
-                found.append(String(format: "%.3f s from a %.3f s source, not the %.0f s target ±%.1f s", total, report.input.duration,
-                                    target, SegmentSelector.tolerance))
+                found.append(
+                    String(
+                        format: "%.3f s from a %.3f s source, not the %.0f s target ±%.1f s", total, report.input.duration,
+                        target, SegmentSelector.tolerance))
             }
         } else if total > report.input.duration + tolerance {
             found.append(String(format: "%.3f s from a %.3f s source, longer than the source", total, report.input.duration))
@@ -184,8 +190,10 @@ public struct PipelineInvariants: Sendable {
                 guard mark < audible else { continue }
                 guard let click = Self.nearest(clicks, to: flash), abs(click - flash) <= frame + 0.001 else {
                     let near = Self.nearest(clicks, to: flash).map { String(format: "%.3f s", $0) } ?? "none"
-                    found.append(String(format: "the mark at %.3f s in the source flashes at %.3f s but clicks at %@ (a frame is %.3f s)",
-                                        mark, flash, near, frame))
+                    found.append(
+                        String(
+                            format: "the mark at %.3f s in the source flashes at %.3f s but clicks at %@ (a frame is %.3f s)",
+                            mark, flash, near, frame))
                     continue
                 }
             }
@@ -202,13 +210,15 @@ public struct PipelineInvariants: Sendable {
         var found: [String] = []
         let step = pictureStep
         if report.render.pictureStep != step {
-            found.append("the highlight shows every \(report.render.pictureStep) source pictures; fps \(pipelineCase.fps ?? "source") of a "
-                + String(format: "%.3f fps source asks for every %d", pipelineCase.video.nominalRate, step))
+            found.append(
+                "the highlight shows every \(report.render.pictureStep) source pictures; fps \(pipelineCase.fps ?? "source") of a "
+                    + String(format: "%.3f fps source asks for every %d", pipelineCase.video.nominalRate, step))
         }
         if step > 1 && report.render.mode == .copy { found.append("fps=30 of a faster source was copied, every picture kept") }
         let skipped = report.render.skippedPictures
         if skipped < 0 || skipped > report.totalFrames || (report.render.mode == .copy && skipped != 0) {
-            found.append("the report says \(skipped) of the source's \(report.totalFrames) pictures were not decoded for a \(report.render.mode.rawValue)")
+            found.append(
+                "the report says \(skipped) of the source's \(report.totalFrames) pictures were not decoded for a \(report.render.mode.rawValue)")
         }
         guard report.render.mode == .encode, let outputStart = output.pictures.first?.time else { return found }
         let starts = outputStarts(report.segments)
@@ -225,8 +235,9 @@ public struct PipelineInvariants: Sendable {
             }
         }
         if !gaps.isEmpty {
-            found.append(String(format: "pictures not every %d source frames (%.1f ms): ", step, Double(step) * frame * 1000)
-                + gaps.prefix(3).joined(separator: ", ") + (gaps.count > 3 ? " … and \(gaps.count - 3) more" : ""))
+            found.append(
+                String(format: "pictures not every %d source frames (%.1f ms): ", step, Double(step) * frame * 1000)
+                    + gaps.prefix(3).joined(separator: ", ") + (gaps.count > 3 ? " … and \(gaps.count - 3) more" : ""))
         }
         return found
     }
@@ -314,7 +325,9 @@ public struct PipelineInvariants: Sendable {
                 let shape = Double(report.output.width) / Double(max(1, report.output.height))
                 let expected = min(Double(HighlightReport.Stills.widestThumbnail), shape * Double(size.height))
                 if size.height != HighlightReport.Stills.thumbnailHeight || size.width % count != 0 || abs(Double(each) - expected) > 2.5 {
-                    found.append("the thumbnail strip is \(size.width)×\(size.height) for \(count) segments of a \(report.output.width)×\(report.output.height) highlight")
+                    found.append(
+                        "the thumbnail strip is \(size.width)×\(size.height) for \(count) segments of a \(report.output.width)×\(report.output.height) highlight"
+                    )
                 }
             } else {
                 found.append("the thumbnail strip is missing or not a JPEG")
@@ -335,7 +348,8 @@ public struct PipelineInvariants: Sendable {
         guard let probe = try? Tool.run("ffprobe", ["-v", "error", "-show_streams", path]), probe.status == 0 else { return nil }
         let (streams, _) = MediaInspection.sections(String(decoding: probe.output, as: UTF8.self))
         guard let stream = streams.first, stream["codec_name"] == "mjpeg",
-              let width = Int(stream["width"] ?? ""), let height = Int(stream["height"] ?? "") else { return nil }
+            let width = Int(stream["width"] ?? ""), let height = Int(stream["height"] ?? "")
+        else { return nil }
         return (width, height)
     }
 
@@ -379,7 +393,8 @@ public struct PipelineInvariants: Sendable {
             guard fields.count >= 8 else { return nil }
             let times = fields.suffix(4).map { rate.frames(timecode: String($0)) }
             guard let sourceIn = times[0], let sourceOut = times[1], let recordIn = times[2], let recordOut = times[3],
-                  recordIn == record, sourceOut - sourceIn == recordOut - recordIn, sourceOut > sourceIn else { return nil }
+                recordIn == record, sourceOut - sourceIn == recordOut - recordIn, sourceOut > sourceIn
+            else { return nil }
             starts.append(sourceIn)
             record = recordOut
         }
@@ -389,7 +404,8 @@ public struct PipelineInvariants: Sendable {
     /// The `start` of each `asset-clip` of an FCPXML document (well-formed, or nil), in frames.
     static func fcpxmlStarts(_ text: String, rate: FrameRate) -> [Int]? {
         guard let document = try? XMLDocument(xmlString: text, options: []),
-              let clips = try? document.nodes(forXPath: "//asset-clip") as? [XMLElement] else { return nil }
+            let clips = try? document.nodes(forXPath: "//asset-clip") as? [XMLElement]
+        else { return nil }
         return clips.compactMap { clip in
             guard let start = clip.attribute(forName: "start")?.stringValue else { return nil }
             return Self.frames(fcpxmlTime: start, rate: rate)
@@ -408,11 +424,13 @@ public struct PipelineInvariants: Sendable {
     /// The video track's clips' source start frames in an OTIO document.
     static func otioStarts(_ text: String) -> [Int]? {
         guard let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              let stack = json["tracks"] as? [String: Any], let tracks = stack["children"] as? [[String: Any]],
-              let video = tracks.first, let clips = video["children"] as? [[String: Any]] else { return nil }
+            let stack = json["tracks"] as? [String: Any], let tracks = stack["children"] as? [[String: Any]],
+            let video = tracks.first, let clips = video["children"] as? [[String: Any]]
+        else { return nil }
         return clips.compactMap { clip in
             guard let range = clip["source_range"] as? [String: Any], let start = range["start_time"] as? [String: Any],
-                  let value = start["value"] as? Double else { return nil }
+                let value = start["value"] as? Double
+            else { return nil }
             return Int(value.rounded())
         }
     }

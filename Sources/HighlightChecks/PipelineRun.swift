@@ -57,8 +57,9 @@ public struct PipelineRun: Sendable {
     /// The timeline of a highlight's segments over its source, as `moments highlight --timeline` writes it.
     public static func timeline(of report: HighlightReport, source: String) -> EditTimeline {
         let info = report.input
-        return EditTimeline(highlightOf: URL(fileURLWithPath: source), frameRate: info.frameRate, sourceDuration: info.duration,
-                            startTimecode: info.startTimecode, hasAudio: info.hasAudio, width: info.displayWidth,
-                            height: info.displayHeight, clips: report.segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
+        return EditTimeline(
+            highlightOf: URL(fileURLWithPath: source), frameRate: info.frameRate, sourceDuration: info.duration,
+            startTimecode: info.startTimecode, hasAudio: info.hasAudio, width: info.displayWidth,
+            height: info.displayHeight, clips: report.segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
     }
 }

@@ -6,8 +6,9 @@ extension Decoder.Options {
     /// one picture), and never a picture larger than the limits allow.
     static func video(for info: MediaInfo, threads: Int, analysis: Bool, limits: MediaLimits = MediaLimits()) -> Decoder.Options {
         let large = info.width * info.height > MediaLimits.frameThreadingBytes
-        var options = Decoder.Options(threads: threads, frameThreads: !large && threads > 1,
-                                      exportMotionVectors: analysis, skipLoopFilter: analysis)
+        var options = Decoder.Options(
+            threads: threads, frameThreads: !large && threads > 1,
+            exportMotionVectors: analysis, skipLoopFilter: analysis)
         options.maximumPixels = limits.maximumPixels
         return options
     }

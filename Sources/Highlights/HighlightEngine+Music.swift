@@ -33,22 +33,28 @@ extension HighlightEngine {
     /// Renders `segments` under `music`: their cuts moved onto its beat (`BeatFit`), the picture
     /// encoded (so every edge is where the beat says, not on a keyframe), the track mixed under
     /// the sound.
-    static func renderWithMusic(_ music: MusicSettings, _ analysis: Analysis, _ segments: [Segment], pauses: SpeechPauses, input: String,
-                                to partial: String, settings: HighlightSettings, reporter: ProgressReporter) throws
-        -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment], crop: CropPlan?, frames: FrameRatePlan, music: MusicReport) {
+    static func renderWithMusic(
+        _ music: MusicSettings, _ analysis: Analysis, _ segments: [Segment], pauses: SpeechPauses, input: String,
+        to partial: String, settings: HighlightSettings, reporter: ProgressReporter
+    ) throws
+        -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment], crop: CropPlan?, frames: FrameRatePlan, music: MusicReport)
+    {
         let natural = segments.reduce(0) { $0 + $1.duration }
         guard let track = music.analysis else { throw MomentsError(.internalError, "The music track was not analysed.") }
         let plan = MusicPlan(track, length: max(settings.duration, natural) + 1)
-        let fitted = BeatFit.fit(segments, plan: plan, target: settings.duration,
-                                 bounds: BeatFit.bounds(segments, shots: analysis.shots, duration: analysis.info.duration),
-                                 shortest: min(settings.rules.shortest, 1), pictures: analysis.frameTimes, allows: { pauses.keepsWhole($0) })
+        let fitted = BeatFit.fit(
+            segments, plan: plan, target: settings.duration,
+            bounds: BeatFit.bounds(segments, shots: analysis.shots, duration: analysis.info.duration),
+            shortest: min(settings.rules.shortest, 1), pictures: analysis.frameTimes, allows: { pauses.keepsWhole($0) })
         guard !fitted.segments.isEmpty else {
             throw MomentsError(.internalError, "The highlight could not be made: no part of the video was chosen.")
         }
         let frames = FrameRatePlan(analysis: analysis, choice: settings.frameRate)
-        let decision = RenderDecision(mode: .encode, reason: plan.mode == .free
-            ? "music is mixed under the sound, so the video is encoded"
-            : "the cuts fall on the music's \(plan.mode == .beat ? "beat" : "onsets"), between keyframes, so the video is encoded")
+        let decision = RenderDecision(
+            mode: .encode,
+            reason: plan.mode == .free
+                ? "music is mixed under the sound, so the video is encoded"
+                : "the cuts fall on the music's \(plan.mode == .beat ? "beat" : "onsets"), between keyframes, so the video is encoded")
         let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
         let crop = try reframer.map { reframer in
             try reporter.within(0...Reframer.progressShare) { try reframer.plan(fitted.segments, reporter: reporter) }
@@ -60,15 +66,18 @@ extension HighlightEngine {
         let mix = MusicMix(settings: music, bed: bed, speech: speech)
         let result = try reporter.within(crop == nil ? 0...1 : Reframer.progressShare...1) {
             try writing {
-                try Renderer(path: input, analysis: analysis, quality: settings.quality, lean: settings.limits.decodesLean(analysis.info),
-                             crop: crop, frames: frames, music: mix, reporter: reporter).render(fitted.segments, to: partial)
+                try Renderer(
+                    path: input, analysis: analysis, quality: settings.quality, lean: settings.limits.decodesLean(analysis.info),
+                    crop: crop, frames: frames, music: mix, reporter: reporter
+                ).render(fitted.segments, to: partial)
             }
         }
-        let report = MusicReport(title: music.title, trackStart: plan.start, loopEnd: plan.loopEnd, tempo: track.tempo,
-                                 cutsOn: plan.mode.rawValue, cuts: fitted.cuts, volume: music.volume,
-                                 keepSourceAudio: music.keepSourceAudio, loudness: result.music?.loudness,
-                                 sourceLoudness: result.music?.sourceLoudness,
-                                 duckedForSpeech: speech.count)
+        let report = MusicReport(
+            title: music.title, trackStart: plan.start, loopEnd: plan.loopEnd, tempo: track.tempo,
+            cutsOn: plan.mode.rawValue, cuts: fitted.cuts, volume: music.volume,
+            keepSourceAudio: music.keepSourceAudio, loudness: result.music?.loudness,
+            sourceLoudness: result.music?.sourceLoudness,
+            duckedForSpeech: speech.count)
         return (result, decision, fitted.segments, crop, frames, report)
     }
 
@@ -78,8 +87,10 @@ extension HighlightEngine {
         var elapsed = 0.0
         for segment in segments {
             for span in speech where span.end > segment.start && span.start < segment.end {
-                spans.append(SpeechSpan(start: elapsed + max(span.start, segment.start) - segment.start,
-                                        end: elapsed + min(span.end, segment.end) - segment.start))
+                spans.append(
+                    SpeechSpan(
+                        start: elapsed + max(span.start, segment.start) - segment.start,
+                        end: elapsed + min(span.end, segment.end) - segment.start))
             }
             elapsed += segment.duration
         }

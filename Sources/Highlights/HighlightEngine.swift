@@ -19,8 +19,10 @@ public struct HighlightSettings: Sendable {
     /// A soundtrack: the cuts go on its beat and it is mixed under the sound. Nil: the source's own sound only.
     public var music: MusicSettings?
 
-    public init(duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits(),
-                choices: HighlightChoices = HighlightChoices()) {
+    public init(
+        duration: Double = 30, quality: Quality = .high, codec: VideoCodecChoice = .auto, limits: MediaLimits = MediaLimits(),
+        choices: HighlightChoices = HighlightChoices()
+    ) {
         self.duration = duration
         self.quality = quality
         self.codec = codec
@@ -50,25 +52,31 @@ public struct HighlightEngine: Sendable {
     public init() { FFmpegLog.quiet() }
 
     /// Analyses `input` without rendering.
-    public func analyze(input: String, settings: HighlightSettings = HighlightSettings(),
-                        cancellation: CancellationFlag = CancellationFlag(),
-                        progress: @escaping @Sendable (ProgressUpdate) -> Void = { _ in }) throws(MomentsError) -> Analysis {
+    public func analyze(
+        input: String, settings: HighlightSettings = HighlightSettings(),
+        cancellation: CancellationFlag = CancellationFlag(),
+        progress: @escaping @Sendable (ProgressUpdate) -> Void = { _ in }
+    ) throws(MomentsError) -> Analysis {
         let reporter = ProgressReporter(cancellation: cancellation, handler: progress)
         return try Self.mapErrors { try Analyzer.run(path: input, limits: settings.limits, scanning: settings.scanning, reporter: reporter) }
     }
 
     /// Analyses bytes read through `source` (`MemoryInput` for fuzzing); `name` is what messages call it.
-    public func analyze(source: any RandomAccessInput, name: String, settings: HighlightSettings = HighlightSettings(),
-                        cancellation: CancellationFlag = CancellationFlag()) throws(MomentsError) -> Analysis {
+    public func analyze(
+        source: any RandomAccessInput, name: String, settings: HighlightSettings = HighlightSettings(),
+        cancellation: CancellationFlag = CancellationFlag()
+    ) throws(MomentsError) -> Analysis {
         let reporter = ProgressReporter(cancellation: cancellation, handler: { _ in })
-        return try Self.mapErrors { try Analyzer.run(source: source, name: name, limits: settings.limits, scanning: settings.scanning, reporter: reporter) }
+        return try Self.mapErrors {
+            try Analyzer.run(source: source, name: name, limits: settings.limits, scanning: settings.scanning, reporter: reporter)
+        }
     }
 
     /// Returns freed heap memory to the system (glibc keeps it otherwise), so peak RSS is the
     /// larger of analysis and render, not their sum.
     static func releaseFreeMemory() {
         #if os(Linux)
-        _ = glibcMallocTrim(0)
+            _ = glibcMallocTrim(0)
         #endif
     }
 
@@ -99,9 +107,11 @@ public struct HighlightEngine: Sendable {
 
 extension HighlightEngine {
     /// Makes a highlight of `input` at `output`. On any failure (or cancellation) no file is left at `output`.
-    public func highlight(input: String, output: String, settings: HighlightSettings = HighlightSettings(),
-                          cancellation: CancellationFlag = CancellationFlag(),
-                          progress: @escaping @Sendable (ProgressUpdate) -> Void = { _ in }) throws(MomentsError) -> HighlightReport {
+    public func highlight(
+        input: String, output: String, settings: HighlightSettings = HighlightSettings(),
+        cancellation: CancellationFlag = CancellationFlag(),
+        progress: @escaping @Sendable (ProgressUpdate) -> Void = { _ in }
+    ) throws(MomentsError) -> HighlightReport {
         let reporter = ProgressReporter(cancellation: cancellation, handler: progress)
         let clock = ContinuousClock()
         let started = clock.now
@@ -130,21 +140,27 @@ extension HighlightEngine {
             let selection = SegmentSelector.select(from: analysis, target: settings.duration, rules: settings.rules)
             let selected = clock.now
             try reporter.report(.rendering, 0)
-            let made: (result: Renderer.Result, decision: RenderDecision, segments: [Segment], moves: [EdgeMove], crop: CropPlan?,
-                       frames: FrameRatePlan, music: MusicReport?)
+            let made:
+                (
+                    result: Renderer.Result, decision: RenderDecision, segments: [Segment], moves: [EdgeMove], crop: CropPlan?,
+                    frames: FrameRatePlan, music: MusicReport?
+                )
             if let music = settings.music {
-                let m = try Self.renderWithMusic(music, analysis, selection.segments, pauses: selection.pauses, input: input, to: partial,
-                                                 settings: settings, reporter: reporter)
+                let m = try Self.renderWithMusic(
+                    music, analysis, selection.segments, pauses: selection.pauses, input: input, to: partial,
+                    settings: settings, reporter: reporter)
                 made = (m.result, m.decision, m.segments, [], m.crop, m.frames, m.music)
             } else {
-                let m = try Self.render(analysis, selection.segments, pauses: selection.pauses, input: input, to: partial, settings: settings,
-                                        reporter: reporter)
+                let m = try Self.render(
+                    analysis, selection.segments, pauses: selection.pauses, input: input, to: partial, settings: settings,
+                    reporter: reporter)
                 made = (m.result, m.decision, m.segments, m.moves, m.crop, m.frames, nil)
             }
             let (rendered, decision) = (made.result, made.decision)
             try reporter.report(.finishing, 0)
             let stills = try settings.stills.flatMap { paths in
-                paths.poster == nil && paths.thumbnails == nil ? nil
+                paths.poster == nil && paths.thumbnails == nil
+                    ? nil
                     : try Self.stills(of: analysis, made.segments, input: input, settings: settings, crop: made.crop, reporter: reporter)
             }
             let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? NSNumber)?.int64Value ?? 0
@@ -163,30 +179,37 @@ extension HighlightEngine {
             reporter.finish()
             return HighlightReport(
                 input: analysis.info,
-                settings: .init(targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue,
-                                minSegment: settings.choices.minSegment, maxSegment: settings.choices.maxSegment,
-                                maxSegments: settings.choices.maxSegments, aspect: settings.choices.aspect.rawValue,
-                                fps: settings.frameRate.rawValue),
+                settings: .init(
+                    targetDuration: settings.duration, quality: settings.quality.rawValue, codec: settings.codec.rawValue,
+                    minSegment: settings.choices.minSegment, maxSegment: settings.choices.maxSegment,
+                    maxSegments: settings.choices.maxSegments, aspect: settings.choices.aspect.rawValue,
+                    fps: settings.frameRate.rawValue),
                 scenes: analysis.changes, segments: made.segments,
-                output: .init(duration: rendered.duration, width: rendered.width, height: rendered.height,
-                              videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
-                              fileSize: size, silentAudio: rendered.silentAudio,
-                              frameRate: made.frames.outputRate),
+                output: .init(
+                    duration: rendered.duration, width: rendered.width, height: rendered.height,
+                    videoCodec: decision.mode == .copy ? analysis.info.videoCodec : "h264", audioCodec: "aac",
+                    fileSize: size, silentAudio: rendered.silentAudio,
+                    frameRate: made.frames.outputRate),
                 // The copy path is taken only when every picture is shown (step 1).
-                render: .init(mode: decision.mode, reason: decision.reason, edgeMoves: made.moves, pictureStep: made.frames.step,
-                              skippedPictures: rendered.skippedPictures),
-                timings: .init(analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
-                               render: (finished - selected).inSeconds, total: total),
+                render: .init(
+                    mode: decision.mode, reason: decision.reason, edgeMoves: made.moves, pictureStep: made.frames.step,
+                    skippedPictures: rendered.skippedPictures),
+                timings: .init(
+                    analysis: (analyzed - started).inSeconds, selection: (selected - analyzed).inSeconds,
+                    render: (finished - selected).inSeconds, total: total),
                 realTimeFactor: analysis.info.duration / max(total, 1e-6),
                 analysisRealTimeFactor: analysis.info.duration / max((analyzed - started).inSeconds, 1e-6),
                 decodedFrames: analysis.decodedFrames, totalFrames: analysis.totalFrames, stills: stills?.report,
-                speech: selection.pauses.isEmpty ? nil
+                speech: selection.pauses.isEmpty
+                    ? nil
                     : SpeechEdits(segments: made.segments, pauses: selection.pauses, moved: selection.edgesMovedIntoPauses),
                 reframe: made.crop.map { crop in
-                    let shown = CropPlan.display(x: 0, y: 0, width: crop.width, height: crop.height, frameWidth: crop.frameWidth,
-                                                 frameHeight: crop.frameHeight, rotation: analysis.info.rotation)
-                    return .init(aspect: settings.choices.aspect.rawValue, width: shown.width, height: shown.height,
-                                 path: crop.path(rotation: analysis.info.rotation))
+                    let shown = CropPlan.display(
+                        x: 0, y: 0, width: crop.width, height: crop.height, frameWidth: crop.frameWidth,
+                        frameHeight: crop.frameHeight, rotation: analysis.info.rotation)
+                    return .init(
+                        aspect: settings.choices.aspect.rawValue, width: shown.width, height: shown.height,
+                        path: crop.path(rotation: analysis.info.rotation))
                 },
                 music: made.music)
         }
@@ -205,23 +228,32 @@ extension HighlightEngine {
     ///
     /// Another shape than the source's (`aspect`) is always encoded: the window that follows the
     /// action is planned over the final segments (`Reframer`) and cropped from every picture.
-    static func render(_ analysis: Analysis, _ segments: [Segment], pauses: SpeechPauses, input: String, to partial: String,
-                       settings: HighlightSettings, reporter: ProgressReporter) throws -> (result: Renderer.Result, decision: RenderDecision, segments: [Segment],
-                                                              moves: [EdgeMove], crop: CropPlan?, frames: FrameRatePlan) {
+    static func render(
+        _ analysis: Analysis, _ segments: [Segment], pauses: SpeechPauses, input: String, to partial: String,
+        settings: HighlightSettings, reporter: ProgressReporter
+    ) throws -> (
+        result: Renderer.Result, decision: RenderDecision, segments: [Segment],
+        moves: [EdgeMove], crop: CropPlan?, frames: FrameRatePlan
+    ) {
         let isShort = analysis.info.duration <= settings.duration + SegmentSelector.tolerance
         let rules = settings.rules
-        let speechRefusal = Unaligned(reason: "the source's keyframes fall inside speech where the highlight cuts, so the edges are put in pauses and the video is encoded")
+        let speechRefusal = Unaligned(
+            reason: "the source's keyframes fall inside speech where the highlight cuts, so the edges are put in pauses and the video is encoded")
         let slack = SegmentRules.slack(for: analysis)
         /// The segments on `grid`, or why they cannot be. Edges go only to keyframes in pauses of
         /// the speech (where there is any), so no utterance is cut.
         func align(to grid: KeyframeGrid, aroundSpeech: Bool = true) -> Result<AlignedSelection, Unaligned> {
             let allows: (Double) -> Bool = { !aroundSpeech || pauses.keepsWhole($0, clearance: 0.3) }
-            let aligned = SegmentSelector.align(segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
-                                                rules: rules, slack: slack, allows: allows, score: { SegmentSelector.meanScore(analysis, $0, $1) })
+            let aligned = SegmentSelector.align(
+                segments, to: grid, shots: analysis.shots, target: isShort ? nil : settings.duration,
+                rules: rules, slack: slack, allows: allows, score: { SegmentSelector.meanScore(analysis, $0, $1) })
             guard !aligned.segments.isEmpty, rules.admits(aligned.segments, slack: slack) else {
                 if !pauses.isEmpty, case .success = align(to: grid, aroundSpeech: false) { return .failure(speechRefusal) }
-                return .failure(Unaligned(reason: rules == .standard ? "no shot is long enough to hold a whole GOP"
-                                                    : "the chosen segment lengths do not fall on the source's keyframes"))
+                return .failure(
+                    Unaligned(
+                        reason: rules == .standard
+                            ? "no shot is long enough to hold a whole GOP"
+                            : "the chosen segment lengths do not fall on the source's keyframes"))
             }
             // Keyframes must not cost the highlight the length the selection reached.
             if !isShort {
@@ -238,9 +270,11 @@ extension HighlightEngine {
         let reframer = try Reframer(path: input, analysis: analysis, aspect: settings.choices.aspect, cancellation: reporter.cancellation)
         if reframer != nil {
             let shape = settings.choices.aspect.rawValue
-            decision = RenderDecision(mode: .encode, reason: decision.mode == .copy
-                ? "a \(shape) frame is a crop that follows the action, so the picture is encoded anew"
-                : decision.reason + "; the \(shape) frame is a crop that follows the action")
+            decision = RenderDecision(
+                mode: .encode,
+                reason: decision.mode == .copy
+                    ? "a \(shape) frame is a crop that follows the action, so the picture is encoded anew"
+                    : decision.reason + "; the \(shape) frame is a crop that follows the action")
             grid = nil
         }
         if let grid {
@@ -260,9 +294,11 @@ extension HighlightEngine {
         }
         var chosen = (segments: segments, moves: [EdgeMove]())
         if analysis.packets.isComplete,
-           let keys = KeyframeGrid(index: analysis.packets, origin: analysis.origin, frameInterval: analysis.info.nominalFrameInterval,
-                                   starts: .keyframes),
-           keys.longestGOP <= RenderDecision.longestCopyableGOP, case .success(let aligned) = align(to: keys) {
+            let keys = KeyframeGrid(
+                index: analysis.packets, origin: analysis.origin, frameInterval: analysis.info.nominalFrameInterval,
+                starts: .keyframes),
+            keys.longestGOP <= RenderDecision.longestCopyableGOP, case .success(let aligned) = align(to: keys)
+        {
             chosen = (aligned.segments, aligned.moves)
         }
         // Planning the crop reads the segments' pictures before the render reads them again: it
@@ -275,8 +311,10 @@ extension HighlightEngine {
         }
         let result = try reporter.within(crop == nil ? 0...1 : Reframer.progressShare...1) {
             try writing {
-                try Renderer(path: input, analysis: analysis, quality: settings.quality, lean: settings.limits.decodesLean(analysis.info),
-                             crop: crop, frames: frames, reporter: reporter).render(chosen.segments, to: partial)
+                try Renderer(
+                    path: input, analysis: analysis, quality: settings.quality, lean: settings.limits.decodesLean(analysis.info),
+                    crop: crop, frames: frames, reporter: reporter
+                ).render(chosen.segments, to: partial)
             }
         }
         return (result, decision, chosen.segments, chosen.moves, crop, frames)
@@ -287,19 +325,26 @@ extension HighlightEngine {
     /// Makes the poster and the thumbnail strip of `segments`, in memory (`MadeStills.save` writes
     /// them with the highlight). Stills the source will not give (a picture that does not decode)
     /// leave the highlight without them (nil) rather than failing it; cancellation still stops it.
-    static func stills(of analysis: Analysis, _ segments: [Segment], input: String, settings: HighlightSettings, crop: CropPlan?,
-                       reporter: ProgressReporter) throws -> MadeStills? {
+    static func stills(
+        of analysis: Analysis, _ segments: [Segment], input: String, settings: HighlightSettings, crop: CropPlan?,
+        reporter: ProgressReporter
+    ) throws -> MadeStills? {
         let made: Stills.Result
         do {
-            made = try Stills(path: input, analysis: analysis, geometry: OutputGeometry(info: analysis.info, quality: settings.quality, crop: crop),
-                              crop: crop, cancellation: reporter.cancellation).make(segments)
+            made = try Stills(
+                path: input, analysis: analysis, geometry: OutputGeometry(info: analysis.info, quality: settings.quality, crop: crop),
+                crop: crop, cancellation: reporter.cancellation
+            ).make(segments)
         } catch let error as MomentsError {
             throw error
         } catch {
             return nil
         }
-        return MadeStills(made: made, report: .init(posterTime: made.posterTime, posterWidth: made.posterSize.width,
-                                                    posterHeight: made.posterSize.height, thumbnailTimes: made.thumbnailTimes))
+        return MadeStills(
+            made: made,
+            report: .init(
+                posterTime: made.posterTime, posterWidth: made.posterSize.width,
+                posterHeight: made.posterSize.height, thumbnailTimes: made.thumbnailTimes))
     }
 
     /// The poster and thumbnail strip made in memory, saved with the highlight once nothing can cancel it.
@@ -319,7 +364,7 @@ extension HighlightEngine {
 }
 
 #if os(Linux)
-/// glibc's `malloc_trim` (in <malloc.h>, which the Glibc module does not export).
-@_silgen_name("malloc_trim")
-private func glibcMallocTrim(_ pad: Int) -> Int32
+    /// glibc's `malloc_trim` (in <malloc.h>, which the Glibc module does not export).
+    @_silgen_name("malloc_trim")
+    private func glibcMallocTrim(_ pad: Int) -> Int32
 #endif

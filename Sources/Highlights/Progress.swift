@@ -99,4 +99,3 @@ public final class CancellationFlag: Sendable {
         if isCancelled { throw MomentsError(.cancelled, "The highlight was cancelled.") }
     }
 }
-

@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import Logging
 import MomentsModel
+import Synchronization
 
 /// A small pool of Redis connections for ordinary commands, retrying with backoff while Redis is
 /// away. Blocking reads get a connection of their own (`dedicatedConnection`).
@@ -40,22 +40,27 @@ public final class RedisClient: Sendable {
 
     /// Whether Redis answers PING now (one try, no retries: for readiness checks).
     public func ping() async -> Bool {
-        (try? await connections[Int(next.wrappingAdd(1, ordering: .relaxed).newValue.magnitude % UInt(connections.count))].send(["PING"], timeout: .seconds(2)))?.string == "PONG"
+        (try? await connections[Int(next.wrappingAdd(1, ordering: .relaxed).newValue.magnitude % UInt(connections.count))].send(
+            ["PING"], timeout: .seconds(2)))?.string == "PONG"
     }
 
     func dedicatedConnection(label: String) -> RedisConnection {
         RedisConnection(configuration: configuration, label: label)
     }
 
-    static func withReconnect(retryFor: Duration, logger: Logger,
-                              _ body: () async throws(RedisError) -> RedisValue) async throws(RedisError) -> RedisValue {
+    static func withReconnect(
+        retryFor: Duration, logger: Logger,
+        _ body: () async throws(RedisError) -> RedisValue
+    ) async throws(RedisError) -> RedisValue {
         var logged = false
-        let value = try await Backoff.retrying(for: retryFor, first: .milliseconds(50), cap: .seconds(2),
-                                               when: { (error: RedisError) in error.code == .unavailable },
-                                               onRetry: { error, _ in
-                                                   if !logged { logger.warning("redis unavailable; retrying", metadata: ["error": "\(error.message)"]) }
-                                                   logged = true
-                                               }) { () throws(RedisError) -> RedisValue in
+        let value = try await Backoff.retrying(
+            for: retryFor, first: .milliseconds(50), cap: .seconds(2),
+            when: { (error: RedisError) in error.code == .unavailable },
+            onRetry: { error, _ in
+                if !logged { logger.warning("redis unavailable; retrying", metadata: ["error": "\(error.message)"]) }
+                logged = true
+            }
+        ) { () throws(RedisError) -> RedisValue in
             let value = try await body()
             if case .error(let message) = value { throw RedisError(.command, message) }
             return value

@@ -41,8 +41,10 @@ public struct RedisConfiguration: Sendable, CustomStringConvertible {
     public var database: Int
     public var connectTimeout: Duration
 
-    public init(host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil,
-                database: Int = 0, connectTimeout: Duration = .seconds(3)) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil,
+        database: Int = 0, connectTimeout: Duration = .seconds(3)
+    ) {
         self.host = host
         self.port = port
         self.username = username
@@ -56,9 +58,11 @@ public struct RedisConfiguration: Sendable, CustomStringConvertible {
             throw RedisError(.invalidConfiguration, "REDIS_URL must look like redis://[:password@]host:6379[/database].")
         }
         guard scheme == "redis" else {
-            throw RedisError(.invalidConfiguration, scheme == "rediss"
-                ? "REDIS_URL uses rediss:// (TLS), which this build does not support; use redis:// on a private network."
-                : "REDIS_URL must start with redis://.")
+            throw RedisError(
+                .invalidConfiguration,
+                scheme == "rediss"
+                    ? "REDIS_URL uses rediss:// (TLS), which this build does not support; use redis:// on a private network."
+                    : "REDIS_URL must start with redis://.")
         }
         guard let host = url.host, !host.isEmpty else { throw RedisError(.invalidConfiguration, "REDIS_URL has no host.") }
         let path = url.path.drop(while: { $0 == "/" })
@@ -66,8 +70,9 @@ public struct RedisConfiguration: Sendable, CustomStringConvertible {
             throw RedisError(.invalidConfiguration, "REDIS_URL's path must be a database number, like /0.")
         }
         let user = url.user.flatMap { $0.isEmpty || $0 == "default" ? nil : ($0.removingPercentEncoding ?? $0) }
-        self.init(host: host, port: url.port ?? 6379, username: user,
-                  password: url.password.map { $0.removingPercentEncoding ?? $0 }, database: Int(path) ?? 0)
+        self.init(
+            host: host, port: url.port ?? 6379, username: user,
+            password: url.password.map { $0.removingPercentEncoding ?? $0 }, database: Int(path) ?? 0)
     }
 
     public var description: String {
@@ -127,7 +132,8 @@ final class RedisConnection: @unchecked Sendable {
             // Replies that mean "this server cannot serve you right now": a restart still loading its
             // data, a replica after a failover, a cluster re-sharding. Retried like a lost connection.
             if case .error(let message) = value,
-               ["LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"].contains(where: { message.hasPrefix($0) }) {
+                ["LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"].contains(where: { message.hasPrefix($0) })
+            {
                 drop()
                 return .failure(RedisError(.unavailable, "Redis at \(configuration.host):\(configuration.port) cannot serve yet: \(message)"))
             }
@@ -139,8 +145,11 @@ final class RedisConnection: @unchecked Sendable {
 
     private func connected() throws(RedisError) -> UnsafeMutablePointer<redisContext> {
         if let context { return context }
-        guard let context = moments_redis_connect(configuration.host, Int32(configuration.port),
-                                                  configuration.connectTimeout.inMilliseconds) else {
+        guard
+            let context = moments_redis_connect(
+                configuration.host, Int32(configuration.port),
+                configuration.connectTimeout.inMilliseconds)
+        else {
             throw RedisError(.unavailable, "Could not allocate a Redis connection.")
         }
         if context.pointee.err != 0 {

@@ -59,7 +59,7 @@ public final class RedisQueue: JobQueueDriver {
     public func prepare() async throws(RedisError) {
         do {
             try await client.send(["XGROUP", "CREATE", keys.stream, keys.group, "0", "MKSTREAM"])
-        } catch where error.code == .command && error.message.hasPrefix("BUSYGROUP") {
+        } catch  where error.code == .command && error.message.hasPrefix("BUSYGROUP") {
             // Already there.
         }
     }
@@ -68,8 +68,9 @@ public final class RedisQueue: JobQueueDriver {
     /// Returns false if it was already there.
     @discardableResult
     public func enqueue(_ id: UUID, delay: Duration = .zero) async throws(RedisError) -> Bool {
-        let added = try await client.eval(Scripts.enqueue, keys: [keys.queued, keys.delayed, keys.stream],
-                                          arguments: [id.uuidString.lowercased(), String(delay.inMilliseconds)])
+        let added = try await client.eval(
+            Scripts.enqueue, keys: [keys.queued, keys.delayed, keys.stream],
+            arguments: [id.uuidString.lowercased(), String(delay.inMilliseconds)])
         return added.int == 1
     }
 
@@ -86,15 +87,17 @@ public final class RedisQueue: JobQueueDriver {
 
     /// Done with the job for good (completed, failed, cancelled or gone): removes every trace.
     public func acknowledge(_ delivery: Delivery) async throws(RedisError) {
-        try await client.eval(Scripts.acknowledge, keys: [keys.stream, keys.queued, keys.delayed],
-                              arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased()])
+        try await client.eval(
+            Scripts.acknowledge, keys: [keys.stream, keys.queued, keys.delayed],
+            arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased()])
     }
 
     /// Ends this delivery and makes the job ready again after `delay` (zero: at once, e.g. when a
     /// worker gives its jobs back at shutdown).
     public func retry(_ delivery: Delivery, after delay: Duration) async throws(RedisError) {
-        try await client.eval(Scripts.retry, keys: [keys.stream, keys.queued, keys.delayed],
-                              arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased(), String(delay.inMilliseconds)])
+        try await client.eval(
+            Scripts.retry, keys: [keys.stream, keys.queued, keys.delayed],
+            arguments: [keys.group, delivery.entryID, delivery.jobID.uuidString.lowercased(), String(delay.inMilliseconds)])
     }
 
     /// Moves delayed jobs whose time has come into the stream. Safe to run from every process at once.
@@ -130,9 +133,10 @@ public final class RedisQueue: JobQueueDriver {
         let reply = try await client.eval(Scripts.stats, keys: [keys.stream, keys.delayed, keys.dead, keys.paused], arguments: [keys.group])
         let v = (reply.array ?? []).map { $0.int ?? 0 }
         guard v.count == 7 else { throw RedisError(.command, "Unexpected reply to the queue statistics script.") }
-        return QueueStats(ready: v[0], delayed: v[2], inFlight: v[1], deadLettered: v[3],
-                          oldestReadySeconds: v[4] > 0 ? Double(v[5] - v[4]) / 1000 : 0, consumers: try await consumerNames().count,
-                          paused: v[6] == 1)
+        return QueueStats(
+            ready: v[0], delayed: v[2], inFlight: v[1], deadLettered: v[3],
+            oldestReadySeconds: v[4] > 0 ? Double(v[5] - v[4]) / 1000 : 0, consumers: try await consumerNames().count,
+            paused: v[6] == 1)
     }
 
     public func setPaused(_ paused: Bool) async throws(RedisError) {
@@ -166,7 +170,7 @@ public final class RedisQueue: JobQueueDriver {
         let reply: RedisValue
         do {
             reply = try await client.send(["XINFO", "CONSUMERS", keys.stream, keys.group])
-        } catch where error.code == .command {
+        } catch  where error.code == .command {
             return []  // no stream or group yet
         }
         return (reply.array ?? []).compactMap { consumer in
@@ -191,14 +195,16 @@ public final class QueueConsumer: JobQueueConsumer {
     /// Waits up to `block` for a new job. Recreates the group if Redis lost it.
     public func next(block: Duration) async throws(RedisError) -> Delivery? {
         let keys = queue.keys
-        let command = ["XREADGROUP", "GROUP", keys.group, name, "COUNT", "1", "BLOCK", String(block.inMilliseconds),
-                       "STREAMS", keys.stream, ">"]
+        let command = [
+            "XREADGROUP", "GROUP", keys.group, name, "COUNT", "1", "BLOCK", String(block.inMilliseconds),
+            "STREAMS", keys.stream, ">",
+        ]
         let reply: RedisValue
         do {
             reply = try await RedisClient.withReconnect(retryFor: queue.client.retryFor, logger: queue.logger) { () throws(RedisError) in
                 try await connection.send(command, timeout: block + .seconds(5))
             }
-        } catch where error.code == .command && error.message.hasPrefix("NOGROUP") {
+        } catch  where error.code == .command && error.message.hasPrefix("NOGROUP") {
             queue.logger.notice("consumer group missing (Redis restarted empty?); creating it")
             try await queue.prepare()
             return nil
@@ -213,9 +219,10 @@ public final class QueueConsumer: JobQueueConsumer {
         let keys = queue.keys
         let reply: RedisValue
         do {
-            reply = try await queue.client.eval(Scripts.claimLapsed, keys: [keys.stream],
-                                                arguments: [keys.group, name, String(minIdle.inMilliseconds)])
-        } catch where error.code == .command && error.message.contains("NOGROUP") {
+            reply = try await queue.client.eval(
+                Scripts.claimLapsed, keys: [keys.stream],
+                arguments: [keys.group, name, String(minIdle.inMilliseconds)])
+        } catch  where error.code == .command && error.message.contains("NOGROUP") {
             return nil
         }
         guard let entry = reply.array, entry.count == 2 else { return nil }

@@ -36,8 +36,9 @@ public struct RedisRateLimitStore: RateLimitStore {
 
     public func admit(_ keys: [RateLimitKey], window: Duration) async throws -> Duration? {
         guard !keys.isEmpty else { return nil }
-        let reply = try await client.eval(Self.script, keys: keys.map { "\(prefix):\($0.name)" },
-                                          arguments: [String(window.inMilliseconds), UUID().uuidString] + keys.map { String($0.limit) })
+        let reply = try await client.eval(
+            Self.script, keys: keys.map { "\(prefix):\($0.name)" },
+            arguments: [String(window.inMilliseconds), UUID().uuidString] + keys.map { String($0.limit) })
         guard let values = reply.array, values.first?.int == 0 else { return nil }
         return .milliseconds(max(1, values.dropFirst().first?.int ?? 1000))
     }

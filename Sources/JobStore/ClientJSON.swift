@@ -32,19 +32,21 @@ extension JobStatusReport {
     /// The status a poll read (`JobStore.pollStatus`).
     public init(_ job: JobStatusRow, links: JobLinks) {
         let completed = job.status == .completed
-        self.init(jobID: job.id, status: job.status, progress: job.progress, message: job.message,
-                  resultURL: completed ? links.url(job.id, "download") : nil, createdAt: job.createdAt, completedAt: job.completedAt,
-                  originalFilename: job.originalFilename, duration: job.sourceDuration, segmentsSelected: job.segmentsSelected,
-                  posterURL: completed && job.hasPoster ? links.url(job.id, "poster") : nil)
+        self.init(
+            jobID: job.id, status: job.status, progress: job.progress, message: job.message,
+            resultURL: completed ? links.url(job.id, "download") : nil, createdAt: job.createdAt, completedAt: job.completedAt,
+            originalFilename: job.originalFilename, duration: job.sourceDuration, segmentsSelected: job.segmentsSelected,
+            posterURL: completed && job.hasPoster ? links.url(job.id, "poster") : nil)
     }
 }
 
 extension JobDetails {
     public init(_ job: JobRecord, links: JobLinks) {
-        self.init(report: JobStatusReport(job, links: links), stage: job.stage, quality: job.quality,
-                  targetDuration: job.targetDuration, errorCode: job.errorCode, errorMessage: job.errorMessage, attempt: job.attempt,
-                  maxAttempts: job.maxAttempts, startedAt: job.startedAt, updatedAt: job.updatedAt, sourceSize: job.sourceSize,
-                  resultSize: job.resultSize, segments: job.segments, codec: job.codec, choices: job.choices,
-                  thumbnailsURL: links.thumbnails(job), music: job.music)
+        self.init(
+            report: JobStatusReport(job, links: links), stage: job.stage, quality: job.quality,
+            targetDuration: job.targetDuration, errorCode: job.errorCode, errorMessage: job.errorMessage, attempt: job.attempt,
+            maxAttempts: job.maxAttempts, startedAt: job.startedAt, updatedAt: job.updatedAt, sourceSize: job.sourceSize,
+            resultSize: job.resultSize, segments: job.segments, codec: job.codec, choices: job.choices,
+            thumbnailsURL: links.thumbnails(job), music: job.music)
     }
 }

@@ -30,8 +30,10 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     /// against 13,600 with two): each statement then answers more polls.
     public var pollConcurrency = 1
 
-    public init(host: String, port: Int = 5432, username: String, password: String?, database: String,
-                tls: TLSMode = .prefer, maximumConnections: Int = DatabaseConfiguration.defaultPoolSize) {
+    public init(
+        host: String, port: Int = 5432, username: String, password: String?, database: String,
+        tls: TLSMode = .prefer, maximumConnections: Int = DatabaseConfiguration.defaultPoolSize
+    ) {
         self.host = host
         self.port = port
         self.username = username
@@ -50,7 +52,8 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     /// verify-ca or verify-full (verify-ca is treated as verify-full).
     public init(url string: String) throws(JobStoreError) {
         guard let url = URLComponents(string: string), let scheme = url.scheme,
-              scheme == "postgres" || scheme == "postgresql" else {
+            scheme == "postgres" || scheme == "postgresql"
+        else {
             throw JobStoreError(.invalidConfiguration, "DATABASE_URL must look like postgres://user:password@host:5432/database.")
         }
         guard let host = url.host, !host.isEmpty else {
@@ -71,9 +74,10 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
                 throw JobStoreError(.invalidConfiguration, "DATABASE_URL's sslmode must be disable, prefer, require, verify-ca or verify-full.")
             }
         }
-        self.init(host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
-                  password: url.password.map { $0.removingPercentEncoding ?? $0 },
-                  database: database.isEmpty ? user : (database.removingPercentEncoding ?? database), tls: tls)
+        self.init(
+            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: url.password.map { $0.removingPercentEncoding ?? $0 },
+            database: database.isEmpty ? user : (database.removingPercentEncoding ?? database), tls: tls)
     }
 
     public var description: String {
@@ -95,9 +99,11 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     }
 
     var clientConfiguration: PostgresClient.Configuration {
-        let tls: PostgresClient.Configuration.TLS = tlsSettings.map { $0.required ? .require($0.configuration) : .prefer($0.configuration) } ?? .disable
-        var configuration = PostgresClient.Configuration(host: host, port: port, username: username,
-                                                         password: password, database: database, tls: tls)
+        let tls: PostgresClient.Configuration.TLS =
+            tlsSettings.map { $0.required ? .require($0.configuration) : .prefer($0.configuration) } ?? .disable
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: username,
+            password: password, database: database, tls: tls)
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
         return configuration
@@ -110,8 +116,9 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
             let context = try NIOSSLContext(configuration: settings.configuration)
             tls = settings.required ? .require(context) : .prefer(context)
         }
-        var configuration = PostgresConnection.Configuration(host: host, port: port, username: username,
-                                                             password: password, database: database, tls: tls)
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: username,
+            password: password, database: database, tls: tls)
         configuration.options.connectTimeout = .seconds(5)
         return configuration
     }

@@ -25,7 +25,8 @@ extension JobStore {
     /// Records a new device with the SHA-256 (hex) of its token.
     public func registerDevice(id: UUID = UUID(), tokenSHA256: String, name: String?) async throws(JobStoreError) -> Device {
         let row = try await database("register the device") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO devices (id, token_sha256, name) VALUES (\(id), \(tokenSHA256), \(name))
                 RETURNING id, name, plan, created_at
                 """, logger: logger)
@@ -39,7 +40,8 @@ extension JobStore {
     /// The device holding the token with this SHA-256 (hex), unless it was revoked.
     public func device(tokenSHA256: String) async throws(JobStoreError) -> Device? {
         try await database("look up the device") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT id, name, plan, created_at FROM devices WHERE token_sha256 = \(tokenSHA256) AND revoked_at IS NULL
                 """, logger: logger)
             for try await (id, name, plan, created) in rows.decode((UUID, String?, String, Date).self) {
@@ -58,7 +60,8 @@ extension JobStore {
     }
 
     static func monthlyUsage(owner: String, on connection: PostgresConnection, logger: Logger) async throws -> MonthlyUsage {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             WITH m AS (SELECT date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS start)
             SELECT (SELECT count(*)::int FROM jobs WHERE owner = \(owner) AND created_at >= m.start
                                                       AND status NOT IN ('failed', 'cancelled')),

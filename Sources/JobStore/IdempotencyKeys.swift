@@ -17,7 +17,8 @@ extension JobStore {
     /// The live (under a day old) record of `owner`'s `key`, if any.
     public func idempotencyKey(owner: String?, key: String) async throws(JobStoreError) -> IdempotencyRecord? {
         try await database("read the idempotency key") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT endpoint, fingerprint, job_id, created_at FROM idempotency_keys
                 WHERE owner = \(owner ?? "") AND key = \(key) AND created_at > now() - make_interval(secs => \(Self.idempotencyWindow))
                 """, logger: logger)
@@ -30,10 +31,13 @@ extension JobStore {
 
     /// Records `key` for this request and `jobID`, unless a live record has it already: then that
     /// record is the answer (the caller compares it with its request). An expired record is replaced.
-    public func claimIdempotencyKey(owner: String?, key: String, endpoint: String, fingerprint: String,
-                                    jobID: UUID) async throws(JobStoreError) -> IdempotencyRecord {
+    public func claimIdempotencyKey(
+        owner: String?, key: String, endpoint: String, fingerprint: String,
+        jobID: UUID
+    ) async throws(JobStoreError) -> IdempotencyRecord {
         let claimed = try await database("record the idempotency key") { connection, logger -> IdempotencyRecord? in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO idempotency_keys AS k (owner, key, endpoint, fingerprint, job_id)
                 VALUES (\(owner ?? ""), \(key), \(endpoint), \(fingerprint), \(jobID))
                 ON CONFLICT (owner, key) DO UPDATE
@@ -57,7 +61,8 @@ extension JobStore {
     @discardableResult
     public func deleteExpiredIdempotencyKeys(limit: Int = 10_000) async throws(JobStoreError) -> Int {
         try await database("delete expired idempotency keys") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 DELETE FROM idempotency_keys WHERE ctid IN (
                     SELECT ctid FROM idempotency_keys WHERE created_at <= now() - make_interval(secs => \(Self.idempotencyWindow))
                     LIMIT \(limit))

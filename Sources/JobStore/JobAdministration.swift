@@ -13,8 +13,10 @@ public enum RequeueOutcome: Sendable, Equatable {
 
 extension JobStore {
     /// Jobs newest first, optionally of one status, created since a time, of one owner (the first page of `listJobs(_:)`).
-    public func listJobs(status: JobStatus? = nil, since: Date? = nil, owner: String? = nil,
-                         limit: Int = 50) async throws(JobStoreError) -> [JobRecord] {
+    public func listJobs(
+        status: JobStatus? = nil, since: Date? = nil, owner: String? = nil,
+        limit: Int = 50
+    ) async throws(JobStoreError) -> [JobRecord] {
         try await listJobs(JobFilter(statuses: status.map { [$0] } ?? [], owner: owner, createdFrom: since), limit: limit).jobs
     }
 
@@ -23,7 +25,8 @@ extension JobStore {
     /// caller queues it in Redis afterwards (or the reconciler does).
     public func requeue(_ id: UUID, attempts: Int = 3, detail: String = "retried by an operator") async throws(JobStoreError) -> RequeueOutcome {
         let outcome = try await database("re-queue the job") { connection, logger -> RequeueOutcome in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH old AS (SELECT id, status, attempt FROM jobs WHERE id = \(id) FOR UPDATE),
                 t AS (
                     UPDATE jobs j SET status = 'pending', run_after = now(), max_attempts = j.attempt + \(attempts),
@@ -64,7 +67,8 @@ extension JobStore {
     /// deletes a day later).
     public func deleteJob(_ id: UUID) async throws(JobStoreError) -> DeleteOutcome {
         try await database("delete the job") { connection, logger -> DeleteOutcome in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH old AS (SELECT id, status FROM jobs WHERE id = \(id)),
                 d AS (DELETE FROM jobs j USING old WHERE j.id = old.id AND old.status IN ('completed', 'failed', 'cancelled')
                       RETURNING j.source_key, j.source_deleted_at IS NOT NULL AS source_gone, j.result_expired_at IS NOT NULL AS result_gone,
@@ -73,7 +77,8 @@ extension JobStore {
                 FROM old LEFT JOIN d ON true
                 """, logger: logger)
             for try await (status, source, sourceGone, resultGone, result, poster, thumbnails)
-                in rows.decode((String, String?, Bool?, Bool?, String?, String?, String?).self) {
+                in rows.decode((String, String?, Bool?, Bool?, String?, String?, String?).self)
+            {
                 guard let source else { return .notFinished(JobStatus(rawValue: status) ?? .pending) }
                 let outputs = resultGone == true ? [] : [result, poster, thumbnails].compactMap { $0 }
                 return .deleted(objectKeys: (sourceGone == true ? [] : [source]) + outputs)

@@ -56,8 +56,10 @@ public struct JobResult: Sendable, Equatable {
     public var posterKey: String?
     public var thumbnailsKey: String?
 
-    public init(resultKey: String, resultSize: Int64, sourceDuration: Double? = nil, segmentsSelected: Int? = nil,
-                segments: [SelectedSegment]? = nil, sourceMedia: SourceMedia? = nil, posterKey: String? = nil, thumbnailsKey: String? = nil) {
+    public init(
+        resultKey: String, resultSize: Int64, sourceDuration: Double? = nil, segmentsSelected: Int? = nil,
+        segments: [SelectedSegment]? = nil, sourceMedia: SourceMedia? = nil, posterKey: String? = nil, thumbnailsKey: String? = nil
+    ) {
         self.resultKey = resultKey
         self.resultSize = resultSize
         self.sourceDuration = sourceDuration

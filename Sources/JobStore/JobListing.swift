@@ -16,8 +16,10 @@ public struct JobFilter: Sendable, Equatable, Codable {
     /// Created before.
     public var createdBefore: Date?
 
-    public init(statuses: [JobStatus] = [], errorCode: String? = nil, owner: String? = nil, fileName: String? = nil,
-                createdFrom: Date? = nil, createdBefore: Date? = nil) {
+    public init(
+        statuses: [JobStatus] = [], errorCode: String? = nil, owner: String? = nil, fileName: String? = nil,
+        createdFrom: Date? = nil, createdBefore: Date? = nil
+    ) {
         self.statuses = statuses
         self.errorCode = errorCode
         self.owner = owner
@@ -55,8 +57,11 @@ public struct JobFilter: Sendable, Equatable, Codable {
 
     /// `%` and `_` are literal in what the operator typed.
     var likePattern: String? {
-        fileName.map { "%" + $0.lowercased().replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-            .replacingOccurrences(of: "_", with: "\\_") + "%" }
+        fileName.map {
+            "%"
+                + $0.lowercased().replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+                .replacingOccurrences(of: "_", with: "\\_") + "%"
+        }
     }
 }
 
@@ -96,28 +101,33 @@ extension JobStore {
     public func listJobs(_ filter: JobFilter, after cursor: JobCursor? = nil, limit: Int = 50) async throws(JobStoreError) -> JobPage {
         let limit = min(max(limit, 1), 500)
         return try await database("list jobs") { connection, logger in
-            try await Self.page(of: connection.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: false), logger: logger),
-                                limit: limit)
+            try await Self.page(
+                of: connection.query(Self.listQuery(filter, after: cursor, limit: limit + 1, explain: false), logger: logger),
+                limit: limit)
         }
     }
 
     /// The jobs of one owner (nil: anonymous use), newest first, a page at a time: what a device
     /// sees of its history (`GET /api/v1/jobs`). Any of `statuses` (empty: all). Served by
     /// `jobs_owner_list` whatever the filter.
-    public func ownJobs(owner: String?, statuses: [JobStatus] = [], after cursor: JobCursor? = nil,
-                        limit: Int = 20) async throws(JobStoreError) -> JobPage {
+    public func ownJobs(
+        owner: String?, statuses: [JobStatus] = [], after cursor: JobCursor? = nil,
+        limit: Int = 20
+    ) async throws(JobStoreError) -> JobPage {
         let limit = min(max(limit, 1), 100)
         let statuses = statuses.isEmpty ? nil : statuses.map(\.rawValue)
         return try await database("list the owner's jobs") { connection, logger in
             // Not `owner IS NOT DISTINCT FROM`, which no index serves: with its values bound, the
             // planner folds this to `owner = '…'` or to `owner IS NULL`, as the console's filters fold.
-            try await Self.page(of: connection.query("""
-                SELECT \(unescaped: Self.columns) FROM jobs
-                WHERE (owner = \(owner) OR (\(owner)::text IS NULL AND owner IS NULL))
-                  AND (\(statuses)::text[] IS NULL OR status = ANY(\(statuses)))
-                  AND (\(cursor?.createdAt)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.createdAt), \(cursor?.id)))
-                ORDER BY created_at DESC, id DESC LIMIT \(limit + 1)
-                """, logger: logger), limit: limit)
+            try await Self.page(
+                of: connection.query(
+                    """
+                    SELECT \(unescaped: Self.columns) FROM jobs
+                    WHERE (owner = \(owner) OR (\(owner)::text IS NULL AND owner IS NULL))
+                      AND (\(statuses)::text[] IS NULL OR status = ANY(\(statuses)))
+                      AND (\(cursor?.createdAt)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.createdAt), \(cursor?.id)))
+                    ORDER BY created_at DESC, id DESC LIMIT \(limit + 1)
+                    """, logger: logger), limit: limit)
         }
     }
 
@@ -143,7 +153,8 @@ extension JobStore {
     /// How many jobs match (a bulk action's confirmation says it before anything happens).
     public func countJobs(_ filter: JobFilter) async throws(JobStoreError) -> Int {
         try await database("count jobs", timeout: .seconds(30)) { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT count(*)::int FROM jobs WHERE \(filter: filter)
                 """, logger: logger)
             for try await count in rows.decode(Int.self) { return count }

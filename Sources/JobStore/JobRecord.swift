@@ -26,10 +26,13 @@ public struct NewJob: Sendable {
     /// The soundtrack asked for; nil: the video's own sound.
     public var music: MusicChoice?
 
-    public init(id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
-                sourceSize: Int64? = nil, sourceDuration: Double? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration), quality: Quality = .high, codec: VideoCodecChoice = .auto,
-                maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil,
-                choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil) {
+    public init(
+        id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
+        sourceSize: Int64? = nil, sourceDuration: Double? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration),
+        quality: Quality = .high, codec: VideoCodecChoice = .auto,
+        maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil,
+        choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil
+    ) {
         self.id = id
         self.owner = owner
         self.originalFilename = originalFilename

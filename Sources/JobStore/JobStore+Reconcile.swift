@@ -11,9 +11,11 @@ extension JobStore {
     /// the time each may start.
     /// One page, in id order after `after`: page on with the last id until a page comes back short.
     public func pendingJobs(quietFor: Duration, after: UUID? = nil, limit: Int = 1000) async throws(JobStoreError)
-        -> [(id: UUID, runAfter: Date)] {
+        -> [(id: UUID, runAfter: Date)]
+    {
         try await database("list pending jobs") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT id, run_after FROM jobs
                 WHERE status = 'pending' AND updated_at <= now() - make_interval(secs => \(quietFor.inSeconds))
                   AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
@@ -29,7 +31,8 @@ extension JobStore {
     /// One page, in id order after `after`, as `pendingJobs`.
     public func lapsedLeases(after: UUID? = nil, limit: Int = 1000) async throws(JobStoreError) -> [(id: UUID, attempt: Int, maxAttempts: Int)] {
         try await database("list lapsed leases") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT id, attempt, max_attempts FROM jobs
                 WHERE status = 'processing' AND lease_expires_at <= now()
                   AND (\(after)::uuid IS NULL OR id > \(after)::uuid)
@@ -74,8 +77,9 @@ extension JobStore {
     /// How many of `owner`'s jobs are in `status` (the queue benchmark waits on it).
     public func countJobs(owner: String, status: JobStatus) async throws(JobStoreError) -> Int {
         try await database("count jobs") { connection, logger in
-            let rows = try await connection.query("SELECT count(*) FROM jobs WHERE owner = \(owner) AND status = \(status.rawValue)",
-                                                  logger: logger)
+            let rows = try await connection.query(
+                "SELECT count(*) FROM jobs WHERE owner = \(owner) AND status = \(status.rawValue)",
+                logger: logger)
             return try await rows.decode(Int.self).first(where: { _ in true }) ?? 0
         }
     }
@@ -103,9 +107,11 @@ extension JobStore {
     /// Processing figures of the jobs completed within `window`: count, median and 95th percentile
     /// processing time (start of the first attempt to the end), median real-time factor.
     public func recentProcessing(within window: Duration) async throws(JobStoreError)
-        -> (completed: Int, p50Seconds: Double, p95Seconds: Double, medianRealTimeFactor: Double) {
+        -> (completed: Int, p50Seconds: Double, p95Seconds: Double, medianRealTimeFactor: Double)
+    {
         try await database("summarize recent jobs") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT count(*)::int,
                        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),
                        coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - started_at)), 0),

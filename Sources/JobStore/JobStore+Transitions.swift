@@ -12,7 +12,8 @@ extension JobStore {
     public func claim(_ id: UUID, worker: String, lease: Duration) async throws(JobStoreError) -> ClaimResult {
         let seconds = lease.inSeconds
         let outcome = try await database("claim the job") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH old AS (
                     SELECT id, status, attempt, max_attempts, run_after, lease_owner, lease_expires_at
                     FROM jobs WHERE id = \(id) FOR UPDATE),
@@ -39,10 +40,13 @@ extension JobStore {
             for try await row in rows {
                 let r = row.makeRandomAccess()
                 let claimed = try r["attempt"].decode(Int?.self) != nil ? try Self.record(row) : nil
-                return Optional((try r["old_status"].decode(String.self), try r["old_attempt"].decode(Int.self),
-                                 try r["old_max_attempts"].decode(Int.self), try r["old_run_after"].decode(Date.self),
-                                 try r["old_lease_owner"].decode(String?.self), try r["old_lease_expires_at"].decode(Date?.self),
-                                 claimed, try r["database_now"].decode(Date.self)))
+                return Optional(
+                    (
+                        try r["old_status"].decode(String.self), try r["old_attempt"].decode(Int.self),
+                        try r["old_max_attempts"].decode(Int.self), try r["old_run_after"].decode(Date.self),
+                        try r["old_lease_owner"].decode(String?.self), try r["old_lease_expires_at"].decode(Date?.self),
+                        claimed, try r["database_now"].decode(Date.self)
+                    ))
             }
             return nil
         }
@@ -66,7 +70,8 @@ extension JobStore {
     func exhaust(_ id: UUID, attempt: Int, expectedStatus: JobStatus, grace: Duration = .zero) async throws(JobStoreError) -> ClaimResult {
         let message = "This video could not be processed after \(attempt) attempts. Please try again later."
         let done = try await database("fail the job") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH t AS (
                     UPDATE jobs SET status = 'failed', error_code = 'exhausted_retries', error_message = \(message),
                         message = \(message), lease_owner = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()
@@ -90,14 +95,17 @@ extension JobStore {
     /// Extends the lease by `duration` from now, giving up (`unavailable`) after `timeout`: a
     /// worker renews within what is left of its lease, so that a silent database cannot keep it
     /// working on a job another worker may take over meanwhile.
-    public func heartbeat(_ lease: JobLease, extendBy duration: Duration, timeout: Duration = .seconds(10)) async throws(JobStoreError) -> LeaseState {
+    public func heartbeat(_ lease: JobLease, extendBy duration: Duration, timeout: Duration = .seconds(10)) async throws(JobStoreError) -> LeaseState
+    {
         let end = ContinuousClock.now + timeout
         let held = try await database("renew the lease", timeout: timeout) { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE jobs SET lease_expires_at = now() + make_interval(secs => \(duration.inSeconds)), updated_at = now()
                 WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt) AND lease_owner = \(lease.worker)
                 RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
         return held ? .held : try await leaseState(lease, timeout: max(end - .now, .milliseconds(100)))
     }
@@ -106,11 +114,13 @@ extension JobStore {
     public func progress(_ lease: JobLease, percent: Int, stage: String, message: String) async throws(JobStoreError) -> LeaseState {
         let percent = min(max(percent, 0), 100)
         let held = try await database("record progress") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE jobs SET progress = GREATEST(progress, \(percent)), stage = \(stage), message = \(message), updated_at = now()
                 WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt) AND lease_owner = \(lease.worker)
                 RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
         return held ? .held : try await leaseState(lease)
     }
@@ -134,7 +144,8 @@ extension JobStore {
     public func complete(_ lease: JobLease, result: JobResult, message: String = "Your highlight is ready") async throws(JobStoreError) -> Bool {
         let segments = result.segments.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
         return try await database("complete the job") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 WITH t AS (
                     UPDATE jobs SET status = 'completed', progress = 100, stage = 'done', message = \(message),
                         result_key = \(result.resultKey), result_size = \(result.resultSize),
@@ -150,7 +161,8 @@ extension JobStore {
                 INSERT INTO job_events (job_id, from_status, to_status, attempt, worker, detail)
                 SELECT id, 'processing', 'completed', attempt, \(lease.worker), 'completed' FROM t
                 RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
@@ -160,11 +172,14 @@ extension JobStore {
     /// `diagnostics` go to the attempt's `job_events` row only. A failure with a `finalMessage` (one
     /// that the same file will meet again) keeps its own code once no attempt is left, and says
     /// that message instead of the generic "try again later".
-    public func fail(_ lease: JobLease, code: String, message: String, retryable: Bool, retryDelay: Duration,
-                     diagnostics: String? = nil, finalMessage: String? = nil) async throws(JobStoreError) -> FailOutcome {
+    public func fail(
+        _ lease: JobLease, code: String, message: String, retryable: Bool, retryDelay: Duration,
+        diagnostics: String? = nil, finalMessage: String? = nil
+    ) async throws(JobStoreError) -> FailOutcome {
         let delay = retryDelay.inSeconds
         let row = try await database("record the failure") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH d AS (
                     SELECT id, (\(retryable) AND attempt < max_attempts) AS retry, attempt, max_attempts
                     FROM jobs WHERE id = \(lease.jobID) AND status = 'processing' AND attempt = \(lease.attempt)
@@ -203,7 +218,8 @@ extension JobStore {
     /// counted against the job (its `max_attempts` grows by one, visible in `job_events`).
     public func release(_ lease: JobLease) async throws(JobStoreError) -> Bool {
         try await database("give the job back") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 WITH t AS (
                     UPDATE jobs SET status = 'pending', run_after = now(), max_attempts = max_attempts + 1, progress = 0,
                         stage = 'queued', message = 'Waiting for a worker', lease_owner = NULL, lease_expires_at = NULL,
@@ -213,7 +229,8 @@ extension JobStore {
                 INSERT INTO job_events (job_id, from_status, to_status, attempt, worker, detail)
                 SELECT id, 'processing', 'pending', attempt, \(lease.worker), 'given back at shutdown; attempt not counted' FROM t
                 RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
@@ -223,7 +240,8 @@ extension JobStore {
     /// through `leaseState`, `heartbeat` and `progress`, which answer `.cancelled` from now on.
     public func cancel(_ id: UUID, owner: String? = nil, detail: String = "cancelled on request") async throws(JobStoreError) -> CancelOutcome {
         let row = try await database("cancel the job") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH old AS (
                     SELECT id, status, attempt, lease_owner FROM jobs
                     WHERE id = \(id) AND (\(owner)::text IS NULL OR owner = \(owner)) FOR UPDATE),

@@ -64,7 +64,8 @@ public struct JobStore: Sendable {
                     let used = try await Self.monthlyUsage(owner: owner, on: connection, logger: logger).used
                     if used >= limit { return .quotaExceeded(used: used, limit: limit) }
                 }
-                let rows = try await connection.query("""
+                let rows = try await connection.query(
+                    """
                     WITH t AS (
                         INSERT INTO jobs (id, owner, original_filename, source_key, source_size, source_duration, target_duration, quality,
                                           codec, max_attempts, stage, message, callback_url, trace_context,
@@ -106,14 +107,18 @@ public struct JobStore: Sendable {
     /// The job's status changes, oldest first.
     public func events(_ id: UUID) async throws(JobStoreError) -> [JobEvent] {
         try await database("read the job's history") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT at, from_status, to_status, attempt, worker, detail, diagnostics FROM job_events WHERE job_id = \(id) ORDER BY id
                 """, logger: logger)
             var events: [JobEvent] = []
             for try await (at, from, to, attempt, worker, detail, diagnostics)
-                in rows.decode((Date, String?, String, Int, String?, String?, String?).self) {
-                events.append(JobEvent(at: at, from: from.flatMap(JobStatus.init(rawValue:)), to: JobStatus(rawValue: to) ?? .failed,
-                                       attempt: attempt, worker: worker, detail: detail, diagnostics: diagnostics))
+                in rows.decode((Date, String?, String, Int, String?, String?, String?).self)
+            {
+                events.append(
+                    JobEvent(
+                        at: at, from: from.flatMap(JobStatus.init(rawValue:)), to: JobStatus(rawValue: to) ?? .failed,
+                        attempt: attempt, worker: worker, detail: detail, diagnostics: diagnostics))
             }
             return events
         }
@@ -143,7 +148,8 @@ public struct JobStore: Sendable {
     /// `traceContext` as a JSON object for `jobs.trace_context`; nil when there is none.
     static func traceJSON(_ traceContext: [String: String]?) -> String? {
         guard let traceContext, !traceContext.isEmpty,
-              let data = try? JSONEncoder().encode(traceContext) else { return nil }
+            let data = try? JSONEncoder().encode(traceContext)
+        else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -172,23 +178,26 @@ public struct JobStore: Sendable {
             resultExpiredAt: try r["result_expired_at"].decode(Date?.self),
             traceContext: try r["trace_context"].decode(String?.self)
                 .flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) },
-            choices: HighlightChoices(minSegment: try r["min_segment"].decode(Double?.self), maxSegment: try r["max_segment"].decode(Double?.self),
-                                      maxSegments: try r["max_segments"].decode(Int?.self),
-                                      aspect: AspectRatio(rawValue: try r["aspect"].decode(String.self)) ?? .source,
-                                      fps: FrameRateChoice(rawValue: try r["fps"].decode(String.self)) ?? .upTo30),
+            choices: HighlightChoices(
+                minSegment: try r["min_segment"].decode(Double?.self), maxSegment: try r["max_segment"].decode(Double?.self),
+                maxSegments: try r["max_segments"].decode(Int?.self),
+                aspect: AspectRatio(rawValue: try r["aspect"].decode(String.self)) ?? .source,
+                fps: FrameRateChoice(rawValue: try r["fps"].decode(String.self)) ?? .upTo30),
             posterKey: try r["poster_key"].decode(String?.self), thumbnailsKey: try r["thumbnails_key"].decode(String?.self),
             sourceMedia: try r["source_media"].decode(String?.self).flatMap { try? JSONDecoder().decode(SourceMedia.self, from: Data($0.utf8)) },
-            music: try Self.music(id: try r["music_id"].decode(UUID?.self), key: try r["music_key"].decode(String?.self),
-                                  filename: try r["music_filename"].decode(String?.self),
-                                  volume: try r["music_volume"].decode(Double?.self), keep: try r["keep_source_audio"].decode(Bool.self)))
+            music: try Self.music(
+                id: try r["music_id"].decode(UUID?.self), key: try r["music_key"].decode(String?.self),
+                filename: try r["music_filename"].decode(String?.self),
+                volume: try r["music_volume"].decode(Double?.self), keep: try r["keep_source_audio"].decode(Bool.self)))
     }
 
     /// A job's soundtrack from its columns: a library track, an uploaded one, or none.
     static func music(id: UUID?, key: String?, filename: String?, volume: Double?, keep: Bool) -> MusicChoice? {
         if let id { return MusicChoice(trackID: id, volume: volume ?? MusicChoice.defaultVolume, keepSourceAudio: keep) }
         guard let key else { return nil }
-        return MusicChoice(uploaded: filename ?? String(key.split(separator: "/").last ?? "music"), at: key, volume: volume ?? MusicChoice.defaultVolume,
-                           keepSourceAudio: keep)
+        return MusicChoice(
+            uploaded: filename ?? String(key.split(separator: "/").last ?? "music"), at: key, volume: volume ?? MusicChoice.defaultVolume,
+            keepSourceAudio: keep)
     }
 
     /// Runs database work on a connection of the pool, turning any failure into a `JobStoreError`
@@ -202,13 +211,17 @@ public struct JobStore: Sendable {
     /// waiting task is cancelled and the connection the work holds is closed, which fails its
     /// statement at once and gives the pool room for a new connection; the caller gets
     /// `unavailable` (503 `service_unavailable` from the API). Two tasks and one timer per call.
-    func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10),
-                               _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
+    func database<T: Sendable>(
+        _ what: String, timeout: Duration = .seconds(10),
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
+    ) async throws(JobStoreError) -> T {
         try await Self.database(what, timeout: timeout, client: client, logger: logger, body)
     }
 
-    static func database<T: Sendable>(_ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
-                                      _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
+    static func database<T: Sendable>(
+        _ what: String, timeout: Duration = .seconds(10), client: PostgresClient, logger: Logger,
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
+    ) async throws(JobStoreError) -> T {
         let deadline = Deadline()
         let work = Task {
             try await client.withConnection { connection in

@@ -16,8 +16,10 @@ public struct MusicTrack: Sendable, Equatable {
     /// When it was removed from the library (kept for the jobs that name it).
     public var removedAt: Date?
 
-    public init(id: UUID = UUID(), title: String, artist: String? = nil, license: String? = nil, objectKey: String, duration: Double,
-                tempo: Double?, createdAt: Date = Date(), removedAt: Date? = nil) {
+    public init(
+        id: UUID = UUID(), title: String, artist: String? = nil, license: String? = nil, objectKey: String, duration: Double,
+        tempo: Double?, createdAt: Date = Date(), removedAt: Date? = nil
+    ) {
         self.id = id
         self.title = title
         self.artist = artist
@@ -36,14 +38,16 @@ extension JobStore {
     static func track(_ row: PostgresRow) throws -> MusicTrack {
         let (id, title, artist, license, key, duration, tempo, created, removed) =
             try row.decode((UUID, String, String?, String?, String, Double, Double?, Date, Date?).self)
-        return MusicTrack(id: id, title: title, artist: artist, license: license, objectKey: key, duration: duration, tempo: tempo,
-                          createdAt: created, removedAt: removed)
+        return MusicTrack(
+            id: id, title: title, artist: artist, license: license, objectKey: key, duration: duration, tempo: tempo,
+            createdAt: created, removedAt: removed)
     }
 
     /// Adds `track` to the library.
     public func addTrack(_ track: MusicTrack) async throws(JobStoreError) {
         try await database("add the track") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO music_tracks (id, title, artist, license, object_key, duration, tempo)
                 VALUES (\(track.id), \(track.title), \(track.artist), \(track.license), \(track.objectKey), \(track.duration), \(track.tempo))
                 """, logger: logger)
@@ -73,7 +77,8 @@ extension JobStore {
     /// Marks a track removed; returns it as it was, or nil when there is no such track in the library.
     public func removeTrack(_ id: UUID) async throws(JobStoreError) -> MusicTrack? {
         try await database("remove the track") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE music_tracks SET removed_at = now() WHERE id = \(id) AND removed_at IS NULL
                 RETURNING \(unescaped: Self.trackColumns)
                 """, logger: logger)

@@ -62,10 +62,13 @@ public struct OperationRecord: Sendable, Equatable {
 extension JobStore {
     /// Writes the audit record of an action on one job or the queue, already finished.
     @discardableResult
-    public func recordOperation(actor: String, action: OperatorAction, job: UUID? = nil, succeeded: Bool = true,
-                                message: String) async throws(JobStoreError) -> Int64 {
+    public func recordOperation(
+        actor: String, action: OperatorAction, job: UUID? = nil, succeeded: Bool = true,
+        message: String
+    ) async throws(JobStoreError) -> Int64 {
         try await database("record the operator's action") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO admin_operations (actor, action, job_id, state, matched, done, failed, message, finished_at)
                 VALUES (\(actor), \(action.rawValue), \(job), \(succeeded ? "done" : "failed"), 1, \(succeeded ? 1 : 0),
                         \(succeeded ? 0 : 1), \(message), now())
@@ -79,11 +82,14 @@ extension JobStore {
     /// Records a bulk action over `filter` (already narrowed to the statuses it applies to), to be
     /// run by `runner` (nil: by whichever API node claims it first). It will act on jobs created
     /// before now, so jobs that arrive meanwhile are not swept along.
-    public func startBulk(actor: String, action: OperatorAction, filter: JobFilter, matched: Int,
-                          runner: String?) async throws(JobStoreError) -> OperationRecord {
+    public func startBulk(
+        actor: String, action: OperatorAction, filter: JobFilter, matched: Int,
+        runner: String?
+    ) async throws(JobStoreError) -> OperationRecord {
         let json = String(decoding: (try? JSONEncoder.operations.encode(filter)) ?? Data("{}".utf8), as: UTF8.self)
         return try await database("start the bulk action") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO admin_operations (actor, action, filter, matched, message, runner, heartbeat_at)
                 VALUES (\(actor), \(action.rawValue), \(json)::jsonb, \(matched), \(filter.summary), \(runner),
                         CASE WHEN \(runner)::text IS NULL THEN NULL ELSE now() END)
@@ -98,7 +104,8 @@ extension JobStore {
     /// reported for `staleAfter` (its API node died). Several nodes never take the same one.
     public func claimBulk(runner: String, staleAfter: Duration) async throws(JobStoreError) -> OperationRecord? {
         try await database("claim a bulk action") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE admin_operations o SET runner = \(runner), heartbeat_at = now()
                 WHERE o.id = (SELECT id FROM admin_operations
                               WHERE state = 'running' AND filter IS NOT NULL
@@ -117,7 +124,8 @@ extension JobStore {
         bounded.createdBefore = min(bounded.createdBefore ?? operation.cutoff, operation.cutoff)
         let filter = bounded, cursor = operation.cursor
         return try await database("read the bulk action's next jobs") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT id, created_at FROM jobs
                 WHERE \(filter: filter)
                   AND (\(cursor?.createdAt)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.createdAt), \(cursor?.id)))
@@ -131,15 +139,19 @@ extension JobStore {
 
     /// Records progress, a job or a batch of them (and the runner's heartbeat). False when the
     /// action is no longer this runner's to run: an operator stopped it, or another node took it over.
-    public func advanceBulk(_ id: Int64, runner: String, cursor: JobCursor, done: Int, skipped: Int,
-                            failed: Int) async throws(JobStoreError) -> Bool {
+    public func advanceBulk(
+        _ id: Int64, runner: String, cursor: JobCursor, done: Int, skipped: Int,
+        failed: Int
+    ) async throws(JobStoreError) -> Bool {
         try await database("record the bulk action's progress") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE admin_operations SET cursor_at = \(cursor.createdAt), cursor_id = \(cursor.id), done = done + \(done),
                     skipped = skipped + \(skipped), failed = failed + \(failed), heartbeat_at = now()
                 WHERE id = \(id) AND runner = \(runner) AND state = 'running'
                 RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
@@ -147,16 +159,19 @@ extension JobStore {
     @discardableResult
     public func touchBulk(_ id: Int64, runner: String) async throws(JobStoreError) -> Bool {
         try await database("record the bulk action's heartbeat") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE admin_operations SET heartbeat_at = now() WHERE id = \(id) AND runner = \(runner) AND state = 'running' RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
     /// Ends a bulk action (`done`, or `failed` with why).
     public func finishBulk(_ id: Int64, runner: String, state: OperationRecord.State, message: String?) async throws(JobStoreError) {
         try await database("finish the bulk action") { connection, logger -> Void in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE admin_operations SET state = \(state.rawValue), finished_at = now(), heartbeat_at = now(),
                     message = coalesce(\(message), message)
                 WHERE id = \(id) AND runner = \(runner) AND state = 'running'
@@ -167,17 +182,20 @@ extension JobStore {
     /// An operator stops a running bulk action: its runner stops after the batch in hand.
     public func stopBulk(_ id: Int64, actor: String) async throws(JobStoreError) -> Bool {
         try await database("stop the bulk action") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE admin_operations SET state = 'stopped', finished_at = now(), message = message || ' (stopped by ' || \(actor) || ')'
                 WHERE id = \(id) AND state = 'running' RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
     public func operation(_ id: Int64) async throws(JobStoreError) -> OperationRecord? {
         try await database("read the operator's action") { connection, logger in
-            let rows = try await connection.query("SELECT \(unescaped: Self.operationColumns) FROM admin_operations WHERE id = \(id)",
-                                              logger: logger)
+            let rows = try await connection.query(
+                "SELECT \(unescaped: Self.operationColumns) FROM admin_operations WHERE id = \(id)",
+                logger: logger)
             for try await row in rows { return try Self.operation(row) }
             return nil
         }
@@ -186,7 +204,8 @@ extension JobStore {
     /// The audit log, newest first, `limit` before `before` (an id), of one job when given.
     public func operations(before: Int64? = nil, job: UUID? = nil, limit: Int = 50) async throws(JobStoreError) -> [OperationRecord] {
         try await database("read the audit log") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT \(unescaped: Self.operationColumns) FROM admin_operations
                 WHERE (\(before)::bigint IS NULL OR id < \(before)) AND (\(job)::uuid IS NULL OR job_id = \(job))
                 ORDER BY id DESC LIMIT \(min(max(limit, 1), 500))

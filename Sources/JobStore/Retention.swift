@@ -10,7 +10,8 @@ extension JobStore {
     /// objects in storage, oldest first.
     public func jobsWithObjects(finishedBefore cutoff: Date, limit: Int = 100) async throws(JobStoreError) -> [JobRecord] {
         try await database("find jobs whose objects expire") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT \(unescaped: Self.columns) FROM jobs
                 WHERE completed_at < \(cutoff) AND result_expired_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
                 ORDER BY completed_at LIMIT \(limit)
@@ -26,10 +27,12 @@ extension JobStore {
     @discardableResult
     public func markObjectsExpired(_ id: UUID) async throws(JobStoreError) -> Bool {
         try await database("record expired objects") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE jobs SET result_expired_at = now(), source_deleted_at = coalesce(source_deleted_at, now())
                 WHERE id = \(id) AND result_expired_at IS NULL RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
@@ -37,9 +40,11 @@ extension JobStore {
     @discardableResult
     public func markSourceDeleted(_ id: UUID) async throws(JobStoreError) -> Bool {
         try await database("record the deleted source") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE jobs SET source_deleted_at = now() WHERE id = \(id) AND source_deleted_at IS NULL RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
@@ -47,7 +52,8 @@ extension JobStore {
     /// gone, with their events and webhook deliveries. Returns how many were deleted.
     public func deleteExpiredJobs(finishedBefore cutoff: Date, limit: Int = 500) async throws(JobStoreError) -> Int {
         try await database("delete expired jobs") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 DELETE FROM jobs WHERE id IN (
                     SELECT id FROM jobs
                     WHERE completed_at < \(cutoff) AND result_expired_at IS NOT NULL AND status IN ('completed', 'failed', 'cancelled')

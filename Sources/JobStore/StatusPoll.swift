@@ -34,8 +34,10 @@ public struct JobStatusRow: Sendable, Equatable {
     public var segmentsSelected: Int?
     public var hasPoster: Bool
 
-    public init(id: UUID, status: JobStatus, progress: Int, message: String?, createdAt: Date, completedAt: Date?,
-                originalFilename: String?, sourceDuration: Double?, segmentsSelected: Int?, hasPoster: Bool) {
+    public init(
+        id: UUID, status: JobStatus, progress: Int, message: String?, createdAt: Date, completedAt: Date?,
+        originalFilename: String?, sourceDuration: Double?, segmentsSelected: Int?, hasPoster: Bool
+    ) {
         self.id = id
         self.status = status
         self.progress = progress
@@ -50,9 +52,10 @@ public struct JobStatusRow: Sendable, Equatable {
 
     /// The same columns of a whole job row.
     public init(_ job: JobRecord) {
-        self.init(id: job.id, status: job.status, progress: job.progress, message: job.message, createdAt: job.createdAt,
-                  completedAt: job.completedAt, originalFilename: job.originalFilename, sourceDuration: job.sourceDuration,
-                  segmentsSelected: job.segmentsSelected, hasPoster: job.posterKey != nil)
+        self.init(
+            id: job.id, status: job.status, progress: job.progress, message: job.message, createdAt: job.createdAt,
+            completedAt: job.completedAt, originalFilename: job.originalFilename, sourceDuration: job.sourceDuration,
+            segmentsSelected: job.segmentsSelected, hasPoster: job.posterKey != nil)
     }
 }
 
@@ -83,8 +86,10 @@ extension JobStore {
 
     /// Answers polls, in the order given, with one statement over the store's pool (the lane for
     /// polls from outside the event loops).
-    static func pollStatuses(_ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient,
-                             logger: Logger) async throws(JobStoreError) -> [PolledJob] {
+    static func pollStatuses(
+        _ polls: [(job: UUID, tokenSHA256: String)], client: PostgresClient,
+        logger: Logger
+    ) async throws(JobStoreError) -> [PolledJob] {
         try await database("read the jobs", client: client, logger: logger) { connection, logger in
             var answers = [PolledJob](repeating: .unknownToken, count: polls.count)
             let statement = DevicePolls(jobs: polls.map(\.job), tokens: polls.map(\.tokenSHA256))
@@ -172,8 +177,11 @@ final class StatusPolls: Sendable {
     private let batchLimit: Int
     /// Reads a batch, in order, and calls `done` once with the answers, or with why it could not
     /// (within the database timeout: a statement that hangs must fail, not keep its polls).
-    typealias Answer = @Sendable (_ polls: [(job: UUID, tokenSHA256: String)],
-                                  _ done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void) -> Void
+    typealias Answer =
+        @Sendable (
+            _ polls: [(job: UUID, tokenSHA256: String)],
+            _ done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void
+        ) -> Void
     private let answer: Answer
 
     init(concurrency: Int, batchLimit: Int = 256, answer: @escaping Answer) {
@@ -269,8 +277,10 @@ final class StatusPollConnection: @unchecked Sendable {
     }
 
     /// `StatusPolls.Answer`: reads `polls` and calls `done` on the event loop.
-    @Sendable func read(_ polls: [(job: UUID, tokenSHA256: String)],
-                        done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void) {
+    @Sendable func read(
+        _ polls: [(job: UUID, tokenSHA256: String)],
+        done: @escaping @Sendable (Result<[PolledJob], JobStoreError>) -> Void
+    ) {
         if eventLoop.inEventLoop {
             start(polls, done: done)
         } else {
@@ -306,8 +316,10 @@ final class StatusPollConnection: @unchecked Sendable {
             self.drop(connection)
             done(.failure(JobStore.timedOut(Self.what, logger: self.logger)))
         }
-        let binds = [PostgresData(array: polls.map { PostgresData(uuid: $0.job) }, elementType: .uuid),
-                     PostgresData(array: polls.map { PostgresData(string: $0.tokenSHA256) }, elementType: .text)]
+        let binds = [
+            PostgresData(array: polls.map { PostgresData(uuid: $0.job) }, elementType: .uuid),
+            PostgresData(array: polls.map { PostgresData(string: $0.tokenSHA256) }, elementType: .text),
+        ]
         connection.flatMap { _, query in
             query.execute(binds) { row in
                 let (index, answer) = try DevicePolls.decode(binaryRow: row)
@@ -331,8 +343,9 @@ final class StatusPollConnection: @unchecked Sendable {
     private func connected() -> EventLoopFuture<(PostgresConnection, PreparedQuery)> {
         if let ready { return ready }
         let future = makeConfiguration().flatMap { configuration in
-            PostgresConnection.connect(on: self.eventLoop, configuration: configuration, id: Self.ids.add(1, ordering: .relaxed).newValue,
-                                       logger: self.logger)
+            PostgresConnection.connect(
+                on: self.eventLoop, configuration: configuration, id: Self.ids.add(1, ordering: .relaxed).newValue,
+                logger: self.logger)
         }.flatMap { connection in
             connection.prepare(query: DevicePolls.sql).map { (connection, $0) }.flatMapErrorThrowing { error in
                 Self.close(connection)
@@ -374,9 +387,10 @@ private typealias StatusColumns = (UUID?, String?, Int?, String?, Date?, Date?, 
 private func statusRow(_ columns: StatusColumns) -> JobStatusRow? {
     let (id, status, progress, message, created, completed, filename, duration, segments, poster) = columns
     guard let id, let status, let progress, let created else { return nil }
-    return JobStatusRow(id: id, status: JobStatus(rawValue: status) ?? .failed, progress: progress, message: message,
-                        createdAt: created, completedAt: completed, originalFilename: filename, sourceDuration: duration,
-                        segmentsSelected: segments, hasPoster: poster ?? false)
+    return JobStatusRow(
+        id: id, status: JobStatus(rawValue: status) ?? .failed, progress: progress, message: message,
+        createdAt: created, completedAt: completed, originalFilename: filename, sourceDuration: duration,
+        segmentsSelected: segments, hasPoster: poster ?? false)
 }
 
 /// One row per poll, by its position (from 0): none of the job's columns for a token that is not
@@ -410,13 +424,19 @@ private struct DevicePolls: PostgresPreparedStatement {
     /// as every execute asks, but PostgresNIO labels them with the formats of the statement's
     /// description (text), so each cell is read as what it is.
     static func decode(binaryRow row: PostgresRow) throws -> Row {
-        let cells = row.map { PostgresCell(bytes: $0.bytes, dataType: $0.dataType, format: .binary, columnName: $0.columnName,
-                                           columnIndex: $0.columnIndex) }
+        let cells = row.map {
+            PostgresCell(
+                bytes: $0.bytes, dataType: $0.dataType, format: .binary, columnName: $0.columnName,
+                columnIndex: $0.columnIndex)
+        }
         guard cells.count == 12 else { throw JobStoreError(.unavailable, "The status poll statement returned \(cells.count) columns, not 12.") }
-        return try decode((try cells[0].decode(Int.self), try cells[1].decode(Bool.self), try cells[2].decode(UUID?.self),
-                           try cells[3].decode(String?.self), try cells[4].decode(Int?.self), try cells[5].decode(String?.self),
-                           try cells[6].decode(Date?.self), try cells[7].decode(Date?.self), try cells[8].decode(String?.self),
-                           try cells[9].decode(Double?.self), try cells[10].decode(Int?.self), try cells[11].decode(Bool?.self)))
+        return try decode(
+            (
+                try cells[0].decode(Int.self), try cells[1].decode(Bool.self), try cells[2].decode(UUID?.self),
+                try cells[3].decode(String?.self), try cells[4].decode(Int?.self), try cells[5].decode(String?.self),
+                try cells[6].decode(Date?.self), try cells[7].decode(Date?.self), try cells[8].decode(String?.self),
+                try cells[9].decode(Double?.self), try cells[10].decode(Int?.self), try cells[11].decode(Bool?.self)
+            ))
     }
 
     private static func decode(_ columns: (Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?)) -> Row {

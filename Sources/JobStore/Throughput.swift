@@ -48,7 +48,8 @@ extension JobStore {
         let from = Date(timeIntervalSince1970: Double(firstSlot * Int64(width)))
         var buckets = (firstSlot...lastSlot).map { ThroughputBucket(start: Date(timeIntervalSince1970: Double($0 * Int64(width)))) }
         let rows = try await database("chart throughput") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT floor(extract(epoch FROM completed_at) / \(width))::bigint AS slot,
                        count(*) FILTER (WHERE status = 'completed')::int,
                        count(*) FILTER (WHERE status = 'failed')::int,
@@ -81,7 +82,8 @@ extension JobStore {
     /// Jobs waiting in PostgreSQL's view: pending, of which waiting out a retry delay, and the oldest's wait.
     public func waiting() async throws(JobStoreError) -> (pending: Int, delayed: Int, oldestWaitSeconds: Double) {
         try await database("count waiting jobs") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT count(*)::int, (count(*) FILTER (WHERE run_after > now()))::int,
                        coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
                 FROM jobs WHERE status = 'pending'

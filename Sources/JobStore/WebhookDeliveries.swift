@@ -26,7 +26,8 @@ extension JobStore {
     /// the same row (`SKIP LOCKED`).
     public func takeDueWebhooks(limit: Int, lease: Duration) async throws(JobStoreError) -> [WebhookDelivery] {
         try await database("take due webhooks") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH due AS (
                     SELECT id FROM webhook_deliveries
                     WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
@@ -49,17 +50,20 @@ extension JobStore {
         try await database("record the webhook attempt") { connection, logger -> Void in
             switch outcome {
             case .delivered(let status):
-                try await connection.query("""
+                try await connection.query(
+                    """
                     UPDATE webhook_deliveries SET delivered_at = now(), last_status = \(status), last_error = NULL
                     WHERE id = \(delivery.id)
                     """, logger: logger)
             case .failed(let status, let error, let retryAt?):
-                try await connection.query("""
+                try await connection.query(
+                    """
                     UPDATE webhook_deliveries SET next_attempt_at = \(retryAt), last_status = \(status), last_error = \(error)
                     WHERE id = \(delivery.id)
                     """, logger: logger)
             case .failed(let status, let error, nil):
-                try await connection.query("""
+                try await connection.query(
+                    """
                     UPDATE webhook_deliveries SET gave_up_at = now(), last_status = \(status), last_error = \(error)
                     WHERE id = \(delivery.id)
                     """, logger: logger)
@@ -70,7 +74,8 @@ extension JobStore {
     /// Every delivery of a job's webhooks, oldest first.
     public func webhookDeliveries(job: UUID) async throws(JobStoreError) -> [WebhookDeliveryRecord] {
         try await database("read the job's webhooks") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT \(unescaped: Self.deliveryColumns) FROM webhook_deliveries WHERE job_id = \(job) ORDER BY id
                 """, logger: logger)
             var list: [WebhookDeliveryRecord] = []
@@ -84,7 +89,8 @@ extension JobStore {
     /// delivery `id`.
     public func redeliverWebhook(_ id: Int64) async throws(JobStoreError) -> WebhookDeliveryRecord? {
         try await database("redeliver the webhook") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO webhook_deliveries (job_id, url, event, redelivery_of)
                 SELECT job_id, url, event, id FROM webhook_deliveries WHERE id = \(id)
                 RETURNING \(unescaped: Self.deliveryColumns)

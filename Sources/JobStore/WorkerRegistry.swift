@@ -51,7 +51,8 @@ extension JobStore {
     /// workers that have not been heard of for a week.
     public func registerWorker(_ worker: WorkerIdentity) async throws(JobStoreError) {
         try await database("register the worker") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO workers (id, host, pid, version, concurrency) VALUES
                     (\(worker.id), \(worker.host), \(worker.pid), \(worker.version), \(worker.concurrency))
                 ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = now(), stopped_at = NULL
@@ -64,17 +65,20 @@ extension JobStore {
     /// False when the registry does not know it (register again).
     public func workerHeartbeat(_ id: String, running: Int, finished: Int64) async throws(JobStoreError) -> Bool {
         try await database("record the worker's heartbeat") { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE workers SET last_heartbeat_at = now(), running = \(running), jobs_finished = \(finished), stopped_at = NULL
                 WHERE id = \(id) RETURNING 1
-                """, logger: logger).hasRows()
+                """, logger: logger
+            ).hasRows()
         }
     }
 
     /// The worker stopped cleanly.
     public func workerStopped(_ id: String, finished: Int64) async throws(JobStoreError) {
         try await database("record the worker's stop") { connection, logger -> Void in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE workers SET stopped_at = now(), last_heartbeat_at = now(), running = 0, jobs_finished = \(finished) WHERE id = \(id)
                 """, logger: logger)
         }
@@ -84,7 +88,8 @@ extension JobStore {
     public func workers(within: Duration = .seconds(86_400)) async throws(JobStoreError) -> [WorkerRecord] {
         let window = Self.workerLivenessWindow.inSeconds
         return try await database("list workers") { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT w.id, w.host, w.pid, w.version, w.concurrency, w.started_at, w.last_heartbeat_at, w.stopped_at, w.running,
                        w.jobs_finished, coalesce(array_agg(j.id::text ORDER BY j.started_at) FILTER (WHERE j.id IS NOT NULL), '{}'),
                        (w.stopped_at IS NULL AND w.last_heartbeat_at > now() - make_interval(secs => \(window))) AS alive
@@ -95,9 +100,11 @@ extension JobStore {
                 """, logger: logger)
             var workers: [WorkerRecord] = []
             for try await row in rows.decode((String, String, Int, String, Int, Date, Date, Date?, Int, Int64, [String], Bool).self) {
-                workers.append(WorkerRecord(id: row.0, host: row.1, pid: row.2, version: row.3, concurrency: row.4, startedAt: row.5,
-                                            lastHeartbeatAt: row.6, stoppedAt: row.7, running: row.8, jobsFinished: row.9,
-                                            currentJobs: row.10.compactMap(UUID.init(uuidString:)), alive: row.11))
+                workers.append(
+                    WorkerRecord(
+                        id: row.0, host: row.1, pid: row.2, version: row.3, concurrency: row.4, startedAt: row.5,
+                        lastHeartbeatAt: row.6, stoppedAt: row.7, running: row.8, jobsFinished: row.9,
+                        currentJobs: row.10.compactMap(UUID.init(uuidString:)), alive: row.11))
             }
             return workers
         }

@@ -23,8 +23,10 @@ public struct BulkRunner: Sendable {
     let staleAfter: Duration
     let pollInterval: Duration
 
-    public init(jobs: Jobs, storage: (any ObjectStore)?, name: String, batchSize: Int = 100, staleAfter: Duration = .seconds(30),
-                pollInterval: Duration = .seconds(1)) {
+    public init(
+        jobs: Jobs, storage: (any ObjectStore)?, name: String, batchSize: Int = 100, staleAfter: Duration = .seconds(30),
+        pollInterval: Duration = .seconds(1)
+    ) {
         self.jobs = jobs
         self.storage = storage
         self.name = name
@@ -38,8 +40,12 @@ public struct BulkRunner: Sendable {
         while !Task.isCancelled {
             do {
                 if let operation = try await jobs.store.claimBulk(runner: name, staleAfter: staleAfter) {
-                    jobs.logger.notice("running a bulk action", metadata: ["operation": "\(operation.id)", "action": "\(operation.action.rawValue)",
-                                                                          "actor": "\(operation.actor)"])
+                    jobs.logger.notice(
+                        "running a bulk action",
+                        metadata: [
+                            "operation": "\(operation.id)", "action": "\(operation.action.rawValue)",
+                            "actor": "\(operation.actor)",
+                        ])
                     _ = await run(operation)
                     continue
                 }
@@ -67,8 +73,11 @@ public struct BulkRunner: Sendable {
                     let result = await keepingAlive(operation.id) { await act(operation.action, on: job.id, as: worker) }
                     let cursor = JobCursor(createdAt: job.createdAt, id: job.id)
                     let (done, skipped, failed) = (result == .done ? 1 : 0, result == .skipped ? 1 : 0, result == .failed ? 1 : 0)
-                    guard try await jobs.store.advanceBulk(operation.id, runner: name, cursor: cursor, done: done, skipped: skipped,
-                                                           failed: failed) else {
+                    guard
+                        try await jobs.store.advanceBulk(
+                            operation.id, runner: name, cursor: cursor, done: done, skipped: skipped,
+                            failed: failed)
+                    else {
                         return (try? await jobs.store.operation(operation.id)) ?? operation  // stopped, or no longer ours
                     }
                     operation.cursor = cursor

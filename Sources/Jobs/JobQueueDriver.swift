@@ -93,8 +93,10 @@ public struct QueueStats: Sendable, Equatable, Codable {
     /// Workers take no new jobs while the queue is paused.
     public var paused: Bool
 
-    public init(ready: Int, delayed: Int, inFlight: Int, deadLettered: Int, oldestReadySeconds: Double, consumers: Int,
-                paused: Bool = false) {
+    public init(
+        ready: Int, delayed: Int, inFlight: Int, deadLettered: Int, oldestReadySeconds: Double, consumers: Int,
+        paused: Bool = false
+    ) {
         self.ready = ready
         self.delayed = delayed
         self.inFlight = inFlight

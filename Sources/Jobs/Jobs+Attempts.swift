@@ -60,8 +60,10 @@ extension Jobs {
     /// Renews the lease: the queue's first, then PostgreSQL's, so PostgreSQL's never lapses
     /// before the queue's. Answers whether the attempt still holds the job; PostgreSQL's renewal
     /// gives up (`unavailable`) after `timeout`.
-    public func renew(_ lease: JobLease, delivery: Delivery, consumer: String, extendBy: Duration, timeout: Duration,
-                      logger: Logger) async throws(JobStoreError) -> LeaseState {
+    public func renew(
+        _ lease: JobLease, delivery: Delivery, consumer: String, extendBy: Duration, timeout: Duration,
+        logger: Logger
+    ) async throws(JobStoreError) -> LeaseState {
         if (try? await queue.heartbeat(delivery, consumer: consumer)) != true {
             logger.notice("the queue no longer holds this delivery; PostgreSQL's lease still fences the job")
         }
@@ -101,10 +103,14 @@ extension Jobs {
             }
         case .failed(let failure, let delay):
             do {
-                switch try await persisting(logger, { () throws(JobStoreError) in
-                    try await store.fail(lease, code: failure.code, message: failure.message, retryable: failure.retryable, retryDelay: delay,
-                                         diagnostics: failure.diagnostics, finalMessage: failure.finalMessage)
-                }) {
+                switch try await persisting(
+                    logger,
+                    { () throws(JobStoreError) in
+                        try await store.fail(
+                            lease, code: failure.code, message: failure.message, retryable: failure.retryable, retryDelay: delay,
+                            diagnostics: failure.diagnostics, finalMessage: failure.finalMessage)
+                    })
+                {
                 case .willRetry(let at):
                     logger.warning("attempt failed; retrying", metadata: ["error_code": "\(failure.code)", "retry_at": "\(at)"])
                     await afterTruth("delay the retry", logger: logger) { try await queue.retry(delivery, after: delay) }
@@ -152,8 +158,9 @@ extension Jobs {
     /// PostgreSQL calls whose loss would cost work: retried with backoff for up to 30 s while the
     /// database is unavailable (not once the calling task is cancelled: every call would fail at once).
     func persisting<T: Sendable>(_ logger: Logger, _ body: () async throws(JobStoreError) -> T) async throws(JobStoreError) -> T {
-        try await Backoff.retrying(for: .seconds(30), first: .milliseconds(100), cap: .seconds(3), when: { $0.code == .unavailable },
-                                   onRetry: { error, _ in logger.warning("database unavailable; retrying", metadata: ["error": "\(error)"]) },
-                                   body)
+        try await Backoff.retrying(
+            for: .seconds(30), first: .milliseconds(100), cap: .seconds(3), when: { $0.code == .unavailable },
+            onRetry: { error, _ in logger.warning("database unavailable; retrying", metadata: ["error": "\(error)"]) },
+            body)
     }
 }

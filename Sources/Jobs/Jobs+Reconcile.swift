@@ -73,8 +73,10 @@ extension Jobs {
 
     /// Hands `body` each page `fetch` returns (keyset by id: `fetch` gets the last id of the page
     /// before), until a page comes back short.
-    private static func everyPage<Row>(_ size: Int, id: (Row) -> UUID, _ fetch: (UUID?) async throws -> [Row],
-                                       _ body: ([Row]) async throws -> Void) async throws {
+    private static func everyPage<Row>(
+        _ size: Int, id: (Row) -> UUID, _ fetch: (UUID?) async throws -> [Row],
+        _ body: ([Row]) async throws -> Void
+    ) async throws {
         var after: UUID?
         while true {
             let page = try await fetch(after)

@@ -33,22 +33,24 @@ public struct Operator: Sendable {
 
     public func retry(_ id: UUID, attempts: Int = 3) async throws(JobStoreError) -> RequeueOutcome {
         let outcome = try await jobs.retry(id, attempts: attempts, detail: "retried by \(actor)")
-        let (succeeded, message) = switch outcome {
-        case .requeued(let job): (true, "Retried: pending again, up to attempt \(job.maxAttempts).")
-        case .notFailed(let status): (false, "Not retried: the job is \(status.rawValue); only failed jobs are retried.")
-        case .notFound: (false, "Not retried: there is no such job.")
-        }
+        let (succeeded, message) =
+            switch outcome {
+            case .requeued(let job): (true, "Retried: pending again, up to attempt \(job.maxAttempts).")
+            case .notFailed(let status): (false, "Not retried: the job is \(status.rawValue); only failed jobs are retried.")
+            case .notFound: (false, "Not retried: there is no such job.")
+            }
         try await audit(.retry, job: id, succeeded: succeeded, message)
         return outcome
     }
 
     public func cancel(_ id: UUID) async throws(JobStoreError) -> CancelOutcome {
         let outcome = try await jobs.cancel(id, detail: "cancelled by \(actor)")
-        let (succeeded, message) = switch outcome {
-        case .cancelled(let from): (true, "Cancelled (it was \(from.rawValue)).")
-        case .alreadyFinished(let status): (false, "Not cancelled: the job already ended \(status.rawValue).")
-        case .notFound: (false, "Not cancelled: there is no such job.")
-        }
+        let (succeeded, message) =
+            switch outcome {
+            case .cancelled(let from): (true, "Cancelled (it was \(from.rawValue)).")
+            case .alreadyFinished(let status): (false, "Not cancelled: the job already ended \(status.rawValue).")
+            case .notFound: (false, "Not cancelled: there is no such job.")
+            }
         try await audit(.cancel, job: id, succeeded: succeeded, message)
         return outcome
     }
@@ -56,13 +58,17 @@ public struct Operator: Sendable {
     /// Deletes an ended job: its row, events and webhook deliveries, then its objects in storage.
     public func delete(_ id: UUID) async throws(JobStoreError) -> DeleteOutcome {
         let (outcome, leftBehind) = try await deleteWithoutAudit(id)
-        let (succeeded, message) = switch outcome {
-        case .deleted(let keys):
-            (true, "Deleted the job and \(keys.count - leftBehind.count) of its \(keys.count) objects"
-                + (leftBehind.isEmpty ? "." : "; the retention sweep deletes the rest (\(leftBehind.joined(separator: ", ")))."))
-        case .notFinished(let status): (false, "Not deleted: the job is \(status.rawValue); cancel it first.")
-        case .notFound: (false, "Not deleted: there is no such job.")
-        }
+        let (succeeded, message) =
+            switch outcome {
+            case .deleted(let keys):
+                (
+                    true,
+                    "Deleted the job and \(keys.count - leftBehind.count) of its \(keys.count) objects"
+                        + (leftBehind.isEmpty ? "." : "; the retention sweep deletes the rest (\(leftBehind.joined(separator: ", "))).")
+                )
+            case .notFinished(let status): (false, "Not deleted: the job is \(status.rawValue); cancel it first.")
+            case .notFound: (false, "Not deleted: there is no such job.")
+            }
         try await audit(.delete, job: id, succeeded: succeeded, message)
         return outcome
     }
@@ -80,8 +86,9 @@ public struct Operator: Sendable {
             do {
                 try await storage.delete(key: key)
             } catch {
-                jobs.logger.warning("object of a deleted job not deleted; the retention sweep will",
-                                    metadata: ["key": "\(key)", "error": "\(error)"])
+                jobs.logger.warning(
+                    "object of a deleted job not deleted; the retention sweep will",
+                    metadata: ["key": "\(key)", "error": "\(error)"])
                 leftBehind.append(key)
             }
         }
@@ -103,9 +110,10 @@ public struct Operator: Sendable {
     /// Sends a webhook delivery again (a new delivery, due now); nil when there is no delivery `id`.
     public func redeliver(_ id: Int64) async throws(JobStoreError) -> WebhookDeliveryRecord? {
         let delivery = try await store.redeliverWebhook(id)
-        try await audit(.redeliver, job: delivery?.jobID, succeeded: delivery != nil,
-                        delivery.map { "Redelivery \($0.id) of webhook \(id) (\($0.event) to \($0.url)) is due now." }
-                            ?? "Not redelivered: there is no webhook delivery \(id).")
+        try await audit(
+            .redeliver, job: delivery?.jobID, succeeded: delivery != nil,
+            delivery.map { "Redelivery \($0.id) of webhook \(id) (\($0.event) to \($0.url)) is due now." }
+                ?? "Not redelivered: there is no webhook delivery \(id).")
         return delivery
     }
 

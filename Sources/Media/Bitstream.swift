@@ -154,7 +154,8 @@ public struct Bitstream: Sendable, Equatable {
             for _ in 0..<units {
                 guard let length = number(2), length <= record.count - position else { return nil }
                 if type & 0x3F == 39 || type & 0x3F == 40, length > 2,
-                   let options = encoderOptions(inSEI: record, from: position + 2, to: position + length) {
+                    let options = encoderOptions(inSEI: record, from: position + 2, to: position + length)
+                {
                     return options
                 }
                 position += length

@@ -17,8 +17,9 @@ public struct ColorDescription: Hashable, Sendable {
     }
 
     /// Nothing said: players guess (BT.709 for HD, usually).
-    public static let unspecified = ColorDescription(primaries: .unspecified, transfer: .unspecified,
-                                                     space: .unspecified, range: .unspecified)
+    public static let unspecified = ColorDescription(
+        primaries: .unspecified, transfer: .unspecified,
+        space: .unspecified, range: .unspecified)
     /// SDR HD video: BT.709 throughout, limited range.
     public static let bt709 = ColorDescription(primaries: .bt709, transfer: .bt709, space: .bt709, range: .limited)
 

@@ -24,8 +24,10 @@ public final class Encoder {
         /// Colour description written into the stream (and the container's `colr`).
         public var color = ColorDescription.unspecified
 
-        public init(codec: String, width: Int, height: Int, pixelFormat: PixelFormat,
-                    timeBase: Rational, frameRate: Rational, options: [String: String] = [:]) {
+        public init(
+            codec: String, width: Int, height: Int, pixelFormat: PixelFormat,
+            timeBase: Rational, frameRate: Rational, options: [String: String] = [:]
+        ) {
             self.codec = codec
             self.width = width
             self.height = height
@@ -88,7 +90,9 @@ public final class Encoder {
         try Self.open(context, codec, [:])
     }
 
-    private static func open(_ context: UnsafeMutablePointer<AVCodecContext>, _ codec: UnsafePointer<AVCodec>, _ options: [String: String]) throws(FFmpegError) {
+    private static func open(_ context: UnsafeMutablePointer<AVCodecContext>, _ codec: UnsafePointer<AVCodec>, _ options: [String: String])
+        throws(FFmpegError)
+    {
         var dictionary: OpaquePointer? = nil
         for (key, value) in options.sorted(by: { $0.key < $1.key }) { av_dict_set(&dictionary, key, value, 0) }
         defer { av_dict_free(&dictionary) }

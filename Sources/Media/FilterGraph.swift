@@ -20,7 +20,9 @@ public final class FilterGraph {
         let made = avfilter_graph_create_filter(&source, avfilter_get_by_name("buffer"), "in", arguments, nil, graph)
         guard made >= 0, let source else { avfilter_graph_free(&self.graph); throw FFmpegError(made, "avfilter_graph_create_filter(buffer)") }
         let madeSink = avfilter_graph_create_filter(&sink, avfilter_get_by_name("buffersink"), "out", nil, nil, graph)
-        guard madeSink >= 0, let sink else { avfilter_graph_free(&self.graph); throw FFmpegError(madeSink, "avfilter_graph_create_filter(buffersink)") }
+        guard madeSink >= 0, let sink else {
+            avfilter_graph_free(&self.graph); throw FFmpegError(madeSink, "avfilter_graph_create_filter(buffersink)")
+        }
         self.source = source
         self.sink = sink
 

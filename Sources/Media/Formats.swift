@@ -69,13 +69,14 @@ public enum PictureType: Sendable, Hashable {
     case other
 
     package init(_ av: AVPictureType) {
-        self = switch av {
-        case AV_PICTURE_TYPE_NONE: .unspecified
-        case AV_PICTURE_TYPE_I: .intra
-        case AV_PICTURE_TYPE_P: .predicted
-        case AV_PICTURE_TYPE_B: .bidirectional
-        default: .other
-        }
+        self =
+            switch av {
+            case AV_PICTURE_TYPE_NONE: .unspecified
+            case AV_PICTURE_TYPE_I: .intra
+            case AV_PICTURE_TYPE_P: .predicted
+            case AV_PICTURE_TYPE_B: .bidirectional
+            default: .other
+            }
     }
 
     package var av: AVPictureType {
@@ -93,14 +94,15 @@ public enum MediaType: Sendable, Hashable {
     case video, audio, subtitle, data, attachment, unknown
 
     package init(_ av: AVMediaType) {
-        self = switch av {
-        case AVMEDIA_TYPE_VIDEO: .video
-        case AVMEDIA_TYPE_AUDIO: .audio
-        case AVMEDIA_TYPE_SUBTITLE: .subtitle
-        case AVMEDIA_TYPE_DATA: .data
-        case AVMEDIA_TYPE_ATTACHMENT: .attachment
-        default: .unknown
-        }
+        self =
+            switch av {
+            case AVMEDIA_TYPE_VIDEO: .video
+            case AVMEDIA_TYPE_AUDIO: .audio
+            case AVMEDIA_TYPE_SUBTITLE: .subtitle
+            case AVMEDIA_TYPE_DATA: .data
+            case AVMEDIA_TYPE_ATTACHMENT: .attachment
+            default: .unknown
+            }
     }
 
     package var av: AVMediaType {

@@ -90,8 +90,9 @@ public final class Frame {
     /// The picture's colour description (what filters and encoders read).
     public var color: ColorDescription {
         get {
-            ColorDescription(primaries: .init(pointer.pointee.color_primaries), transfer: .init(pointer.pointee.color_trc),
-                             space: .init(pointer.pointee.colorspace), range: .init(pointer.pointee.color_range))
+            ColorDescription(
+                primaries: .init(pointer.pointee.color_primaries), transfer: .init(pointer.pointee.color_trc),
+                space: .init(pointer.pointee.colorspace), range: .init(pointer.pointee.color_range))
         }
         set {
             pointer.pointee.color_primaries = newValue.primaries.av
@@ -141,8 +142,9 @@ public final class Frame {
         let vectors = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: AVMotionVector.self), count: count)
         return vectors.map { vector in
             let scale = Double(max(1, vector.motion_scale))
-            return MotionVector(x: Double(vector.motion_x) / scale, y: Double(vector.motion_y) / scale,
-                                area: Int(vector.w) * Int(vector.h), fromPast: vector.source < 0)
+            return MotionVector(
+                x: Double(vector.motion_x) / scale, y: Double(vector.motion_y) / scale,
+                area: Int(vector.w) * Int(vector.h), fromPast: vector.source < 0)
         }
     }
 }

@@ -38,7 +38,9 @@ public final class InputFile {
         try check(avformat_find_stream_info(pointer, nil), "avformat_find_stream_info")
     }
 
-    private static func open(_ path: String, io: UnsafeMutablePointer<AVIOContext>?, demuxers: [String]?) throws(FFmpegError) -> UnsafeMutablePointer<AVFormatContext> {
+    private static func open(_ path: String, io: UnsafeMutablePointer<AVIOContext>?, demuxers: [String]?) throws(FFmpegError) -> UnsafeMutablePointer<
+        AVFormatContext
+    > {
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
         if let io {
             guard let allocated = avformat_alloc_context() else { throw FFmpegError(moments_averror_enomem(), "avformat_alloc_context") }
@@ -178,8 +180,9 @@ public struct MediaStream {
     /// The colour description the stream states (parts it leaves out are `.unspecified`).
     public var color: ColorDescription {
         let p = parameters.pointee
-        return ColorDescription(primaries: .init(p.color_primaries), transfer: .init(p.color_trc),
-                                space: .init(p.color_space), range: .init(p.color_range))
+        return ColorDescription(
+            primaries: .init(p.color_primaries), transfer: .init(p.color_trc),
+            space: .init(p.color_space), range: .init(p.color_range))
     }
     public var isAttachedPicture: Bool { pointer.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 }
 

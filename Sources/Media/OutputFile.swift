@@ -60,7 +60,8 @@ public final class OutputFile {
         let sideData = source.pointer.pointee.side_data
         for i in 0..<Int(source.pointer.pointee.nb_side_data) {
             guard let entry = sideData?[i], entry.size > 0, let data = entry.data,
-                  let copy = av_stream_new_side_data(stream, entry.type, Int(entry.size)) else { continue }
+                let copy = av_stream_new_side_data(stream, entry.type, Int(entry.size))
+            else { continue }
             copy.update(from: data, count: Int(entry.size))
         }
         let index = Int(stream.pointee.index)

@@ -9,7 +9,7 @@ public final class Packet {
         pointer = packet
     }
 
-    deinit { av_packet_free_ptr(pointer) }
+    deinit { freePacket(pointer) }
 
     /// A new packet referencing the same data (no copy of the payload).
     public func reference() -> Packet {
@@ -54,7 +54,7 @@ public final class Packet {
 }
 
 @inline(__always)
-func av_packet_free_ptr(_ packet: UnsafeMutablePointer<AVPacket>) {
+func freePacket(_ packet: UnsafeMutablePointer<AVPacket>) {
     var p: UnsafeMutablePointer<AVPacket>? = packet
     av_packet_free(&p)
 }

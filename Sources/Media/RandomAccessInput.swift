@@ -39,12 +39,15 @@ final class InputReader {
     func makeContext() -> UnsafeMutablePointer<AVIOContext>? {
         guard let buffer = av_malloc(Self.bufferSize) else { return nil }
         let opaque = Unmanaged.passRetained(self).toOpaque()
-        let context = avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), Int32(Self.bufferSize), 0, opaque, { opaque, buffer, size in
-            let reader = Unmanaged<InputReader>.fromOpaque(opaque!).takeUnretainedValue()
-            return reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(max(size, 0))))
-        }, nil, { opaque, offset, whence in
-            Unmanaged<InputReader>.fromOpaque(opaque!).takeUnretainedValue().seek(offset, whence: whence)
-        })
+        let context = avio_alloc_context(
+            buffer.assumingMemoryBound(to: UInt8.self), Int32(Self.bufferSize), 0, opaque,
+            { opaque, buffer, size in
+                let reader = Unmanaged<InputReader>.fromOpaque(opaque!).takeUnretainedValue()
+                return reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(max(size, 0))))
+            }, nil,
+            { opaque, offset, whence in
+                Unmanaged<InputReader>.fromOpaque(opaque!).takeUnretainedValue().seek(offset, whence: whence)
+            })
         if context == nil {
             av_free(buffer)
             Unmanaged<InputReader>.fromOpaque(opaque).release()

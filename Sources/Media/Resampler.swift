@@ -31,8 +31,10 @@ public final class Resampler {
             av_channel_layout_copy(&inLayout, &layout)
         }
         defer { av_channel_layout_uninit(&inLayout); av_channel_layout_uninit(&outLayout) }
-        try check(swr_alloc_set_opts2(&context, &outLayout, format.av, Int32(sampleRate),
-                                      &inLayout, AVSampleFormat(src.format), src.sample_rate, 0, nil), "swr_alloc_set_opts2")
+        try check(
+            swr_alloc_set_opts2(
+                &context, &outLayout, format.av, Int32(sampleRate),
+                &inLayout, AVSampleFormat(src.format), src.sample_rate, 0, nil), "swr_alloc_set_opts2")
         try check(swr_init(context), "swr_init")
         sourceShape = shape
     }

@@ -4,10 +4,14 @@
 public enum FacePainter {
     /// Calls `set(x, y, tone)` for every pixel of a face centred at (`cx`, `cy`), `size` wide,
     /// with skin of tone `skin` (luma, 0…255), inside a `width` × `height` picture.
-    public static func draw(cx: Double, cy: Double, size: Double, skin: Double, width: Int, height: Int,
-                            set: (Int, Int, Double) -> Void) {
-        func ellipse(_ ex: Double, _ ey: Double, _ ra: Double, _ rb: Double, _ value: Double,
-                     where extra: (Double, Double) -> Bool = { _, _ in true }) {
+    public static func draw(
+        cx: Double, cy: Double, size: Double, skin: Double, width: Int, height: Int,
+        set: (Int, Int, Double) -> Void
+    ) {
+        func ellipse(
+            _ ex: Double, _ ey: Double, _ ra: Double, _ rb: Double, _ value: Double,
+            where extra: (Double, Double) -> Bool = { _, _ in true }
+        ) {
             let x0 = max(0, Int(ex - ra)), x1 = min(width - 1, Int(ex + ra) + 1)
             let y0 = max(0, Int(ey - rb)), y1 = min(height - 1, Int(ey + rb) + 1)
             guard x0 <= x1, y0 <= y1 else { return }

@@ -73,9 +73,11 @@ struct ScenePainter {
     }
 
     /// Paints scene `scene` at frame `frame` with brightness `gain` (0 black … 1 full) into the planes.
-    func paint(scene: Int, frame: Int, gain: Double,
-               y: UnsafeMutablePointer<UInt8>, yStride: Int,
-               u: UnsafeMutablePointer<UInt8>, v: UnsafeMutablePointer<UInt8>, cStride: Int) {
+    func paint(
+        scene: Int, frame: Int, gain: Double,
+        y: UnsafeMutablePointer<UInt8>, yStride: Int,
+        u: UnsafeMutablePointer<UInt8>, v: UnsafeMutablePointer<UInt8>, cStride: Int
+    ) {
         let start = video.scenes[..<scene].reduce(0) { $0 + $1.frames }
         let placed = layout(scene: scene, local: frame - start, frame: frame)
         var ox = placed.ox, objects = placed.objects
@@ -103,7 +105,9 @@ struct ScenePainter {
         let columns = (0..<w).map { (Int(((Double($0) - Double(w) / 2) / zoom + Double(w) / 2).rounded(.down)) + ox) & mask }
         let rows = (0..<h).map { ((Int(((Double($0) - Double(h) / 2) / zoom + Double(h) / 2).rounded(.down)) + oy) & mask) * n }
         let objectSize = Int(Double(max(4, h / 6)) * zoom)
-        objects = objects.map { (Int((Double($0.x) - Double(w) / 2) * zoom + Double(w) / 2), Int((Double($0.y) - Double(h) / 2) * zoom + Double(h) / 2)) }
+        objects = objects.map {
+            (Int((Double($0.x) - Double(w) / 2) * zoom + Double(w) / 2), Int((Double($0.y) - Double(h) / 2) * zoom + Double(h) / 2))
+        }
         tile.withUnsafeBufferPointer { t in
             for row in 0..<h {
                 let line = y + row * yStride
@@ -123,8 +127,10 @@ struct ScenePainter {
             for row in y0..<y1 { (y + row * yStride + x0).update(repeating: bright, count: x1 - x0) }
         }
         for face in video.scenes[scene].faces {
-            FacePainter.draw(cx: face.x * Double(w), cy: face.y * Double(h), size: face.size * Double(h), skin: face.skin,
-                             width: w, height: h) { x, row, tone in
+            FacePainter.draw(
+                cx: face.x * Double(w), cy: face.y * Double(h), size: face.size * Double(h), skin: face.skin,
+                width: w, height: h
+            ) { x, row, tone in
                 y[row * yStride + x] = UInt8(16 + ((Int(max(16, min(235, tone))) - 16) * g) >> 8)
             }
         }
@@ -177,7 +183,8 @@ struct ScenePainter {
         for (index, s) in video.scenes.enumerated() {
             let end = start + s.frames
             if index + 1 < video.scenes.count, case .fadeThroughWhite(let n) = video.scenes[index + 1].transitionIn,
-               frame >= end - n / 2, frame < end + n / 2 {
+                frame >= end - n / 2, frame < end + n / 2
+            {
                 let distance = frame < end ? end - frame : frame - end + 1
                 return 1 - Double(distance) / Double(n / 2 + 1)
             }
@@ -244,7 +251,7 @@ public struct SplitMix64: RandomNumberGenerator {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

@@ -22,9 +22,11 @@ extension SyntheticVideo {
         soft.blur = 6
         var softAgain = Scene(frames: 90, camera: .pan(pixelsPerFrame: -1), transitionIn: .cut, toneHz: 415)
         softAgain.blur = 6
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            black, soft, Scene(frames: 150, camera: .pan(pixelsPerFrame: 1), transitionIn: .cut, toneHz: 330), softAgain,
-        ])
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [
+                black, soft, Scene(frames: 150, camera: .pan(pixelsPerFrame: 1), transitionIn: .cut, toneHz: 330), softAgain,
+            ])
         video.gopSize = 30
         video.encoderOptions = ["preset": "veryfast"]
         return video
@@ -34,15 +36,17 @@ extension SyntheticVideo {
     /// a fade through black, a shaky shot, a pan and one loud, fast event at 40–43 s.
     public static var sample: SyntheticVideo {
         let fps = 30
-        var video = SyntheticVideo(width: 1280, height: 720, frameRate: fps, scenes: [
-            Scene(frames: 8 * fps, camera: .still, toneHz: 196),
-            Scene(frames: 7 * fps, camera: .pan(pixelsPerFrame: 3), transitionIn: .cut, toneHz: 247),
-            Scene(frames: 9 * fps, camera: .shaky(amplitude: 6), transitionIn: .dissolve(frames: 20), toneHz: 294),
-            Scene(frames: 6 * fps, camera: .still, transitionIn: .fadeThroughBlack(frames: 24), toneHz: 330),
-            Scene(frames: 12 * fps, camera: .pan(pixelsPerFrame: -2), transitionIn: .cut, toneHz: 392),
-            Scene(frames: 10 * fps, camera: .still, transitionIn: .cut, toneHz: 440),
-            Scene(frames: 8 * fps, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 523),
-        ])
+        var video = SyntheticVideo(
+            width: 1280, height: 720, frameRate: fps,
+            scenes: [
+                Scene(frames: 8 * fps, camera: .still, toneHz: 196),
+                Scene(frames: 7 * fps, camera: .pan(pixelsPerFrame: 3), transitionIn: .cut, toneHz: 247),
+                Scene(frames: 9 * fps, camera: .shaky(amplitude: 6), transitionIn: .dissolve(frames: 20), toneHz: 294),
+                Scene(frames: 6 * fps, camera: .still, transitionIn: .fadeThroughBlack(frames: 24), toneHz: 330),
+                Scene(frames: 12 * fps, camera: .pan(pixelsPerFrame: -2), transitionIn: .cut, toneHz: 392),
+                Scene(frames: 10 * fps, camera: .still, transitionIn: .cut, toneHz: 440),
+                Scene(frames: 8 * fps, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 523),
+            ])
         video.events = [Event(startFrame: 40 * fps, frames: 3 * fps)]
         video.gopSize = fps
         video.encoderOptions = ["preset": "veryfast", "crf": "23"]
@@ -55,8 +59,10 @@ extension SyntheticVideo {
     /// an iPhone does by default: 10-bit HEVC, HLG BT.2020, open GOPs (CRA pictures led by RASL
     /// pictures); otherwise H.264 8-bit BT.709 at 15 Mbit/s, as Android phones and older iPhones do.
     /// At `frameRate` 60 the camera moves as it does at 30, half as far each frame.
-    public static func phone(minutes: Double, hdr: Bool = false, width: Int = 1920, height: Int = 1080,
-                             frameRate fps: Int = 30) -> SyntheticVideo {
+    public static func phone(
+        minutes: Double, hdr: Bool = false, width: Int = 1920, height: Int = 1080,
+        frameRate fps: Int = 30
+    ) -> SyntheticVideo {
         var scenes: [Scene] = []
         var total = 0
         let wanted = Int(minutes * 60 * Double(fps))
@@ -65,8 +71,10 @@ extension SyntheticVideo {
             let frames = min(wanted - total, (15 + Int(random.next() % 26)) * fps)
             let index = scenes.count
             let drift = [0.0, 1.5, -1.0, 3.0][index % 4] * Double(width) / 1920 * 30 / Double(fps)
-            scenes.append(Scene(frames: frames, camera: .handheld(drift: drift, sway: 12 * Double(width) / 1920),
-                                transitionIn: .cut, toneHz: 180 + Double(index % 12) * 40))
+            scenes.append(
+                Scene(
+                    frames: frames, camera: .handheld(drift: drift, sway: 12 * Double(width) / 1920),
+                    transitionIn: .cut, toneHz: 180 + Double(index % 12) * 40))
             total += frames
         }
         var video = SyntheticVideo(width: width, height: height, frameRate: fps, scenes: scenes)
@@ -80,8 +88,10 @@ extension SyntheticVideo {
             video.pixelFormat = "yuv420p10le"
             video.colorTags = .hlg
             video.bitRate = 10_000_000
-            video.encoderOptions = ["preset": "ultrafast",
-                                    "x265-params": "keyint=\(fps):min-keyint=\(fps):open-gop=1:scenecut=0:bframes=3:log-level=none"]
+            video.encoderOptions = [
+                "preset": "ultrafast",
+                "x265-params": "keyint=\(fps):min-keyint=\(fps):open-gop=1:scenecut=0:bframes=3:log-level=none",
+            ]
         } else {
             video.colorTags = .bt709
             video.bitRate = 15_000_000
@@ -103,9 +113,11 @@ extension SyntheticVideo {
         while total < wanted {
             let frames = min(wanted - total, (7 + Int(random.next() % 7)) * fps)
             let index = scenes.count
-            scenes.append(Scene(frames: frames, camera: cameras[index % cameras.count],
-                                transitionIn: transitions[index % transitions.count],
-                                toneHz: 180 + Double(index % 12) * 40))
+            scenes.append(
+                Scene(
+                    frames: frames, camera: cameras[index % cameras.count],
+                    transitionIn: transitions[index % transitions.count],
+                    toneHz: 180 + Double(index % 12) * 40))
             total += frames
         }
         var video = SyntheticVideo(width: 1920, height: 1080, frameRate: fps, scenes: scenes)

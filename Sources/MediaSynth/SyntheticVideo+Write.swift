@@ -8,8 +8,9 @@ extension SyntheticVideo {
         let globalHeader = output.wantsGlobalHeader
         let (timeBase, rate) = timing
         guard let format = PixelFormat(name: pixelFormat) else { throw FFmpegError.invalidData("unknown pixel format \(pixelFormat)") }
-        var settings = Encoder.Video(codec: videoCodec, width: width, height: height, pixelFormat: format,
-                                     timeBase: timeBase, frameRate: rate, options: encoderOptions)
+        var settings = Encoder.Video(
+            codec: videoCodec, width: width, height: height, pixelFormat: format,
+            timeBase: timeBase, frameRate: rate, options: encoderOptions)
         settings.gopSize = gopSize
         settings.bitRate = bitRate
         settings.threads = 2
@@ -26,8 +27,10 @@ extension SyntheticVideo {
         var audioIndex = -1
         if let audio {
             let (sampleFormat, rate) = Self.audioFormat(for: audio, preferredRate: audioSampleRate)
-            let encoder = try Encoder(audio: .init(codec: audio.rawValue, sampleRate: rate, channels: 2,
-                                                   sampleFormat: sampleFormat, bitRate: 128_000), globalHeader: globalHeader)
+            let encoder = try Encoder(
+                audio: .init(
+                    codec: audio.rawValue, sampleRate: rate, channels: 2,
+                    sampleFormat: sampleFormat, bitRate: 128_000), globalHeader: globalHeader)
             audioIndex = try output.addStream(for: encoder)
             audioEncoder = encoder
         }
@@ -40,8 +43,12 @@ extension SyntheticVideo {
         let converter = format == .yuv420p || colorTags == .hlg ? nil : Scaler(width: width, height: height, format: format, filter: .fast)
         // HLG footage is the painted (BT.709) picture converted to HLG BT.2020, its reference white
         // at 203 cd/m² (ITU-R BT.2408): what an SDR shot looks like recorded in HLG.
-        let toHLG = try colorTags == .hlg ? FilterGraph(width: width, height: height, format: .yuv420p, description:
-            "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=arib-std-b67:p=bt2020:m=bt2020nc:r=tv:npl=203,format=\(pixelFormat)") : nil
+        let toHLG =
+            try colorTags == .hlg
+            ? FilterGraph(
+                width: width, height: height, format: .yuv420p,
+                description:
+                    "zscale=tin=bt709:min=bt709:pin=bt709:rin=tv:t=arib-std-b67:p=bt2020:m=bt2020nc:r=tv:npl=203,format=\(pixelFormat)") : nil
         canvas.color = .bt709
         var sound = SoundTrack(video: self, sampleRate: Int(audioEncoder?.sampleRate ?? 48000))
         let marks = Set(syncMarks)
@@ -50,8 +57,9 @@ extension SyntheticVideo {
 
         for index in 0..<frameCount {
             if let videoEncoder {
-                try paint(frame: index - index % max(1, heldFrames), painter: painter, into: canvas, scratch: scratch,
-                          marked: marks.contains(index))
+                try paint(
+                    frame: index - index % max(1, heldFrames), painter: painter, into: canvas, scratch: scratch,
+                    marked: marks.contains(index))
                 var picture = try converter?.scaled(canvas) ?? canvas
                 if let toHLG { try toHLG.filter(canvas) { picture = try $0.clone() } }
                 picture.pts = Int64(((startTime + time(ofFrame: index)) * ticksPerSecond).rounded())
@@ -158,7 +166,6 @@ struct SoundTrack {
     private let marks: [Double]
     /// The first sample's timestamp (`startTime` in samples).
     private let origin: Int64
-
 
     /// Amplitude of the tone (about −34 dBFS) and of event bursts (peaks near −3 dBFS).
     static let toneLevel = 0.02

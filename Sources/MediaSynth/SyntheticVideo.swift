@@ -51,8 +51,10 @@ public struct SyntheticVideo: Sendable {
         /// People facing the camera, drawn over the scene where they stand in the frame.
         public var faces: [Face] = []
 
-        public init(frames: Int, camera: Camera = .still, transitionIn: Transition = .cut, toneHz: Double = 220,
-                    look: Int? = nil, shift: Int = 0) {
+        public init(
+            frames: Int, camera: Camera = .still, transitionIn: Transition = .cut, toneHz: Double = 220,
+            look: Int? = nil, shift: Int = 0
+        ) {
             self.frames = frames
             self.camera = camera
             self.transitionIn = transitionIn

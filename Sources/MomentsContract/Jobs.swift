@@ -20,8 +20,10 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
     /// Set once completed (API 1.1): the highlight's poster JPEG. Left out until then.
     public var posterURL: String?
 
-    public init(jobID: UUID, status: JobStatus, progress: Int, message: String?, resultURL: String?, createdAt: Date,
-                completedAt: Date?, originalFilename: String?, duration: Double?, segmentsSelected: Int?, posterURL: String? = nil) {
+    public init(
+        jobID: UUID, status: JobStatus, progress: Int, message: String?, resultURL: String?, createdAt: Date,
+        completedAt: Date?, originalFilename: String?, duration: Double?, segmentsSelected: Int?, posterURL: String? = nil
+    ) {
         self.jobID = jobID
         self.status = status
         self.progress = progress
@@ -116,10 +118,12 @@ public struct JobDetails: Codable, Equatable, Sendable {
     /// API 1.2: the soundtrack asked for (`music_id`, `music_volume`, `keep_source_audio`; left out without one).
     public var music: MusicChoice?
 
-    public init(report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
-                errorMessage: String?, attempt: Int, maxAttempts: Int, startedAt: Date?, updatedAt: Date,
-                sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?, codec: VideoCodecChoice = .auto,
-                choices: HighlightChoices = HighlightChoices(), thumbnailsURL: String? = nil, music: MusicChoice? = nil) {
+    public init(
+        report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
+        errorMessage: String?, attempt: Int, maxAttempts: Int, startedAt: Date?, updatedAt: Date,
+        sourceSize: Int64?, resultSize: Int64?, segments: [SelectedSegment]?, codec: VideoCodecChoice = .auto,
+        choices: HighlightChoices = HighlightChoices(), thumbnailsURL: String? = nil, music: MusicChoice? = nil
+    ) {
         self.report = report
         self.stage = stage
         self.quality = quality
@@ -164,11 +168,12 @@ public struct JobDetails: Codable, Equatable, Sendable {
         sourceSize = try c.decodeIfPresent(Int64.self, forKey: .sourceSize)
         resultSize = try c.decodeIfPresent(Int64.self, forKey: .resultSize)
         segments = try c.decodeIfPresent([SelectedSegment].self, forKey: .segments)
-        choices = HighlightChoices(minSegment: try c.decodeIfPresent(Double.self, forKey: .minSegment),
-                                   maxSegment: try c.decodeIfPresent(Double.self, forKey: .maxSegment),
-                                   maxSegments: try c.decodeIfPresent(Int.self, forKey: .maxSegments),
-                                   aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
-                                   fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
+        choices = HighlightChoices(
+            minSegment: try c.decodeIfPresent(Double.self, forKey: .minSegment),
+            maxSegment: try c.decodeIfPresent(Double.self, forKey: .maxSegment),
+            maxSegments: try c.decodeIfPresent(Int.self, forKey: .maxSegments),
+            aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
+            fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
         thumbnailsURL = try c.decodeIfPresent(String.self, forKey: .thumbnailsURL)
         let volume = try c.decodeIfPresent(Double.self, forKey: .musicVolume) ?? MusicChoice.defaultVolume
         let keep = try c.decodeIfPresent(Bool.self, forKey: .keepSourceAudio) ?? true

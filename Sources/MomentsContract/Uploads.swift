@@ -55,8 +55,10 @@ public struct UploadFormats: Codable, Equatable, Sendable {
     public var codecs: [String]?
     public var defaultCodec: String?
 
-    public init(extensions: [String], containers: [String], maxSizeBytes: Int64, maxDurationSeconds: Int, targetDuration: Range,
-                qualities: [String], defaultQuality: String, codecs: [String]? = nil, defaultCodec: String? = nil) {
+    public init(
+        extensions: [String], containers: [String], maxSizeBytes: Int64, maxDurationSeconds: Int, targetDuration: Range,
+        qualities: [String], defaultQuality: String, codecs: [String]? = nil, defaultCodec: String? = nil
+    ) {
         self.codecs = codecs
         self.defaultCodec = defaultCodec
         self.extensions = extensions
@@ -102,9 +104,11 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     public var musicFilename: String?
     public var musicSizeBytes: Int64?
 
-    public init(filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
-                sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil, music: MusicChoice? = nil,
-                musicSizeBytes: Int64? = nil) {
+    public init(
+        filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
+        sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil, music: MusicChoice? = nil,
+        musicSizeBytes: Int64? = nil
+    ) {
         self.filename = filename
         musicID = music?.trackID
         musicFilename = music?.filename
@@ -145,8 +149,10 @@ public struct DirectUpload: Codable, Equatable, Sendable {
     /// one request of exactly `music_size_bytes`, before starting the job.
     public var musicUploadURL: String?
 
-    public init(jobID: UUID, uploadURL: String, method: String = "PUT", expiresAt: Date, maxSizeBytes: Int64, resumable: UploadParts? = nil,
-                musicUploadURL: String? = nil) {
+    public init(
+        jobID: UUID, uploadURL: String, method: String = "PUT", expiresAt: Date, maxSizeBytes: Int64, resumable: UploadParts? = nil,
+        musicUploadURL: String? = nil
+    ) {
         self.musicUploadURL = musicUploadURL
         self.jobID = jobID
         self.uploadURL = uploadURL

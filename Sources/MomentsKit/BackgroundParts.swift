@@ -1,7 +1,8 @@
 import Foundation
 import MomentsContract
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Part uploads on a background `URLSession` (one per identifier, for the life of the process):
@@ -22,12 +23,12 @@ final class BackgroundParts: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private init(identifier: String) {
         super.init()
         #if canImport(FoundationNetworking)
-        // swift-corelibs-foundation has no background sessions: the same delegate path, in process.
-        let configuration = URLSessionConfiguration.default
+            // swift-corelibs-foundation has no background sessions: the same delegate path, in process.
+            let configuration = URLSessionConfiguration.default
         #else
-        let configuration = URLSessionConfiguration.background(withIdentifier: identifier)
-        configuration.sessionSendsLaunchEvents = true
-        configuration.isDiscretionary = false
+            let configuration = URLSessionConfiguration.background(withIdentifier: identifier)
+            configuration.sessionSendsLaunchEvents = true
+            configuration.isDiscretionary = false
         #endif
         configuration.timeoutIntervalForResource = 7 * 24 * 3600
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
@@ -79,11 +80,11 @@ final class BackgroundParts: NSObject, URLSessionDataDelegate, @unchecked Sendab
     }
 
     #if !canImport(FoundationNetworking)
-    func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
-        guard let identifier = session.configuration.identifier else { return }
-        let completion = Self.lock.withLock { Self.finishedEvents.removeValue(forKey: identifier) }
-        DispatchQueue.main.async { completion?() }
-    }
+        func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
+            guard let identifier = session.configuration.identifier else { return }
+            let completion = Self.lock.withLock { Self.finishedEvents.removeValue(forKey: identifier) }
+            DispatchQueue.main.async { completion?() }
+        }
     #endif
 }
 

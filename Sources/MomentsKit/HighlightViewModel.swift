@@ -7,16 +7,20 @@ import Observation
 /// inject their own.
 public protocol HighlightService: Sendable {
     /// Uploads the video; `progress` (0…1) may be called from any thread.
-    func submit(file: URL, targetDuration: Int, quality: Quality,
-                progress: @escaping @Sendable (Double) -> Void) async throws -> UUID
+    func submit(
+        file: URL, targetDuration: Int, quality: Quality,
+        progress: @escaping @Sendable (Double) -> Void
+    ) async throws -> UUID
     /// The job's status at every change until it ends.
     func updates(of job: UUID) -> AsyncThrowingStream<JobStatusReport, any Error>
     /// Downloads the finished highlight to `destination`.
     func download(job: UUID, to destination: URL) async throws -> URL
     func cancel(job: UUID) async throws
     /// API 1.1: uploads with segment and framing choices.
-    func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
-                progress: @escaping @Sendable (Double) -> Void) async throws -> UUID
+    func submit(
+        file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+        progress: @escaping @Sendable (Double) -> Void
+    ) async throws -> UUID
     /// API 1.1: downloads the finished highlight's poster JPEG to `destination`.
     func poster(job: UUID, to destination: URL) async throws -> URL
     /// API 1.1: a page of the device's jobs, newest first (`cursor`: the page before's `nextCursor`).
@@ -25,8 +29,10 @@ public protocol HighlightService: Sendable {
 
 extension HighlightService {
     /// Services written for API 1.0 take the default choices only.
-    public func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
-                       progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+    public func submit(
+        file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+        progress: @escaping @Sendable (Double) -> Void
+    ) async throws -> UUID {
         guard choices.isDefault else {
             throw MomentsClientError(kind: .invalidResponse, code: "unsupported", message: "This service cannot make highlights with choices.")
         }
@@ -43,13 +49,17 @@ extension HighlightService {
 }
 
 extension MomentsClient: HighlightService {
-    public func submit(file: URL, targetDuration: Int, quality: Quality,
-                       progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+    public func submit(
+        file: URL, targetDuration: Int, quality: Quality,
+        progress: @escaping @Sendable (Double) -> Void
+    ) async throws -> UUID {
         try await submit(file: file, targetDuration: targetDuration, quality: quality, choices: HighlightChoices(), progress: progress)
     }
 
-    public func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
-                       progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+    public func submit(
+        file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+        progress: @escaping @Sendable (Double) -> Void
+    ) async throws -> UUID {
         try await upload(file: file, targetDuration: targetDuration, quality: quality, choices: choices) { transfer in
             if let fraction = transfer.fraction { progress(fraction) }
         }.jobID
@@ -199,7 +209,8 @@ public final class HighlightViewModel {
                 let end: State
                 switch final?.status {
                 case .completed:
-                    end = .completed(try await service.download(job: id, to: folder.appendingPathComponent("highlight-\(id.uuidString.lowercased()).mp4")))
+                    end = .completed(
+                        try await service.download(job: id, to: folder.appendingPathComponent("highlight-\(id.uuidString.lowercased()).mp4")))
                 case .failed:
                     end = .failed(final?.message ?? "The highlight could not be made.")
                 case .cancelled:

@@ -1,8 +1,9 @@
 import Foundation
 import MomentsContract
 import MomentsModel
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// How the parts of a resumable upload travel.
@@ -62,11 +63,13 @@ extension MomentsClient {
     /// `music` and `musicFile` (API 1.2) as for `upload`: a track of the app's own goes in one PUT
     /// to a URL of its own once the video's parts are sent (again after a relaunch if it had not
     /// arrived).
-    public func resumableUpload(file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high,
-                                codec: VideoCodecChoice = .auto, callbackURL: String? = nil,
-                                choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
-                                options: ResumableUploadOptions,
-                                progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
+    public func resumableUpload(
+        file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high,
+        codec: VideoCodecChoice = .auto, callbackURL: String? = nil,
+        choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
+        options: ResumableUploadOptions,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(MomentsClientError) -> UploadAccepted {
         let identity = try Self.identity(of: file)
         let music = try Self.musicChoice(music, file: musicFile)
         let musicSize = try musicFile.map { file throws(MomentsClientError) in try Self.size(of: file) }
@@ -77,30 +80,36 @@ extension MomentsClient {
         if let existing = state, existing.fileSize != identity.size || existing.fileModified != identity.modified {
             state = nil  // the file changed since: a new upload
         }
-        var current = state ?? ResumableUploadState(filePath: file.path, fileSize: identity.size, fileModified: identity.modified,
-                                                    idempotencyKey: UUID().uuidString, jobID: nil, createdAt: Date())
+        var current =
+            state
+            ?? ResumableUploadState(
+                filePath: file.path, fileSize: identity.size, fileModified: identity.modified,
+                idempotencyKey: UUID().uuidString, jobID: nil, createdAt: Date())
         try Self.save(current, to: stateFile)
 
         var parts: UploadParts
         if let job = current.jobID {
             do {
                 parts = try await send("GET", "api/v1/uploads/\(job.uuidString.lowercased())/parts")
-            } catch where error.code == "already_started" {
+            } catch  where error.code == "already_started" {
                 Self.forget(stateFile, partsOf: file, in: options.stateDirectory)
                 return UploadAccepted(jobID: job, estimatedTime: nil)
-            } catch where error.code == "job_not_found" {
+            } catch  where error.code == "job_not_found" {
                 // Expired (a day without a start): begin again under a new key.
-                current = ResumableUploadState(filePath: file.path, fileSize: identity.size, fileModified: identity.modified,
-                                               idempotencyKey: UUID().uuidString, jobID: nil, createdAt: Date())
+                current = ResumableUploadState(
+                    filePath: file.path, fileSize: identity.size, fileModified: identity.modified,
+                    idempotencyKey: UUID().uuidString, jobID: nil, createdAt: Date())
                 try Self.save(current, to: stateFile)
-                parts = try await reserveResumable(file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
-                                                   codec: codec, callbackURL: callbackURL, choices: choices, music: music,
-                                                   musicSize: musicSize, state: &current, stateFile: stateFile)
+                parts = try await reserveResumable(
+                    file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
+                    codec: codec, callbackURL: callbackURL, choices: choices, music: music,
+                    musicSize: musicSize, state: &current, stateFile: stateFile)
             }
         } else {
-            parts = try await reserveResumable(file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
-                                               codec: codec, callbackURL: callbackURL, choices: choices, music: music,
-                                               musicSize: musicSize, state: &current, stateFile: stateFile)
+            parts = try await reserveResumable(
+                file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
+                codec: codec, callbackURL: callbackURL, choices: choices, music: music,
+                musicSize: musicSize, state: &current, stateFile: stateFile)
         }
         guard let job = current.jobID else { throw MomentsClientError.invalid("The server gave the upload no job id.") }
 
@@ -110,8 +119,9 @@ extension MomentsClient {
             progress?(TransferProgress(bytes: done, total: identity.size))
             for part in parts.missing {
                 if let limit = options.stopAfterParts, sent >= limit {
-                    throw MomentsClientError(kind: .cancelled, code: "suspended",
-                                             message: "The upload stopped after \(sent) part\(sent == 1 ? "" : "s"); call again to resume it.")
+                    throw MomentsClientError(
+                        kind: .cancelled, code: "suspended",
+                        message: "The upload stopped after \(sent) part\(sent == 1 ? "" : "s"); call again to resume it.")
                 }
                 guard let url = part.url.flatMap(URL.init(string:)) else { break }  // more than the URLs given: ask again
                 let base = done
@@ -130,24 +140,29 @@ extension MomentsClient {
                 let accepted: UploadAccepted = try await send("POST", "api/v1/jobs/\(job.uuidString.lowercased())/start", idempotent: true)
                 Self.forget(stateFile, partsOf: file, in: options.stateDirectory)
                 return accepted
-            } catch where error.code == "upload_incomplete" || error.code == "upload_size_mismatch" || error.code == "music_missing" {
+            } catch  where error.code == "upload_incomplete" || error.code == "upload_size_mismatch" || error.code == "music_missing" {
                 // Parts whose URLs expired or that storage did not keep: what is missing, with fresh URLs.
                 parts = try await send("GET", "api/v1/uploads/\(job.uuidString.lowercased())/parts")
             }
         }
-        throw MomentsClientError(kind: .server, status: 409, code: "upload_incomplete",
-                                 message: "The upload's parts did not all arrive after several tries; try again later.")
+        throw MomentsClientError(
+            kind: .server, status: 409, code: "upload_incomplete",
+            message: "The upload's parts did not all arrive after several tries; try again later.")
     }
 
     /// `POST /api/v1/uploads` with `resumable`, under the state's idempotency key (retried safely).
-    private func reserveResumable(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice,
-                                  callbackURL: String?, choices: HighlightChoices, music: MusicChoice?, musicSize: Int64?,
-                                  state: inout ResumableUploadState, stateFile: URL) async throws(MomentsClientError) -> UploadParts {
-        let request = DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration, quality: quality.rawValue,
-                                          callbackURL: callbackURL, codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size,
-                                          choices: choices, resumable: true, music: music, musicSizeBytes: musicSize)
-        let reservation: DirectUpload = try await send("POST", "api/v1/uploads", body: try encode(request),
-                                                       headers: ["Idempotency-Key": state.idempotencyKey], idempotent: true)
+    private func reserveResumable(
+        file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice,
+        callbackURL: String?, choices: HighlightChoices, music: MusicChoice?, musicSize: Int64?,
+        state: inout ResumableUploadState, stateFile: URL
+    ) async throws(MomentsClientError) -> UploadParts {
+        let request = DirectUploadRequest(
+            filename: file.lastPathComponent, targetDuration: targetDuration, quality: quality.rawValue,
+            callbackURL: callbackURL, codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size,
+            choices: choices, resumable: true, music: music, musicSizeBytes: musicSize)
+        let reservation: DirectUpload = try await send(
+            "POST", "api/v1/uploads", body: try encode(request),
+            headers: ["Idempotency-Key": state.idempotencyKey], idempotent: true)
         guard var parts = reservation.resumable else {
             throw MomentsClientError.invalid("The server did not make the upload resumable (it answered without parts).")
         }
@@ -159,8 +174,10 @@ extension MomentsClient {
 
     /// PUTs one part (copied to a file of its own: background sessions upload from files, and a
     /// part's bytes must be the ones signed for). Retried on transient trouble.
-    private func sendPart(_ part: UploadParts.Part, of file: URL, to url: URL, options: ResumableUploadOptions,
-                          sent: @escaping @Sendable (Int64) -> Void) async throws(MomentsClientError) {
+    private func sendPart(
+        _ part: UploadParts.Part, of file: URL, to url: URL, options: ResumableUploadOptions,
+        sent: @escaping @Sendable (Int64) -> Void
+    ) async throws(MomentsClientError) {
         let partFile = options.stateDirectory.appendingPathComponent("\(Self.fileKey(file))-part-\(part.partNumber)")
         try Self.copyRange(of: file, offset: part.offset, length: part.sizeBytes, to: partFile)
         defer { try? FileManager.default.removeItem(at: partFile) }
@@ -209,7 +226,8 @@ extension MomentsClient {
         } catch let error as MomentsClientError {
             throw error
         } catch {
-            throw MomentsClientError(kind: .file, code: "file_unreadable", message: "Cannot read \(file.lastPathComponent): \(error.localizedDescription)")
+            throw MomentsClientError(
+                kind: .file, code: "file_unreadable", message: "Cannot read \(file.lastPathComponent): \(error.localizedDescription)")
         }
     }
 
@@ -223,7 +241,8 @@ extension MomentsClient {
             try FileManager.default.createDirectory(at: stateFile.deletingLastPathComponent(), withIntermediateDirectories: true)
             try MomentsJSON.encoder.encode(state).write(to: stateFile, options: .atomic)
         } catch {
-            throw MomentsClientError(kind: .file, code: "file_error", message: "Could not save the upload's state in \(stateFile.path): \(error.localizedDescription)")
+            throw MomentsClientError(
+                kind: .file, code: "file_error", message: "Could not save the upload's state in \(stateFile.path): \(error.localizedDescription)")
         }
     }
 
@@ -251,7 +270,8 @@ extension MomentsClient {
             defer { try? input.close() }
             try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: destination.path, contents: nil),
-                  let output = FileHandle(forWritingAtPath: destination.path) else {
+                let output = FileHandle(forWritingAtPath: destination.path)
+            else {
                 throw MomentsClientError(kind: .file, code: "file_error", message: "Cannot write \(destination.path).")
             }
             defer { try? output.close() }
@@ -259,7 +279,8 @@ extension MomentsClient {
             var remaining = length
             while remaining > 0 {
                 guard let chunk = try input.read(upToCount: Int(min(remaining, 1 << 20))), !chunk.isEmpty else {
-                    throw MomentsClientError(kind: .file, code: "file_changed", message: "\(file.lastPathComponent) is shorter than when the upload began.")
+                    throw MomentsClientError(
+                        kind: .file, code: "file_changed", message: "\(file.lastPathComponent) is shorter than when the upload began.")
                 }
                 try output.write(contentsOf: chunk)
                 remaining -= Int64(chunk.count)
@@ -267,7 +288,8 @@ extension MomentsClient {
         } catch let error as MomentsClientError {
             throw error
         } catch {
-            throw MomentsClientError(kind: .file, code: "file_error", message: "Could not prepare a part of \(file.lastPathComponent): \(error.localizedDescription)")
+            throw MomentsClientError(
+                kind: .file, code: "file_error", message: "Could not prepare a part of \(file.lastPathComponent): \(error.localizedDescription)")
         }
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import MomentsContract
 import MomentsModel
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Uploads: multipart through the API, or straight to storage above the server's threshold.
@@ -28,23 +29,27 @@ extension MomentsClient {
     /// `musicFile`, a track of the app's own (MP3, M4A, WAV, FLAC, Ogg, AIFF; 10 s to 10 min, up to
     /// 64 MiB), sent with the video; `music` then sets only its volume and whether the video's own
     /// sound stays, and names no track.
-    public func upload(file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high, codec: VideoCodecChoice = .auto,
-                       callbackURL: String? = nil, choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil,
-                       musicFile: URL? = nil, idempotencyKey: String = UUID().uuidString,
-                       progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> UploadAccepted {
+    public func upload(
+        file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high, codec: VideoCodecChoice = .auto,
+        callbackURL: String? = nil, choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil,
+        musicFile: URL? = nil, idempotencyKey: String = UUID().uuidString,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(MomentsClientError) -> UploadAccepted {
         let size = try Self.size(of: file)
         let music = try Self.musicChoice(music, file: musicFile)
         if size >= directUploadThreshold {
             do {
-                return try await directUpload(file: file, size: size, targetDuration: targetDuration, quality: quality,
-                                              codec: codec, callbackURL: callbackURL, choices: choices, music: music, musicFile: musicFile,
-                                              idempotencyKey: idempotencyKey, progress: progress)
-            } catch where error.code == "direct_upload_unavailable" {
+                return try await directUpload(
+                    file: file, size: size, targetDuration: targetDuration, quality: quality,
+                    codec: codec, callbackURL: callbackURL, choices: choices, music: music, musicFile: musicFile,
+                    idempotencyKey: idempotencyKey, progress: progress)
+            } catch  where error.code == "direct_upload_unavailable" {
                 // The server stores files itself (local storage): fall back to multipart.
             }
         }
-        return try await multipartUpload(file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
-                                         choices: choices, music: music, musicFile: musicFile, idempotencyKey: idempotencyKey, progress: progress)
+        return try await multipartUpload(
+            file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
+            choices: choices, music: music, musicFile: musicFile, idempotencyKey: idempotencyKey, progress: progress)
     }
 
     /// The music asked for: with `file`, a track of the app's own at `choice`'s volume and with its
@@ -52,25 +57,30 @@ extension MomentsClient {
     static func musicChoice(_ choice: MusicChoice?, file: URL?) throws(MomentsClientError) -> MusicChoice? {
         guard let file else { return choice }
         guard choice?.trackID == nil else {
-            throw MomentsClientError(kind: .invalidRequest, code: "invalid_music_id",
-                                     message: "Send a library track (music.trackID) or musicFile, not both.")
+            throw MomentsClientError(
+                kind: .invalidRequest, code: "invalid_music_id",
+                message: "Send a library track (music.trackID) or musicFile, not both.")
         }
-        return MusicChoice(uploaded: file.lastPathComponent, volume: choice?.volume ?? MusicChoice.defaultVolume,
-                           keepSourceAudio: choice?.keepSourceAudio ?? true)
+        return MusicChoice(
+            uploaded: file.lastPathComponent, volume: choice?.volume ?? MusicChoice.defaultVolume,
+            keepSourceAudio: choice?.keepSourceAudio ?? true)
     }
 
     static func size(of file: URL) throws(MomentsClientError) -> Int64 {
         do {
             return (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
         } catch {
-            throw MomentsClientError(kind: .file, code: "file_unreadable", message: "Cannot read \(file.lastPathComponent): \(error.localizedDescription)")
+            throw MomentsClientError(
+                kind: .file, code: "file_unreadable", message: "Cannot read \(file.lastPathComponent): \(error.localizedDescription)")
         }
     }
 
-    func multipartUpload(file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                         choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
-                         idempotencyKey: String,
-                         progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+    func multipartUpload(
+        file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
+        choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
+        idempotencyKey: String,
+        progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws(MomentsClientError) -> UploadAccepted {
         var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
         if codec != .auto { fields.append(("codec", codec.rawValue)) }
         if let callbackURL { fields.append(("callback_url", callbackURL)) }
@@ -91,24 +101,30 @@ extension MomentsClient {
         request.setValue(String(form.size), forHTTPHeaderField: "Content-Length")
         request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
         let result = try await retrying { () async throws(MomentsClientError) in
-            try await Transfer.perform(request, body: .file(form.url), timeout: self.timeout, sent: { sent, _ in
-                progress?(TransferProgress(bytes: min(sent, form.size), total: form.size))
-            })
+            try await Transfer.perform(
+                request, body: .file(form.url), timeout: self.timeout,
+                sent: { sent, _ in
+                    progress?(TransferProgress(bytes: min(sent, form.size), total: form.size))
+                })
         }
         return try decode(result)
     }
 
-    func directUpload(file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
-                      choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
-                      idempotencyKey: String,
-                      progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> UploadAccepted {
+    func directUpload(
+        file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
+        choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
+        idempotencyKey: String,
+        progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws(MomentsClientError) -> UploadAccepted {
         let musicSize = try musicFile.map { file throws(MomentsClientError) in try Self.size(of: file) }
         let reservation: DirectUpload = try await send(
             "POST", "api/v1/uploads",
-            body: try encode(DirectUploadRequest(filename: file.lastPathComponent, targetDuration: targetDuration,
-                                                 quality: quality.rawValue, callbackURL: callbackURL,
-                                                 codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size, choices: choices,
-                                                 music: music, musicSizeBytes: musicSize)),
+            body: try encode(
+                DirectUploadRequest(
+                    filename: file.lastPathComponent, targetDuration: targetDuration,
+                    quality: quality.rawValue, callbackURL: callbackURL,
+                    codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size, choices: choices,
+                    music: music, musicSizeBytes: musicSize)),
             headers: ["Idempotency-Key": idempotencyKey], idempotent: true)
         if let musicFile, let musicSize {
             guard let address = reservation.musicUploadURL else {
@@ -121,8 +137,10 @@ extension MomentsClient {
     }
 
     /// PUTs `file` to a presigned URL of storage; a PUT of the same bytes to the same key is safe to repeat.
-    func put(_ file: URL, size: Int64, to address: String, method: String,
-                     progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) {
+    func put(
+        _ file: URL, size: Int64, to address: String, method: String,
+        progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws(MomentsClientError) {
         guard let target = URL(string: address) else {
             throw MomentsClientError.invalid("The server's upload URL is not a URL.")
         }
@@ -130,10 +148,13 @@ extension MomentsClient {
         put.httpMethod = method
         put.setValue(String(size), forHTTPHeaderField: "Content-Length")
         put.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-        try Self.check(try await retrying { () async throws(MomentsClientError) in
-            try await Transfer.perform(put, body: .file(file), timeout: self.timeout, sent: { sent, _ in
-                progress?(TransferProgress(bytes: min(sent, size), total: size))
+        try Self.check(
+            try await retrying { () async throws(MomentsClientError) in
+                try await Transfer.perform(
+                    put, body: .file(file), timeout: self.timeout,
+                    sent: { sent, _ in
+                        progress?(TransferProgress(bytes: min(sent, size), total: size))
+                    })
             })
-        })
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import MomentsContract
 import MomentsModel
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// How far a transfer has come.
@@ -40,8 +41,10 @@ public struct MomentsClient: Sendable {
     /// Seconds without a byte before a request gives up.
     public var timeout: TimeInterval
 
-    public init(baseURL: URL, token: String? = nil, directUploadThreshold: Int64 = 64 << 20, maxAttempts: Int = 3,
-                timeout: TimeInterval = 60) {
+    public init(
+        baseURL: URL, token: String? = nil, directUploadThreshold: Int64 = 64 << 20, maxAttempts: Int = 3,
+        timeout: TimeInterval = 60
+    ) {
         self.baseURL = baseURL
         self.token = token
         self.directUploadThreshold = directUploadThreshold
@@ -171,8 +174,10 @@ public struct MomentsClient: Sendable {
     /// Downloads the highlight of a completed job to `destination` (following the redirect to
     /// storage), reporting bytes as they arrive. Returns `destination`.
     @discardableResult
-    public func download(_ job: UUID, to destination: URL,
-                         progress: (@Sendable (TransferProgress) -> Void)? = nil) async throws(MomentsClientError) -> URL {
+    public func download(
+        _ job: UUID, to destination: URL,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(MomentsClientError) -> URL {
         try await fetch("download", of: job, to: destination, progress: progress)
     }
 
@@ -205,16 +210,20 @@ public struct MomentsClient: Sendable {
 
     /// GETs one of a job's files (`download`, `poster`, `thumbnails`) to `destination`, through a
     /// hidden partial file beside it.
-    func fetch(_ file: String, of job: UUID, to destination: URL,
-               progress: (@Sendable (TransferProgress) -> Void)?) async throws(MomentsClientError) -> URL {
+    func fetch(
+        _ file: String, of job: UUID, to destination: URL,
+        progress: (@Sendable (TransferProgress) -> Void)?
+    ) async throws(MomentsClientError) -> URL {
         let request = request("GET", "api/v1/jobs/\(job.uuidString.lowercased())/\(file)")
         let partial = destination.deletingLastPathComponent()
             .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString.prefix(8)).part")
         defer { try? FileManager.default.removeItem(at: partial) }
         let result = try await retrying { () async throws(MomentsClientError) in
-            try await Transfer.perform(request, sink: .file(partial), timeout: self.timeout, written: { written, total in
-                progress?(TransferProgress(bytes: written, total: total > 0 ? total : nil))
-            })
+            try await Transfer.perform(
+                request, sink: .file(partial), timeout: self.timeout,
+                written: { written, total in
+                    progress?(TransferProgress(bytes: written, total: total > 0 ? total : nil))
+                })
         }
         try Self.check(result)
         do {
@@ -237,8 +246,10 @@ public struct MomentsClient: Sendable {
     }
 
     /// A JSON call: `GET`s are always retried on transient trouble, others only when `idempotent`.
-    func send<T: Decodable>(_ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
-                            idempotent: Bool? = nil) async throws(MomentsClientError) -> T {
+    func send<T: Decodable>(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:],
+        idempotent: Bool? = nil
+    ) async throws(MomentsClientError) -> T {
         var request = request(method, path)
         if !query.isEmpty, let url = request.url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
             components.queryItems = query
@@ -267,7 +278,7 @@ public struct MomentsClient: Sendable {
                     if failure.isTransient { throw failure }
                 }
                 return result
-            } catch where error.isTransient && attempt < maxAttempts {
+            } catch  where error.isTransient && attempt < maxAttempts {
                 let delay = Backoff.delay(afterAttempt: attempt, first: .milliseconds(500), cap: .seconds(8), jitter: false)
                 do { try await Task.sleep(for: delay) } catch {
                     throw MomentsClientError(kind: .cancelled, code: "cancelled", message: "The request was cancelled.")

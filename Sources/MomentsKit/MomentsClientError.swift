@@ -63,7 +63,8 @@ public struct MomentsClientError: Error, Equatable, Sendable, CustomStringConver
             return MomentsClientError(kind: .server, status: status, code: reply.error.code, message: reply.error.message)
         }
         let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return MomentsClientError(kind: .server, status: status, code: "http_\(status)",
-                                  message: "The server answered HTTP \(status)\(text.isEmpty ? "" : ": \(text)").")
+        return MomentsClientError(
+            kind: .server, status: status, code: "http_\(status)",
+            message: "The server answered HTTP \(status)\(text.isEmpty ? "" : ": \(text)").")
     }
 }

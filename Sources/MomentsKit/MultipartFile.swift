@@ -11,7 +11,8 @@ struct MultipartFile {
 
     /// The form: `fields`, then `music` (a track of the app's own) in a part named `music`, then
     /// `file` in the part named `file`, copied a chunk at a time.
-    static func write(file: URL, fields: [(String, String)], music: URL? = nil, chunkSize: Int = 1 << 20) throws(MomentsClientError) -> MultipartFile {
+    static func write(file: URL, fields: [(String, String)], music: URL? = nil, chunkSize: Int = 1 << 20) throws(MomentsClientError) -> MultipartFile
+    {
         let boundary = "moments-\(UUID().uuidString)"
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("moments-upload-\(UUID().uuidString).multipart")
         var reading = file
@@ -45,8 +46,9 @@ struct MultipartFile {
             return MultipartFile(url: url, boundary: boundary, size: size)
         } catch {
             try? FileManager.default.removeItem(at: url)
-            throw MomentsClientError(kind: .file, code: "file_unreadable",
-                                     message: "Could not prepare \(reading.lastPathComponent) for upload: \(error.localizedDescription)")
+            throw MomentsClientError(
+                kind: .file, code: "file_unreadable",
+                message: "Could not prepare \(reading.lastPathComponent) for upload: \(error.localizedDescription)")
         }
     }
 }

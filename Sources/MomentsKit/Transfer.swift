@@ -1,8 +1,9 @@
 import Foundation
 import MomentsContract
 import MomentsModel
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// One HTTP exchange on a URLSession of its own, whose delegate reports bytes sent and received,
@@ -51,9 +52,11 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
 
     /// Runs `request`; `sent(bytes, total)` follows the upload, `written(bytes, total)` the download
     /// (total is -1 when unknown). Cancelling the calling task cancels the request.
-    static func perform(_ request: URLRequest, body: Body = .none, sink: Sink = .memory, timeout: TimeInterval = 60,
-                        sent: (@Sendable (Int64, Int64) -> Void)? = nil,
-                        written: (@Sendable (Int64, Int64) -> Void)? = nil) async throws(MomentsClientError) -> Result {
+    static func perform(
+        _ request: URLRequest, body: Body = .none, sink: Sink = .memory, timeout: TimeInterval = 60,
+        sent: (@Sendable (Int64, Int64) -> Void)? = nil,
+        written: (@Sendable (Int64, Int64) -> Void)? = nil
+    ) async throws(MomentsClientError) -> Result {
         let transfer = Transfer(sink: sink, originHost: request.url?.host, sent: sent, written: written)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
@@ -77,8 +80,10 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
 
     /// Starts `task` and waits for the answer its delegate hands to the continuation `register`
     /// keeps; cancelling the calling task cancels it.
-    static func run(_ task: URLSessionTask,
-                    register: (CheckedContinuation<Result, any Error>) -> Void) async throws(MomentsClientError) -> Result {
+    static func run(
+        _ task: URLSessionTask,
+        register: (CheckedContinuation<Result, any Error>) -> Void
+    ) async throws(MomentsClientError) -> Result {
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
@@ -97,8 +102,10 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
 
     // MARK: URLSession delegate
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
-                    totalBytesExpectedToSend: Int64) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
         sent?(totalBytesSent, totalBytesExpectedToSend)
     }
 
@@ -111,8 +118,10 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
         }
     }
 
-    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
-                    totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+    func urlSession(
+        _ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
+    ) {
         written?(totalBytesWritten, totalBytesExpectedToWrite)
     }
 
@@ -134,8 +143,10 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
         }
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         var next = request
         if request.url?.host != originHost { next.setValue(nil, forHTTPHeaderField: "Authorization") }
         completionHandler(next)
@@ -146,8 +157,13 @@ final class Transfer: NSObject, URLSessionDataDelegate, URLSessionDownloadDelega
             defer { self.continuation = nil }
             if let error { return (self.continuation, .failure(MomentsClientError.transport(error))) }
             if let fileError {
-                return (self.continuation, .failure(MomentsClientError(kind: .file, code: "file_error",
-                                                                      message: "Could not save the download: \(fileError.localizedDescription)")))
+                return (
+                    self.continuation,
+                    .failure(
+                        MomentsClientError(
+                            kind: .file, code: "file_error",
+                            message: "Could not save the download: \(fileError.localizedDescription)"))
+                )
             }
             guard let response = task.response as? HTTPURLResponse else {
                 return (self.continuation, .failure(MomentsClientError.invalid("The server sent no HTTP response.")))

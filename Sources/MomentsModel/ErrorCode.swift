@@ -39,10 +39,10 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     public var isPermanent: Bool {
         switch self {
         case .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
-             .resolutionTooLarge, .notAudio, .invalidArgument, .sourceMissing, .sourceChanged, .musicUnavailable:
+            .resolutionTooLarge, .notAudio, .invalidArgument, .sourceMissing, .sourceChanged, .musicUnavailable:
             true
         case .ioError, .cancelled, .internalError, .exhaustedRetries, .storageError, .attemptStalled, .attemptTimeout, .engineCrashed,
-             .outOfMemory:
+            .outOfMemory:
             false
         }
     }

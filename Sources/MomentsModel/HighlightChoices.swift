@@ -60,8 +60,10 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
     public var aspect: AspectRatio
     public var fps: FrameRateChoice
 
-    public init(minSegment: Double? = nil, maxSegment: Double? = nil, maxSegments: Int? = nil, aspect: AspectRatio = .source,
-                fps: FrameRateChoice = .upTo30) {
+    public init(
+        minSegment: Double? = nil, maxSegment: Double? = nil, maxSegments: Int? = nil, aspect: AspectRatio = .source,
+        fps: FrameRateChoice = .upTo30
+    ) {
         self.minSegment = minSegment
         self.maxSegment = maxSegment
         self.maxSegments = maxSegments
@@ -76,11 +78,12 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
     /// Choices written before `fps` existed read as its default.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(minSegment: try c.decodeIfPresent(Double.self, forKey: .minSegment),
-                  maxSegment: try c.decodeIfPresent(Double.self, forKey: .maxSegment),
-                  maxSegments: try c.decodeIfPresent(Int.self, forKey: .maxSegments),
-                  aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
-                  fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
+        self.init(
+            minSegment: try c.decodeIfPresent(Double.self, forKey: .minSegment),
+            maxSegment: try c.decodeIfPresent(Double.self, forKey: .maxSegment),
+            maxSegments: try c.decodeIfPresent(Int.self, forKey: .maxSegments),
+            aspect: try c.decodeIfPresent(AspectRatio.self, forKey: .aspect) ?? .source,
+            fps: try c.decodeIfPresent(FrameRateChoice.self, forKey: .fps) ?? .upTo30)
     }
 
     /// Segment lengths that may be asked for, in seconds.
@@ -98,8 +101,10 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
     /// Reads the choices from text settings (form fields, JSON strings, command-line options): each
     /// is absent, empty (the default), or valid; then checks them against each other and
     /// `targetDuration`.
-    public static func parse(minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String? = nil,
-                             targetDuration: Double, quality: Quality = .high) throws(Invalid) -> HighlightChoices {
+    public static func parse(
+        minSegment: String?, maxSegment: String?, maxSegments: String?, aspect: String?, fps: String? = nil,
+        targetDuration: Double, quality: Quality = .high
+    ) throws(Invalid) -> HighlightChoices {
         func text(_ value: String?) -> String? {
             guard let value = value?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
             return value
@@ -107,8 +112,10 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
         func seconds(_ value: String?, field: String) throws(Invalid) -> Double? {
             guard let value = text(value) else { return nil }
             guard let number = Double(value), number.isFinite, segmentLengths.contains(number) else {
-                throw Invalid(field: field, message: "\(field) must be a number of seconds from \(Int(segmentLengths.lowerBound)) "
-                    + "to \(Int(segmentLengths.upperBound)).")
+                throw Invalid(
+                    field: field,
+                    message: "\(field) must be a number of seconds from \(Int(segmentLengths.lowerBound)) "
+                        + "to \(Int(segmentLengths.upperBound)).")
             }
             return number
         }
@@ -117,22 +124,28 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
         choices.maxSegment = try seconds(maxSegment, field: "max_segment")
         if let value = text(maxSegments) {
             guard let count = Int(value), segmentCounts.contains(count) else {
-                throw Invalid(field: "max_segments", message: "max_segments must be a whole number from \(segmentCounts.lowerBound) "
-                    + "to \(segmentCounts.upperBound).")
+                throw Invalid(
+                    field: "max_segments",
+                    message: "max_segments must be a whole number from \(segmentCounts.lowerBound) "
+                        + "to \(segmentCounts.upperBound).")
             }
             choices.maxSegments = count
         }
         if let value = text(aspect) {
             guard let ratio = AspectRatio(rawValue: value.lowercased()) else {
-                throw Invalid(field: "aspect", message: "aspect must be one of "
-                    + AspectRatio.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+                throw Invalid(
+                    field: "aspect",
+                    message: "aspect must be one of "
+                        + AspectRatio.allCases.map(\.rawValue).joined(separator: ", ") + ".")
             }
             choices.aspect = ratio
         }
         if let value = text(fps) {
             guard let rate = FrameRateChoice(rawValue: value.lowercased()) else {
-                throw Invalid(field: "fps", message: "fps must be 30 (at most about 30 pictures a second, the default) or source "
-                    + "(the video's own rate).")
+                throw Invalid(
+                    field: "fps",
+                    message: "fps must be 30 (at most about 30 pictures a second, the default) or source "
+                        + "(the video's own rate).")
             }
             choices.fps = rate
         }
@@ -154,15 +167,21 @@ public struct HighlightChoices: Sendable, Equatable, Codable {
     /// Checks the choices against each other and the highlight's length.
     public func check(targetDuration: Double) throws(Invalid) {
         if let minSegment, let maxSegment, minSegment > maxSegment {
-            throw Invalid(field: "segments", message: "min_segment (\(Self.format(minSegment)) s) is longer than "
-                + "max_segment (\(Self.format(maxSegment)) s).")
+            throw Invalid(
+                field: "segments",
+                message: "min_segment (\(Self.format(minSegment)) s) is longer than "
+                    + "max_segment (\(Self.format(maxSegment)) s).")
         }
         if let minSegment, minSegment > targetDuration {
-            throw Invalid(field: "segments", message: "min_segment (\(Self.format(minSegment)) s) is longer than the whole "
-                + "highlight (target_duration \(Self.format(targetDuration)) s).")
+            throw Invalid(
+                field: "segments",
+                message: "min_segment (\(Self.format(minSegment)) s) is longer than the whole "
+                    + "highlight (target_duration \(Self.format(targetDuration)) s).")
         }
         if let maxSegments, let maxSegment, Double(maxSegments) * maxSegment < targetDuration - 0.5 {
-                throw Invalid(field: "segments", message: "\(maxSegments) segment\(maxSegments == 1 ? "" : "s") of at most "
+            throw Invalid(
+                field: "segments",
+                message: "\(maxSegments) segment\(maxSegments == 1 ? "" : "s") of at most "
                     + "\(Self.format(maxSegment)) s cannot fill a \(Self.format(targetDuration)) s highlight: allow more or longer "
                     + "segments, or ask for a shorter highlight.")
         }

@@ -26,8 +26,10 @@ public struct MusicChoice: Sendable, Equatable, Codable {
     }
 
     /// A track uploaded with the video, stored at `uploadedKey` (nil until it is stored).
-    public init(uploaded filename: String, at uploadedKey: String? = nil, volume: Double = MusicChoice.defaultVolume,
-                keepSourceAudio: Bool = true) {
+    public init(
+        uploaded filename: String, at uploadedKey: String? = nil, volume: Double = MusicChoice.defaultVolume,
+        keepSourceAudio: Bool = true
+    ) {
         self.filename = filename
         self.uploadedKey = uploadedKey
         self.volume = volume

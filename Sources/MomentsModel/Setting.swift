@@ -9,8 +9,10 @@ public struct SettingError: CodedError, Equatable {
 /// Settings read from the environment (what Railway, Render and Kubernetes inject).
 public enum Setting {
     /// A whole number within `range`; `value` when the variable is unset or empty.
-    public static func integer(_ name: String, in environment: Settings, default value: Int,
-                               range: ClosedRange<Int>) throws(SettingError) -> Int {
+    public static func integer(
+        _ name: String, in environment: Settings, default value: Int,
+        range: ClosedRange<Int>
+    ) throws(SettingError) -> Int {
         guard let text = environment[name], !text.isEmpty else { return value }
         guard let number = Int(text), range.contains(number) else {
             throw SettingError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'.")

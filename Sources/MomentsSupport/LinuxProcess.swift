@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A process as Linux's /proc describes it: its state, parent, processor time, memory and command
@@ -34,11 +35,13 @@ public struct LinuxProcess: Sendable, Hashable {
     /// parentheses, so the fields are read after its last ')'.
     public var stat: Stat? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+            let close = text.lastIndex(of: ")")
+        else { return nil }
         // After the command: state (1st), parent (2nd), …, utime (12th), stime (13th).
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let state = fields[0].first, let parent = pid_t(fields[1]),
-              let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+            let user = Int(fields[11]), let system = Int(fields[12])
+        else { return nil }
         return Stat(state: state, parent: parent, userTicks: user, systemTicks: system)
     }
 
@@ -49,8 +52,8 @@ public struct LinuxProcess: Sendable, Hashable {
     /// resident), `VmSize` (address space mapped now), `VmPeak` (the most ever mapped).
     public func status(_ field: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-              let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+            let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
         else { return nil }
         return kilobytes * 1024
     }

@@ -62,8 +62,10 @@ public protocol ResumableObjectStore: PresigningObjectStore {
     func abortUpload(key: String, uploadID: String) async throws(StorageError)
     /// One page (at most `limit`) of the uploads under `prefix` neither completed nor aborted,
     /// after `marker` (the page before's `next`); `next` is nil after the last page.
-    func unfinishedUploads(prefix: String, after marker: UploadListMarker?,
-                           limit: Int) async throws(StorageError) -> (uploads: [UnfinishedUpload], next: UploadListMarker?)
+    func unfinishedUploads(
+        prefix: String, after marker: UploadListMarker?,
+        limit: Int
+    ) async throws(StorageError) -> (uploads: [UnfinishedUpload], next: UploadListMarker?)
 }
 
 extension ResumableObjectStore {

@@ -14,8 +14,10 @@ extension EditTimeline {
             let times = [clip.source, clip.source + clip.length, record, record + clip.length]
                 .map { frameRate.timecode($0, dropFrame: drop) }
             let channels = hasAudio ? "AA/V" : "V"
-            lines.append(String(format: "%03d  AX       %@ C        %@", index + 1, channels.padding(toLength: 5, withPad: " ", startingAt: 0),
-                                times.joined(separator: " ")))
+            lines.append(
+                String(
+                    format: "%03d  AX       %@ C        %@", index + 1, channels.padding(toLength: 5, withPad: " ", startingAt: 0),
+                    times.joined(separator: " ")))
             lines.append("* FROM CLIP NAME: \(Self.ascii(sourceName, limit: 200))")
             // The file: its path, or (a relative reference) its name, for the editor to find.
             let file = sourceURL.hasPrefix("file://") ? URL(string: sourceURL)?.path : sourceURL.removingPercentEncoding
@@ -63,11 +65,15 @@ extension EditTimeline {
         ]
         var offset = 0
         for clip in frames {
-            lines.append(#"                        <asset-clip ref="r2" offset="\#(rate.rational(offset))" name="\#(Self.xml(sourceName))" start="\#(rate.rational(clip.source))" duration="\#(rate.rational(clip.length))" format="r1" tcFormat="\#(tcFormat)"/>"#)
+            lines.append(
+                #"                        <asset-clip ref="r2" offset="\#(rate.rational(offset))" name="\#(Self.xml(sourceName))" start="\#(rate.rational(clip.source))" duration="\#(rate.rational(clip.length))" format="r1" tcFormat="\#(tcFormat)"/>"#
+            )
             offset += clip.length
         }
-        lines += ["                    </spine>", "                </sequence>", "            </project>", "        </event>", "    </library>",
-                  "</fcpxml>", ""]
+        lines += [
+            "                    </spine>", "                </sequence>", "            </project>", "        </event>", "    </library>",
+            "</fcpxml>", "",
+        ]
         return lines.joined(separator: "\n")
     }
 
@@ -103,8 +109,10 @@ extension EditTimeline {
             ["OTIO_SCHEMA": "TimeRange.1", "start_time": time(start), "duration": time(length)]
         }
         func item(_ schema: String, name: String, _ extra: [String: Any]) -> [String: Any] {
-            ["OTIO_SCHEMA": schema, "name": name, "metadata": [String: Any](), "effects": [Any](), "markers": [Any](),
-             "enabled": true].merging(extra) { $1 }
+            [
+                "OTIO_SCHEMA": schema, "name": name, "metadata": [String: Any](), "effects": [Any](), "markers": [Any](),
+                "enabled": true,
+            ].merging(extra) { $1 }
         }
         func track(_ kind: String) -> [String: Any] {
             let clips = zip(clips, frames).map { clip, frames -> [String: Any] in
@@ -113,19 +121,25 @@ extension EditTimeline {
                     "target_url": sourceURL, "available_range": range(timecodeStart, sourceFrames),
                     "available_image_bounds": NSNull(),
                 ]
-                return item("Clip.2", name: sourceName, [
-                    "source_range": range(frames.source, frames.length),
-                    "media_references": ["DEFAULT_MEDIA": reference], "active_media_reference_key": "DEFAULT_MEDIA",
-                    "metadata": ["moments": ["source_start_seconds": clip.start, "source_end_seconds": clip.end]],
-                ])
+                return item(
+                    "Clip.2", name: sourceName,
+                    [
+                        "source_range": range(frames.source, frames.length),
+                        "media_references": ["DEFAULT_MEDIA": reference], "active_media_reference_key": "DEFAULT_MEDIA",
+                        "metadata": ["moments": ["source_start_seconds": clip.start, "source_end_seconds": clip.end]],
+                    ])
             }
             return item("Track.1", name: kind, ["kind": kind, "source_range": NSNull(), "children": clips])
         }
         let timeline: [String: Any] = [
             "OTIO_SCHEMA": "Timeline.1", "name": name, "global_start_time": time(0),
             "metadata": ["moments": ["source": sourceName, "start_timecode": startTimecode.map { $0 as Any } ?? NSNull()]],
-            "tracks": item("Stack.1", name: "tracks", ["source_range": NSNull(),
-                                                       "children": [track("Video")] + (hasAudio ? [track("Audio")] : [])]),
+            "tracks": item(
+                "Stack.1", name: "tracks",
+                [
+                    "source_range": NSNull(),
+                    "children": [track("Video")] + (hasAudio ? [track("Audio")] : []),
+                ]),
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: timeline, options: [.prettyPrinted, .sortedKeys]) else { return "{}" }
         return String(decoding: data, as: UTF8.self) + "\n"

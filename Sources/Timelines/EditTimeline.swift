@@ -35,8 +35,10 @@ public struct EditTimeline: Sendable, Equatable {
     public var height: Int?
     public var clips: [Clip]
 
-    public init(name: String, sourceName: String, sourceURL: String, frameRate: Double, sourceDuration: Double,
-                startTimecode: String? = nil, hasAudio: Bool = true, width: Int? = nil, height: Int? = nil, clips: [Clip]) {
+    public init(
+        name: String, sourceName: String, sourceURL: String, frameRate: Double, sourceDuration: Double,
+        startTimecode: String? = nil, hasAudio: Bool = true, width: Int? = nil, height: Int? = nil, clips: [Clip]
+    ) {
         self.name = name
         self.sourceName = sourceName
         self.sourceURL = sourceURL
@@ -51,12 +53,15 @@ public struct EditTimeline: Sendable, Equatable {
 
     /// The timeline of a highlight of the file at `source` (a file URL): named after the file and
     /// referring to it by its URL, as `moments highlight --timeline` writes it beside the file.
-    public init(highlightOf source: URL, frameRate: Double, sourceDuration: Double, startTimecode: String?, hasAudio: Bool,
-                width: Int?, height: Int?, clips: [Clip]) {
+    public init(
+        highlightOf source: URL, frameRate: Double, sourceDuration: Double, startTimecode: String?, hasAudio: Bool,
+        width: Int?, height: Int?, clips: [Clip]
+    ) {
         let url = source.standardizedFileURL
-        self.init(name: "\(url.deletingPathExtension().lastPathComponent) highlight", sourceName: url.lastPathComponent,
-                  sourceURL: url.absoluteString, frameRate: frameRate, sourceDuration: sourceDuration, startTimecode: startTimecode,
-                  hasAudio: hasAudio, width: width, height: height, clips: clips)
+        self.init(
+            name: "\(url.deletingPathExtension().lastPathComponent) highlight", sourceName: url.lastPathComponent,
+            sourceURL: url.absoluteString, frameRate: frameRate, sourceDuration: sourceDuration, startTimecode: startTimecode,
+            hasAudio: hasAudio, width: width, height: height, clips: clips)
     }
 
     /// Each clip in whole frames: its first source frame (counted from the start timecode) and length.
@@ -151,7 +156,8 @@ public struct FrameRate: Sendable, Equatable {
     public func frames(timecode: String) -> Int? {
         let fields = timecode.split(omittingEmptySubsequences: false) { $0 == ":" || $0 == ";" || $0 == "." }.map { Int($0) }
         guard fields.count == 4, let h = fields[0], let m = fields[1], let s = fields[2], let f = fields[3],
-              (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(s), (0..<timecodeBase).contains(f) else { return nil }
+            (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(s), (0..<timecodeBase).contains(f)
+        else { return nil }
         let base = timecodeBase
         var total = ((h * 60 + m) * 60 + s) * base + f
         if allowsDropFrame && timecode.contains(";") {

@@ -66,8 +66,10 @@ public final class EngineProcess: Sendable {
     /// Makes the highlight `request` asks for. Throws the engine's own `MomentsError` (bad media,
     /// cancelled), an `EngineFailure` when the process died or passed its memory limit, or
     /// `CancellationError` when the calling task was cancelled.
-    public func highlight(_ request: EngineRequest, probed: @escaping @Sendable (Double) -> Void,
-                          progress: @escaping @Sendable (ProgressUpdate) -> Void) async throws -> HighlightReport {
+    public func highlight(
+        _ request: EngineRequest, probed: @escaping @Sendable (Double) -> Void,
+        progress: @escaping @Sendable (ProgressUpdate) -> Void
+    ) async throws -> HighlightReport {
         var request = request
         request.memoryLimit = memoryLimit
         var line = try JSONEncoder().encode(request)
@@ -149,8 +151,10 @@ public final class EngineProcess: Sendable {
         func stop() { result.cancel() }
 
         /// Reads what the child says until its standard output ends, and its standard error meanwhile.
-        static func follow(_ execution: Execution<CustomWriteInput, SequenceOutput, SequenceOutput>, watch: ChildWatch,
-                           assignment: Assignment) async throws {
+        static func follow(
+            _ execution: Execution<CustomWriteInput, SequenceOutput, SequenceOutput>, watch: ChildWatch,
+            assignment: Assignment
+        ) async throws {
             let pid = execution.processIdentifier.value
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -202,8 +206,9 @@ public struct EngineFailure: Error, Sendable, Equatable {
     public var diagnostics: String
 
     /// A process that could take no work (stopped before it was given any).
-    static let unavailable = EngineFailure(code: .internalError, message: "The worker could not start its video engine.",
-                                           diagnostics: "the engine process had stopped before it was given its work")
+    static let unavailable = EngineFailure(
+        code: .internalError, message: "The worker could not start its video engine.",
+        diagnostics: "the engine process had stopped before it was given its work")
 }
 
 /// What the worker learns of a child while it runs.
@@ -273,11 +278,13 @@ final class ChildWatch: Sendable {
         let couldNotAllocate = ["allocate memory", "out of memory", "bad_alloc", "cannot allocate"].contains { lowered.contains($0) }
         if nearLimit || couldNotAllocate {
             let limit = state.limit.map { " of \(($0.limit - $0.start) >> 20) MB beyond its start" } ?? ""
-            return try Self.fail(.outOfMemory, "Processing this video needed more memory than a worker allows.",
-                                 "engine process \(how), at its address-space limit\(limit) (peak \(state.peak >> 20) MB)\(tail)")
+            return try Self.fail(
+                .outOfMemory, "Processing this video needed more memory than a worker allows.",
+                "engine process \(how), at its address-space limit\(limit) (peak \(state.peak >> 20) MB)\(tail)")
         }
-        throw EngineFailure(code: .engineCrashed, message: "The video engine stopped unexpectedly (\(how)).",
-                            diagnostics: "engine process \(how)\(tail)")
+        throw EngineFailure(
+            code: .engineCrashed, message: "The video engine stopped unexpectedly (\(how)).",
+            diagnostics: "engine process \(how)\(tail)")
     }
 
     private static func fail(_ code: ErrorCode, _ message: String, _ diagnostics: String) throws -> HighlightReport {
@@ -285,8 +292,10 @@ final class ChildWatch: Sendable {
     }
 
     static func name(ofSignal signal: Int32) -> String {
-        let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGKILL: "SIGKILL", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL",
-                                      SIGTRAP: "SIGTRAP", SIGFPE: "SIGFPE", SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGPIPE: "SIGPIPE"]
+        let names: [Int32: String] = [
+            SIGSEGV: "SIGSEGV", SIGKILL: "SIGKILL", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL",
+            SIGTRAP: "SIGTRAP", SIGFPE: "SIGFPE", SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGPIPE: "SIGPIPE",
+        ]
         return names[signal] ?? "signal \(signal)"
     }
 }

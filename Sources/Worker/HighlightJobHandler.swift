@@ -25,8 +25,10 @@ public struct HighlightJobHandler: JobHandler {
     /// Delete the uploaded source once the highlight is stored and the job completed.
     let deleteSourceAfterSuccess: Bool
 
-    public init(storage: any ObjectStore, workDirectory: URL = FileManager.default.temporaryDirectory,
-                deleteSourceAfterSuccess: Bool = true, isolation: EngineIsolation = .inProcess) {
+    public init(
+        storage: any ObjectStore, workDirectory: URL = FileManager.default.temporaryDirectory,
+        deleteSourceAfterSuccess: Bool = true, isolation: EngineIsolation = .inProcess
+    ) {
         self.storage = storage
         self.workDirectory = workDirectory
         self.deleteSourceAfterSuccess = deleteSourceAfterSuccess
@@ -64,16 +66,21 @@ public struct HighlightJobHandler: JobHandler {
         if let choice = job.music { music = try await fetchMusic(choice, into: folder) }
 
         let output = folder.appendingPathComponent("highlight.mp4")
-        let stills = StillPaths(poster: folder.appendingPathComponent("poster.jpg").path,
-                                thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
+        let stills = StillPaths(
+            poster: folder.appendingPathComponent("poster.jpg").path,
+            thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
         let report = try await highlight(source: source, output: output, stills: stills, music: music, job: job, context: context)
         try Task.checkCancellation()
 
         await context.progress(97, stage: "uploading", message: "Saving your highlight")
         let key = ObjectKey.result(of: job.id, attempt: context.lease.attempt)
-        let stillKeys = report.stills == nil ? nil
-            : (poster: ObjectKey.still(of: job.id, attempt: context.lease.attempt, .poster),
-               thumbnails: ObjectKey.still(of: job.id, attempt: context.lease.attempt, .thumbnails))
+        let stillKeys =
+            report.stills == nil
+            ? nil
+            : (
+                poster: ObjectKey.still(of: job.id, attempt: context.lease.attempt, .poster),
+                thumbnails: ObjectKey.still(of: job.id, attempt: context.lease.attempt, .thumbnails)
+            )
         let stored = try await withSpan("upload", ofKind: .client) { span in
             span.attributes["moments.object.key"] = key
             do {
@@ -90,12 +97,14 @@ public struct HighlightJobHandler: JobHandler {
         }
         // Cancelled or not from here on, the result goes back to the worker: it knows, from the
         // store, whether the job is still this attempt's, and deletes the result if not.
-        return JobResult(resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
-                         segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) },
-                         sourceMedia: SourceMedia(frameRate: report.input.frameRate, startTimecode: report.input.startTimecode,
-                                                  hasAudio: report.input.hasAudio, width: report.input.displayWidth,
-                                                  height: report.input.displayHeight),
-                         posterKey: stillKeys?.poster, thumbnailsKey: stillKeys?.thumbnails)
+        return JobResult(
+            resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
+            segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) },
+            sourceMedia: SourceMedia(
+                frameRate: report.input.frameRate, startTimecode: report.input.startTimecode,
+                hasAudio: report.input.hasAudio, width: report.input.displayWidth,
+                height: report.input.displayHeight),
+            posterKey: stillKeys?.poster, thumbnailsKey: stillKeys?.thumbnails)
     }
 
     /// Deletes the highlight this attempt stored, once the store says the job was cancelled or
@@ -122,8 +131,10 @@ public struct HighlightJobHandler: JobHandler {
     /// follows from the source's length, which the API's probe recorded with the job: about half
     /// of it at worst (4K HDR on two cores), so its deadline is twice the source plus two minutes.
     /// A job recorded without it (before the API recorded it) learns it from the engine's probe.
-    private func highlight(source: URL, output: URL, stills: StillPaths, music: MusicSettings?, job: JobRecord,
-                           context: JobContext) async throws -> HighlightReport {
+    private func highlight(
+        source: URL, output: URL, stills: StillPaths, music: MusicSettings?, job: JobRecord,
+        context: JobContext
+    ) async throws -> HighlightReport {
         var settings = HighlightSettings(duration: job.targetDuration, quality: job.quality, codec: job.codec, choices: job.choices)
         settings.stills = stills
         settings.music = music
@@ -148,8 +159,9 @@ public struct HighlightJobHandler: JobHandler {
             case .inProcess:
                 outcome = .success(try await Self.runHere(source: source, output: output, settings: settings, progress: progress))
             case .childProcess(let process):
-                let request = EngineRequest(input: source.path, output: output.path, poster: stills.poster, thumbnails: stills.thumbnails,
-                                            settings: settings, memoryLimit: nil)
+                let request = EngineRequest(
+                    input: source.path, output: output.path, poster: stills.poster, thumbnails: stills.thumbnails,
+                    settings: settings, memoryLimit: nil)
                 outcome = .success(try await process.highlight(request, probed: probed, progress: progress))
             }
         } catch {
@@ -162,15 +174,19 @@ public struct HighlightJobHandler: JobHandler {
     }
 
     /// The engine on a thread of this process (it blocks while it decodes and encodes).
-    private static func runHere(source: URL, output: URL, settings: HighlightSettings,
-                                progress: @escaping @Sendable (ProgressUpdate) -> Void) async throws -> HighlightReport {
+    private static func runHere(
+        source: URL, output: URL, settings: HighlightSettings,
+        progress: @escaping @Sendable (ProgressUpdate) -> Void
+    ) async throws -> HighlightReport {
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HighlightReport, any Error>) in
                 let thread = Thread {
                     do throws(MomentsError) {
-                        continuation.resume(returning: try HighlightEngine().highlight(input: source.path, output: output.path, settings: settings,
-                                                                                       cancellation: cancellation, progress: progress))
+                        continuation.resume(
+                            returning: try HighlightEngine().highlight(
+                                input: source.path, output: output.path, settings: settings,
+                                cancellation: cancellation, progress: progress))
                     } catch {
                         continuation.resume(throwing: error)
                     }
@@ -192,29 +208,35 @@ public struct HighlightJobHandler: JobHandler {
         case let error as MomentsError where error.code == .cancelled:
             return CancellationError()
         case let error as MomentsError where error.code == .outOfMemory:
-            return JobFailure(code: error.code.rawValue, message: error.message, retryable: true,
-                              diagnostics: "the engine reported: \(error.message)", finalMessage: outOfMemoryMessage)
+            return JobFailure(
+                code: error.code.rawValue, message: error.message, retryable: true,
+                diagnostics: "the engine reported: \(error.message)", finalMessage: outOfMemoryMessage)
         case let error as MomentsError:
             return JobFailure(error)
         case let error as EngineFailure:
-            let finalMessage: String? = switch error.code {
-            case .outOfMemory: outOfMemoryMessage
-            case .engineCrashed: crashedMessage
-            default: nil
-            }
-            return JobFailure(code: error.code.rawValue, message: error.message, retryable: true, diagnostics: error.diagnostics,
-                              finalMessage: finalMessage)
+            let finalMessage: String? =
+                switch error.code {
+                case .outOfMemory: outOfMemoryMessage
+                case .engineCrashed: crashedMessage
+                default: nil
+                }
+            return JobFailure(
+                code: error.code.rawValue, message: error.message, retryable: true, diagnostics: error.diagnostics,
+                finalMessage: finalMessage)
         case is CancellationError:
             return error
         default:
-            return JobFailure(code: ErrorCode.internalError.rawValue, message: "The worker could not run its video engine.", retryable: true,
-                              diagnostics: "\(error)")
+            return JobFailure(
+                code: ErrorCode.internalError.rawValue, message: "The worker could not run its video engine.", retryable: true,
+                diagnostics: "\(error)")
         }
     }
 
-    static let crashedMessage = "This video could not be processed: our video engine stopped on it every time we tried. "
+    static let crashedMessage =
+        "This video could not be processed: our video engine stopped on it every time we tried. "
         + "Export it again as MP4 or MOV and upload it once more."
-    static let outOfMemoryMessage = "This video could not be processed: it needs more memory than our workers have. "
+    static let outOfMemoryMessage =
+        "This video could not be processed: it needs more memory than our workers have. "
         + "Try a shorter video or one of a lower resolution."
 
     /// The extension the engine sees (it probes the bytes; the extension only helps FFmpeg guess).
@@ -230,13 +252,17 @@ public struct HighlightJobHandler: JobHandler {
             } catch {
                 throw Self.failure(error, whileDoing: "fetching the music uploaded with the video")
             }
-            return MusicSettings(path: track.path, analysis: nil, volume: choice.volume, keepSourceAudio: choice.keepSourceAudio,
-                                 title: choice.filename)
+            return MusicSettings(
+                path: track.path, analysis: nil, volume: choice.volume, keepSourceAudio: choice.keepSourceAudio,
+                title: choice.filename)
         }
-        guard let id = choice.trackID else { throw JobFailure(code: ErrorCode.internalError.rawValue, message: "The job names no music.", retryable: false) }
-        let unavailable = JobFailure(code: ErrorCode.musicUnavailable.rawValue,
-                                     message: "The music chosen for this highlight was removed from the library. Choose another track and upload again.",
-                                     retryable: false)
+        guard let id = choice.trackID else {
+            throw JobFailure(code: ErrorCode.internalError.rawValue, message: "The job names no music.", retryable: false)
+        }
+        let unavailable = JobFailure(
+            code: ErrorCode.musicUnavailable.rawValue,
+            message: "The music chosen for this highlight was removed from the library. Choose another track and upload again.",
+            retryable: false)
         do {
             guard let stored = try await storage.list(prefix: ObjectKey.libraryTrackPrefix(id), after: nil, limit: 1).first else { throw unavailable }
             let track = folder.appendingPathComponent("music." + Self.fileExtension(of: stored.key))
@@ -244,9 +270,10 @@ public struct HighlightJobHandler: JobHandler {
             _ = try await storage.get(key: stored.key, to: track, limit: nil)
             _ = try await storage.get(key: ObjectKey.libraryAnalysis(id), to: json, limit: 1 << 24)
             guard let analysis = try? JSONDecoder().decode(MusicAnalysis.self, from: Data(contentsOf: json)) else {
-                throw JobFailure(code: ErrorCode.musicUnavailable.rawValue,
-                                 message: "The music chosen for this highlight could not be read from the library. Choose another track.",
-                                 retryable: false)
+                throw JobFailure(
+                    code: ErrorCode.musicUnavailable.rawValue,
+                    message: "The music chosen for this highlight could not be read from the library. Choose another track.",
+                    retryable: false)
             }
             return MusicSettings(path: track.path, analysis: analysis, volume: choice.volume, keepSourceAudio: choice.keepSourceAudio)
         } catch let failure as JobFailure {
@@ -270,11 +297,13 @@ public struct HighlightJobHandler: JobHandler {
         }
         switch error.code {
         case .notFound:
-            return JobFailure(code: ErrorCode.sourceMissing.rawValue,
-                              message: "The uploaded video is no longer available. Please upload it again.", retryable: false)
+            return JobFailure(
+                code: ErrorCode.sourceMissing.rawValue,
+                message: "The uploaded video is no longer available. Please upload it again.", retryable: false)
         case .tooLarge:
-            return JobFailure(code: ErrorCode.sourceChanged.rawValue,
-                              message: "The stored video is not the file that was accepted (it is longer). Please upload it again.", retryable: false)
+            return JobFailure(
+                code: ErrorCode.sourceChanged.rawValue,
+                message: "The stored video is not the file that was accepted (it is longer). Please upload it again.", retryable: false)
         case .ioError:
             return JobFailure(code: ErrorCode.ioError.rawValue, message: "The worker ran into a disk problem while \(what).", retryable: true)
         case .forbidden, .unavailable, .invalidKey, .invalidConfiguration, .cancelled:

@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
 import JobStore
 import Jobs
 import Logging
 import MomentsModel
+import Synchronization
 
 /// The work a job does. The worker takes care of leases, heartbeats, cancellation, retries and
 /// acknowledgement; a handler only does the work, reports progress and returns the result.

@@ -58,9 +58,10 @@ public final class QueueWorker: Sendable {
     /// Registers this worker and sends its heartbeat (jobs running, attempts finished) every
     /// `registryHeartbeat`, registering again after any failure (the row may have been pruned).
     private func registryLoop() async {
-        let identity = WorkerIdentity(id: configuration.name, host: ProcessInfo.processInfo.hostName,
-                                      pid: Int(ProcessInfo.processInfo.processIdentifier), version: MomentsVersion.current,
-                                      concurrency: configuration.concurrency)
+        let identity = WorkerIdentity(
+            id: configuration.name, host: ProcessInfo.processInfo.hostName,
+            pid: Int(ProcessInfo.processInfo.processIdentifier), version: MomentsVersion.current,
+            concurrency: configuration.concurrency)
         var registered = false
         while !Task.isCancelled {
             do {
@@ -198,8 +199,9 @@ public final class QueueWorker: Sendable {
         // Unstructured, so that shutdown (cancelling this task) does not cancel the job at once.
         let work = Task { try await handler.process(job, context: context) }
         let keeper = Task {
-            await self.keepLease(lease, delivery: delivery, consumer: consumer, work: work, context: context, started: started,
-                                 interruption: interruption, logger: logger)
+            await self.keepLease(
+                lease, delivery: delivery, consumer: consumer, work: work, context: context, started: started,
+                interruption: interruption, logger: logger)
         }
         let grace = configuration.shutdownGrace
         let outcome = await withTaskCancellationHandler {
@@ -227,9 +229,11 @@ public final class QueueWorker: Sendable {
     /// Keeps the lease while the work runs: renewals on their own schedule, and a cancellation
     /// check every `cancelCheck`, apart, so that a slow check never delays a renewal. Stops the
     /// work when the job is cancelled or the lease is lost.
-    private func keepLease(_ lease: JobLease, delivery: Delivery, consumer: String, work: Task<JobResult, any Error>,
-                           context: JobContext, started: ContinuousClock.Instant, interruption: Interrupted,
-                           logger: Logger) async {
+    private func keepLease(
+        _ lease: JobLease, delivery: Delivery, consumer: String, work: Task<JobResult, any Error>,
+        context: JobContext, started: ContinuousClock.Instant, interruption: Interrupted,
+        logger: Logger
+    ) async {
         let stop: @Sendable (Interruption) -> Void = { reason in
             interruption.reason.withLock { if $0 == nil { $0 = reason } }
             work.cancel()
@@ -248,8 +252,10 @@ public final class QueueWorker: Sendable {
     /// that fails is tried again a second later; once the lease may have lapsed the work stops.
     /// Each renewal gives up when the lease it renews would lapse (at most the store's 10 s), so a
     /// database that goes silent stops the work by then, before another worker may take it over.
-    private func renew(_ lease: JobLease, delivery: Delivery, consumer: String, stop: @Sendable (Interruption) -> Void,
-                       logger: Logger) async {
+    private func renew(
+        _ lease: JobLease, delivery: Delivery, consumer: String, stop: @Sendable (Interruption) -> Void,
+        logger: Logger
+    ) async {
         // Measured from when each renewal was sent: the database starts the new lease later than that.
         var lastRenewal = ContinuousClock.now
         var next = lastRenewal + configuration.heartbeat
@@ -258,8 +264,9 @@ public final class QueueWorker: Sendable {
             let sent = ContinuousClock.now
             do {
                 let left = lastRenewal + configuration.lease - sent
-                let state = try await jobs.renew(lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease,
-                                                 timeout: min(max(left, .milliseconds(100)), .seconds(10)), logger: logger)
+                let state = try await jobs.renew(
+                    lease, delivery: delivery, consumer: consumer, extendBy: configuration.lease,
+                    timeout: min(max(left, .milliseconds(100)), .seconds(10)), logger: logger)
                 guard Self.holds(state, stop: stop, logger: logger) else { return }
                 lastRenewal = sent
                 next = sent + configuration.heartbeat
@@ -301,13 +308,16 @@ public final class QueueWorker: Sendable {
 
     /// Stops an attempt that reports no progress for `stallLimit`, or runs past its deadline (a
     /// multiple of what it said it expects, never more than `attemptLimit`).
-    private func watchdog(_ context: JobContext, started: ContinuousClock.Instant, stop: @Sendable (Interruption) -> Void,
-                          logger: Logger) async {
+    private func watchdog(
+        _ context: JobContext, started: ContinuousClock.Instant, stop: @Sendable (Interruption) -> Void,
+        logger: Logger
+    ) async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: configuration.cancelCheck) } catch { return }
             if let code = context.overdue(started: started, configuration: configuration) {
-                logger.warning(code == .attemptStalled ? "no progress; stopping the attempt" : "past its deadline; stopping the attempt",
-                               metadata: ["error_code": "\(code.rawValue)"])
+                logger.warning(
+                    code == .attemptStalled ? "no progress; stopping the attempt" : "past its deadline; stopping the attempt",
+                    metadata: ["error_code": "\(code.rawValue)"])
                 return stop(.overdue(code))
             }
         }
@@ -325,8 +335,10 @@ public final class QueueWorker: Sendable {
     }
 
     /// Records the attempt's outcome and answers how it ended, for the metrics.
-    private func finish(_ outcome: Result<JobResult, any Error>, interruption: Interruption?, lease: JobLease,
-                        delivery: Delivery, logger: Logger) async -> AttemptEnd {
+    private func finish(
+        _ outcome: Result<JobResult, any Error>, interruption: Interruption?, lease: JobLease,
+        delivery: Delivery, logger: Logger
+    ) async -> AttemptEnd {
         let attempt: AttemptOutcome
         switch (interruption, outcome) {
         case (.cancelled, _): attempt = .cancelled
@@ -339,11 +351,13 @@ public final class QueueWorker: Sendable {
             return .superseded
         case (.shutdown, _): attempt = .givenBack
         case (.overdue(let code), _):
-            let message = code == .attemptStalled
+            let message =
+                code == .attemptStalled
                 ? "The worker stopped this attempt: it made no progress for \(Int(configuration.stallLimit.inSeconds)) seconds."
                 : "The worker stopped this attempt: it took far longer than a video of this length should."
-            attempt = .failed(JobFailure(code: code.rawValue, message: message, retryable: true),
-                              retryDelay: configuration.retryDelay(afterAttempt: lease.attempt))
+            attempt = .failed(
+                JobFailure(code: code.rawValue, message: message, retryable: true),
+                retryDelay: configuration.retryDelay(afterAttempt: lease.attempt))
         case (nil, .success(let result)): attempt = .succeeded(result)
         case (nil, .failure(let error)):
             attempt = .failed(JobFailure(describing: error), retryDelay: configuration.retryDelay(afterAttempt: lease.attempt))

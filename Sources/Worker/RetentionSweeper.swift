@@ -31,14 +31,19 @@ public struct RetentionConfiguration: Sendable, Equatable {
         let resultDays = try Setting.integer("RESULT_RETENTION_DAYS", in: environment, default: 30, range: 0...36_500)
         let jobDays = try Setting.integer("JOB_RETENTION_DAYS", in: environment, default: 90, range: 0...36_500)
         if jobDays != 0 && jobDays < Self.minimumJobDays {
-            throw SettingError("JOB_RETENTION_DAYS must be 0 (keep) or at least \(Self.minimumJobDays): the monthly quota counts job rows, so they must outlive a month, not '\(jobDays)'.")
+            throw SettingError(
+                "JOB_RETENTION_DAYS must be 0 (keep) or at least \(Self.minimumJobDays): the monthly quota counts job rows, so they must outlive a month, not '\(jobDays)'."
+            )
         }
         if jobDays != 0 && resultDays > jobDays {
-            throw SettingError("RESULT_RETENTION_DAYS (\(resultDays)) cannot be longer than JOB_RETENTION_DAYS (\(jobDays)): a highlight is deleted with its job's row at the latest.")
+            throw SettingError(
+                "RESULT_RETENTION_DAYS (\(resultDays)) cannot be longer than JOB_RETENTION_DAYS (\(jobDays)): a highlight is deleted with its job's row at the latest."
+            )
         }
-        self.init(deleteSourceAfterSuccess: try Setting.boolean("DELETE_SOURCE_AFTER_SUCCESS", in: environment, default: true),
-                  resultDays: resultDays == 0 ? nil : resultDays, jobDays: jobDays == 0 ? nil : jobDays,
-                  sweepInterval: .seconds(try Setting.integer("RETENTION_SWEEP_SECONDS", in: environment, default: 3600, range: 10...604_800)))
+        self.init(
+            deleteSourceAfterSuccess: try Setting.boolean("DELETE_SOURCE_AFTER_SUCCESS", in: environment, default: true),
+            resultDays: resultDays == 0 ? nil : resultDays, jobDays: jobDays == 0 ? nil : jobDays,
+            sweepInterval: .seconds(try Setting.integer("RETENTION_SWEEP_SECONDS", in: environment, default: 3600, range: 10...604_800)))
     }
 
     /// Objects of jobs that ended this many days ago go: the result retention, or, when results are
@@ -127,8 +132,9 @@ public struct RetentionSweeper: Sendable {
                     } catch {
                         failed.insert(job.id)
                         report.objectsFailed += 1
-                        logger.warning("could not delete an expired job's objects; the next sweep tries again",
-                                       metadata: ["job_id": "\(job.id.uuidString.lowercased())", "error": "\(error)"])
+                        logger.warning(
+                            "could not delete an expired job's objects; the next sweep tries again",
+                            metadata: ["job_id": "\(job.id.uuidString.lowercased())", "error": "\(error)"])
                     }
                 }
                 // A whole batch failing means storage is down: leave the rest for the next sweep.
@@ -203,8 +209,10 @@ public struct RetentionSweeper: Sendable {
     /// name no job id are not ours and stay.
     func sweepOrphans(now: Date) async throws -> Int {
         var deleted = 0
-        let folders: [(ObjectKey.Folder, TimeInterval)] = [(.sources, Self.orphanGrace), (.results, Self.orphanGrace),
-                                                            (.musicUploads, Self.orphanGrace), (.uploads, Self.stagedGrace)]
+        let folders: [(ObjectKey.Folder, TimeInterval)] = [
+            (.sources, Self.orphanGrace), (.results, Self.orphanGrace),
+            (.musicUploads, Self.orphanGrace), (.uploads, Self.stagedGrace),
+        ]
         for (folder, grace) in folders {
             let prefix = folder.rawValue
             var after: String? = nil

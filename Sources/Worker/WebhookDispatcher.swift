@@ -24,9 +24,11 @@ public struct WebhookConfiguration: Sendable {
     public var publicURL: String?
     public var destinations: DestinationPolicy
 
-    public init(secret: String?, maxAttempts: Int = 8, retryBase: Duration = .seconds(10), retryCap: Duration = .seconds(3600),
-                timeoutSeconds: Int = 10, pollInterval: Duration = .seconds(1), publicURL: String? = nil,
-                destinations: DestinationPolicy = DestinationPolicy()) {
+    public init(
+        secret: String?, maxAttempts: Int = 8, retryBase: Duration = .seconds(10), retryCap: Duration = .seconds(3600),
+        timeoutSeconds: Int = 10, pollInterval: Duration = .seconds(1), publicURL: String? = nil,
+        destinations: DestinationPolicy = DestinationPolicy()
+    ) {
         self.secret = secret
         self.maxAttempts = maxAttempts
         self.retryBase = retryBase
@@ -43,11 +45,12 @@ public struct WebhookConfiguration: Sendable {
             throw SettingError("WEBHOOK_SECRET must be at least 16 characters long (32 random bytes, hex, is a good choice).")
         }
         let publicURL = environment["PUBLIC_URL"].flatMap { $0.isEmpty ? nil : ($0.hasSuffix("/") ? String($0.dropLast()) : $0) }
-        self.init(secret: secret,
-                  maxAttempts: try Setting.integer("WEBHOOK_MAX_ATTEMPTS", in: environment, default: 8, range: 1...50),
-                  retryBase: .seconds(try Setting.integer("WEBHOOK_RETRY_BASE_SECONDS", in: environment, default: 10, range: 1...3600)),
-                  timeoutSeconds: try Setting.integer("WEBHOOK_TIMEOUT_SECONDS", in: environment, default: 10, range: 1...60),
-                  publicURL: publicURL, destinations: try DestinationPolicy(environment: environment))
+        self.init(
+            secret: secret,
+            maxAttempts: try Setting.integer("WEBHOOK_MAX_ATTEMPTS", in: environment, default: 8, range: 1...50),
+            retryBase: .seconds(try Setting.integer("WEBHOOK_RETRY_BASE_SECONDS", in: environment, default: 10, range: 1...3600)),
+            timeoutSeconds: try Setting.integer("WEBHOOK_TIMEOUT_SECONDS", in: environment, default: 10, range: 1...60),
+            publicURL: publicURL, destinations: try DestinationPolicy(environment: environment))
     }
 
     /// base·2^(attempt−1), capped, times a random factor in [0.5, 1).
@@ -144,8 +147,9 @@ public struct WebhookDispatcher: Sendable {
         switch outcome {
         case .delivered(let status): logger.info("webhook delivered", metadata: ["status": "\(status)", "attempt": "\(delivery.attempt)"])
         case .failed(let status, let error, let retryAt):
-            logger.warning(retryAt == nil ? "webhook given up" : "webhook failed; will retry",
-                           metadata: ["status": "\(status.map(String.init) ?? "none")", "error": "\(error)", "attempt": "\(delivery.attempt)"])
+            logger.warning(
+                retryAt == nil ? "webhook given up" : "webhook failed; will retry",
+                metadata: ["status": "\(status.map(String.init) ?? "none")", "error": "\(error)", "attempt": "\(delivery.attempt)"])
         }
     }
 
@@ -154,7 +158,8 @@ public struct WebhookDispatcher: Sendable {
         do { body = try Self.body(delivery, job: job, publicURL: configuration.publicURL) } catch {
             return .failed(status: nil, error: "the body could not be encoded", retryAt: nil)
         }
-        let retryAt = delivery.attempt < configuration.maxAttempts
+        let retryAt =
+            delivery.attempt < configuration.maxAttempts
             ? Date().addingTimeInterval(configuration.delay(afterAttempt: delivery.attempt).inSeconds) : nil
         // Checked again now (DNS may have changed since the upload), and sent to the address checked.
         let destination: CheckedDestination
@@ -164,9 +169,11 @@ public struct WebhookDispatcher: Sendable {
             return .failed(status: nil, error: "refused: the callback URL \(error.reason)", retryAt: error.transient ? retryAt : nil)
         }
         let timestamp = Int(Date().timeIntervalSince1970)
-        var headers: [(String, String)] = [("Content-Type", "application/json"), ("User-Agent", "Moments-Webhooks/1"),
-                                           ("Moments-Event", delivery.event), ("Moments-Delivery", String(delivery.id)),
-                                           ("Moments-Signature", Self.signature(body, timestamp: timestamp, secret: secret))]
+        var headers: [(String, String)] = [
+            ("Content-Type", "application/json"), ("User-Agent", "Moments-Webhooks/1"),
+            ("Moments-Event", delivery.event), ("Moments-Delivery", String(delivery.id)),
+            ("Moments-Signature", Self.signature(body, timestamp: timestamp, secret: secret)),
+        ]
         for (name, value) in (JobTrace.headers() ?? [:]).sorted(by: { $0.key < $1.key }) { headers.append((name, value)) }
         var request = CurlRequest(
             method: "POST", url: delivery.url,
@@ -194,8 +201,10 @@ public struct WebhookDispatcher: Sendable {
             var job: JobDetails
             enum CodingKeys: String, CodingKey { case event, deliveryID = "delivery_id", job }
         }
-        return try MomentsJSON.encoder.encode(Body(event: delivery.event, deliveryID: delivery.id,
-                                                  job: JobDetails(job, links: JobLinks(base: publicURL))))
+        return try MomentsJSON.encoder.encode(
+            Body(
+                event: delivery.event, deliveryID: delivery.id,
+                job: JobDetails(job, links: JobLinks(base: publicURL))))
     }
 
     /// `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`.

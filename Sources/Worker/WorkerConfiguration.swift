@@ -44,11 +44,13 @@ public struct WorkerConfiguration: Sendable {
     public var deadlineMultiple: Double = 4
     public var deadlineFloor: Duration = .seconds(120)
 
-    public init(name: String = WorkerConfiguration.defaultName(), concurrency: Int = 1, lease: Duration = .seconds(60),
-                heartbeat: Duration = .seconds(10), cancelCheck: Duration = .seconds(1), takeoverGrace: Duration = .seconds(5),
-                retryBase: Duration = .seconds(5), retryCap: Duration = .seconds(600), pollBlock: Duration = .seconds(2),
-                pausedCheck: Duration = .seconds(1), reconcileInterval: Duration = .seconds(15), reconcileQuiet: Duration = .seconds(10),
-                progressInterval: Duration = .milliseconds(500), shutdownGrace: Duration = .seconds(25)) {
+    public init(
+        name: String = WorkerConfiguration.defaultName(), concurrency: Int = 1, lease: Duration = .seconds(60),
+        heartbeat: Duration = .seconds(10), cancelCheck: Duration = .seconds(1), takeoverGrace: Duration = .seconds(5),
+        retryBase: Duration = .seconds(5), retryCap: Duration = .seconds(600), pollBlock: Duration = .seconds(2),
+        pausedCheck: Duration = .seconds(1), reconcileInterval: Duration = .seconds(15), reconcileQuiet: Duration = .seconds(10),
+        progressInterval: Duration = .milliseconds(500), shutdownGrace: Duration = .seconds(25)
+    ) {
         self.name = name
         self.concurrency = concurrency
         self.lease = lease

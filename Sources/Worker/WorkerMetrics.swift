@@ -10,14 +10,23 @@ public final class WorkerMetrics: Sendable {
     static let secondsBuckets: [Double] = [1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 3600]
     static let factorBuckets: [Double] = [0.5, 1, 2, 4, 6, 8, 10, 12, 15, 20, 30, 50]
 
-    static var processing: MetricNameDescriptor { MetricNameDescriptor(namespace: "moments", metricName: "job_processing", unitName: "seconds",
-                                                 helpText: "Wall time of one attempt, from claim to outcome, by outcome") }
-    static var realTimeFactor: MetricNameDescriptor { MetricNameDescriptor(namespace: "moments", metricName: "job_real_time", unitName: "factor",
-                                                     helpText: "Source seconds per second of processing, completed jobs") }
+    static var processing: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "moments", metricName: "job_processing", unitName: "seconds",
+            helpText: "Wall time of one attempt, from claim to outcome, by outcome")
+    }
+    static var realTimeFactor: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "moments", metricName: "job_real_time", unitName: "factor",
+            helpText: "Source seconds per second of processing, completed jobs")
+    }
 
     /// `moments_job_attempts_total`.
-    static var attempts: MetricNameDescriptor { MetricNameDescriptor(namespace: "moments", metricName: "job_attempts", unitName: "total",
-                                               helpText: "Job attempts this process finished, by outcome") }
+    static var attempts: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "moments", metricName: "job_attempts", unitName: "total",
+            helpText: "Job attempts this process finished, by outcome")
+    }
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry

@@ -44,10 +44,11 @@ enum MediaFuzzer {
         let settings = FuzzSettings(bytes).settings(stillsIn: scratch)
         do {
             let report = try engine.highlight(input: input.path, output: output.path, settings: settings)
-            let timeline = EditTimeline(highlightOf: input, frameRate: report.input.frameRate, sourceDuration: report.input.duration,
-                                        startTimecode: report.input.startTimecode, hasAudio: report.input.hasAudio,
-                                        width: report.input.displayWidth, height: report.input.displayHeight,
-                                        clips: report.segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
+            let timeline = EditTimeline(
+                highlightOf: input, frameRate: report.input.frameRate, sourceDuration: report.input.duration,
+                startTimecode: report.input.startTimecode, hasAudio: report.input.hasAudio,
+                width: report.input.displayWidth, height: report.input.displayHeight,
+                clips: report.segments.map { EditTimeline.Clip(start: $0.start, end: $0.end) })
             let written = TimelineFormat.allCases.reduce(0) { $0 + timeline.render($1).utf8.count }
             return "ok \(report.output.duration) \(report.render.mode.rawValue) \(written > 0 ? "timelines" : "")"
         } catch {
@@ -60,11 +61,13 @@ enum MediaFuzzer {
         FFmpegLog.quiet()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         func clip(_ name: String, _ change: (inout SyntheticVideo) -> Void) throws {
-            var video = SyntheticVideo(width: 64, height: 36, frameRate: 15, scenes: [
-                .init(frames: 8, camera: .still, toneHz: 220),
-                .init(frames: 8, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 330),
-                .init(frames: 8, camera: .still, transitionIn: .dissolve(frames: 4), toneHz: 440),
-            ])
+            var video = SyntheticVideo(
+                width: 64, height: 36, frameRate: 15,
+                scenes: [
+                    .init(frames: 8, camera: .still, toneHz: 220),
+                    .init(frames: 8, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 330),
+                    .init(frames: 8, camera: .still, transitionIn: .dissolve(frames: 4), toneHz: 440),
+                ])
             video.gopSize = 8
             video.audioSampleRate = 8000
             change(&video)
@@ -72,58 +75,66 @@ enum MediaFuzzer {
         }
         try clip("h264-aac.mp4") { _ in }
         try clip("h264-silent.mov") { $0.audio = nil }
-        try clip("h264-vfr-rotated.mp4") { $0.variableFrameRate = true; $0.rotation = 90 }
+        try clip("h264-vfr-rotated.mp4") {
+            $0.variableFrameRate = true; $0.rotation = 90
+        }
         try clip("hevc-hlg-10bit.mov") {
             $0.videoCodec = "libx265"
             $0.pixelFormat = "yuv420p10le"
             $0.colorTags = .hlg
             $0.encoderOptions = ["preset": "ultrafast", "x265-params": "keyint=8:open-gop=1:bframes=2:log-level=none"]
         }
-        try clip("h264-opus.mkv") { $0.audio = .opus; $0.audioSampleRate = 48000 }
-        try clip("h264-mp3.ts") { $0.audio = .mp3; $0.audioSampleRate = 44100 }
+        try clip("h264-opus.mkv") {
+            $0.audio = .opus; $0.audioSampleRate = 48000
+        }
+        try clip("h264-mp3.ts") {
+            $0.audio = .mp3; $0.audioSampleRate = 44100
+        }
         try clip("audio-only.m4a") { $0.hasVideo = false }
     }
 }
 
 #if FUZZING
-/// libFuzzer's driver, which parses its flags from the command line and calls `callback` per input.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+    /// libFuzzer's driver, which parses its flags from the command line and calls `callback` per input.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runFuzzerDriver(
+        _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
 
-/// The executable's entry point under SwiftPM (which names it `<target>_main`): hands over to libFuzzer.
-@_cdecl("moments_fuzz_main")
-func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc, vector = argv
-    return runFuzzerDriver(&count, &vector) { data, size in fuzzOneInput(data, size) }
-}
+    /// The executable's entry point under SwiftPM (which names it `<target>_main`): hands over to libFuzzer.
+    @_cdecl("moments_fuzz_main")
+    func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var count = argc, vector = argv
+        return runFuzzerDriver(&count, &vector) { data, size in fuzzOneInput(data, size) }
+    }
 
-/// One input (libFuzzer's own `main`, linked in as well, names this symbol).
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    MediaFuzzer.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-    return 0
-}
+    /// One input (libFuzzer's own `main`, linked in as well, names this symbol).
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+        MediaFuzzer.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        return 0
+    }
 #else
-@main
-struct FuzzTool {
-    static func main() throws {
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        switch arguments.first {
-        case "seeds" where arguments.count == 2:
-            try MediaFuzzer.writeSeeds(to: URL(fileURLWithPath: arguments[1]))
-        case "replay" where arguments.count >= 2:
-            FFmpegLog.quiet()
-            for path in arguments.dropFirst() {
-                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-                print("\(URL(fileURLWithPath: path).lastPathComponent): \(MediaFuzzer.run(bytes))")
+    @main
+    struct FuzzTool {
+        static func main() throws {
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            switch arguments.first {
+            case "seeds" where arguments.count == 2:
+                try MediaFuzzer.writeSeeds(to: URL(fileURLWithPath: arguments[1]))
+            case "replay" where arguments.count >= 2:
+                FFmpegLog.quiet()
+                for path in arguments.dropFirst() {
+                    let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+                    print("\(URL(fileURLWithPath: path).lastPathComponent): \(MediaFuzzer.run(bytes))")
+                }
+            default:
+                FileHandle.standardError.write(Data("usage: moments-fuzz seeds DIR | replay FILE…\n".utf8))
+                exit(2)
             }
-        default:
-            FileHandle.standardError.write(Data("usage: moments-fuzz seeds DIR | replay FILE…\n".utf8))
-            exit(2)
         }
     }
-}
 #endif
 
 /// A highlight's settings chosen by an input's own bytes (an FNV-1a hash of them), so that the
@@ -156,16 +167,17 @@ struct FuzzSettings {
         default: break
         }
         if (try? choices.check(targetDuration: target)) == nil { (choices.minSegment, choices.maxSegment, choices.maxSegments) = (nil, nil, nil) }
-        var settings = HighlightSettings(duration: target, quality: Quality.allCases[bits.choose(Quality.allCases.count)],
-                                         codec: VideoCodecChoice.allCases[bits.choose(VideoCodecChoice.allCases.count)],
-                                         limits: MediaLimits(maximumDuration: 120), choices: choices)
+        var settings = HighlightSettings(
+            duration: target, quality: Quality.allCases[bits.choose(Quality.allCases.count)],
+            codec: VideoCodecChoice.allCases[bits.choose(VideoCodecChoice.allCases.count)],
+            limits: MediaLimits(maximumDuration: 120), choices: choices)
         if bits.choose(3) != 0 {
-            settings.stills = StillPaths(poster: folder.appendingPathComponent("poster.jpg").path,
-                                         thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
+            settings.stills = StillPaths(
+                poster: folder.appendingPathComponent("poster.jpg").path,
+                thumbnails: folder.appendingPathComponent("thumbnails.jpg").path)
         }
         // Chosen last, so the bits above choose as they did for inputs saved before.
         settings.choices.fps = FrameRateChoice.allCases[bits.choose(FrameRateChoice.allCases.count)]
         return settings
     }
 }
-

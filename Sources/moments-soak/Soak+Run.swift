@@ -75,8 +75,9 @@ final class Soak: Sendable {
                 state.done += 1
                 state.seconds.append(time)
                 if !violations.isEmpty { state.failures.append((pipelineCase, violations)) }
-                let line = String(format: "[%d/%d] %@ %.1f s%@", state.done, cases, pipelineCase.summary, time,
-                                  violations.isEmpty ? "" : "\n    FAILED: " + violations.prefix(3).joined(separator: "\n    "))
+                let line = String(
+                    format: "[%d/%d] %@ %.1f s%@", state.done, cases, pipelineCase.summary, time,
+                    violations.isEmpty ? "" : "\n    FAILED: " + violations.prefix(3).joined(separator: "\n    "))
                 print(line)
                 fflush(nil)
             }
@@ -115,12 +116,14 @@ final class Soak: Sendable {
             let errors = (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
             if process.terminationReason == .uncaughtSignal || process.terminationStatus != 0 {
                 let how = process.terminationReason == .uncaughtSignal ? "signal \(process.terminationStatus)" : "exit \(process.terminationStatus)"
-                let last = errors.split(separator: "\n").filter { $0.contains("Fatal error") || $0.contains("failure") || $0.contains("error") }.prefix(2)
+                let last = errors.split(separator: "\n").filter { $0.contains("Fatal error") || $0.contains("failure") || $0.contains("error") }
+                    .prefix(2)
                 return (["the case crashed (\(how))" + (last.isEmpty ? "" : ": " + last.joined(separator: " / "))], time)
             }
             let output = (try? Data(contentsOf: stdoutFile)) ?? Data()
             guard let line = output.split(separator: UInt8(ascii: "\n")).last,
-                  let result = try? JSONDecoder().decode(CaseResult.self, from: Data(line)) else {
+                let result = try? JSONDecoder().decode(CaseResult.self, from: Data(line))
+            else {
                 return (["the case printed no result"], time)
             }
             return (result.violations, time)
@@ -161,7 +164,8 @@ final class Soak: Sendable {
         defer { try? FileManager.default.removeItem(at: folder) }
         let run = PipelineRun(failing, in: folder)
         if (try? run.writeSource()) != nil, let size = (try? FileManager.default.attributesOfItem(atPath: run.source))?[.size] as? Int,
-           size <= Self.storedSourceLimit {
+            size <= Self.storedSourceLimit
+        {
             try? FileManager.default.copyItem(atPath: run.source, toPath: regressions.appendingPathComponent(failing.sourceName).path)
         }
     }

@@ -32,19 +32,22 @@ struct SoakTool {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("""
-            usage: moments-soak soak --cases N [--seed S] [--workers W] [--regressions DIR] [--scratch DIR] [--budget soak|suite]
-                   moments-soak run (--seed S [--budget soak|suite] | --case FILE) --folder DIR   (FILE: a case or a finding)
-                   moments-soak record --seed S [--budget soak|suite] --regressions DIR --violation TEXT
+        FileHandle.standardError.write(
+            Data(
+                """
+                usage: moments-soak soak --cases N [--seed S] [--workers W] [--regressions DIR] [--scratch DIR] [--budget soak|suite]
+                       moments-soak run (--seed S [--budget soak|suite] | --case FILE) --folder DIR   (FILE: a case or a finding)
+                       moments-soak record --seed S [--budget soak|suite] --regressions DIR --violation TEXT
 
-            """.utf8))
+                """.utf8))
         exit(64)
     }
 
     /// Writes a case found failing elsewhere (by hand, or by an earlier build) to the regression folder.
     static func record(_ options: [String: String]) {
         guard let seed = options["seed"].flatMap({ UInt64($0, radix: 16) }), let folder = options["regressions"],
-              let violation = options["violation"] else { usage() }
+            let violation = options["violation"]
+        else { usage() }
         let pipelineCase = PipelineCase(seed: seed, budget: PipelineCase.Budget(rawValue: options["budget"] ?? "soak") ?? .soak)
         let soak = Soak(["regressions": folder])
         soak.keep(pipelineCase, violations: [violation])
@@ -59,8 +62,9 @@ struct SoakTool {
         if let file = options["case"] {
             // A case, or a finding of the regression folder.
             guard let data = FileManager.default.contents(atPath: file),
-                  let decoded = (try? JSONDecoder().decode(PipelineCase.self, from: data))
-                    ?? (try? JSONDecoder().decode(PipelineFinding.self, from: data))?.pipelineCase else {
+                let decoded = (try? JSONDecoder().decode(PipelineCase.self, from: data))
+                    ?? (try? JSONDecoder().decode(PipelineFinding.self, from: data))?.pipelineCase
+            else {
                 FileHandle.standardError.write(Data("moments-soak: \(file) is not a case\n".utf8))
                 exit(66)
             }
@@ -80,8 +84,9 @@ struct SoakTool {
         } catch {
             violations = ["the source could not be written: \(error)"]
         }
-        let result = CaseResult(seed: String(pipelineCase.seed, radix: 16), violations: violations,
-                                seconds: (ContinuousClock.now - started).seconds)
+        let result = CaseResult(
+            seed: String(pipelineCase.seed, radix: 16), violations: violations,
+            seconds: (ContinuousClock.now - started).seconds)
         if let line = try? JSONEncoder().encode(result) { print(String(decoding: line, as: UTF8.self)) }
     }
 }

@@ -26,9 +26,10 @@ struct APICommand: AsyncParsableCommand {
             HTTPMetrics.bootstrap(registry: metrics)
             var configuration = try APIConfiguration(environment: environment)
             configuration.tracing = !telemetry.isEmpty
-            let app = buildApplication(configuration: configuration,
-                                       services: services.api(storage: try StorageConfiguration.store(environment: environment)),
-                                       telemetry: telemetry, metrics: metrics, logger: services.logger)
+            let app = buildApplication(
+                configuration: configuration,
+                services: services.api(storage: try StorageConfiguration.store(environment: environment)),
+                telemetry: telemetry, metrics: metrics, logger: services.logger)
             try await app.runService()
         }
     }

@@ -19,8 +19,9 @@ struct AnalyzeCommand: ParsableCommand {
     func validate() throws { _ = try choiceOptions.choices(target: duration) }
 
     func run() throws {
-        let settings = HighlightSettings(duration: duration, limits: MediaLimits(maximumDuration: maxDuration),
-                                         choices: try choiceOptions.choices(target: duration))
+        let settings = HighlightSettings(
+            duration: duration, limits: MediaLimits(maximumDuration: maxDuration),
+            choices: try choiceOptions.choices(target: duration))
         let analysis = try runReportingErrors { try HighlightEngine().analyze(input: input, settings: settings) }
         let selection = SegmentSelector.select(from: analysis, target: duration, rules: SegmentRules(settings.choices, target: duration))
         let report = AnalysisReport(analysis: analysis, selection: selection)

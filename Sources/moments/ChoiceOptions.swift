@@ -13,17 +13,19 @@ struct ChoiceOptions: ParsableArguments {
 
     func choices(target: Double, quality: Quality = .high) throws -> HighlightChoices {
         do {
-            return try HighlightChoices.parse(minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
-                                              aspect: aspect, fps: fps, targetDuration: target, quality: quality)
+            return try HighlightChoices.parse(
+                minSegment: minSegment, maxSegment: maxSegment, maxSegments: maxSegments,
+                aspect: aspect, fps: fps, targetDuration: target, quality: quality)
         } catch {
-            throw ValidationError(error.message.replacingOccurrences(of: "min_segment", with: "--min-segment")
-                .replacingOccurrences(of: "max_segments", with: "--max-segments")
-                .replacingOccurrences(of: "max_segment", with: "--max-segment")
-                .replacingOccurrences(of: "target_duration", with: "--duration")
-                .replacingOccurrences(of: "aspect must", with: "--aspect must")
-                .replacingOccurrences(of: "fps must", with: "--fps must")
-                .replacingOccurrences(of: "quality=original", with: "--quality original")
-                .replacingOccurrences(of: "leave fps out or send fps=source", with: "leave --fps out or pass --fps source"))
+            throw ValidationError(
+                error.message.replacingOccurrences(of: "min_segment", with: "--min-segment")
+                    .replacingOccurrences(of: "max_segments", with: "--max-segments")
+                    .replacingOccurrences(of: "max_segment", with: "--max-segment")
+                    .replacingOccurrences(of: "target_duration", with: "--duration")
+                    .replacingOccurrences(of: "aspect must", with: "--aspect must")
+                    .replacingOccurrences(of: "fps must", with: "--fps must")
+                    .replacingOccurrences(of: "quality=original", with: "--quality original")
+                    .replacingOccurrences(of: "leave fps out or send fps=source", with: "leave --fps out or pass --fps source"))
         }
     }
 }

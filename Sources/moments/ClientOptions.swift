@@ -16,7 +16,8 @@ struct ServerOptions: ParsableArguments {
         get throws {
             let text = server ?? ProcessInfo.processInfo.environment["MOMENTS_SERVER"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://localhost:8000"
             guard let url = URL(string: text.hasSuffix("/") ? String(text.dropLast()) : text), ["http", "https"].contains(url.scheme ?? ""),
-                  url.host != nil else {
+                url.host != nil
+            else {
                 throw ValidationError("--server must be an http:// or https:// URL, not '\(text)'.")
             }
             return url
@@ -43,7 +44,8 @@ struct ServerOptions: ParsableArguments {
 /// Device tokens this machine registered, per server, readable by this user only.
 enum Credentials {
     static var file: URL {
-        let base = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+        let base =
+            ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config")
         return base.appendingPathComponent("moments/credentials.json")
     }
@@ -57,8 +59,9 @@ enum Credentials {
         var tokens = (try? Data(contentsOf: file)).flatMap { try? JSONDecoder().decode([String: String].self, from: $0) } ?? [:]
         tokens[server.absoluteString] = token
         do {
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             try JSONEncoder().encode(tokens).write(to: file, options: .atomic)
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
         } catch {

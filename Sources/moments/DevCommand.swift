@@ -25,13 +25,15 @@ struct DevCommand: AsyncParsableCommand {
             let telemetry = try Telemetry.bootstrap(environment: environment, serviceName: "moments", logger: services.logger)
             let storage = try StorageConfiguration.store(environment: environment)
             let work = try WorkerCommand.highlightWork(environment, services: services, storage: storage)
-            let (worker, metrics) = try services.workerService(work.configuration, handler: work.handler, sweeper: work.sweeper,
-                                                               environment: environment)
+            let (worker, metrics) = try services.workerService(
+                work.configuration, handler: work.handler, sweeper: work.sweeper,
+                environment: environment)
             HTTPMetrics.bootstrap(registry: metrics.registry)
             var configuration = try APIConfiguration(environment: environment)
             configuration.tracing = !telemetry.isEmpty
-            let app = buildApplication(configuration: configuration, services: services.api(storage: storage),
-                                       background: [worker], telemetry: telemetry, metrics: metrics.registry, logger: services.logger)
+            let app = buildApplication(
+                configuration: configuration, services: services.api(storage: storage),
+                background: [worker], telemetry: telemetry, metrics: metrics.registry, logger: services.logger)
             services.logger.info("storage", metadata: ["url": "\(environment["STORAGE_URL"] ?? "")"])
             try await app.runService()
         }

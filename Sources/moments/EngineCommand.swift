@@ -25,7 +25,8 @@ struct EngineCommand: ParsableCommand {
 
     func run() throws {
         guard let line = readLine(strippingNewline: true),
-              let request = try? JSONDecoder().decode(EngineRequest.self, from: Data(line.utf8)) else {
+            let request = try? JSONDecoder().decode(EngineRequest.self, from: Data(line.utf8))
+        else {
             FileHandle.standardError.write(Data("moments engine: standard input must start with an engine request (one JSON line)\n".utf8))
             throw ExitStatus.usage
         }
@@ -45,15 +46,21 @@ struct EngineCommand: ParsableCommand {
             if messages.isFinished { _exit(0) }
         }
         do throws(MomentsError) {
-            let report = try HighlightEngine().highlight(input: request.input, output: request.output, settings: request.settings,
-                                                         cancellation: cancellation) { messages.send(.progress(update: $0)) }
+            let report = try HighlightEngine().highlight(
+                input: request.input, output: request.output, settings: request.settings,
+                cancellation: cancellation
+            ) { messages.send(.progress(update: $0)) }
             messages.finish(.finished(report: report))
         } catch {
             // Near its memory limit, whatever a library called its failure, the memory was the cause.
             if let growth = request.memoryLimit, error.code != .cancelled,
-               Double(Self.addressSpace("VmPeak") - start) >= EngineMessage.nearLimitShare * Double(growth) {
-                messages.finish(.failed(code: .outOfMemory, message: "Processing this video needed more memory than a worker allows "
-                    + "(\(growth >> 20) MB); it ended with: \(error.message)"))
+                Double(Self.addressSpace("VmPeak") - start) >= EngineMessage.nearLimitShare * Double(growth)
+            {
+                messages.finish(
+                    .failed(
+                        code: .outOfMemory,
+                        message: "Processing this video needed more memory than a worker allows "
+                            + "(\(growth >> 20) MB); it ended with: \(error.message)"))
             } else {
                 messages.finish(.failed(code: error.code, message: error.message))
             }

@@ -20,7 +20,9 @@ struct HealthCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = try await SettingsSources.load()
-        let urls = url.map { [$0] } ?? [environment["PORT"] ?? "8000", environment["METRICS_PORT"] ?? "9090"]
+        let urls =
+            url.map { [$0] }
+            ?? [environment["PORT"] ?? "8000", environment["METRICS_PORT"] ?? "9090"]
             .filter { !$0.isEmpty && $0 != "0" }
             .map { "http://127.0.0.1:\($0)/health" }
         var answers: [String] = []

@@ -37,14 +37,16 @@ struct HighlightCommand: ParsableCommand {
         }
         _ = try choiceOptions.choices(target: duration, quality: quality)
         guard MusicSettings.volumes.contains(musicVolume) else {
-            throw ValidationError("--music-volume must be between \(Int(MusicSettings.volumes.lowerBound)) and \(Int(MusicSettings.volumes.upperBound)) dB.")
+            throw ValidationError(
+                "--music-volume must be between \(Int(MusicSettings.volumes.lowerBound)) and \(Int(MusicSettings.volumes.upperBound)) dB.")
         }
         if music == nil && noSourceAudio { throw ValidationError("--no-source-audio needs --music.") }
     }
 
     func run() throws {
-        var settings = HighlightSettings(duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration),
-                                         choices: try choiceOptions.choices(target: duration, quality: quality))
+        var settings = HighlightSettings(
+            duration: duration, quality: quality, codec: codec, limits: MediaLimits(maximumDuration: maxDuration),
+            choices: try choiceOptions.choices(target: duration, quality: quality))
         settings.stills = StillPaths(poster: poster, thumbnails: thumbnails)
         let display = ProgressDisplay()
         let cancellation = CancellationFlag()
@@ -53,18 +55,22 @@ struct HighlightCommand: ParsableCommand {
         let result = try runReportingErrors {
             defer { display.finish() }
             if let music {
-                settings.music = MusicSettings(path: music, analysis: try MusicAnalyzer.analyse(path: music), volume: musicVolume,
-                                               keepSourceAudio: !noSourceAudio, title: URL(fileURLWithPath: music).lastPathComponent)
+                settings.music = MusicSettings(
+                    path: music, analysis: try MusicAnalyzer.analyse(path: music), volume: musicVolume,
+                    keepSourceAudio: !noSourceAudio, title: URL(fileURLWithPath: music).lastPathComponent)
             }
-            return try HighlightEngine().highlight(input: input, output: output, settings: settings,
-                                                   cancellation: cancellation, progress: display.update)
+            return try HighlightEngine().highlight(
+                input: input, output: output, settings: settings,
+                cancellation: cancellation, progress: display.update)
         }
         try timelineOption.write(input: input, info: result.input, segments: result.segments)
         if let report {
             try ReportJSON.encoder.encode(result).write(to: URL(fileURLWithPath: report))
         }
-        print(String(format: "highlight: %@ (%.2f s, %d×%d %@, %@, %d segments, %.1fx real time)", output,
-                     result.output.duration, result.output.width, result.output.height, result.output.videoCodec,
-                     result.render.mode.rawValue, result.segments.count, result.realTimeFactor))
+        print(
+            String(
+                format: "highlight: %@ (%.2f s, %d×%d %@, %@, %d segments, %.1fx real time)", output,
+                result.output.duration, result.output.width, result.output.height, result.output.videoCodec,
+                result.render.mode.rawValue, result.segments.count, result.realTimeFactor))
     }
 }

@@ -3,9 +3,9 @@ import Foundation
 import JobQueue
 import JobStore
 import Jobs
-import Storage
 import MomentsContract
 import MomentsModel
+import Storage
 
 /// `moments jobs list|show|retry|cancel|delete`: what an operator needs without writing SQL. Every
 /// subcommand reads `DATABASE_URL` and `REDIS_URL` and prints a table, or JSON with `--json`.
@@ -31,8 +31,9 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let services = try await Services.fromEnvironment(label: "moments.jobs")
-                let filter = JobFilter(statuses: status.map { [$0] } ?? [], errorCode: code, owner: owner?.lowercased(), fileName: file,
-                                       createdFrom: since.map { Date().addingTimeInterval(-$0.seconds) })
+                let filter = JobFilter(
+                    statuses: status.map { [$0] } ?? [], errorCode: code, owner: owner?.lowercased(), fileName: file,
+                    createdFrom: since.map { Date().addingTimeInterval(-$0.seconds) })
                 let limit = max(1, min(limit, 500))
                 if explain {
                     print(try await services.run { services in try await services.store.explainListJobs(filter, limit: limit) })
@@ -44,8 +45,10 @@ struct JobsCommand: AsyncParsableCommand {
                     return
                 }
                 let rows = jobs.map { job in
-                    [job.id.uuidString.lowercased(), job.status.rawValue, "\(job.progress)%", "\(job.attempt)/\(job.maxAttempts)",
-                     JobsCommand.shortDate(job.createdAt), job.errorCode ?? job.stage ?? "", job.originalFilename ?? ""]
+                    [
+                        job.id.uuidString.lowercased(), job.status.rawValue, "\(job.progress)%", "\(job.attempt)/\(job.maxAttempts)",
+                        JobsCommand.shortDate(job.createdAt), job.errorCode ?? job.stage ?? "", job.originalFilename ?? "",
+                    ]
                 }
                 print(JobsCommand.table(["id", "status", "progress", "attempt", "created", "code/stage", "file"], rows))
                 if jobs.isEmpty { print("(no jobs)") }
@@ -77,17 +80,24 @@ struct JobsCommand: AsyncParsableCommand {
                     ("result", job.resultKey.map { "\($0) (\(job.resultSize ?? 0) bytes)" }),
                     ("target", "\(Int(job.targetDuration)) s, \(job.quality.rawValue)"),
                     ("duration", job.sourceDuration.map { String(format: "%.1f s", $0) }),
-                    ("attempt", "\(job.attempt) of \(job.maxAttempts)"), ("lease", job.leaseOwner.map { "\($0) until \(JobsCommand.shortDate(job.leaseExpiresAt))" }),
+                    ("attempt", "\(job.attempt) of \(job.maxAttempts)"),
+                    ("lease", job.leaseOwner.map { "\($0) until \(JobsCommand.shortDate(job.leaseExpiresAt))" }),
                     ("created", JobsCommand.shortDate(job.createdAt)), ("started", job.startedAt.map(JobsCommand.shortDate)),
                     ("ended", job.completedAt.map(JobsCommand.shortDate)), ("callback", job.callbackURL),
                     ("trace", job.traceID),
                 ]
                 for (name, value) in fields where value != nil { print("\(name.padding(toLength: 10, withPad: " ", startingAt: 0))\(value!)") }
                 print("\nhistory")
-                print(JobsCommand.table(["at", "from", "to", "attempt", "worker", "detail"], events.map { event in
-                    [JobsCommand.shortDate(event.at), event.from?.rawValue ?? "", event.to.rawValue, "\(event.attempt)", event.worker ?? "",
-                     event.detail ?? ""]
-                }))
+                print(
+                    JobsCommand.table(
+                        ["at", "from", "to", "attempt", "worker", "detail"],
+                        events.map { event in
+                            [
+                                JobsCommand.shortDate(event.at), event.from?.rawValue ?? "", event.to.rawValue, "\(event.attempt)",
+                                event.worker ?? "",
+                                event.detail ?? "",
+                            ]
+                        }))
                 // A failed attempt's engine process: how it ended and its last words (operators only).
                 for event in events {
                     guard let diagnostics = event.diagnostics else { continue }
@@ -96,10 +106,16 @@ struct JobsCommand: AsyncParsableCommand {
                 }
                 if !webhooks.isEmpty {
                     print("\nwebhooks")
-                    print(JobsCommand.table(["event", "attempts", "last status", "state", "last error"], webhooks.map { hook in
-                        [hook.event, "\(hook.attempts)", hook.lastStatus.map(String.init) ?? "", hook.delivered ? "delivered" : hook.gaveUp ? "given up" : "waiting",
-                         hook.lastError ?? ""]
-                    }))
+                    print(
+                        JobsCommand.table(
+                            ["event", "attempts", "last status", "state", "last error"],
+                            webhooks.map { hook in
+                                [
+                                    hook.event, "\(hook.attempts)", hook.lastStatus.map(String.init) ?? "",
+                                    hook.delivered ? "delivered" : hook.gaveUp ? "given up" : "waiting",
+                                    hook.lastError ?? "",
+                                ]
+                            }))
                 }
             }
         }
@@ -117,7 +133,9 @@ struct JobsCommand: AsyncParsableCommand {
                 try await selection.act(.retry) { controls, id in
                     switch try await controls.retry(id, attempts: attempts) {
                     case .requeued(let job):
-                        if selection.json { print(try JobsCommand.json(JobStatusReport(job, links: JobLinks(base: nil)))) } else {
+                        if selection.json {
+                            print(try JobsCommand.json(JobStatusReport(job, links: JobLinks(base: nil))))
+                        } else {
                             print("job \(id.uuidString.lowercased()) is pending again (attempt \(job.attempt) used, up to \(job.maxAttempts))")
                         }
                     case .notFailed(let status):
@@ -147,7 +165,8 @@ struct JobsCommand: AsyncParsableCommand {
                             print("job \(id.uuidString.lowercased()) cancelled (it was \(from.rawValue))")
                         }
                     case .alreadyFinished(let status):
-                        throw JobStoreError(.conflict, "Job \(id.uuidString.lowercased()) already ended \(status.rawValue); there is nothing to cancel.")
+                        throw JobStoreError(
+                            .conflict, "Job \(id.uuidString.lowercased()) already ended \(status.rawValue); there is nothing to cancel.")
                     case .notFound:
                         throw JobStoreError(.notFound, "There is no job \(id.uuidString.lowercased()).")
                     }
@@ -158,7 +177,8 @@ struct JobsCommand: AsyncParsableCommand {
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Deletes an ended job, or every ended job matching filters: its row, history, webhooks, upload and highlight (needs STORAGE_URL).")
+            abstract:
+                "Deletes an ended job, or every ended job matching filters: its row, history, webhooks, upload and highlight (needs STORAGE_URL).")
 
         @OptionGroup var selection: JobSelection
 
@@ -191,8 +211,9 @@ struct JobsCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON instead of text (one job).") var json = false
 
         var filter: JobFilter {
-            JobFilter(statuses: status.map { [$0] } ?? [], errorCode: code, owner: owner?.lowercased(), fileName: file,
-                      createdFrom: since.map { Date().addingTimeInterval(-$0.seconds) })
+            JobFilter(
+                statuses: status.map { [$0] } ?? [], errorCode: code, owner: owner?.lowercased(), fileName: file,
+                createdFrom: since.map { Date().addingTimeInterval(-$0.seconds) })
         }
 
         var hasFilters: Bool { status != nil || since != nil || code != nil || owner != nil || file != nil }
@@ -208,7 +229,8 @@ struct JobsCommand: AsyncParsableCommand {
         func act(_ action: OperatorAction, one: @escaping @Sendable (Operator, UUID) async throws -> Void) async throws {
             let environment = try await SettingsSources.load()
             let services = try await Services.fromEnvironment(label: "moments.jobs", environment: environment)
-            let storage: (any ObjectStore)? = (environment["STORAGE_URL"] ?? "").isEmpty ? nil : try StorageConfiguration.store(environment: environment)
+            let storage: (any ObjectStore)? =
+                (environment["STORAGE_URL"] ?? "").isEmpty ? nil : try StorageConfiguration.store(environment: environment)
             let controls = Operator(jobs: services.jobs, storage: storage, actor: Operator.commandLineActor)
             if let id {
                 guard let uuid = UUID(uuidString: id) else { throw JobStoreError(.notFound, "'\(id)' is not a job id (a UUID).") }
@@ -226,16 +248,23 @@ struct JobsCommand: AsyncParsableCommand {
                     print("\(matched) job\(matched == 1 ? "" : "s") match (\(narrowed.summary)); add --yes to \(action.rawValue) them")
                     return
                 }
-                let runner = BulkRunner(jobs: services.jobs, storage: storage, name: Operator.commandLineActor + "-\(ProcessInfo.processInfo.processIdentifier)")
+                let runner = BulkRunner(
+                    jobs: services.jobs, storage: storage, name: Operator.commandLineActor + "-\(ProcessInfo.processInfo.processIdentifier)")
                 guard let operation = try await controls.startBulk(action, filter: filter, runner: runner.name) else { return }
-                print("\(action.rawValue): \(operation.matched ?? 0) matching job\(operation.matched == 1 ? "" : "s") (\(narrowed.summary)); audit log #\(operation.id)")
+                print(
+                    "\(action.rawValue): \(operation.matched ?? 0) matching job\(operation.matched == 1 ? "" : "s") (\(narrowed.summary)); audit log #\(operation.id)"
+                )
                 let ended = await runner.run(operation) { progress in
-                    print("  \(progress.done + progress.skipped + progress.failed) of \(progress.matched ?? 0): \(progress.done) done, "
-                          + "\(progress.skipped) skipped, \(progress.failed) failed")
+                    print(
+                        "  \(progress.done + progress.skipped + progress.failed) of \(progress.matched ?? 0): \(progress.done) done, "
+                            + "\(progress.skipped) skipped, \(progress.failed) failed")
                 }
-                print("\(ended.state.rawValue): \(ended.done) \(action.pastTense), \(ended.skipped) skipped (no longer \(action.applicableStatuses.map(\.rawValue).joined(separator: " or "))), \(ended.failed) failed")
+                print(
+                    "\(ended.state.rawValue): \(ended.done) \(action.pastTense), \(ended.skipped) skipped (no longer \(action.applicableStatuses.map(\.rawValue).joined(separator: " or "))), \(ended.failed) failed"
+                )
                 if ended.state != .done || ended.failed > 0 {
-                    throw JobStoreError(.unavailable, "The bulk \(action.rawValue) did not finish cleanly (audit log #\(operation.id)); run it again to go on.")
+                    throw JobStoreError(
+                        .unavailable, "The bulk \(action.rawValue) did not finish cleanly (audit log #\(operation.id)); run it again to go on.")
                 }
             }
         }

@@ -27,10 +27,14 @@ enum LogFormat: String {
             done = true
             let traced = OTel.makeLoggingMetadataProvider()
             switch format {
-            case .json: LoggingSystem.bootstrap({ label, provider in JSONLogHandler(label: label, metadataProvider: provider) },
-                                                metadataProvider: traced)
-            case .text: LoggingSystem.bootstrap({ label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
-                                                metadataProvider: traced)
+            case .json:
+                LoggingSystem.bootstrap(
+                    { label, provider in JSONLogHandler(label: label, metadataProvider: provider) },
+                    metadataProvider: traced)
+            case .text:
+                LoggingSystem.bootstrap(
+                    { label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
+                    metadataProvider: traced)
             }
         }
     }

@@ -13,8 +13,10 @@ struct MigrateCommand: AsyncParsableCommand {
                 let now = try await services.store.migrate()
                 return (now, try await services.store.appliedMigrations())
             }
-            print(applied.0.isEmpty ? "schema up to date (versions \(applied.1.map(String.init).joined(separator: ", ")))"
-                                    : "applied versions \(applied.0.map(String.init).joined(separator: ", "))")
+            print(
+                applied.0.isEmpty
+                    ? "schema up to date (versions \(applied.1.map(String.init).joined(separator: ", ")))"
+                    : "applied versions \(applied.0.map(String.init).joined(separator: ", "))")
         }
     }
 }

@@ -9,8 +9,11 @@ struct Moments: AsyncParsableCommand {
         commandName: "moments",
         abstract: "Turns a phone video into a short highlight reel.",
         version: MomentsVersion.current,
-        subcommands: [HighlightCommand.self, AnalyzeCommand.self, MusicCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self, WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, WebhooksCommand.self, HealthCommand.self,
-                      SubmitCommand.self, StatusCommand.self, DownloadCommand.self, EngineCommand.self])
+        subcommands: [
+            HighlightCommand.self, AnalyzeCommand.self, MusicCommand.self, SampleCommand.self, MigrateCommand.self, APICommand.self,
+            WorkerCommand.self, DevCommand.self, QueueCommand.self, JobsCommand.self, WebhooksCommand.self, HealthCommand.self,
+            SubmitCommand.self, StatusCommand.self, DownloadCommand.self, EngineCommand.self,
+        ])
 
     /// ArgumentParser's entry, after `moments api` has put its tasks on the event loops (which
     /// must happen before any task starts).

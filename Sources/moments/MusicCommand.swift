@@ -1,7 +1,7 @@
+import API
 import ArgumentParser
 import Foundation
 import Highlights
-import API
 import JobStore
 import MomentsContract
 import MomentsModel
@@ -30,8 +30,10 @@ struct MusicCommand: ParsableCommand {
             }
             print(String(format: "%@: %.1f s", input, analysis.duration))
             if let tempo = analysis.tempo {
-                print(String(format: "beat: %.1f a minute (strength %.2f), %d beats, %d bars, first beat at %.3f s",
-                             tempo, analysis.beatStrength ?? 0, analysis.beats.count, analysis.downbeats.count, analysis.beats.first ?? 0))
+                print(
+                    String(
+                        format: "beat: %.1f a minute (strength %.2f), %d beats, %d bars, first beat at %.3f s",
+                        tempo, analysis.beatStrength ?? 0, analysis.beats.count, analysis.downbeats.count, analysis.beats.first ?? 0))
             } else {
                 print("beat: none steady; \(analysis.onsets.count) strong onsets to cut on")
             }
@@ -71,8 +73,9 @@ struct MusicCommand: ParsableCommand {
                 let json = FileManager.default.temporaryDirectory.appendingPathComponent("moments-music-\(id.uuidString).json")
                 defer { try? FileManager.default.removeItem(at: json) }
                 try ReportJSON.encoder.encode(analysis).write(to: json)
-                let track = MusicTrack(id: id, title: title.trimmingCharacters(in: .whitespaces), artist: artist, license: license,
-                                       objectKey: key, duration: analysis.duration, tempo: analysis.tempo)
+                let track = MusicTrack(
+                    id: id, title: title.trimmingCharacters(in: .whitespaces), artist: artist, license: license,
+                    objectKey: key, duration: analysis.duration, tempo: analysis.tempo)
                 try await services.run { services in
                     _ = try await services.store.migrate()
                     _ = try await storage.put(key: key, from: URL(fileURLWithPath: input), contentType: "application/octet-stream")
@@ -86,8 +89,12 @@ struct MusicCommand: ParsableCommand {
                     }
                 }
                 print(id.uuidString.lowercased())
-                FileHandle.standardError.write(Data(String(format: "added %@: %.1f s, %@\n", track.title, analysis.duration,
-                                                           analysis.tempo.map { String(format: "%.1f beats a minute", $0) } ?? "no steady beat").utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        String(
+                            format: "added %@: %.1f s, %@\n", track.title, analysis.duration,
+                            analysis.tempo.map { String(format: "%.1f beats a minute", $0) } ?? "no steady beat"
+                        ).utf8))
             }
         }
     }
@@ -108,8 +115,10 @@ struct MusicCommand: ParsableCommand {
                 }
                 if tracks.isEmpty { print("the music library is empty (moments music add FILE --title T)") }
                 for t in tracks {
-                    print(String(format: "%@  %6.1f s  %@  %@%@", t.id.uuidString.lowercased(), t.duration,
-                                 t.tempo.map { String(format: "%5.1f bpm", $0) } ?? "no beat  ", t.title, t.artist.map { " — \($0)" } ?? ""))
+                    print(
+                        String(
+                            format: "%@  %6.1f s  %@  %@%@", t.id.uuidString.lowercased(), t.duration,
+                            t.tempo.map { String(format: "%5.1f bpm", $0) } ?? "no beat  ", t.title, t.artist.map { " — \($0)" } ?? ""))
                 }
             }
         }

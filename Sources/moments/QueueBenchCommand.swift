@@ -30,8 +30,9 @@ extension QueueCommand {
                     try await jobs.prepare()
                     let started = StartTimes()
                     let worker = QueueWorker(
-                        configuration: WorkerConfiguration(name: prefix, concurrency: consumers, pollBlock: .seconds(1),
-                                                           reconcileInterval: .seconds(3600)),
+                        configuration: WorkerConfiguration(
+                            name: prefix, concurrency: consumers, pollBlock: .seconds(1),
+                            reconcileInterval: .seconds(3600)),
                         jobs: jobs, handler: StartRecordingHandler(started: started),
                         logger: services.logger)
                     let workerTask = Task { await worker.run() }
@@ -68,10 +69,12 @@ extension QueueCommand {
                     let elapsed = (ContinuousClock.now - clock).inSeconds
                     let total = perSubmitter * submitters
 
-                    print("submit_to_start_ms p50=\(format(percentile(latencies, 0.50))) p99=\(format(percentile(latencies, 0.99))) "
-                        + "max=\(format(latencies.last ?? 0)) (\(latencyJobs) jobs one at a time)")
-                    print("full_path_jobs_per_second=\(format(Double(total) / elapsed)) (\(total) no-op jobs, \(submitters) submitters, "
-                        + "\(consumers) worker slots, \(format(elapsed)) s; submitting alone \(format(Double(total) / submitted)) jobs/s)")
+                    print(
+                        "submit_to_start_ms p50=\(format(percentile(latencies, 0.50))) p99=\(format(percentile(latencies, 0.99))) "
+                            + "max=\(format(latencies.last ?? 0)) (\(latencyJobs) jobs one at a time)")
+                    print(
+                        "full_path_jobs_per_second=\(format(Double(total) / elapsed)) (\(total) no-op jobs, \(submitters) submitters, "
+                            + "\(consumers) worker slots, \(format(elapsed)) s; submitting alone \(format(Double(total) / submitted)) jobs/s)")
                     try await services.store.deleteJobs(owner: owner)
                     try await services.queue.destroy()
                 }

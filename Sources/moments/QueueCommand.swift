@@ -28,10 +28,13 @@ struct QueueCommand: AsyncParsableCommand {
                     encoder.outputFormatting = [.sortedKeys]
                     print(String(decoding: try encoder.encode(stats), as: UTF8.self))
                 } else {
-                    print("ready \(stats.ready), delayed \(stats.delayed), in flight \(stats.inFlight), dead-lettered \(stats.deadLettered), "
-                        + "oldest ready \(String(format: "%.1f", stats.oldestReadySeconds)) s, consumers \(stats.consumers)"
-                        + (stats.paused ? ", PAUSED" : ""))
-                    print("jobs: " + counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))
+                    print(
+                        "ready \(stats.ready), delayed \(stats.delayed), in flight \(stats.inFlight), dead-lettered \(stats.deadLettered), "
+                            + "oldest ready \(String(format: "%.1f", stats.oldestReadySeconds)) s, consumers \(stats.consumers)"
+                            + (stats.paused ? ", PAUSED" : ""))
+                    print(
+                        "jobs: "
+                            + counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))
                 }
             }
         }
@@ -50,19 +53,26 @@ struct QueueCommand: AsyncParsableCommand {
                 let now = Date()
                 if json {
                     let rows: [[String: Any]] = workers.map { worker in
-                        ["id": worker.id, "state": worker.state, "host": worker.host, "pid": worker.pid, "version": worker.version,
-                         "concurrency": worker.concurrency, "running": worker.running, "jobs_finished": worker.jobsFinished,
-                         "started_at": worker.startedAt.formatted(.iso8601), "last_heartbeat_at": worker.lastHeartbeatAt.formatted(.iso8601),
-                         "current_jobs": worker.currentJobs.map { $0.uuidString.lowercased() }]
+                        [
+                            "id": worker.id, "state": worker.state, "host": worker.host, "pid": worker.pid, "version": worker.version,
+                            "concurrency": worker.concurrency, "running": worker.running, "jobs_finished": worker.jobsFinished,
+                            "started_at": worker.startedAt.formatted(.iso8601), "last_heartbeat_at": worker.lastHeartbeatAt.formatted(.iso8601),
+                            "current_jobs": worker.currentJobs.map { $0.uuidString.lowercased() },
+                        ]
                     }
                     print(String(decoding: try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys]), as: UTF8.self))
                     return
                 }
-                print(JobsCommand.table(["worker", "state", "version", "concurrency", "running", "finished", "last heartbeat", "jobs"], workers.map { worker in
-                    [worker.id, worker.state, worker.version, "\(worker.concurrency)", "\(worker.running)", "\(worker.jobsFinished)",
-                     "\(Int(now.timeIntervalSince(worker.lastHeartbeatAt)))s ago",
-                     worker.currentJobs.map { String($0.uuidString.lowercased().prefix(8)) }.joined(separator: " ")]
-                }))
+                print(
+                    JobsCommand.table(
+                        ["worker", "state", "version", "concurrency", "running", "finished", "last heartbeat", "jobs"],
+                        workers.map { worker in
+                            [
+                                worker.id, worker.state, worker.version, "\(worker.concurrency)", "\(worker.running)", "\(worker.jobsFinished)",
+                                "\(Int(now.timeIntervalSince(worker.lastHeartbeatAt)))s ago",
+                                worker.currentJobs.map { String($0.uuidString.lowercased().prefix(8)) }.joined(separator: " "),
+                            ]
+                        }))
                 if workers.isEmpty { print("(no worker in the last day)") }
             }
         }
@@ -160,8 +170,9 @@ struct QueueCommand: AsyncParsableCommand {
                     var ids: [UUID] = []
                     for index in 0..<count {
                         let id = UUID()
-                        let job = NewJob(id: id, owner: owner, originalFilename: "drill-\(index).mp4",
-                                         sourceKey: "drill/\(id.uuidString.lowercased()).mp4", maxAttempts: maxAttempts)
+                        let job = NewJob(
+                            id: id, owner: owner, originalFilename: "drill-\(index).mp4",
+                            sourceKey: "drill/\(id.uuidString.lowercased()).mp4", maxAttempts: maxAttempts)
                         if dropEnqueueEvery > 0 && (index + 1) % dropEnqueueEvery == 0 {
                             try await services.store.create(job)  // the row only: the push after it "lost"
                         } else {

@@ -11,7 +11,10 @@ struct SampleCommand: ParsableCommand {
     enum Kind: String, ExpressibleByArgument { case demo, benchmark, phone, phoneHDR = "phone-hdr", subject }
 
     @Argument(help: "The file to write (.mp4).") var output: String
-    @Option(help: "demo (1 min 720p30), benchmark (1080p30 H.264 at 15 Mbit/s, a cut every 7–13 s), phone (hand-held takes, H.264 with 1 s GOPs, MOV) phone-hdr (the same as an iPhone records it: 10-bit HLG HEVC with open GOPs) or subject (14 s, 640×360, a bright square crossing the frame: try --aspect 9:16).")
+    @Option(
+        help:
+            "demo (1 min 720p30), benchmark (1080p30 H.264 at 15 Mbit/s, a cut every 7–13 s), phone (hand-held takes, H.264 with 1 s GOPs, MOV) phone-hdr (the same as an iPhone records it: 10-bit HLG HEVC with open GOPs) or subject (14 s, 640×360, a bright square crossing the frame: try --aspect 9:16)."
+    )
     var kind: Kind = .demo
     @Option(help: "Length in minutes of benchmark and phone footage.") var minutes: Double = 5
     @Option(help: "Picture size of phone footage, WIDTHxHEIGHT.") var size: String = "1920x1080"
@@ -38,13 +41,16 @@ struct SampleCommand: ParsableCommand {
         guard fps == 30 || kind == .phone || kind == .phoneHDR else {
             throw ValidationError("--fps is for phone and phone-hdr footage; the other kinds are 30 fps.")
         }
-        let video = switch kind {
-        case .demo: SyntheticVideo.sample
-        case .benchmark: SyntheticVideo.benchmark(minutes: minutes)
-        case .phone, .phoneHDR: SyntheticVideo.phone(minutes: minutes, hdr: kind == .phoneHDR, width: parts[0], height: parts[1],
-                                                         frameRate: fps)
-        case .subject: SyntheticVideo.movingSubject
-        }
+        let video =
+            switch kind {
+            case .demo: SyntheticVideo.sample
+            case .benchmark: SyntheticVideo.benchmark(minutes: minutes)
+            case .phone, .phoneHDR:
+                SyntheticVideo.phone(
+                    minutes: minutes, hdr: kind == .phoneHDR, width: parts[0], height: parts[1],
+                    frameRate: fps)
+            case .subject: SyntheticVideo.movingSubject
+            }
         try video.write(to: output)
         if let truth {
             let kinds = video.scenes.dropFirst().map { scene -> String in

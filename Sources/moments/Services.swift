@@ -36,20 +36,23 @@ struct Services {
             throw RedisError(.invalidConfiguration, "REDIS_URL is not set (redis://host:6379/0).")
         }
         var database = try DatabaseConfiguration(url: databaseURL)
-        database.maximumConnections = try Setting.integer("DATABASE_POOL_SIZE", in: environment,
-                                                          default: DatabaseConfiguration.defaultPoolSize, range: 1...100)
+        database.maximumConnections = try Setting.integer(
+            "DATABASE_POOL_SIZE", in: environment,
+            default: DatabaseConfiguration.defaultPoolSize, range: 1...100)
         let store = JobStore(configuration: database, logger: logger)
         let redis = RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let prefix = environment["MOMENTS_QUEUE_PREFIX"].flatMap { $0.isEmpty ? nil : $0 } ?? "moments"
-        return Services(store: store, queue: RedisQueue(client: redis, keys: QueueKeys(prefix: prefix), logger: logger), redis: redis,
-                        logger: logger)
+        return Services(
+            store: store, queue: RedisQueue(client: redis, keys: QueueKeys(prefix: prefix), logger: logger), redis: redis,
+            logger: logger)
     }
 
     /// What the API stands on: the job service, `storage`, and upload reservations and rate-limit
     /// counters in Redis (under the queue's prefix, where earlier versions kept them).
     func api(storage: any ObjectStore) -> APIServices {
-        APIServices(jobs: jobs, storage: storage, reservations: RedisPersistStore(client: redis, prefix: queue.keys.stream),
-                    rateLimits: RedisRateLimitStore(client: redis, prefix: queue.keys.stream))
+        APIServices(
+            jobs: jobs, storage: storage, reservations: RedisPersistStore(client: redis, prefix: queue.keys.stream),
+            rateLimits: RedisRateLimitStore(client: redis, prefix: queue.keys.stream))
     }
 
     /// Runs `body` while the database pool runs; stops the pool afterwards.
@@ -64,31 +67,39 @@ struct Services {
     /// Runs a worker with `handler` until SIGINT or SIGTERM, with the webhook sender beside it and,
     /// unless `METRICS_PORT` is 0, `/metrics` and `/health` on that port (9090 by default).
     /// `telemetry` (the span exporter, when tracing is on) runs first and stops last.
-    func runWorker(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper? = nil,
-                   telemetry: [any Service] = [], environment: Settings) async throws {
+    func runWorker(
+        _ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper? = nil,
+        telemetry: [any Service] = [], environment: Settings
+    ) async throws {
         let (service, metrics) = try workerService(configuration, handler: handler, sweeper: sweeper, environment: environment)
         let port = try Setting.integer("METRICS_PORT", in: environment, default: 9090, range: 0...65535)
         guard port > 0 else {
-            let group = ServiceGroup(configuration: .init(services: telemetry + [JobStoreService(store), service], gracefulShutdownSignals: [.sigterm, .sigint],
-                                                          logger: logger))
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: telemetry + [JobStoreService(store), service], gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
             try await group.run()
             return
         }
         let router = Router()
         router.get("metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
         }
         router.get("health") { _, _ in "ok" }
-        let app = Application(router: router, configuration: .init(address: .hostname("0.0.0.0", port: port), serverName: "moments-worker"),
-                              services: telemetry + [JobStoreService(store), service], logger: logger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("0.0.0.0", port: port), serverName: "moments-worker"),
+            services: telemetry + [JobStoreService(store), service], logger: logger)
         try await app.runService()
     }
 
     /// A worker with the webhook sender and the retention sweep beside it, and its metrics
     /// (`moments worker` serves them alone, `moments dev` beside the API).
-    func workerService(_ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper?,
-                       environment: Settings) throws -> (WorkerService, WorkerMetrics) {
+    func workerService(
+        _ configuration: WorkerConfiguration, handler: any JobHandler, sweeper: RetentionSweeper?,
+        environment: Settings
+    ) throws -> (WorkerService, WorkerMetrics) {
         let metrics = WorkerMetrics()
         let worker = QueueWorker(configuration: configuration, jobs: jobs, handler: handler, metrics: metrics, logger: logger)
         let webhooks = WebhookDispatcher(store: store, configuration: try WebhookConfiguration(environment: environment), logger: logger)

@@ -64,7 +64,9 @@ struct StatusCommand: AsyncParsableCommand {
             }
             throw ExitStatus.interrupted(by: SIGINT)
         }
-        guard let report = try result.get() else { throw MomentsClientError(kind: .invalidResponse, code: "invalid_response", message: "No status arrived.") }
+        guard let report = try result.get() else {
+            throw MomentsClientError(kind: .invalidResponse, code: "invalid_response", message: "No status arrived.")
+        }
         switch report.status {
         case .completed:
             print("completed: \(report.message ?? "")")

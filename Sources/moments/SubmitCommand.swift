@@ -29,7 +29,10 @@ struct SubmitCommand: AsyncParsableCommand {
 
     @OptionGroup var choiceOptions: ChoiceOptions
 
-    @Flag(help: "Upload in parts that survive a dropped network or an interrupted run: run the same command again to send only the missing parts (S3 storage).")
+    @Flag(
+        help:
+            "Upload in parts that survive a dropped network or an interrupted run: run the same command again to send only the missing parts (S3 storage)."
+    )
     var resumable = false
     @Option(help: "Where resumable uploads keep their state (default: ~/.cache/moments/uploads).")
     var stateDir: String?
@@ -53,20 +56,24 @@ struct SubmitCommand: AsyncParsableCommand {
             let bar = TransferBar(label: "Uploading")
             let accepted: UploadAccepted
             if resumable {
-                let folder = stateDir.map { URL(fileURLWithPath: $0) }
+                let folder =
+                    stateDir.map { URL(fileURLWithPath: $0) }
                     ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/moments/uploads")
                 do {
                     accepted = try await client.resumableUpload(
                         file: source, targetDuration: duration, quality: quality, codec: codec, choices: choices,
-                        options: ResumableUploadOptions(stateDirectory: folder, stopAfterParts: stopAfterParts)) { bar.show($0) }
+                        options: ResumableUploadOptions(stateDirectory: folder, stopAfterParts: stopAfterParts)
+                    ) { bar.show($0) }
                 } catch let error as MomentsClientError where error.code == "suspended" {
                     bar.finish()
                     print("stopped: \(error.message)")
                     throw ExitStatus.suspended
                 }
             } else {
-                accepted = try await client.upload(file: source, targetDuration: duration, quality: quality, codec: codec,
-                                                   choices: choices) { bar.show($0) }
+                accepted = try await client.upload(
+                    file: source, targetDuration: duration, quality: quality, codec: codec,
+                    choices: choices
+                ) { bar.show($0) }
             }
             bar.finish()
             print("job \(accepted.jobID.uuidString.lowercased()): \(accepted.message)")

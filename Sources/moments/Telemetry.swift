@@ -17,7 +17,8 @@ enum Telemetry {
     static func bootstrap(environment: Settings, serviceName: String, logger: Logger) throws -> [any Service] {
         let variables = Self.variables(environment)
         guard let endpoint = variables["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? variables["OTEL_EXPORTER_OTLP_ENDPOINT"],
-              variables["OTEL_SDK_DISABLED"]?.lowercased() != "true", variables["OTEL_TRACES_EXPORTER"]?.lowercased() != "none" else {
+            variables["OTEL_SDK_DISABLED"]?.lowercased() != "true", variables["OTEL_TRACES_EXPORTER"]?.lowercased() != "none"
+        else {
             return []
         }
         try check(endpoint: endpoint, variables: variables)
@@ -47,22 +48,31 @@ enum Telemetry {
     static func check(endpoint: String, variables: [String: String]) throws(SettingError) {
         let name = variables["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] != nil ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT"
         guard let url = URLComponents(string: endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-              let host = url.host, !host.isEmpty else {
-            throw SettingError("\(name) must be an http:// or https:// URL (an OpenTelemetry collector's OTLP/HTTP port, e.g. http://otel-collector:4318), not '\(endpoint)'.")
+            let host = url.host, !host.isEmpty
+        else {
+            throw SettingError(
+                "\(name) must be an http:// or https:// URL (an OpenTelemetry collector's OTLP/HTTP port, e.g. http://otel-collector:4318), not '\(endpoint)'."
+            )
         }
-        let protocols = [("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", variables["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]),
-                         ("OTEL_EXPORTER_OTLP_PROTOCOL", variables["OTEL_EXPORTER_OTLP_PROTOCOL"])]
+        let protocols = [
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", variables["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", variables["OTEL_EXPORTER_OTLP_PROTOCOL"]),
+        ]
         for case (let key, let value?) in protocols where !["http/protobuf", "http/json"].contains(value.lowercased()) {
             throw SettingError("\(key) must be http/protobuf or http/json (Moments exports OTLP over HTTP only), not '\(value)'.")
         }
     }
 
     private static let names: [String] = {
-        let general = ["OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_LOG_LEVEL", "OTEL_PROPAGATORS",
-                       "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_BSP_SCHEDULE_DELAY",
-                       "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"]
-        let exporter = ["ENDPOINT", "INSECURE", "CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE", "HEADERS", "COMPRESSION", "TIMEOUT",
-                        "PROTOCOL"]
+        let general = [
+            "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_LOG_LEVEL", "OTEL_PROPAGATORS",
+            "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_BSP_SCHEDULE_DELAY",
+            "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        ]
+        let exporter = [
+            "ENDPOINT", "INSECURE", "CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE", "HEADERS", "COMPRESSION", "TIMEOUT",
+            "PROTOCOL",
+        ]
         return general + exporter.flatMap { ["OTEL_EXPORTER_OTLP_\($0)", "OTEL_EXPORTER_OTLP_TRACES_\($0)"] }
     }()
 }

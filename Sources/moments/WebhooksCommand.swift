@@ -19,10 +19,15 @@ struct WebhooksCommand: AsyncParsableCommand {
                 guard let id = UUID(uuidString: job) else { throw JobStoreError(.notFound, "'\(job)' is not a job id (a UUID).") }
                 let services = try await Services.fromEnvironment(label: "moments.webhooks")
                 let deliveries = try await services.run { services in try await services.store.webhookDeliveries(job: id) }
-                print(JobsCommand.table(["delivery", "event", "state", "attempts", "last status", "again of", "url"], deliveries.map { hook in
-                    ["\(hook.id)", hook.event, hook.state, "\(hook.attempts)", hook.lastStatus.map(String.init) ?? "",
-                     hook.redeliveryOf.map(String.init) ?? "", hook.url]
-                }))
+                print(
+                    JobsCommand.table(
+                        ["delivery", "event", "state", "attempts", "last status", "again of", "url"],
+                        deliveries.map { hook in
+                            [
+                                "\(hook.id)", hook.event, hook.state, "\(hook.attempts)", hook.lastStatus.map(String.init) ?? "",
+                                hook.redeliveryOf.map(String.init) ?? "", hook.url,
+                            ]
+                        }))
                 if deliveries.isEmpty { print("(no webhook deliveries)") }
             }
         }

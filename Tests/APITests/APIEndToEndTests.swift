@@ -1,7 +1,8 @@
 import Foundation
-@testable import JobStore
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 /// The running system as the iOS app sees it: `moments api` and two `moments worker` processes
 /// against real PostgreSQL, Redis and SeaweedFS, driven over HTTP with multipart uploads that
@@ -14,8 +15,11 @@ struct APIEndToEndTests {
     func happyPath() async throws {
         try await System.withSystem(settings: ["AUTH_REQUIRED": "true"]) { base in
             let auth = try System.device(base)
-            let upload = try curl(auth + ["-F", "file=@\(TestFootage.twentySeconds);filename=IMG_0042.MOV;type=video/mp4",
-                                   "-F", "target_duration=8", "-F", "quality=low", "\(base)/api/v1/upload"])
+            let upload = try curl(
+                auth + [
+                    "-F", "file=@\(TestFootage.twentySeconds);filename=IMG_0042.MOV;type=video/mp4",
+                    "-F", "target_duration=8", "-F", "quality=low", "\(base)/api/v1/upload",
+                ])
             #expect(upload.status == 200, "\(upload.body)")
             let accepted = try System.json(upload.body)
             let id = try #require(accepted["job_id"] as? String)
@@ -34,8 +38,10 @@ struct APIEndToEndTests {
             #expect(done)
             #expect(status["status"] as? String == "completed", "\(status)")
             #expect(progress == progress.sorted(), "progress never goes backwards: \(progress)")
-            for key in ["job_id", "status", "progress", "message", "result_url", "created_at", "completed_at", "original_filename",
-                        "duration", "segments_selected"] {
+            for key in [
+                "job_id", "status", "progress", "message", "result_url", "created_at", "completed_at", "original_filename",
+                "duration", "segments_selected",
+            ] {
                 #expect(status.keys.contains(key), "status has \(key)")
             }
             let created = try #require(status["created_at"] as? String)
@@ -70,13 +76,15 @@ struct APIEndToEndTests {
             let metrics = try curl(["\(base)/metrics"])
             #expect(metrics.status == 200)
             let poll = #"route="/api/v1/jobs/{id}/status",method="GET",status="#
-            for line in [#"moments_jobs{status="completed"} 1"#, "moments_queue_ready 0", "moments_queue_in_flight 0",
-                         "moments_completed_last_hour 1",
-                         #"moments_http_requests_total{route="/api/v1/upload",method="POST",status="200"} 1"#,
-                         #"moments_http_requests_total{route="/api/v1/jobs/{id}",method="DELETE",status="409"} 1"#,
-                         #"moments_http_requests_total{\#(poll)"200"} \#(polls)"#,
-                         #"moments_http_request_duration_seconds_count{\#(poll)"200"} \#(polls)"#,
-                         #"moments_http_requests_total{\#(poll)"401"} 2"#, #"moments_http_request_errors_total{\#(poll)"401"} 2"#] {
+            for line in [
+                #"moments_jobs{status="completed"} 1"#, "moments_queue_ready 0", "moments_queue_in_flight 0",
+                "moments_completed_last_hour 1",
+                #"moments_http_requests_total{route="/api/v1/upload",method="POST",status="200"} 1"#,
+                #"moments_http_requests_total{route="/api/v1/jobs/{id}",method="DELETE",status="409"} 1"#,
+                #"moments_http_requests_total{\#(poll)"200"} \#(polls)"#,
+                #"moments_http_request_duration_seconds_count{\#(poll)"200"} \#(polls)"#,
+                #"moments_http_requests_total{\#(poll)"401"} 2"#, #"moments_http_request_errors_total{\#(poll)"401"} 2"#,
+            ] {
                 #expect(metrics.body.contains(line), "metrics have \(line)")
             }
         }
@@ -86,9 +94,11 @@ struct APIEndToEndTests {
     func directUploadAndCancel() async throws {
         try await System.withSystem { base in
             let size = try FileManager.default.attributesOfItem(atPath: TestFootage.twentySeconds)[.size] as? Int ?? 0
-            let reserve = try curl(["-X", "POST", "-H", "Content-Type: application/json",
-                                    "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low", "codec": "h264", "size_bytes": \#(size)}"#,
-                                    "\(base)/api/v1/uploads"])
+            let reserve = try curl([
+                "-X", "POST", "-H", "Content-Type: application/json",
+                "-d", #"{"filename": "big.mov", "target_duration": 6, "quality": "low", "codec": "h264", "size_bytes": \#(size)}"#,
+                "\(base)/api/v1/uploads",
+            ])
             #expect(reserve.status == 200, "\(reserve.body)")
             let reserved = try System.json(reserve.body)
             let id = try #require(reserved["job_id"] as? String)
@@ -117,8 +127,10 @@ struct APIEndToEndTests {
 
             // Cancel through the API mid-run: a second upload, cancelled while a worker works on it, ends
             // cancelled and never gets a result (WorkerTests checks the engine stops and leaves no files).
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
-                                   "-F", "codec=h264", "\(base)/api/v1/upload"])
+            let upload = try curl([
+                "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
+                "-F", "codec=h264", "\(base)/api/v1/upload",
+            ])
             let second = try #require((try System.json(upload.body))["job_id"] as? String)
             // Two minutes: on a loaded machine (a build beside the suite) the worker was seen to take
             // over a minute to reach 5 %; the job is still well short of done then.
@@ -139,12 +151,16 @@ struct APIEndToEndTests {
         }
     }
 
-    @Test("Retention: the source goes once the highlight is stored; past RESULT_RETENTION_DAYS a worker's sweep deletes the highlight and the download answers 410 result_expired")
+    @Test(
+        "Retention: the source goes once the highlight is stored; past RESULT_RETENTION_DAYS a worker's sweep deletes the highlight and the download answers 410 result_expired"
+    )
     func retention() async throws {
         try await TestServices.withDatabase { store, databaseURL in
             try await System.withSystem(workers: 1, settings: ["RETENTION_SWEEP_SECONDS": "10"], databaseURL: databaseURL) { base in
-                let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
-                                       "-F", "quality=low", "\(base)/api/v1/upload"])
+                let upload = try curl([
+                    "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
+                    "-F", "quality=low", "\(base)/api/v1/upload",
+                ])
                 let jobID = try System.json(upload.body)["job_id"] as? String
                 let id = try #require(jobID.flatMap(UUID.init(uuidString:)), "\(upload.body)")
                 #expect(try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.sourceDeletedAt != nil })
@@ -153,8 +169,9 @@ struct APIEndToEndTests {
                 #expect(try curl(["-o", "/dev/null", "\(base)/api/v1/jobs/\(id)/download"]).status == 302)
 
                 try await store.client.query("UPDATE jobs SET completed_at = now() - interval '31 days' WHERE id = \(id)")
-                #expect(try await TestServices.eventually(timeout: .seconds(30)) { try await store.job(id)?.resultExpiredAt != nil },
-                        "the worker's next sweep (every 10 s here) expired it")
+                #expect(
+                    try await TestServices.eventually(timeout: .seconds(30)) { try await store.job(id)?.resultExpiredAt != nil },
+                    "the worker's next sweep (every 10 s here) expired it")
                 let expired = try System.error(try curl(["\(base)/api/v1/jobs/\(id)/download"]))
                 #expect(expired.status == 410 && expired.code == "result_expired" && !expired.message.isEmpty)
                 let status = try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
@@ -166,8 +183,10 @@ struct APIEndToEndTests {
     @Test("Progress push: Server-Sent Events carry the status as it changes and close when the job ends")
     func serverSentEvents() async throws {
         try await System.withSystem { base in
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
-                                   "-F", "quality=low", "\(base)/api/v1/upload"])
+            let upload = try curl([
+                "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
+                "-F", "quality=low", "\(base)/api/v1/upload",
+            ])
             let id = try #require(try System.json(upload.body)["job_id"] as? String)
             // curl returns when the server closes the stream: at the terminal state.
             let stream = try curl(["-N", "--max-time", "90", "\(base)/api/v1/jobs/\(id)/events"])
@@ -193,15 +212,19 @@ struct APIEndToEndTests {
             try Data([1]).write(to: scratch.appendingPathComponent(name))
         }
         for name in ["moments-upload-dead", "moments-job-dead-1/source.mov", "moments-job-dead-1", "notes.txt"] {
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)],
-                                                  ofItemAtPath: scratch.appendingPathComponent(name).path)
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(-7200)],
+                ofItemAtPath: scratch.appendingPathComponent(name).path)
         }
         try await System.withSystem(storageURL: "file://\(folder.path)", settings: ["UPLOAD_DIR": scratch.path, "WORK_DIR": scratch.path]) { base in
-            #expect(try await TestServices.eventually(timeout: .seconds(10)) {
-                try FileManager.default.contentsOfDirectory(atPath: scratch.path) == ["notes.txt"]
-            }, "the API removed the spooled upload and a worker the work folder; other files stay")
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
-                                   "-F", "quality=low", "\(base)/api/v1/upload"])
+            #expect(
+                try await TestServices.eventually(timeout: .seconds(10)) {
+                    try FileManager.default.contentsOfDirectory(atPath: scratch.path) == ["notes.txt"]
+                }, "the API removed the spooled upload and a worker the work folder; other files stay")
+            let upload = try curl([
+                "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
+                "-F", "quality=low", "\(base)/api/v1/upload",
+            ])
             let id = try #require(try System.json(upload.body)["job_id"] as? String, "\(upload.body)")
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
                 (try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
@@ -281,7 +304,9 @@ struct APIEndToEndTests {
         }
     }
 
-    @Test("/ready?deep=1 answers 503 while PostgreSQL is down and /ready stays 200 (the node still serves: its JSON 503s), requests and polls get service_unavailable, and both recover when it returns")
+    @Test(
+        "/ready?deep=1 answers 503 while PostgreSQL is down and /ready stays 200 (the node still serves: its JSON 503s), requests and polls get service_unavailable, and both recover when it returns"
+    )
     func readinessFollowsPostgreSQL() async throws {
         let postgres = try PrivatePostgres()
         defer { postgres.destroy() }
@@ -298,8 +323,9 @@ struct APIEndToEndTests {
             }
             #expect(down, "\(readiness)")
             let shallow = try curl(["--max-time", "10", "\(base)/ready"])
-            #expect(shallow.status == 200 && (try? System.json(shallow.body)["status"] as? String) == "ready",
-                    "the readiness probe keeps a node that can answer in the service: \(shallow)")
+            #expect(
+                shallow.status == 200 && (try? System.json(shallow.body)["status"] as? String) == "ready",
+                "the readiness probe keeps a node that can answer in the service: \(shallow)")
             let checks = try System.json(readiness.body)["checks"] as? [String: String]
             #expect(checks?["postgresql"] == "unreachable" && checks?["redis"] == "ok", "\(readiness.body)")
             let status = try System.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
@@ -310,7 +336,8 @@ struct APIEndToEndTests {
             let polls = try await withThrowingTaskGroup(of: (status: Int, code: String, message: String).self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        try System.error(try curl(["--max-time", "30", "-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
+                        try System.error(
+                            try curl(["--max-time", "30", "-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }

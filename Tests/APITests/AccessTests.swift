@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
-@testable import JobStore
 import PostgresNIO
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 /// Who may do what: device tokens, owners, plans and quotas, rate limits. In process, against
 /// real PostgreSQL and the in-memory queue and rate-limit store (`SharedStoreTests` holds the
@@ -46,8 +47,10 @@ struct AccessTests {
             #expect(try await api.queue.contains([UUID(uuidString: id)!]) == [true], "queued")
 
             #expect(try await api.get("/api/v1/jobs/\(id)/status", headers: anna).status == 200)
-            for (method, path) in [(HTTPRequest.Method.get, "/status"), (.get, ""), (.get, "/download"), (.get, "/events"), (.delete, ""),
-                                   (.post, "/start")] {
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/status"), (.get, ""), (.get, "/download"), (.get, "/events"), (.delete, ""),
+                (.post, "/start"),
+            ] {
                 let reply = try await api.send(method, "/api/v1/jobs/\(id)\(path)", headers: ben).error()
                 #expect(reply.status == 404 && reply.code == "job_not_found", "Ben \(method) \(path): \(reply)")
             }
@@ -119,10 +122,12 @@ struct AccessTests {
 
     @Test("Rate limits per device and per address (the nearest trusted proxy's X-Forwarded-For) answer 429 with Retry-After")
     func rateLimits() async throws {
-        try await InProcessAPI.run([
-            "AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "2", "RATE_LIMIT_UPLOADS_PER_IP": "3", "RATE_LIMIT_WINDOW_SECONDS": "30",
-            "TRUSTED_PROXY_HOPS": "1",
-        ], presigning: true) { api in
+        try await InProcessAPI.run(
+            [
+                "AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "2", "RATE_LIMIT_UPLOADS_PER_IP": "3", "RATE_LIMIT_WINDOW_SECONDS": "30",
+                "TRUSTED_PROXY_HOPS": "1",
+            ], presigning: true
+        ) { api in
             // Small files that fail the probe: the limit counts attempts, before any bytes are read.
             let file = Data("not a video\n".utf8)
             let address: HTTPFields = [HTTPField.Name("X-Forwarded-For")!: "203.0.113.7"]

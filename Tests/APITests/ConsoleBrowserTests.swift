@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-@testable import JobStore
 import MomentsModel
 import PostgresNIO
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 /// The operator console in headless Chromium, against real `moments api` and `moments worker`
 /// processes and the real servers: what an operator does, click by click. Each page's screenshot
@@ -35,10 +36,13 @@ struct ConsoleBrowserTests {
         let hook = "http://127.0.0.1:\(port)/hook"
 
         try await TestServices.withDatabase { store, databaseURL in
-            try await System.withSystem(workers: 1, settings: [
-                "ADMIN_TOKEN": Self.token, "WEBHOOK_SECRET": "test-secret-0123456789abcdef",
-                "WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_ALLOWED_PORTS": "*",
-            ], databaseURL: databaseURL) { base in
+            try await System.withSystem(
+                workers: 1,
+                settings: [
+                    "ADMIN_TOKEN": Self.token, "WEBHOOK_SECRET": "test-secret-0123456789abcdef",
+                    "WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_ALLOWED_PORTS": "*",
+                ], databaseURL: databaseURL
+            ) { base in
                 try await Browser.withBrowser { browser in
                     try await Self.session(browser, base: base, store: store, hook: hook, receiver: receiver)
                 }
@@ -47,8 +51,10 @@ struct ConsoleBrowserTests {
     }
 
     static func upload(_ base: String, name: String, callback: String? = nil) throws -> UUID {
-        var arguments = ["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4;filename=\(name)", "-F", "target_duration=5",
-                         "-F", "quality=low"]
+        var arguments = [
+            "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4;filename=\(name)", "-F", "target_duration=5",
+            "-F", "quality=low",
+        ]
         if let callback { arguments += ["-F", "callback_url=\(callback)"] }
         let reply = try curl(arguments + ["\(base)/api/v1/upload"])
         guard let id = UUID(uuidString: try System.json(reply.body)["job_id"] as? String ?? "") else {
@@ -111,16 +117,18 @@ struct ConsoleBrowserTests {
         try browser.go("\(base)/admin")
         try browser.click("#queue-toggle-button")
         try await browser.wait("the paused state") { try browser.text("#queue-state") == "Queue paused" }
-        #expect(try await TestServices.eventually(timeout: .seconds(5)) {
-            try System.json(try curl(["\(base)/ready?deep=1"]).body)["queue"] as? String == "paused"
-        })
+        #expect(
+            try await TestServices.eventually(timeout: .seconds(5)) {
+                try System.json(try curl(["\(base)/ready?deep=1"]).body)["queue"] as? String == "paused"
+            })
         #expect(try curl(["\(base)/metrics"]).body.contains("moments_queue_paused 1"))
         let waits = try upload(base, name: "waits.mp4")
         let failing = try upload(base, name: "to-retry.mp4")
         try await Task.sleep(for: .seconds(3))
         #expect(try await store.job(waits)?.status == .pending)
         // One of them fails (as if its attempts ran out), for the retry below.
-        try await store.client.query("""
+        try await store.client.query(
+            """
             UPDATE jobs SET status = 'failed', error_code = 'decode_failed', error_message = 'planted by the test', completed_at = now(),
                 attempt = max_attempts WHERE id = \(failing)
             """, logger: TestServices.logger)
@@ -167,8 +175,9 @@ struct ConsoleBrowserTests {
         #expect(try browser.count("#workers tr.worker-alive") == 1, "one live worker on the page: \(state)")
         try browser.screenshot("workers")
         // The music library, as the app's picker lists it.
-        let track = MusicTrack(title: "Sunny <Day>", artist: "The Band", license: "CC BY 4.0, credit The Band",
-                               objectKey: "music/none/track.mp3", duration: 95.4, tempo: 118.2)
+        let track = MusicTrack(
+            title: "Sunny <Day>", artist: "The Band", license: "CC BY 4.0, credit The Band",
+            objectKey: "music/none/track.mp3", duration: 95.4, tempo: 118.2)
         try await store.addTrack(track)
         try browser.go("\(base)/admin/music")
         #expect(try browser.count("#music tbody tr[data-track]") == 1)
@@ -178,9 +187,11 @@ struct ConsoleBrowserTests {
         }
         try browser.screenshot("music")
         try browser.go("\(base)/admin/operations")
-        let entries = try browser.execute("""
-            return Array.from(document.querySelectorAll('#operations tbody tr')).map(r => r.cells[2].textContent + ' ' + r.cells[3].textContent)
-            """) as? [String] ?? []
+        let entries =
+            try browser.execute(
+                """
+                return Array.from(document.querySelectorAll('#operations tbody tr')).map(r => r.cells[2].textContent + ' ' + r.cells[3].textContent)
+                """) as? [String] ?? []
         for action in ["pause", "resume", "retry", "redeliver", "cancel"] {
             #expect(entries.contains("console:Ann \(action)"), "\(action) by Ann in the audit log: \(entries)")
         }
@@ -220,7 +231,8 @@ struct ConsoleBrowserTests {
 
             let accepted = try curl(["-b", jar, "-d", "csrf=\(csrf)", "\(base)/admin/queue/pause"])
             #expect(accepted.status == 303)
-            #expect(try await TestServices.eventually(timeout: .seconds(5)) { try curl(["\(base)/ready?deep=1"]).body.contains("\"queue\":\"paused\"") })
+            #expect(
+                try await TestServices.eventually(timeout: .seconds(5)) { try curl(["\(base)/ready?deep=1"]).body.contains("\"queue\":\"paused\"") })
         }
         try await System.withSystem(workers: 0) { base in
             let off = try System.error(try curl(["\(base)/admin"]))

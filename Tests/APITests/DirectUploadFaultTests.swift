@@ -1,7 +1,8 @@
 import Foundation
-@testable import JobStore
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 /// Direct uploads when time or the database is against them, through `moments api` and workers,
 /// SeaweedFS (which checks the URLs' signatures and expiry) and PostgreSQL: a PUT that ends after its
@@ -19,7 +20,8 @@ struct DirectUploadFaultTests {
 
     /// Reserves a direct upload of the 20 s footage; its id and answer.
     static func reserve(_ base: String, resumable: Bool = false) throws -> (id: String, answer: [String: Any]) {
-        let body = #"{"filename": "late.mov", "target_duration": 6, "quality": "low", "size_bytes": \#(footageSize)"#
+        let body =
+            #"{"filename": "late.mov", "target_duration": 6, "quality": "low", "size_bytes": \#(footageSize)"#
             + (resumable ? #", "resumable": true}"# : "}")
         let reply = try curl(json + ["-d", body, "\(base)/api/v1/uploads"])
         let answer = try System.json(reply.body)
@@ -58,8 +60,9 @@ struct DirectUploadFaultTests {
         }
     }
 
-    @Test("PostgreSQL refuses the job between the copy and the submit: start answers 503, nothing sent is lost, and the start asked again creates the job, which completes",
-          arguments: [false, true])
+    @Test(
+        "PostgreSQL refuses the job between the copy and the submit: start answers 503, nothing sent is lost, and the start asked again creates the job, which completes",
+        arguments: [false, true])
     func startAfterRefusal(resumable: Bool) async throws {
         try await TestServices.withDatabase { store, databaseURL in
             try await System.withSystem(workers: 1, databaseURL: databaseURL) { base in
@@ -82,7 +85,8 @@ struct DirectUploadFaultTests {
                     #expect(try curl(["-X", "PUT", "--upload-file", TestFootage.twentySeconds, url]).status == 200)
                 }
                 // The one statement that inserts into jobs is the submit's: refused while this trigger stands.
-                try await store.client.query("""
+                try await store.client.query(
+                    """
                     CREATE FUNCTION moments_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
                     BEGIN RAISE EXCEPTION 'refused by the test'; END $$
                     """)

@@ -15,8 +15,10 @@ struct EngineIsolationTests {
     typealias System = LiveSystem
 
     static func upload(_ base: String, _ file: String = TestFootage.twentySeconds, target: Int = 6) throws -> UUID {
-        let reply = try curl(["--max-time", "60", "-F", "file=@\(file);type=video/mp4", "-F", "target_duration=\(target)",
-                              "-F", "quality=low", "\(base)/api/v1/upload"])
+        let reply = try curl([
+            "--max-time", "60", "-F", "file=@\(file);type=video/mp4", "-F", "target_duration=\(target)",
+            "-F", "quality=low", "\(base)/api/v1/upload",
+        ])
         guard let id = UUID(uuidString: (try? System.json(reply.body)["job_id"] as? String) ?? "") else {
             throw System.Failure("the upload was refused: \(reply.status) \(reply.body)")
         }
@@ -45,8 +47,10 @@ struct EngineIsolationTests {
 
     /// The API and one `moments worker` with `settings` on a fresh database, for the length of
     /// `body`; with `together`, `moments dev`: both in one process, as a newcomer runs them.
-    static func withWorker(_ settings: [String: String] = [:], together: Bool = false,
-                           _ body: @Sendable (Running) async throws -> Void) async throws {
+    static func withWorker(
+        _ settings: [String: String] = [:], together: Bool = false,
+        _ body: @Sendable (Running) async throws -> Void
+    ) async throws {
         try await TestServices.withDatabase { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL, settings)
             let (api, base) = try await System.startAPI(environment, command: together ? "dev" : "api")
@@ -60,8 +64,9 @@ struct EngineIsolationTests {
     static func isGone(_ pid: pid_t) -> Bool { LinuxProcess(pid).isGone }
 
     /// SIGSEGV under `moments dev` (the API in the worker's own process), SIGKILL with the API apart.
-    @Test("An engine killed mid-job fails its attempt engine_crashed; the retry completes; the job beside it and the API carry on",
-          arguments: [(SIGSEGV, true), (SIGKILL, false)])
+    @Test(
+        "An engine killed mid-job fails its attempt engine_crashed; the retry completes; the job beside it and the API carry on",
+        arguments: [(SIGSEGV, true), (SIGKILL, false)])
     func killedEngine(signal: Int32, together: Bool) async throws {
         try await Self.withWorker(["WORKER_CONCURRENCY": "2"], together: together) { system in
             let (store, base, worker) = (system.store, system.base, system.worker)
@@ -89,8 +94,9 @@ struct EngineIsolationTests {
             #expect(try await store.events(bystander).map(\.to) == [.pending, .processing, .completed])
             for id in [victim, bystander] { #expect(try System.downloadedDuration(base, id: id).status == 200) }
             // What an operator reads.
-            let shown = try captured(TestServices.momentsBinary.path, ["jobs", "show", victim.uuidString],
-                                     environment: ["DATABASE_URL": system.databaseURL])
+            let shown = try captured(
+                TestServices.momentsBinary.path, ["jobs", "show", victim.uuidString],
+                environment: ["DATABASE_URL": system.databaseURL])
             let text = String(decoding: shown.output, as: UTF8.self)
             #expect(text.contains("attempt 1: engine process") && text.contains("killed by \(name)"), "\(text)")
         }
@@ -145,7 +151,9 @@ struct EngineIsolationTests {
             let id = try Self.upload(base)
             let done = try await TestServices.eventually(timeout: .seconds(120)) { try await store.job(id)?.status == .completed }
             let history = try await store.events(id)
-            #expect(done && history.map(\.to) == [.pending, .processing, .completed], "\(history.map { "\($0.to) \($0.detail ?? "") \($0.diagnostics ?? "")" })")
+            #expect(
+                done && history.map(\.to) == [.pending, .processing, .completed],
+                "\(history.map { "\($0.to) \($0.detail ?? "") \($0.diagnostics ?? "")" })")
         }
     }
 

@@ -1,10 +1,11 @@
 import Foundation
-@testable import JobStore
 import Logging
 import MomentsModel
 import ServiceTestSupport
 import Storage
 import Testing
+
+@testable import JobStore
 
 /// Faults over HTTP against the running system (`moments api` and `moments worker` processes, real
 /// PostgreSQL, Redis and SeaweedFS): the database restarting under load, storage failing and
@@ -20,9 +21,11 @@ struct FaultTests {
 
     /// Uploads the 20 s footage for a `target` highlight; the reply's status and job id (nil when refused).
     static func upload(_ base: String) throws -> (status: Int, id: UUID?, body: String) {
-        let reply = try curl(["--max-time", "60", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=\(Int(target))",
-                              "-F", "quality=low", "\(base)/api/v1/upload"])
-        return (reply.status, (try? System.json(reply.body)["job_id"] as? String).flatMap { UUID(uuidString: $0 ?? "") }, reply.body)
+        let reply = try curl([
+            "--max-time", "60", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=\(Int(target))",
+            "-F", "quality=low", "\(base)/api/v1/upload",
+        ])
+        return (reply.status, (try? System.json(reply.body)["job_id"] as? String).flatMap { UUID(uuidString: $0) }, reply.body)
     }
 
     /// The job's events, and the highlight downloaded through the API with its duration.
@@ -36,7 +39,9 @@ struct FaultTests {
 
     /// Uploads three jobs and waits until a worker is processing one of them: the moment a fault
     /// strikes mid-work.
-    static func uploadThreeUntilOneProcesses(_ base: String, store: JobStore, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [UUID] {
+    static func uploadThreeUntilOneProcesses(_ base: String, store: JobStore, sourceLocation: SourceLocation = #_sourceLocation) async throws
+        -> [UUID]
+    {
         var accepted: [UUID] = []
         for _ in 0..<3 {
             let reply = try upload(base)
@@ -51,8 +56,10 @@ struct FaultTests {
     }
 
     /// Waits until every job of `accepted` has completed, then checks each completed once, whole.
-    static func checkEveryJobCompletesOnce(_ accepted: [UUID], base: String, store: JobStore,
-                                           sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func checkEveryJobCompletesOnce(
+        _ accepted: [UUID], base: String, store: JobStore,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let done = try await TestServices.eventually(timeout: .seconds(240)) {
             for id in accepted where (try? await store.job(id)?.status) != .completed { return false }
             return true
@@ -77,8 +84,10 @@ struct FaultTests {
     func postgresRestartUnderLoad() async throws {
         let postgres = try PrivatePostgres()
         defer { postgres.destroy() }
-        try await System.withSystem(workers: 2, settings: ["WORKER_LEASE_SECONDS": "10", "WORKER_HEARTBEAT_SECONDS": "2"],
-                                    databaseURL: postgres.url) { base in
+        try await System.withSystem(
+            workers: 2, settings: ["WORKER_LEASE_SECONDS": "10", "WORKER_HEARTBEAT_SECONDS": "2"],
+            databaseURL: postgres.url
+        ) { base in
             try await Self.withStore(postgres.url) { store in
                 // Mid-work: a job is being processed when the database goes away.
                 var accepted = try await Self.uploadThreeUntilOneProcesses(base, store: store)
@@ -105,12 +114,16 @@ struct FaultTests {
         }
     }
 
-    @Test("PostgreSQL frozen (SIGSTOP) while uploads and two workers run: every API call answers 503 within the database timeout; after SIGCONT every job completes once, with no restart")
+    @Test(
+        "PostgreSQL frozen (SIGSTOP) while uploads and two workers run: every API call answers 503 within the database timeout; after SIGCONT every job completes once, with no restart"
+    )
     func postgresFrozenUnderLoad() async throws {
         let postgres = try PrivatePostgres()
         defer { postgres.destroy() }
-        try await System.withSystem(workers: 2, settings: ["WORKER_LEASE_SECONDS": "10", "WORKER_HEARTBEAT_SECONDS": "2"],
-                                    databaseURL: postgres.url) { base in
+        try await System.withSystem(
+            workers: 2, settings: ["WORKER_LEASE_SECONDS": "10", "WORKER_HEARTBEAT_SECONDS": "2"],
+            databaseURL: postgres.url
+        ) { base in
             try await Self.withStore(postgres.url) { store in
                 let device = try System.device(base)
                 let accepted = try await Self.uploadThreeUntilOneProcesses(base, store: store)
@@ -164,9 +177,11 @@ struct FaultTests {
             let environment = try System.environment(databaseURL: databaseURL)
             let (api, base) = try await System.startAPI(environment)  // the API reaches storage directly
             defer { api.stop() }
-            let worker = try MomentsProcess(["worker"], environment: environment.merging([
-                "S3_ENDPOINT": "http://127.0.0.1:\(proxy.port)", "S3_STALL_SECONDS": "2",
-            ]) { $1 })
+            let worker = try MomentsProcess(
+                ["worker"],
+                environment: environment.merging([
+                    "S3_ENDPOINT": "http://127.0.0.1:\(proxy.port)", "S3_STALL_SECONDS": "2",
+                ]) { $1 })
             defer { worker.stop() }
             let id = try #require(try Self.upload(base).id)
             let done = try await TestServices.eventually(timeout: .seconds(120)) { try await store.job(id)?.status == .completed }
@@ -181,8 +196,9 @@ struct FaultTests {
         }
     }
 
-    @Test("A worker's disk fills up mid-render: the attempt fails with io_error and leaves nothing, and the retry completes once there is room",
-          .enabled(if: getuid() == 0, "mounts a small tmpfs, which needs root (CI runs as root)"))
+    @Test(
+        "A worker's disk fills up mid-render: the attempt fails with io_error and leaves nothing, and the retry completes once there is room",
+        .enabled(if: getuid() == 0, "mounts a small tmpfs, which needs root (CI runs as root)"))
     func diskFull() async throws {
         let workFolder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-full-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: workFolder, withIntermediateDirectories: true)
@@ -206,18 +222,21 @@ struct FaultTests {
             try #require(failed, "the first attempt failed: \(history)")
             try TestServices.run("/usr/bin/mount", ["-o", "remount,size=256m", workFolder.path])
             let attempt = try #require(try await store.events(id).first { $0.from == .processing && $0.to == .pending })
-            #expect(attempt.detail?.contains("io_error") == true && attempt.detail?.lowercased().contains("space") == true,
-                    "the failure names the full disk: \(attempt)")
+            #expect(
+                attempt.detail?.contains("io_error") == true && attempt.detail?.lowercased().contains("space") == true,
+                "the failure names the full disk: \(attempt)")
             let storage = try StorageConfiguration.store(environment: Settings(ProcessInfo.processInfo.environment))
-            #expect(try await storage.list(prefix: "results/\(id.uuidString.lowercased())", after: nil, limit: 10).isEmpty,
-                    "no partial result was stored")
+            #expect(
+                try await storage.list(prefix: "results/\(id.uuidString.lowercased())", after: nil, limit: 10).isEmpty,
+                "no partial result was stored")
             let done = try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.status == .completed }
             let retried = try await store.events(id)
             #expect(done, "\(retried)")
             try await Self.checkCompletedOnce(id, base: base, store: store)
             let stored = try await storage.list(prefix: "results/\(id.uuidString.lowercased())", after: nil, limit: 10).map(\.key).sorted()
-            #expect(stored.count == 3 && stored.filter { $0.hasSuffix(".mp4") }.count == 1 && Set(stored.map { $0.prefix(39) }).count == 1,
-                    "one attempt's highlight, poster and thumbnails: \(stored)")
+            #expect(
+                stored.count == 3 && stored.filter { $0.hasSuffix(".mp4") }.count == 1 && Set(stored.map { $0.prefix(39) }).count == 1,
+                "one attempt's highlight, poster and thumbnails: \(stored)")
             let left = try await TestServices.eventually(timeout: .seconds(10)) {
                 try FileManager.default.contentsOfDirectory(atPath: workFolder.path).isEmpty
             }
@@ -226,7 +245,9 @@ struct FaultTests {
         }
     }
 
-    @Test("A worker frozen (SIGSTOP) past its lease: another takes the job over; when the frozen one wakes, the job stays completed once and its highlight intact")
+    @Test(
+        "A worker frozen (SIGSTOP) past its lease: another takes the job over; when the frozen one wakes, the job stays completed once and its highlight intact"
+    )
     func frozenWorker() async throws {
         try await TestServices.withDatabase { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL, ["WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1"])

@@ -1,7 +1,8 @@
-@testable import API
 import Foundation
 import NIOCore
 import Testing
+
+@testable import API
 
 /// The upload's multipart reader on its own: what it keeps, and that nothing it holds grows with
 /// what a client sends.
@@ -46,8 +47,9 @@ struct FormReaderTests {
         return nil
     }
 
-    @Test("Fields and the file come through whole at every chunk size, near-boundaries in the video included",
-          arguments: [1, 2, 3, 7, 64, 4096, 1 << 20])
+    @Test(
+        "Fields and the file come through whole at every chunk size, near-boundaries in the video included",
+        arguments: [1, 2, 3, 7, 64, 4096, 1 << 20])
     func roundTrip(chunk: Int) throws {
         // Video bytes that start like the delimiter again and again without being it: each prefix
         // is followed by bytes above 0x7F, which no boundary holds.
@@ -97,29 +99,37 @@ struct FormReaderTests {
     @Test("A second 'file' part is refused, not appended to the first")
     func secondFile() {
         var body = Self.body(file: [1, 2, 3], close: false)
-        body += Array("--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.mov\"\r\n\r\n456\r\n--\(Self.boundary)--\r\n".utf8)
+        body += Array(
+            "--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.mov\"\r\n\r\n456\r\n--\(Self.boundary)--\r\n".utf8)
         let (result, file, _) = Self.read(body, chunk: 64)
         #expect(Self.failure(result) == .secondFile)
         #expect(file == [1, 2, 3])
     }
 
-    @Test("A 'music' part goes to its own file at every chunk size, whichever comes first; a second one, or one over its limit, is refused",
-          arguments: [1, 5, 64, 4096])
+    @Test(
+        "A 'music' part goes to its own file at every chunk size, whichever comes first; a second one, or one over its limit, is refused",
+        arguments: [1, 5, 64, 4096])
     func musicPart(chunk: Int) throws {
         var random = SystemRandomNumberGenerator()
         let video = (0..<5000).map { _ in UInt8.random(in: 0...255, using: &random) }
         let track = (0..<3000).map { _ in UInt8.random(in: 0x80...0xFF, using: &random) }
         func music(_ bytes: [UInt8]) -> [UInt8] {
-            Array("--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"music\"; filename=\"song.mp3\"\r\n\r\n".utf8) + bytes + Array("\r\n".utf8)
+            Array("--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"music\"; filename=\"song.mp3\"\r\n\r\n".utf8) + bytes
+                + Array("\r\n".utf8)
         }
         for musicFirst in [false, true] {
             var body = Self.body(fields: [("music_volume", "-3")], file: video, close: false)
-            if musicFirst { body = Array("x\r\n".utf8) + music(track) + body.dropFirst(Array("preamble a proxy may add\r\n".utf8).count) }
-            else { body += music(track) }
+            if musicFirst {
+                body = Array("x\r\n".utf8) + music(track) + body.dropFirst(Array("preamble a proxy may add\r\n".utf8).count)
+            } else {
+                body += music(track)
+            }
             body += Array("--\(Self.boundary)--\r\n".utf8)
             var file: [UInt8] = [], song: [UInt8] = []
             var reader = FormReader(boundary: Self.boundary, writeFile: { file.append(contentsOf: $0) }, writeMusic: { song.append(contentsOf: $0) })
-            for start in stride(from: 0, to: body.count, by: chunk) { try reader.consume(ByteBuffer(bytes: body[start..<min(body.count, start + chunk)])) }
+            for start in stride(from: 0, to: body.count, by: chunk) {
+                try reader.consume(ByteBuffer(bytes: body[start..<min(body.count, start + chunk)]))
+            }
             let form = try reader.finish()
             #expect(file == video && song == track && form.musicFilename == "song.mp3" && form.musicBytes == Int64(track.count))
             #expect(form.fields == ["music_volume": "-3"], "the music part is no text field")
@@ -156,7 +166,9 @@ struct FormReaderTests {
 
     @Test("A part with no headers at all, and a closing boundary with no CRLF after it, are read")
     func lenient() throws {
-        let body = Array("--\(Self.boundary)\r\n\r\nignored\r\n--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nAB\r\n--\(Self.boundary)--".utf8)
+        let body = Array(
+            "--\(Self.boundary)\r\n\r\nignored\r\n--\(Self.boundary)\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nAB\r\n--\(Self.boundary)--"
+                .utf8)
         var file: [UInt8] = []
         var reader = FormReader(boundary: Self.boundary) { file.append(contentsOf: $0) }
         try reader.consume(ByteBuffer(bytes: body))

@@ -10,8 +10,10 @@ struct HighlightOutputsTests {
     typealias System = LiveSystem
 
     /// Uploads `file` with `fields` and waits for the job to end; answers its id and details.
-    static func highlight(_ base: String, _ auth: [String], file: String = TestFootage.twentySeconds,
-                          fields: [String: String]) async throws -> (id: String, details: [String: Any]) {
+    static func highlight(
+        _ base: String, _ auth: [String], file: String = TestFootage.twentySeconds,
+        fields: [String: String]
+    ) async throws -> (id: String, details: [String: Any]) {
         let form = fields.sorted { $0.key < $1.key }.flatMap { ["-F", "\($0.key)=\($0.value)"] }
         let upload = try curl(auth + ["-F", "file=@\(file);filename=IMG_0007.MOV;type=video/mp4"] + form + ["\(base)/api/v1/upload"])
         try #require(upload.status == 200, "\(upload.body)")
@@ -30,8 +32,12 @@ struct HighlightOutputsTests {
         // Twelve uploads from one device in a minute: more than the default limit of ten.
         try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "20"]) { base in
             let auth = try System.device(base)
-            let (_, details) = try await Self.highlight(base, auth, fields: ["target_duration": "10", "min_segment": "3",
-                                                                             "max_segment": "4", "quality": "low"])
+            let (_, details) = try await Self.highlight(
+                base, auth,
+                fields: [
+                    "target_duration": "10", "min_segment": "3",
+                    "max_segment": "4", "quality": "low",
+                ])
             #expect(details["min_segment"] as? Double == 3 && details["max_segment"] as? Double == 4, "\(details)")
             #expect(details["max_segments"] == nil && details["aspect"] == nil && details["fps"] == nil, "choices not made are left out")
             let segments = try #require(details["segments"] as? [[String: Double]])
@@ -39,29 +45,45 @@ struct HighlightOutputsTests {
             #expect(lengths.allSatisfy { $0 >= 3 - 1.0 / 30 && $0 <= 4 + 1.0 / 30 }, "\(lengths)")
             #expect(abs(lengths.reduce(0, +) - 10) <= 0.6, "\(lengths)")
 
-            let (_, few) = try await Self.highlight(base, auth, fields: ["target_duration": "10", "max_segments": "2", "quality": "low",
-                                                                         "fps": "source"])
+            let (_, few) = try await Self.highlight(
+                base, auth,
+                fields: [
+                    "target_duration": "10", "max_segments": "2", "quality": "low",
+                    "fps": "source",
+                ])
             #expect(few["max_segments"] as? Int == 2)
             #expect(few["fps"] as? String == "source", "\(few)")
             #expect((few["segments"] as? [Any])?.count ?? 0 <= 2, "\(few)")
 
-            for (fields, code) in [(["min_segment": "0.2"], "invalid_min_segment"), (["max_segment": "abc"], "invalid_max_segment"),
-                                   (["max_segments": "100"], "invalid_max_segments"), (["aspect": "3:4"], "invalid_aspect"),
-                                   (["fps": "24"], "invalid_fps"), (["quality": "original", "fps": "30"], "invalid_fps"),
-                                   (["quality": "4k"], "invalid_quality"),
-                                   (["min_segment": "5", "max_segment": "4"], "invalid_segments"),
-                                   (["max_segment": "2", "max_segments": "3", "target_duration": "30"], "invalid_segments")] {
+            for (fields, code) in [
+                (["min_segment": "0.2"], "invalid_min_segment"), (["max_segment": "abc"], "invalid_max_segment"),
+                (["max_segments": "100"], "invalid_max_segments"), (["aspect": "3:4"], "invalid_aspect"),
+                (["fps": "24"], "invalid_fps"), (["quality": "original", "fps": "30"], "invalid_fps"),
+                (["quality": "4k"], "invalid_quality"),
+                (["min_segment": "5", "max_segment": "4"], "invalid_segments"),
+                (["max_segment": "2", "max_segments": "3", "target_duration": "30"], "invalid_segments"),
+            ] {
                 let form = fields.flatMap { ["-F", "\($0.key)=\($0.value)"] }
-                let refused = try System.error(try curl(auth + ["-F", "file=@\(TestFootage.sixSeconds);type=video/mp4"] + form
-                    + ["\(base)/api/v1/upload"]))
+                let refused = try System.error(
+                    try curl(
+                        auth + ["-F", "file=@\(TestFootage.sixSeconds);type=video/mp4"] + form
+                            + ["\(base)/api/v1/upload"]))
                 #expect(refused.status == 422 && refused.code == code && !refused.message.isEmpty, "\(fields): \(refused)")
             }
-            let direct = try System.error(try curl(auth + ["-X", "POST", "-H", "Content-Type: application/json", "-d",
-                                                           #"{"target_duration": 10, "max_segment": 2, "max_segments": 2}"#,
-                                                           "\(base)/api/v1/uploads"]))
+            let direct = try System.error(
+                try curl(
+                    auth + [
+                        "-X", "POST", "-H", "Content-Type: application/json", "-d",
+                        #"{"target_duration": 10, "max_segment": 2, "max_segments": 2}"#,
+                        "\(base)/api/v1/uploads",
+                    ]))
             #expect(direct.status == 422 && direct.code == "invalid_segments", "\(direct)")
-            let rate = try System.error(try curl(auth + ["-X", "POST", "-H", "Content-Type: application/json", "-d",
-                                                         #"{"target_duration": 10, "fps": "60"}"#, "\(base)/api/v1/uploads"]))
+            let rate = try System.error(
+                try curl(
+                    auth + [
+                        "-X", "POST", "-H", "Content-Type: application/json", "-d",
+                        #"{"target_duration": 10, "fps": "60"}"#, "\(base)/api/v1/uploads",
+                    ]))
             #expect(rate.status == 422 && rate.code == "invalid_fps", "\(rate)")
         }
     }
@@ -96,8 +118,9 @@ struct HighlightOutputsTests {
             let shown = TestFootage.look(try TestFootage.grey(poster, width: w, height: h), width: w)
             #expect(black.mean < 20 && sharp.mean > 80 && soft.sharpness * 2 < sharp.sharpness, "the fixture: \(black) \(soft) \(sharp)")
             #expect(shown.mean > black.mean + 50, "not black: \(shown) against \(black)")
-            #expect(shown.sharpness > 0.7 * sharp.sharpness && shown.sharpness > 1.5 * soft.sharpness,
-                    "not blurred: \(shown) against sharp \(sharp) and out of focus \(soft)")
+            #expect(
+                shown.sharpness > 0.7 * sharp.sharpness && shown.sharpness > 1.5 * soft.sharpness,
+                "not blurred: \(shown) against sharp \(sharp) and out of focus \(soft)")
 
             // One picture per segment, each as tall as the strip, side by side.
             let segments = try #require(details["segments"] as? [Any])
@@ -136,8 +159,9 @@ struct HighlightOutputsTests {
                 #expect(video.count == expected.count, "\(format): \(video.count) clips for \(expected.count) segments")
                 // The FCP X adapter truncates times to whole frames (float), so a frame of slack.
                 for (clip, want) in zip(video, expected) {
-                    #expect(clip.rate == 30 && abs(clip.start - want.start) <= 1 && abs(clip.duration - want.length) <= 1,
-                            "\(format): clip \(clip) for segment frames \(want)")
+                    #expect(
+                        clip.rate == 30 && abs(clip.start - want.start) <= 1 && abs(clip.duration - want.length) <= 1,
+                        "\(format): clip \(clip) for segment frames \(want)")
                 }
                 let total = expected.reduce(0) { $0 + $1.length }
                 #expect(abs(timeline.duration - total) <= Double(expected.count), "\(format): \(timeline.duration) frames, segments \(total)")
@@ -157,8 +181,9 @@ struct HighlightOutputsTests {
     func reframesToPortrait() async throws {
         try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
             let auth = try System.device(base)
-            let (id, details) = try await Self.highlight(base, auth, file: TestFootage.movingSubject,
-                                                         fields: ["target_duration": "10", "aspect": "9:16", "quality": "low"])
+            let (id, details) = try await Self.highlight(
+                base, auth, file: TestFootage.movingSubject,
+                fields: ["target_duration": "10", "aspect": "9:16", "quality": "low"])
             #expect(details["aspect"] as? String == "9:16")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-reframe-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -175,7 +200,8 @@ struct HighlightOutputsTests {
             #expect(outside.isEmpty, "frames whose subject is missing or outside the middle third (\(third)…\(2 * third)): \(outside.prefix(10))")
             // Smooth: the subject moves steadily in the source, so it barely moves in the crop from frame to frame.
             let steps = zip(centres, centres.dropFirst()).compactMap { a, b in a.flatMap { a in b.map { abs($0 - a) } } }
-            #expect((steps.max() ?? 0) < 6 || steps.filter { $0 >= 6 }.count <= 1, "jumps between frames (a cut allowed): \(steps.filter { $0 >= 6 })")
+            #expect(
+                (steps.max() ?? 0) < 6 || steps.filter { $0 >= 6 }.count <= 1, "jumps between frames (a cut allowed): \(steps.filter { $0 >= 6 })")
             let poster = folder.appendingPathComponent("poster.jpg").path
             #expect(try curl(auth + ["-L", "-o", poster, "\(base)/api/v1/jobs/\(id)/poster"]).status == 200)
             let posterSize = try TestFootage.pictureSize(poster)

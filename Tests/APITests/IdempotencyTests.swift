@@ -1,8 +1,9 @@
 import Foundation
-@testable import JobStore
 import PostgresNIO
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 /// `Idempotency-Key` on submissions, through real processes: a client whose connection dropped
 /// after the server made the job sends the same request again and gets that job, and the quota
@@ -14,8 +15,10 @@ struct IdempotencyTests {
     @Test("A retry after a dropped answer returns the same job and spends one quota slot; another request under the key is 422")
     func retryAfterDroppedConnection() async throws {
         try await TestServices.withDatabase { store, databaseURL in
-            try await System.withSystem(workers: 0, settings: ["AUTH_REQUIRED": "true", "FREE_MONTHLY_HIGHLIGHTS": "2"],
-                                        databaseURL: databaseURL) { base in
+            try await System.withSystem(
+                workers: 0, settings: ["AUTH_REQUIRED": "true", "FREE_MONTHLY_HIGHLIGHTS": "2"],
+                databaseURL: databaseURL
+            ) { base in
                 let auth = try System.device(base)
                 let port = try #require(Int(base.split(separator: ":").last ?? ""))
                 // The first upload reaches the API, which makes the job; its answer never reaches the client.
@@ -25,9 +28,11 @@ struct IdempotencyTests {
                 defer { proxy.close() }
                 let viaProxy = "http://127.0.0.1:\(proxy.port)"
                 func upload(key: String?, duration: Int = 5, through host: String) throws -> Reply {
-                    try Reply(auth + (key.map { ["-H", "Idempotency-Key: \($0)"] } ?? []) + [
-                        "-H", "Expect:", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=\(duration)",
-                        "-F", "quality=low", "\(host)/api/v1/upload"])
+                    try Reply(
+                        auth + (key.map { ["-H", "Idempotency-Key: \($0)"] } ?? []) + [
+                            "-H", "Expect:", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=\(duration)",
+                            "-F", "quality=low", "\(host)/api/v1/upload",
+                        ])
                 }
 
                 let key = UUID().uuidString
@@ -45,31 +50,47 @@ struct IdempotencyTests {
                 #expect(try await store.monthlyUsage(owner: owner).used == 1, "one quota slot")
                 #expect(try upload(key: key, through: base).body == retried.body, "the same answer again, byte for byte")
 
-                let reused = try System.error(try curl(auth + ["-H", "Idempotency-Key: \(key)", "-F",
-                                                               "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
-                                                               "\(base)/api/v1/upload"]))
+                let reused = try System.error(
+                    try curl(
+                        auth + [
+                            "-H", "Idempotency-Key: \(key)", "-F",
+                            "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
+                            "\(base)/api/v1/upload",
+                        ]))
                 #expect(reused.status == 422 && reused.code == "idempotency_key_reused", "\(reused)")
                 // The same settings and file name with another file (its SHA-256 is part of the request) is another request too.
                 let sameName = URL(fileURLWithPath: TestFootage.twentySeconds).lastPathComponent
-                let otherFile = try System.error(try curl(auth + ["-H", "Expect:", "-H", "Idempotency-Key: \(key)", "-F",
-                                                                  "file=@\(TestFootage.sixSeconds);type=video/mp4;filename=\(sameName)", "-F", "target_duration=5",
-                                                                  "-F", "quality=low", "\(base)/api/v1/upload"]))
+                let otherFile = try System.error(
+                    try curl(
+                        auth + [
+                            "-H", "Expect:", "-H", "Idempotency-Key: \(key)", "-F",
+                            "file=@\(TestFootage.sixSeconds);type=video/mp4;filename=\(sameName)", "-F", "target_duration=5",
+                            "-F", "quality=low", "\(base)/api/v1/upload",
+                        ]))
                 #expect(otherFile.status == 422 && otherFile.code == "idempotency_key_reused", "\(otherFile)")
 
                 // The second highlight takes the last slot; its retry is not refused for quota, a third upload is.
                 let second = UUID().uuidString
                 let made = try upload(key: second, through: base)
                 #expect(made.status == 200 && made.headers["idempotent-replayed"] == nil)
-                let full = try System.error(try curl(auth + ["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4",
-                                                             "\(base)/api/v1/upload"]))
+                let full = try System.error(
+                    try curl(
+                        auth + [
+                            "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4",
+                            "\(base)/api/v1/upload",
+                        ]))
                 #expect(full.status == 402 && full.code == "quota_exceeded")
                 let again = try upload(key: second, through: base)
                 #expect(again.status == 200 && again.body == made.body, "\(again.body)")
                 #expect(try await store.monthlyUsage(owner: owner).used == 2)
 
                 for bad in ["has space", String(repeating: "k", count: 256)] {
-                    let refused = try System.error(try curl(auth + ["-H", "Idempotency-Key: \(bad)", "-F",
-                                                                    "file=@\(TestFootage.twentySeconds);type=video/mp4", "\(base)/api/v1/upload"]))
+                    let refused = try System.error(
+                        try curl(
+                            auth + [
+                                "-H", "Idempotency-Key: \(bad)", "-F",
+                                "file=@\(TestFootage.twentySeconds);type=video/mp4", "\(base)/api/v1/upload",
+                            ]))
                     #expect(refused.status == 400 && refused.code == "invalid_idempotency_key", "\(refused)")
                 }
             }
@@ -80,8 +101,10 @@ struct IdempotencyTests {
     func reservation() async throws {
         try await System.withSystem(workers: 0) { base in
             func reserve(_ body: String, key: String) throws -> Reply {
-                try Reply(["-X", "POST", "-H", "Content-Type: application/json", "-H", "Idempotency-Key: \(key)", "-d", body,
-                           "\(base)/api/v1/uploads"])
+                try Reply([
+                    "-X", "POST", "-H", "Content-Type: application/json", "-H", "Idempotency-Key: \(key)", "-d", body,
+                    "\(base)/api/v1/uploads",
+                ])
             }
             let key = UUID().uuidString
             let body = #"{"filename": "big.mov", "target_duration": 6, "size_bytes": 1000}"#
@@ -92,12 +115,18 @@ struct IdempotencyTests {
             let secondID = try System.json(second.body)["job_id"] as? String
             #expect(firstID != nil && firstID == secondID)
             #expect(first.headers["idempotent-replayed"] == nil && second.headers["idempotent-replayed"] == "true")
-            let other = try System.error(try curl(["-X", "POST", "-H", "Content-Type: application/json", "-H", "Idempotency-Key: \(key)",
-                                                   "-d", #"{"filename": "other.mov"}"#, "\(base)/api/v1/uploads"]))
+            let other = try System.error(
+                try curl([
+                    "-X", "POST", "-H", "Content-Type: application/json", "-H", "Idempotency-Key: \(key)",
+                    "-d", #"{"filename": "other.mov"}"#, "\(base)/api/v1/uploads",
+                ]))
             #expect(other.status == 422 && other.code == "idempotency_key_reused")
             // A key used for an upload reservation cannot stand for a multipart upload either.
-            let crossed = try System.error(try curl(["-H", "Idempotency-Key: \(key)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4",
-                                                     "\(base)/api/v1/upload"]))
+            let crossed = try System.error(
+                try curl([
+                    "-H", "Idempotency-Key: \(key)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4",
+                    "\(base)/api/v1/upload",
+                ]))
             #expect(crossed.status == 422 && crossed.code == "idempotency_key_reused")
         }
     }

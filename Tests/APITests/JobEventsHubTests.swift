@@ -1,6 +1,7 @@
-@testable import API
 import Foundation
 import Testing
+
+@testable import API
 
 /// Event streams are bounded per owner and per node, and a closed stream gives its place back.
 @Suite("Event stream limits")

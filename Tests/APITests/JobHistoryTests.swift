@@ -13,8 +13,10 @@ struct JobHistoryTests {
     @Test("120 jobs page by cursor, newest first, without gaps or repeats; filtered by status; only the device's own")
     func pagesOverADevicesJobs() async throws {
         try await TestServices.withDatabase { store, databaseURL in
-            try await System.withSystem(workers: 0, settings: ["AUTH_REQUIRED": "true", "FREE_MONTHLY_HIGHLIGHTS": "1000"],
-                                        databaseURL: databaseURL) { base in
+            try await System.withSystem(
+                workers: 0, settings: ["AUTH_REQUIRED": "true", "FREE_MONTHLY_HIGHLIGHTS": "1000"],
+                databaseURL: databaseURL
+            ) { base in
                 let (anna, annaOwner) = try Self.register(base)
                 let (ben, benOwner) = try Self.register(base)
                 // Two uploaded through the API (one cancelled), 118 written as the API writes them.
@@ -25,7 +27,8 @@ struct JobHistoryTests {
                 }
                 #expect(try curl(anna + ["-X", "DELETE", "\(base)/api/v1/jobs/\(uploaded[1])"]).status == 200)
                 for index in 0..<118 {
-                    _ = try await store.create(NewJob(owner: annaOwner, originalFilename: "clip-\(index).mov", sourceKey: "sources/planted-\(index).mp4"))
+                    _ = try await store.create(
+                        NewJob(owner: annaOwner, originalFilename: "clip-\(index).mov", sourceKey: "sources/planted-\(index).mp4"))
                 }
                 for index in 0..<5 {
                     _ = try await store.create(NewJob(owner: benOwner, sourceKey: "sources/ben-\(index).mp4"))
@@ -42,8 +45,10 @@ struct JobHistoryTests {
                     let jobs = try #require(page["jobs"] as? [[String: Any]])
                     #expect(page.keys.contains("next_cursor"))
                     for job in jobs {
-                        for key in ["job_id", "status", "progress", "message", "result_url", "created_at", "completed_at", "original_filename",
-                                    "duration", "segments_selected"] {
+                        for key in [
+                            "job_id", "status", "progress", "message", "result_url", "created_at", "completed_at", "original_filename",
+                            "duration", "segments_selected",
+                        ] {
                             #expect(job.keys.contains(key), "each job as /status shows it: \(key)")
                         }
                         seen.append(job["job_id"] as? String ?? "")
@@ -66,8 +71,10 @@ struct JobHistoryTests {
                 let bens = try System.json(try curl(ben + ["\(base)/api/v1/jobs"]).body)
                 #expect((bens["jobs"] as? [Any])?.count == 5, "another device sees only its own")
                 #expect(try curl(["\(base)/api/v1/jobs"]).status == 401)
-                for (query, code) in [("limit=0", "invalid_limit"), ("limit=101", "invalid_limit"), ("limit=x", "invalid_limit"),
-                                      ("status=done", "invalid_status"), ("cursor=nonsense", "invalid_cursor")] {
+                for (query, code) in [
+                    ("limit=0", "invalid_limit"), ("limit=101", "invalid_limit"), ("limit=x", "invalid_limit"),
+                    ("status=done", "invalid_status"), ("cursor=nonsense", "invalid_cursor"),
+                ] {
                     let refused = try System.error(try curl(anna + ["\(base)/api/v1/jobs?\(query)"]))
                     #expect(refused.status == 400 && refused.code == code, "\(query): \(refused)")
                 }

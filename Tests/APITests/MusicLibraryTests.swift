@@ -27,7 +27,8 @@ struct MusicLibraryTests {
         return result.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     }
 
-    @Test("a track added to the library is listed; an upload with its music_id gets a highlight of that track, cut on its beat; removed, it is refused")
+    @Test(
+        "a track added to the library is listed; an upload with its music_id gets a highlight of that track, cut on its beat; removed, it is refused")
     func libraryToHighlight() async throws {
         try await LiveSystem.withRunningSystem(workers: 1) { system in
             let base = system.base
@@ -42,8 +43,9 @@ struct MusicLibraryTests {
             let refused = try TestServices.moments(["music", "add", text.path, "--title", "Notes"], environment: system.environment)
             #expect(refused.status == 1 && refused.err.contains("error: not_audio: "), "\(refused.err)")
 
-            let added = try TestServices.moments(["music", "add", track, "--title", "Clicks", "--artist", "The Metronome", "--license", "CC0"],
-                                                 environment: system.environment)
+            let added = try TestServices.moments(
+                ["music", "add", track, "--title", "Clicks", "--artist", "The Metronome", "--license", "CC0"],
+                environment: system.environment)
             #expect(added.status == 0, "\(added.err)")
             let id = try #require(UUID(uuidString: added.out.trimmingCharacters(in: .whitespacesAndNewlines)), "\(added.out)")
             let listed = try curl(["\(base)/api/v1/music"])
@@ -56,18 +58,23 @@ struct MusicLibraryTests {
             #expect([60.0, 120, 240].contains { abs(tempo - $0) < 2 }, "tempo \(tempo)")
 
             // Bad music choices, each refused with its code.
-            for (fields, code) in [(["music_id=\(UUID())"], "invalid_music_id"), (["music_id=not-a-uuid"], "invalid_music_id"),
-                                   (["music_volume=-6"], "invalid_music_id"),
-                                   (["music_id=\(id)", "music_volume=40"], "invalid_music_volume"),
-                                   (["music_id=\(id)", "keep_source_audio=maybe"], "invalid_keep_source_audio")] {
-                let reply = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4"] + fields.flatMap { ["-F", $0] } + ["\(base)/api/v1/upload"])
+            for (fields, code) in [
+                (["music_id=\(UUID())"], "invalid_music_id"), (["music_id=not-a-uuid"], "invalid_music_id"),
+                (["music_volume=-6"], "invalid_music_id"),
+                (["music_id=\(id)", "music_volume=40"], "invalid_music_volume"),
+                (["music_id=\(id)", "keep_source_audio=maybe"], "invalid_keep_source_audio"),
+            ] {
+                let reply = try curl(
+                    ["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4"] + fields.flatMap { ["-F", $0] } + ["\(base)/api/v1/upload"])
                 let error = try LiveSystem.error(reply)
                 #expect(error.status == 422 && error.code == code, "\(fields): \(reply.body)")
             }
 
             // The highlight: the music alone, so that what plays is the track.
-            let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=10",
-                                   "-F", "music_id=\(id)", "-F", "music_volume=-3", "-F", "keep_source_audio=false", "\(base)/api/v1/upload"])
+            let upload = try curl([
+                "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=10",
+                "-F", "music_id=\(id)", "-F", "music_volume=-3", "-F", "keep_source_audio=false", "\(base)/api/v1/upload",
+            ])
             let job = try #require(UUID(uuidString: try LiveSystem.json(upload.body)["job_id"] as? String ?? ""), "\(upload.status) \(upload.body)")
             let done = try await TestServices.eventually(timeout: .seconds(180)) {
                 let status = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(job)"]).body)["status"] as? String
@@ -75,7 +82,8 @@ struct MusicLibraryTests {
             }
             let details = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(job)"]).body)
             #expect(done && details["status"] as? String == "completed", "\(details)")
-            #expect(details["music_id"] as? String == id.uuidString.lowercased() && details["music_volume"] as? Double == -3
+            #expect(
+                details["music_id"] as? String == id.uuidString.lowercased() && details["music_volume"] as? Double == -3
                     && details["keep_source_audio"] as? Bool == false, "\(details)")
             let output = folder.appendingPathComponent("highlight.mp4")
             #expect(try curl(["-L", "-o", output.path, "\(base)/api/v1/jobs/\(job)/download"]).status == 200)
@@ -115,29 +123,41 @@ struct MusicLibraryTests {
             }
 
             // A track of the app's own, in a `music` part: a text file is refused (415), a track is used.
-            let notes = try LiveSystem.error(try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(text.path)",
-                                                       "\(base)/api/v1/upload"]))
+            let notes = try LiveSystem.error(
+                try curl([
+                    "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(text.path)",
+                    "\(base)/api/v1/upload",
+                ]))
             #expect(notes.status == 415 && notes.code == "not_audio", "\(notes)")
-            let both = try LiveSystem.error(try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(track)",
-                                                      "-F", "music_id=\(id)", "\(base)/api/v1/upload"]))
+            let both = try LiveSystem.error(
+                try curl([
+                    "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(track)",
+                    "-F", "music_id=\(id)", "\(base)/api/v1/upload",
+                ]))
             #expect(both.status == 422 && both.code == "invalid_music_id", "\(both)")
-            let own = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8", "-F", "music=@\(track)",
-                                "\(base)/api/v1/upload"])
+            let own = try curl([
+                "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8", "-F", "music=@\(track)",
+                "\(base)/api/v1/upload",
+            ])
             let ownJob = try #require(UUID(uuidString: try LiveSystem.json(own.body)["job_id"] as? String ?? ""), "\(own.status) \(own.body)")
             let ownDone = try await TestServices.eventually(timeout: .seconds(180)) {
                 let status = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)["status"] as? String
                 return status == "completed" || status == "failed"
             }
             let ownDetails = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)
-            #expect(ownDone && ownDetails["status"] as? String == "completed" && ownDetails["music_filename"] as? String == "clicks.wav"
+            #expect(
+                ownDone && ownDetails["status"] as? String == "completed" && ownDetails["music_filename"] as? String == "clicks.wav"
                     && ownDetails["music_id"] == nil && ownDetails["keep_source_audio"] as? Bool == true, "\(ownDetails)")
             #expect(abs(try LiveSystem.downloadedDuration(base, id: ownJob).duration - 8) <= 0.5)
 
             let removed = try TestServices.moments(["music", "remove", id.uuidString], environment: system.environment)
             #expect(removed.status == 0 && removed.out.contains("removed Clicks"), "\(removed.err)")
             #expect(!(try curl(["\(base)/api/v1/music"]).body.contains(id.uuidString.lowercased())))
-            let after = try LiveSystem.error(try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music_id=\(id)",
-                                                       "\(base)/api/v1/upload"]))
+            let after = try LiveSystem.error(
+                try curl([
+                    "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music_id=\(id)",
+                    "\(base)/api/v1/upload",
+                ]))
             #expect(after.status == 422 && after.code == "invalid_music_id", "\(after)")
             let again = try TestServices.moments(["music", "remove", id.uuidString], environment: system.environment)
             #expect(again.status == 1 && again.err.contains("error: not_found: "), "\(again.err)")

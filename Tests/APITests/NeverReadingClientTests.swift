@@ -2,8 +2,9 @@ import Foundation
 import MomentsSupport
 import ServiceTestSupport
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Clients that pipeline status polls and never read their answers, against a `moments api`
@@ -76,11 +77,13 @@ struct NeverReadingClientTests {
             #expect(sent > Self.abusers * 100, "the abusers got \(sent) polls in")
             #expect(growth < 8, "the API grew \(growth) MB over its idle \(idle >> 20) MB with \(Self.abusers) clients that never read")
             let (p99Before, p99During) = (Self.p99(before), Self.p99(during))
-            print("never-reading clients: \(sent) polls sent by \(Self.abusers); API RSS idle \(idle >> 20) MB, peak \(peak >> 20) MB, "
-                  + "CPU \(cpu) s in \(Self.abuse); "
-                  + "beside them p99 \(Int(p99During * 1000)) ms over \(during.count) polls (\(Int(p99Before * 1000)) ms before)")
-            #expect(during.count > 100 && p99During < max(0.25, 4 * p99Before),
-                    "p99 \(p99During * 1000) ms beside them (\(during.count) polls), \(p99Before * 1000) ms before")
+            print(
+                "never-reading clients: \(sent) polls sent by \(Self.abusers); API RSS idle \(idle >> 20) MB, peak \(peak >> 20) MB, "
+                    + "CPU \(cpu) s in \(Self.abuse); "
+                    + "beside them p99 \(Int(p99During * 1000)) ms over \(during.count) polls (\(Int(p99Before * 1000)) ms before)")
+            #expect(
+                during.count > 100 && p99During < max(0.25, 4 * p99Before),
+                "p99 \(p99During * 1000) ms beside them (\(during.count) polls), \(p99Before * 1000) ms before")
             #expect(api.isRunning)
         }
     }

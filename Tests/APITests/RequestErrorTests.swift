@@ -18,16 +18,20 @@ struct RequestErrorTests {
                 ("target 'thirty'", try await api.upload(video, fields: ["target_duration": "thirty"]), 422, "invalid_target_duration"),
                 ("quality ultra", try await api.upload(video, fields: ["quality": "ultra"]), 422, "invalid_quality"),
                 ("codec av1", try await api.upload(video, fields: ["codec": "av1"]), 422, "invalid_codec"),
-                ("a callback without a secret", try await api.upload(video, fields: ["callback_url": "https://example.com/hook"]),
-                 422, "webhooks_disabled"),
+                (
+                    "a callback without a secret", try await api.upload(video, fields: ["callback_url": "https://example.com/hook"]),
+                    422, "webhooks_disabled"
+                ),
                 ("a shopping list", try await api.upload(Data("milk, eggs, bread\n".utf8)), 415, "not_a_video"),
                 ("3 MiB over a 2 MiB limit", try await api.upload(Data(count: 3 << 20)), 413, "file_too_large"),
                 ("an unknown job", try await api.get("/api/v1/jobs/\(UUID().uuidString)/status"), 404, "job_not_found"),
                 ("not a job id", try await api.get("/api/v1/jobs/not-a-uuid/status"), 404, "job_not_found"),
                 ("cancel an unknown job", try await api.send(.delete, "/api/v1/jobs/\(UUID().uuidString)"), 404, "job_not_found"),
                 ("an unknown route", try await api.get("/api/v1/nowhere"), 404, "not_found"),
-                ("a known address, another method", try await api.send(.put, "/api/v1/jobs/\(UUID().uuidString)/status"), 405,
-                 "method_not_allowed"),
+                (
+                    "a known address, another method", try await api.send(.put, "/api/v1/jobs/\(UUID().uuidString)/status"), 405,
+                    "method_not_allowed"
+                ),
                 ("POST to /ready", try await api.send(.post, "/ready"), 405, "method_not_allowed"),
             ]
             for (name, reply, status, code) in try await hostileForms(api, video: video) {
@@ -54,9 +58,11 @@ struct RequestErrorTests {
     func privateCallbacks() async throws {
         try await InProcessAPI.run(["WEBHOOK_SECRET": "0123456789abcdef0123"]) { api in
             let video = try InProcessAPI.footage
-            for hook in ["http://127.0.0.1/hook", "http://localhost/hook", "http://10.0.0.5/hook", "http://169.254.169.254/latest/meta-data/",
-                         "http://100.64.1.1/hook", "http://[::1]/hook", "http://[fd00::5]/hook", "http://[::ffff:192.168.0.1]/hook",
-                         "https://1.1.1.1:6379/hook", "gopher://1.1.1.1/x"] {
+            for hook in [
+                "http://127.0.0.1/hook", "http://localhost/hook", "http://10.0.0.5/hook", "http://169.254.169.254/latest/meta-data/",
+                "http://100.64.1.1/hook", "http://[::1]/hook", "http://[fd00::5]/hook", "http://[::ffff:192.168.0.1]/hook",
+                "https://1.1.1.1:6379/hook", "gopher://1.1.1.1/x",
+            ] {
                 let error = try await api.upload(video, fields: ["callback_url": hook]).error()
                 #expect(error.status == 422 && error.code == "invalid_callback_url", "\(hook): \(error)")
                 #expect(error.message.hasPrefix("callback_url ") && error.message.hasSuffix("."), "\(error.message)")
@@ -77,9 +83,11 @@ struct RequestErrorTests {
         }
         let close = Data("--\(b)--\r\n".utf8)
         let twoFiles = part("file", video, filename: "a.mov") + part("file", video, filename: "b.mov") + close
-        let flood = (0..<5000).reduce(into: Data()) { body, i in body += part("f\(i)", Data("x".utf8)) } + part("file", video, filename: "a.mov") + close
+        let flood =
+            (0..<5000).reduce(into: Data()) { body, i in body += part("f\(i)", Data("x".utf8)) } + part("file", video, filename: "a.mov") + close
         let endlessHeader = Data("--\(b)\r\nContent-Disposition: form-data; name=\"".utf8) + Data(repeating: 0x61, count: 1 << 20)
-        let manyFieldBytes = (0..<10).reduce(into: Data()) { body, i in body += part("f\(i)", Data(repeating: 0x78, count: 1000)) }
+        let manyFieldBytes =
+            (0..<10).reduce(into: Data()) { body, i in body += part("f\(i)", Data(repeating: 0x78, count: 1000)) }
             + part("file", video, filename: "a.mov") + close
         // A complete field, then the video cut short: it used to be accepted as a shorter video.
         let truncated = part("quality", Data("low".utf8)) + part("file", video, filename: "a.mov").prefix(video.count / 2)

@@ -1,9 +1,9 @@
 import Foundation
 import JobStore
+import MomentsModel
 import ServiceTestSupport
 import Storage
 import Testing
-import MomentsModel
 
 /// Resumable uploads (API 1.1) through real processes: `moments api`, `moments worker`, and
 /// `moments submit --resumable` (MomentsKit) as the client, against SeaweedFS's multipart uploads.
@@ -22,8 +22,10 @@ struct ResumableUploadTests {
             try #require(count >= 4, "the fixture is \(size) bytes: \(count) parts")
             let state = FileManager.default.temporaryDirectory.appendingPathComponent("moments-resumable-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: state) }
-            let submit = ["submit", TestFootage.large, "--server", base, "--token", token, "--duration", "8", "--quality", "low",
-                          "--resumable", "--state-dir", state.path]
+            let submit = [
+                "submit", TestFootage.large, "--server", base, "--token", token, "--duration", "8", "--quality", "low",
+                "--resumable", "--state-dir", state.path,
+            ]
 
             // The first run stops after half the parts, as an app killed mid-upload would.
             let first = try TestServices.moments(submit + ["--stop-after-parts", "\(count / 2)"], environment: [:])
@@ -43,13 +45,15 @@ struct ResumableUploadTests {
             #expect(try System.error(try curl(stranger + ["\(base)/api/v1/uploads/\(id)/parts"])).code == "job_not_found")
 
             // A new process resumes: it sends only the missing parts, then starts the job.
-            let second = try TestServices.moments(submit + ["--wait", "-o", state.appendingPathComponent("highlight.mp4").path],
-                                                  environment: [:])
+            let second = try TestServices.moments(
+                submit + ["--wait", "-o", state.appendingPathComponent("highlight.mp4").path],
+                environment: [:])
             #expect(second.status == 0, "\(second.out) \(second.err)")
             #expect(second.out.contains("job \(id)"), "the same job: \(second.out)")
             #expect(abs(try TestFootage.duration(state.appendingPathComponent("highlight.mp4").path) - 8) < 0.6)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).allSatisfy { !$0.hasSuffix(".json") && !$0.contains("-part-") },
-                    "the state is gone once started")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: state.path).allSatisfy { !$0.hasSuffix(".json") && !$0.contains("-part-") },
+                "the state is gone once started")
             let history = try System.json(try curl(auth + ["\(base)/api/v1/jobs"]).body)
             #expect((history["jobs"] as? [Any])?.count == 1, "one job: \(history)")
             let me = try System.json(try curl(auth + ["\(base)/api/v1/me"]).body)
@@ -66,16 +70,24 @@ struct ResumableUploadTests {
             let json = auth + ["-X", "POST", "-H", "Content-Type: application/json"]
             let noSize = try System.error(try curl(json + ["-d", #"{"resumable": true}"#, "\(base)/api/v1/uploads"]))
             #expect(noSize.status == 400 && noSize.code == "size_bytes_required", "\(noSize)")
-            let reply = try curl(json + ["-H", "Idempotency-Key: sweep-1", "-d", #"{"resumable": true, "size_bytes": 12000000}"#,
-                                         "\(base)/api/v1/uploads"])
+            let reply = try curl(
+                json + [
+                    "-H", "Idempotency-Key: sweep-1", "-d", #"{"resumable": true, "size_bytes": 12000000}"#,
+                    "\(base)/api/v1/uploads",
+                ])
             #expect(reply.status == 200, "\(reply.body)")
             let reserved = try System.json(reply.body)
             let id = try #require(reserved["job_id"] as? String)
             #expect(reserved["part_count"] as? Int == 3 && (reserved["parts"] as? [Any])?.count == 3, "\(reserved)")
             #expect((reserved["upload_url"] as? String) == ((reserved["parts"] as? [[String: Any]])?.first?["url"] as? String))
             // The same request again under its key: the same job and the same multipart upload.
-            let again = try System.json(try curl(json + ["-H", "Idempotency-Key: sweep-1", "-d", #"{"resumable": true, "size_bytes": 12000000}"#,
-                                                         "\(base)/api/v1/uploads"]).body)
+            let again = try System.json(
+                try curl(
+                    json + [
+                        "-H", "Idempotency-Key: sweep-1", "-d", #"{"resumable": true, "size_bytes": 12000000}"#,
+                        "\(base)/api/v1/uploads",
+                    ]
+                ).body)
             #expect(again["job_id"] as? String == id)
 
             let storage = try StorageConfiguration.store(environment: Settings(ProcessInfo.processInfo.environment))
@@ -88,10 +100,15 @@ struct ResumableUploadTests {
             let gone = try System.error(try curl(auth + ["\(base)/api/v1/uploads/\(id)/parts"]))
             #expect(gone.status == 404 && gone.code == "job_not_found", "\(gone)")
         }
-        try await System.withSystem(storageURL: "file://\(FileManager.default.temporaryDirectory.path)/moments-local-\(UUID().uuidString)",
-                                    workers: 0, settings: ["AUTH_REQUIRED": "false"]) { base in
-            let local = try System.error(try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d",
-                                                   #"{"resumable": true, "size_bytes": 1000}"#, "\(base)/api/v1/uploads"]))
+        try await System.withSystem(
+            storageURL: "file://\(FileManager.default.temporaryDirectory.path)/moments-local-\(UUID().uuidString)",
+            workers: 0, settings: ["AUTH_REQUIRED": "false"]
+        ) { base in
+            let local = try System.error(
+                try curl([
+                    "-X", "POST", "-H", "Content-Type: application/json", "-d",
+                    #"{"resumable": true, "size_bytes": 1000}"#, "\(base)/api/v1/uploads",
+                ]))
             #expect(local.status == 409 && local.code == "direct_upload_unavailable", "\(local)")
         }
     }

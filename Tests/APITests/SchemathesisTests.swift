@@ -10,19 +10,26 @@ import Testing
 /// `.alone`: a thousand requests in seconds load the shared PostgreSQL that other suites time.
 @Suite("OpenAPI conformance (Schemathesis against the running API)", .alone)
 struct SchemathesisTests {
-    static let checks = ["not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
-                         "response_headers_conformance", "negative_data_rejection", "unsupported_method"]
+    static let checks = [
+        "not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
+        "response_headers_conformance", "negative_data_rejection", "unsupported_method",
+    ]
 
     @Test("no 5xx; statuses, content types and schemas as documented; invalid requests refused")
     func conformance() async throws {
         let tool = try TestServices.environment("MOMENTS_SCHEMATHESIS")
         // Limits high enough that generated traffic is not simply rate-limited away.
-        let settings = ["AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "100000", "RATE_LIMIT_UPLOADS_PER_IP": "100000",
-                        "REGISTRATIONS_PER_IP_PER_DAY": "1000000", "FREE_MONTHLY_HIGHLIGHTS": "100000"]
+        let settings = [
+            "AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "100000", "RATE_LIMIT_UPLOADS_PER_IP": "100000",
+            "REGISTRATIONS_PER_IP_PER_DAY": "1000000", "FREE_MONTHLY_HIGHLIGHTS": "100000",
+        ]
         try await LiveSystem.withSystem(workers: 0, settings: settings) { base in
             let auth = try LiveSystem.device(base)
-            let arguments = ["run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",
-                             "--seed", "20261123", "--no-color", "--request-timeout", "30"] + auth
+            let arguments =
+                [
+                    "run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",
+                    "--seed", "20261123", "--no-color", "--request-timeout", "30",
+                ] + auth
             let result = try captured(tool, arguments, environment: ["SCHEMATHESIS_HOOKS": ""], in: FileManager.default.temporaryDirectory)
             let text = String(decoding: result.output + result.errors, as: UTF8.self)
             #expect(result.status == 0, "\(text.suffix(6000))")

@@ -1,9 +1,10 @@
-@testable import API
 import Foundation
 import MomentsContract
 import MomentsModel
 import NIOCore
 import Testing
+
+@testable import API
 
 @Suite("The status poll's own JSON and token reading (no services)")
 struct StatusJSONTests {
@@ -19,8 +20,10 @@ struct StatusJSONTests {
         }
     }
 
-    static let pieces = ["", "a", "Beach day", "\"quoted\"", "back\\slash", "slash/path", "line\nbreak", "tab\t", "\r", "\u{8}\u{c}",
-                         "\u{1}\u{1f}\u{7f}", "é", "😀 party", "\u{2028}", "日本語", "</script>", "%20", "null"]
+    static let pieces = [
+        "", "a", "Beach day", "\"quoted\"", "back\\slash", "slash/path", "line\nbreak", "tab\t", "\r", "\u{8}\u{c}",
+        "\u{1}\u{1f}\u{7f}", "é", "😀 party", "\u{2028}", "日本語", "</script>", "%20", "null",
+    ]
 
     static func text(_ random: inout Generator) -> String? {
         if Int.random(in: 0..<5, using: &random) == 0 { return nil }
@@ -29,18 +32,21 @@ struct StatusJSONTests {
 
     static func date(_ random: inout Generator) -> Date {
         // From 1960 to 2200, with fractions of a second.
-        Date(timeIntervalSince1970: Double.random(in: -315_619_200 ... 7_258_118_400, using: &random))
+        Date(timeIntervalSince1970: Double.random(in: -315_619_200...7_258_118_400, using: &random))
     }
 
     static func report(_ random: inout Generator) -> JobStatusReport {
         let status = JobStatus.allCases.randomElement(using: &random)!
-        let durations: [Double?] = [nil, 0, 30, 30.5, 0.1, 1.0 / 3.0, 1e-7, 1e21, 123456789.123, 59.999999, Double.random(in: 0...7200, using: &random)]
-        return JobStatusReport(jobID: UUID(), status: status, progress: Int.random(in: 0...100, using: &random), message: text(&random),
-                               resultURL: Bool.random(using: &random) ? "https://moments.example.com/api/v1/jobs/x/download" : nil,
-                               createdAt: date(&random), completedAt: Bool.random(using: &random) ? date(&random) : nil,
-                               originalFilename: text(&random), duration: durations.randomElement(using: &random)!,
-                               segmentsSelected: Bool.random(using: &random) ? Int.random(in: 0...60, using: &random) : nil,
-                               posterURL: Bool.random(using: &random) ? "http://127.0.0.1:8000/api/v1/jobs/x/poster" : nil)
+        let durations: [Double?] = [
+            nil, 0, 30, 30.5, 0.1, 1.0 / 3.0, 1e-7, 1e21, 123456789.123, 59.999999, Double.random(in: 0...7200, using: &random),
+        ]
+        return JobStatusReport(
+            jobID: UUID(), status: status, progress: Int.random(in: 0...100, using: &random), message: text(&random),
+            resultURL: Bool.random(using: &random) ? "https://moments.example.com/api/v1/jobs/x/download" : nil,
+            createdAt: date(&random), completedAt: Bool.random(using: &random) ? date(&random) : nil,
+            originalFilename: text(&random), duration: durations.randomElement(using: &random)!,
+            segmentsSelected: Bool.random(using: &random) ? Int.random(in: 0...60, using: &random) : nil,
+            posterURL: Bool.random(using: &random) ? "http://127.0.0.1:8000/api/v1/jobs/x/poster" : nil)
     }
 
     static func written(_ report: JobStatusReport) -> String {
@@ -63,12 +69,15 @@ struct StatusJSONTests {
 
     @Test("Dates at the edges: leap days, centuries, the epoch, before it, fractions rounded down")
     func dates() throws {
-        let seconds: [Double] = [0, -0.5, -1, -86_400, 951_782_400, 951_868_799.999, 4_107_542_400, 13_574_563_200, 1_798_761_599.75,
-                                 1_764_000_000, 253_402_300_799]
+        let seconds: [Double] = [
+            0, -0.5, -1, -86_400, 951_782_400, 951_868_799.999, 4_107_542_400, 13_574_563_200, 1_798_761_599.75,
+            1_764_000_000, 253_402_300_799,
+        ]
         for second in seconds {
-            let report = JobStatusReport(jobID: UUID(), status: .completed, progress: 100, message: nil, resultURL: nil,
-                                         createdAt: Date(timeIntervalSince1970: second), completedAt: nil, originalFilename: nil,
-                                         duration: nil, segmentsSelected: nil)
+            let report = JobStatusReport(
+                jobID: UUID(), status: .completed, progress: 100, message: nil, resultURL: nil,
+                createdAt: Date(timeIntervalSince1970: second), completedAt: nil, originalFilename: nil,
+                duration: nil, segmentsSelected: nil)
             #expect(Self.written(report) == String(decoding: try MomentsJSON.encoder.encode(report), as: UTF8.self), "\(second)")
         }
     }
@@ -94,9 +103,11 @@ struct StatusJSONTests {
     @Test("The fast token reading agrees with the general one wherever it answers, and hashes as SHA-256 hex")
     func tokens() {
         let token = "mdt_" + String(repeating: "Ab9-_", count: 8) + "xyz"
-        let headers = ["Bearer \(token)", "bearer \(token)", "BEARER \(token)", "BeArEr \(token)", "Bearer  \(token)", " Bearer \(token)",
-                       "Bearer \(token) ", "Bearer\t\(token)", "Basic \(token)", "Bearer", "Bearer ", "Bearerx \(token)", "Bearer tok en",
-                       "Bearer é\(token)", "Bearer \u{7f}", "Token \(token)", "bearer x", "Bearer \"quoted\""]
+        let headers = [
+            "Bearer \(token)", "bearer \(token)", "BEARER \(token)", "BeArEr \(token)", "Bearer  \(token)", " Bearer \(token)",
+            "Bearer \(token) ", "Bearer\t\(token)", "Basic \(token)", "Bearer", "Bearer ", "Bearerx \(token)", "Bearer tok en",
+            "Bearer é\(token)", "Bearer \u{7f}", "Token \(token)", "bearer x", "Bearer \"quoted\"",
+        ]
         for header in headers {
             if let fast = DeviceToken.canonicalToken(header) {
                 #expect(fast == Self.generalToken(header), "\(header)")

@@ -1,12 +1,14 @@
-@testable import API
 import Foundation
 import HTTPTypes
 import Hummingbird
-@testable import JobStore
 import ServiceTestSupport
 import Testing
+
+@testable import API
+@testable import JobStore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The status poll answered in the channel pipeline (`StatusPollHandler`) against the route it
@@ -25,7 +27,8 @@ struct StatusPollHandlerTests {
             let bob = try await api.device(name: "Bob")
             let own = try #require(UUID(uuidString: try await api.upload(try InProcessAPI.footage, headers: ann).json()["job_id"] as? String ?? ""))
             let done = try #require(UUID(uuidString: try await api.upload(try InProcessAPI.footage, headers: ann).json()["job_id"] as? String ?? ""))
-            try await api.store.client.query("""
+            try await api.store.client.query(
+                """
                 UPDATE jobs SET status = 'completed', progress = 100, completed_at = now(), result_key = 'results/x.mp4',
                     poster_key = 'results/x.jpg', source_duration = 20.5, segments_selected = 4, message = 'Done "quoted"'
                 WHERE id = \(done)
@@ -69,20 +72,25 @@ struct StatusPollHandlerTests {
             let token = try #require(ann[.authorization])
             var jobs: [UUID] = []
             for _ in 0..<3 {
-                jobs.append(try #require(UUID(uuidString: try await api.upload(try InProcessAPI.footage, headers: ann).json()["job_id"] as? String ?? "")))
+                jobs.append(
+                    try #require(UUID(uuidString: try await api.upload(try InProcessAPI.footage, headers: ann).json()["job_id"] as? String ?? "")))
             }
             func poll(_ job: UUID, _ extra: String = "") -> String {
                 "GET /api/v1/jobs/\(job.uuidString.lowercased())/status\(extra) HTTP/1.1\r\nHost: api.test\r\nAuthorization: \(token)\r\n\r\n"
             }
             // poll, router, poll, poll, a routed poll, /me (router), poll, and the router's closing request.
-            let requests = [poll(jobs[0]), "GET /health HTTP/1.1\r\nHost: api.test\r\n\r\n", poll(jobs[1]), poll(jobs[2]),
-                            poll(jobs[0], "?via=router"), "GET /api/v1/me HTTP/1.1\r\nHost: api.test\r\nAuthorization: \(token)\r\n\r\n",
-                            poll(jobs[1]), "GET /health HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"]
+            let requests = [
+                poll(jobs[0]), "GET /health HTTP/1.1\r\nHost: api.test\r\n\r\n", poll(jobs[1]), poll(jobs[2]),
+                poll(jobs[0], "?via=router"), "GET /api/v1/me HTTP/1.1\r\nHost: api.test\r\nAuthorization: \(token)\r\n\r\n",
+                poll(jobs[1]), "GET /health HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n",
+            ]
             for round in 0..<20 {
                 let replies = try await RawHTTP.exchange(port: port, requests.joined())
                 #expect(replies.map(\.status) == [200, 200, 200, 200, 200, 200, 200, 200], "round \(round)")
-                let expected: [String?] = [jobs[0].uuidString, nil, jobs[1].uuidString, jobs[2].uuidString, jobs[0].uuidString, nil,
-                                           jobs[1].uuidString, nil]
+                let expected: [String?] = [
+                    jobs[0].uuidString, nil, jobs[1].uuidString, jobs[2].uuidString, jobs[0].uuidString, nil,
+                    jobs[1].uuidString, nil,
+                ]
                 for (index, reply) in replies.enumerated() {
                     if let job = expected[index] {
                         #expect(reply.body.contains("\"job_id\":\"\(job.lowercased())\""), "round \(round), answer \(index): \(reply.body)")
@@ -96,7 +104,8 @@ struct StatusPollHandlerTests {
             // A request the router answers after 300 ms, then a poll (answered in a millisecond):
             // the poll's answer still comes second.
             let slow = "GET /test/slow HTTP/1.1\r\nHost: api.test\r\n\r\n"
-            let replies = try await RawHTTP.exchange(port: port, slow + poll(jobs[2]) + "GET /health HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")
+            let replies = try await RawHTTP.exchange(
+                port: port, slow + poll(jobs[2]) + "GET /health HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")
             #expect(replies.map(\.status) == [200, 200, 200])
             #expect(replies.first?.body == "slow", "the slow answer first: \(replies.map(\.body))")
             #expect(replies.dropFirst().first?.body.contains(jobs[2].uuidString.lowercased()) == true, "then the poll's")
@@ -170,7 +179,8 @@ enum RawHTTP {
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     static func get(port: Int, path: String, headers: [String]) async throws -> Reply {
-        let request = "GET \(path) HTTP/1.1\r\n" + (headers.contains { $0.lowercased().hasPrefix("host:") } ? "" : "Host: api.test\r\n")
+        let request =
+            "GET \(path) HTTP/1.1\r\n" + (headers.contains { $0.lowercased().hasPrefix("host:") } ? "" : "Host: api.test\r\n")
             + headers.map { "\($0)\r\n" }.joined() + "\r\n"
         let replies = try await exchange(port: port, request, expecting: 1)
         guard let reply = replies.first else { throw Failure(description: "no answer to \(path)") }

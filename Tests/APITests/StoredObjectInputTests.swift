@@ -1,10 +1,11 @@
-@testable import API
 import Foundation
 import Media
 import MomentsModel
 import ServiceTestSupport
 import Storage
 import Testing
+
+@testable import API
 
 /// A direct upload is probed where it lies, by ranged reads: the same answer as probing the file,
 /// and never more than the read budget, whatever the file asks for.

@@ -1,9 +1,10 @@
-@testable import API
 import Foundation
 import JobStore
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
+@testable import API
 
 /// One job, one trace: the upload request on the API node, the attempt and its stages on the
 /// worker, and the webhook, exported over OTLP/HTTP to a collector of the test's own.
@@ -22,16 +23,21 @@ struct TracingTests {
         let endpoint = await receiver.endpoint
 
         try await TestServices.withDatabase { store, databaseURL in
-            try await System.withSystem(workers: 1, settings: [
-                "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200",
-                "WEBHOOK_SECRET": "test-secret-0123456789abcdef", "WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_ALLOWED_PORTS": "*",
-                "LOG_FORMAT": "json", "LOG_LEVEL": "info",
-                "ADMIN_TOKEN": Self.adminToken, "TRACE_URL_TEMPLATE": "https://tempo.example.com/trace/{trace_id}",
-            ], databaseURL: databaseURL, logs: logs) { base in
+            try await System.withSystem(
+                workers: 1,
+                settings: [
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200",
+                    "WEBHOOK_SECRET": "test-secret-0123456789abcdef", "WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_ALLOWED_PORTS": "*",
+                    "LOG_FORMAT": "json", "LOG_LEVEL": "info",
+                    "ADMIN_TOKEN": Self.adminToken, "TRACE_URL_TEMPLATE": "https://tempo.example.com/trace/{trace_id}",
+                ], databaseURL: databaseURL, logs: logs
+            ) { base in
                 // A client's traceparent (here: unsampled, which would turn the job's tracing off) is not continued.
                 let hostile = "00-0123456789abcdef0123456789abcdef-0123456789abcdef-00"
-                let upload = try curl(["-H", "traceparent: \(hostile)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=5",
-                                       "-F", "quality=low", "-F", "callback_url=\(endpoint)/hook", "\(base)/api/v1/upload"])
+                let upload = try curl([
+                    "-H", "traceparent: \(hostile)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=5",
+                    "-F", "quality=low", "-F", "callback_url=\(endpoint)/hook", "\(base)/api/v1/upload",
+                ])
                 let id = try #require(UUID(uuidString: try System.json(upload.body)["job_id"] as? String ?? ""), "\(upload.body)")
                 let done = try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.status == .completed }
                 try #require(done, "the job completed")
@@ -41,8 +47,10 @@ struct TracingTests {
                 // The trace the job row keeps is the one every span of the job is in.
                 let traceID = try #require(try await store.job(id)?.traceID, "the job keeps its trace context")
                 #expect(traceID != "0123456789abcdef0123456789abcdef", "a trace of its own, not the client's")
-                let wanted: Set = ["/api/v1/upload", "job submit", "job attempt", "download", "probe", "analyse", "select", "render",
-                                   "upload", "webhook job.completed"]
+                let wanted: Set = [
+                    "/api/v1/upload", "job submit", "job attempt", "download", "probe", "analyse", "select", "render",
+                    "upload", "webhook job.completed",
+                ]
                 var spans: [ExportedSpan] = []
                 let exported = try await TestServices.eventually(timeout: .seconds(20)) {
                     spans = await receiver.spans.filter { $0.traceID == traceID }
@@ -74,8 +82,10 @@ struct TracingTests {
 
                 // The console's job page shows the trace id, linked where TRACE_URL_TEMPLATE says.
                 let jar = logs.appendingPathComponent("cookies").path
-                let signIn = try curl(["-c", jar, "--data-urlencode", "token=\(Self.adminToken)", "--data-urlencode", "name=tester",
-                                       "\(base)/admin/login"])
+                let signIn = try curl([
+                    "-c", jar, "--data-urlencode", "token=\(Self.adminToken)", "--data-urlencode", "name=tester",
+                    "\(base)/admin/login",
+                ])
                 #expect(signIn.status == 303 || signIn.status == 302, "signed in: \(signIn.status)")
                 let page = try curl(["-b", jar, "\(base)/admin/jobs/\(id.uuidString.lowercased())"])
                 #expect(page.status == 200 && page.body.contains("https://tempo.example.com/trace/\(traceID)"), "\(page.body.suffix(3000))")
@@ -104,8 +114,12 @@ struct TracingTests {
 
     @Test("Hummingbird's request metrics keep the names /metrics has always had")
     func requestMetricNames() {
-        let (name, labels) = HTTPMetrics.rename("hb.requests", [("http.route", "/api/v1/upload"), ("http.request.method", "POST"),
-                                                                ("http.response.status_code", "200")])
+        let (name, labels) = HTTPMetrics.rename(
+            "hb.requests",
+            [
+                ("http.route", "/api/v1/upload"), ("http.request.method", "POST"),
+                ("http.response.status_code", "200"),
+            ])
         #expect(name == "moments_http_requests_total")
         #expect(labels.map(\.0) == ["route", "method", "status"] && labels.map(\.1) == ["/api/v1/upload", "POST", "200"])
         #expect(HTTPMetrics.rename("http.server.request.duration", []).0 == "moments_http_request_duration_seconds")
@@ -118,8 +132,10 @@ struct TracingTests {
     @Test("A job's trace id is read from its W3C traceparent, and only from a well-formed one")
     func traceID() {
         #expect(JobRecord.traceID(of: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") == "4bf92f3577b34da6a3ce929d0e0e4736")
-        for broken in ["", "00-4bf92f-00f067aa0ba902b7-01", "00-zzf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                       "00--4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"] {
+        for broken in [
+            "", "00-4bf92f-00f067aa0ba902b7-01", "00-zzf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00--4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        ] {
             #expect(JobRecord.traceID(of: broken) == nil, "\(broken)")
         }
     }
@@ -133,8 +149,10 @@ struct TracingTests {
             }
             #expect(error?.message.contains("TRACE_URL_TEMPLATE") == true)
         }
-        let configuration = try APIConfiguration(environment: Settings(token.merging(
-            ["TRACE_URL_TEMPLATE": "https://tempo.example.com/trace/{trace_id}"]) { $1 }))
+        let configuration = try APIConfiguration(
+            environment: Settings(
+                token.merging(
+                    ["TRACE_URL_TEMPLATE": "https://tempo.example.com/trace/{trace_id}"]) { $1 }))
         #expect(configuration.console?.traceURL("abc") == "https://tempo.example.com/trace/abc")
         #expect(configuration.console?.traceURL(nil) == nil)
     }

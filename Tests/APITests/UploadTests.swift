@@ -11,8 +11,9 @@ struct UploadTests {
     @Test("An upload in the contract's form is accepted: the job is written, queued, and its source stored")
     func acceptedUpload() async throws {
         try await InProcessAPI.run { api in
-            let reply = try await api.upload(try InProcessAPI.footage, filename: "IMG_0042.MOV",
-                                             fields: ["target_duration": "8", "quality": "low"])
+            let reply = try await api.upload(
+                try InProcessAPI.footage, filename: "IMG_0042.MOV",
+                fields: ["target_duration": "8", "quality": "low"])
             #expect(reply.status == 200, "\(reply.text)")
             let body = try reply.json()
             #expect(body["message"] as? String == "Video uploaded, processing started" && body["estimated_time"] is Int)
@@ -26,8 +27,9 @@ struct UploadTests {
             // The API's probe recorded the source's length: the worker's deadline follows from it, and
             // the status shows it while the job waits (the contract's example does while it runs).
             let length = try TestFootage.duration(TestFootage.twentySeconds)
-            #expect(abs((job.sourceDuration ?? 0) - length) < 0.1 && abs((status["duration"] as? Double ?? 0) - length) < 0.1,
-                    "\(String(describing: job.sourceDuration)), \(status)")
+            #expect(
+                abs((job.sourceDuration ?? 0) - length) < 0.1 && abs((status["duration"] as? Double ?? 0) - length) < 0.1,
+                "\(String(describing: job.sourceDuration)), \(status)")
             let created = try #require(status["created_at"] as? String)
             #expect(created.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil, "no fractions: \(created)")
         }
@@ -69,8 +71,12 @@ struct UploadTests {
     @Test("Direct upload: reserve a signed PUT, start refuses until the object is there, then queues the job once")
     func directUpload() async throws {
         try await InProcessAPI.run(presigning: true) { api in
-            let reserve = try await api.post("/api/v1/uploads", json: ["filename": "big.mov", "target_duration": 6, "quality": "low",
-                                                                       "codec": "h264"])
+            let reserve = try await api.post(
+                "/api/v1/uploads",
+                json: [
+                    "filename": "big.mov", "target_duration": 6, "quality": "low",
+                    "codec": "h264",
+                ])
             #expect(reserve.status == 200, "\(reserve.text)")
             let reserved = try reserve.json()
             let id = try #require(UUID(uuidString: reserved["job_id"] as? String ?? ""))
@@ -107,7 +113,9 @@ struct UploadTests {
         }
     }
 
-    @Test("Direct upload with a track of the app's own: a second signed PUT of the declared length; each fault refused with its code; the track moves under the job")
+    @Test(
+        "Direct upload with a track of the app's own: a second signed PUT of the declared length; each fault refused with its code; the track moves under the job"
+    )
     func directUploadMusic() async throws {
         try await InProcessAPI.run(presigning: true) { api in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-direct-music-\(UUID())")
@@ -119,23 +127,31 @@ struct UploadTests {
             let trackSize = Int64(try Data(contentsOf: track).count)
 
             // Refused at the reservation: no length, too long, a length alone, a library track too.
-            for (body, status, code) in [(["music_filename": "song.wav"] as [String: Any], 400, "invalid_request"),
-                                         (["music_filename": "song.wav", "music_size_bytes": 0], 400, "invalid_request"),
-                                         (["music_filename": "song.wav", "music_size_bytes": 65 << 20], 413, "music_too_large"),
-                                         (["music_size_bytes": 1000], 400, "invalid_request"),
-                                         (["music_filename": "song.wav", "music_size_bytes": 1000, "music_id": UUID().uuidString], 422, "invalid_music_id")] {
+            for (body, status, code) in [
+                (["music_filename": "song.wav"] as [String: Any], 400, "invalid_request"),
+                (["music_filename": "song.wav", "music_size_bytes": 0], 400, "invalid_request"),
+                (["music_filename": "song.wav", "music_size_bytes": 65 << 20], 413, "music_too_large"),
+                (["music_size_bytes": 1000], 400, "invalid_request"),
+                (["music_filename": "song.wav", "music_size_bytes": 1000, "music_id": UUID().uuidString], 422, "invalid_music_id"),
+            ] {
                 let error = try await api.post("/api/v1/uploads", json: body).error()
                 #expect(error.status == status && error.code == code, "\(body): \(error)")
             }
 
-            let reserved = try await api.post("/api/v1/uploads", json: ["filename": "clip.mov", "music_filename": "../song.wav",
-                                                                        "music_size_bytes": trackSize, "music_volume": -9]).json()
+            let reserved = try await api.post(
+                "/api/v1/uploads",
+                json: [
+                    "filename": "clip.mov", "music_filename": "../song.wav",
+                    "music_size_bytes": trackSize, "music_volume": -9,
+                ]
+            ).json()
             let id = try #require(UUID(uuidString: reserved["job_id"] as? String ?? ""))
             let videoURL = try #require(URL(string: reserved["upload_url"] as? String ?? ""))
             let musicURL = try #require(URL(string: reserved["music_upload_url"] as? String ?? ""), "\(reserved)")
             #expect(musicURL.path != videoURL.path && musicURL.query?.contains("X-Content-Length=\(trackSize)") == true, "\(musicURL)")
-            _ = try await api.storage.put(key: String(videoURL.path.dropFirst()), from: URL(fileURLWithPath: TestFootage.twentySeconds),
-                                          contentType: "video/mp4")
+            _ = try await api.storage.put(
+                key: String(videoURL.path.dropFirst()), from: URL(fileURLWithPath: TestFootage.twentySeconds),
+                contentType: "video/mp4")
             let missing = try await api.send(.post, "/api/v1/jobs/\(id)/start").error()
             #expect(missing.status == 409 && missing.code == "music_missing", "\(missing)")
             // A text file where the track should be: 415, and the start can be asked again once the track is there.
@@ -154,7 +170,8 @@ struct UploadTests {
             #expect(started.status == 200, "\(started.text)")
 
             let job = try #require(try await api.store.job(id))
-            #expect(abs((job.sourceDuration ?? 0) - (try TestFootage.duration(TestFootage.twentySeconds))) < 0.1, "the start's probe recorded the length")
+            #expect(
+                abs((job.sourceDuration ?? 0) - (try TestFootage.duration(TestFootage.twentySeconds))) < 0.1, "the start's probe recorded the length")
             let music = try #require(job.music)
             #expect(music.filename == "song.wav" && music.trackID == nil && music.volume == -9 && music.keepSourceAudio)
             let kept = try #require(music.uploadedKey)
@@ -167,7 +184,9 @@ struct UploadTests {
         }
     }
 
-    @Test("Direct upload checks at start: the declared size is signed into the URL and must match; a file that is no video is refused 415 and its copy deleted")
+    @Test(
+        "Direct upload checks at start: the declared size is signed into the URL and must match; a file that is no video is refused 415 and its copy deleted"
+    )
     func directUploadChecks() async throws {
         try await InProcessAPI.run(presigning: true) { api in
             let footage = URL(fileURLWithPath: TestFootage.twentySeconds)

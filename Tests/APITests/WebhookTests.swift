@@ -45,18 +45,28 @@ struct WebhookTests {
         let hook = "http://127.0.0.1:\(port)/hook"
 
         try await TestServices.withDatabase { store, databaseURL in
-            try await System.withSystem(workers: 1, settings: ["WEBHOOK_SECRET": Self.secret, "WEBHOOK_RETRY_BASE_SECONDS": "1",
-                                                                          // The receiver is on this machine, on a port of its own.
-                                                                          "WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_ALLOWED_PORTS": "*"],
-                                        databaseURL: databaseURL) { base in
+            try await System.withSystem(
+                workers: 1,
+                settings: [
+                    "WEBHOOK_SECRET": Self.secret, "WEBHOOK_RETRY_BASE_SECONDS": "1",
+                    // The receiver is on this machine, on a port of its own.
+                    "WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_ALLOWED_PORTS": "*",
+                ],
+                databaseURL: databaseURL
+            ) { base in
                 let upload = "\(base)/api/v1/upload"
                 let video = "file=@\(TestFootage.twentySeconds);type=video/mp4"
                 let bad = try System.error(try curl(["-F", video, "-F", "callback_url=ftp://example.com/x", upload]))
                 #expect(bad.status == 422 && bad.code == "invalid_callback_url")
 
-                let done = try #require(try System.json(try curl(["-F", video, "-F", "target_duration=5", "-F", "quality=low",
-                                                                  "-F", "callback_url=\(hook)", upload]).body)["job_id"] as? String)
-                let cancelled = try #require(try System.json(try curl(["-F", video, "-F", "callback_url=\(hook)", upload]).body)["job_id"] as? String)
+                let done = try #require(
+                    try System.json(
+                        try curl([
+                            "-F", video, "-F", "target_duration=5", "-F", "quality=low",
+                            "-F", "callback_url=\(hook)", upload,
+                        ]).body)["job_id"] as? String)
+                let cancelled = try #require(
+                    try System.json(try curl(["-F", video, "-F", "callback_url=\(hook)", upload]).body)["job_id"] as? String)
                 #expect(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(cancelled)"]).status == 200)
 
                 let arrived = try await TestServices.eventually(timeout: .seconds(90)) { await receiver.requests.count >= 4 }
@@ -86,8 +96,9 @@ struct WebhookTests {
                         return deliveries.first?.delivered == true
                     }
                     try #require(deliveries.count == 1, "\(deliveries)")
-                    #expect(deliveries[0].delivered && deliveries[0].attempts == 2 && deliveries[0].lastStatus == 200,
-                            "\(deliveries)")
+                    #expect(
+                        deliveries[0].delivered && deliveries[0].attempts == 2 && deliveries[0].lastStatus == 200,
+                        "\(deliveries)")
                 }
                 // A forged body does not verify.
                 let first = try #require(requests.first)
@@ -98,10 +109,11 @@ struct WebhookTests {
 
     /// What a receiver does: recompute the HMAC of "<t>.<body>" and compare.
     static func verify(_ header: String, body: Data) -> Bool {
-        let parts = Dictionary(uniqueKeysWithValues: header.split(separator: ",").compactMap { piece -> (String, String)? in
-            let pair = piece.split(separator: "=", maxSplits: 1)
-            return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
-        })
+        let parts = Dictionary(
+            uniqueKeysWithValues: header.split(separator: ",").compactMap { piece -> (String, String)? in
+                let pair = piece.split(separator: "=", maxSplits: 1)
+                return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
+            })
         guard let t = parts["t"], let v1 = parts["v1"] else { return false }
         var signed = Data("\(t).".utf8)
         signed.append(body)

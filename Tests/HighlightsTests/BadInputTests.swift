@@ -3,6 +3,7 @@ import Media
 import MediaSynth
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// Every way an input can be unusable ends in `error: <code>: <sentence>`, a non-zero exit status,
@@ -10,7 +11,8 @@ import Testing
 @Suite("Bad input", .heavy)
 struct BadInputTests {
     enum Case: String, CaseIterable, CustomTestStringConvertible {
-        case empty, randomBytes, textFile, audioOnly, unknownCodec, truncatedIndex, tooShort, tooLong, tooLarge, missingFile, folder, missingOutputFolder
+        case empty, randomBytes, textFile, audioOnly, unknownCodec, truncatedIndex, tooShort, tooLong, tooLarge, missingFile, folder,
+            missingOutputFolder
         var testDescription: String { rawValue }
     }
 
@@ -119,8 +121,9 @@ struct BadInputTests {
     func playlists() throws {
         let folder = Fixtures.scratch()
         let segment = folder.appendingPathComponent("private.ts").path
-        try FileManager.default.copyItem(atPath: try Fixtures.path("h264-aac.ts", Fixtures.clip(codec: "libx264", audio: .aac, container: "mpegts")),
-                                         toPath: segment)
+        try FileManager.default.copyItem(
+            atPath: try Fixtures.path("h264-aac.ts", Fixtures.clip(codec: "libx264", audio: .aac, container: "mpegts")),
+            toPath: segment)
         let playlists = [
             ("hls", "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:3.0,\nfile://\(segment)\n#EXT-X-ENDLIST\n"),
             // The concat demuxer refuses absolute names by default; a name beside the upload it reads.

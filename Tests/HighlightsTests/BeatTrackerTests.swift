@@ -2,6 +2,7 @@ import Foundation
 import MediaSynth
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// The beat tracker on music made here, whose beat is known by construction (a kick every beat, a
@@ -30,7 +31,8 @@ struct BeatTrackerTests {
     /// a song's end the path now and then follows the hi-hat or drifts for a few beats (0.86–0.89
     /// in about one seed of fifty); the callers hold the mean of their seeds to nine in ten.
     @discardableResult
-    static func check(_ grid: BeatGrid?, truth: [Double], lead: Double, context: String, sourceLocation: SourceLocation = #_sourceLocation) -> Double {
+    static func check(_ grid: BeatGrid?, truth: [Double], lead: Double, context: String, sourceLocation: SourceLocation = #_sourceLocation) -> Double
+    {
         guard let grid else {
             Issue.record("\(context): no beat found", sourceLocation: sourceLocation)
             return 0
@@ -62,8 +64,9 @@ struct BeatTrackerTests {
         } else {
             share = 0
         }
-        #expect(share >= 0.75, "\(detail): at \(level) of the music's beat, \(onBeat) of \(grid.beats.count) on the \(beats.count) beats, \(found) found",
-                sourceLocation: sourceLocation)
+        #expect(
+            share >= 0.75, "\(detail): at \(level) of the music's beat, \(onBeat) of \(grid.beats.count) on the \(beats.count) beats, \(found) found",
+            sourceLocation: sourceLocation)
         return share
     }
 
@@ -88,8 +91,10 @@ struct BeatTrackerTests {
             var source = SplitMix64(seed: seed)
             let (music, beat) = Sounds.song(seconds: 20, using: &source)
             let (samples, lead, level) = Self.place(music, using: &source)
-            shares.append(Self.check(Self.grid(of: samples), truth: Self.steady(60 / beat, seconds: 20), lead: lead,
-                                     context: "seed \(seed): \(60 / beat) a minute after \(lead) s of silence, at \(level) dB"))
+            shares.append(
+                Self.check(
+                    Self.grid(of: samples), truth: Self.steady(60 / beat, seconds: 20), lead: lead,
+                    context: "seed \(seed): \(60 / beat) a minute after \(lead) s of silence, at \(level) dB"))
         }
         #expect(shares.reduce(0, +) / Double(shares.count) >= 0.9, "\(shares)")
     }
@@ -113,11 +118,15 @@ struct BeatTrackerTests {
                     truth = first + Array(stride(from: first.last! + 60 / second, to: 23.5, by: 60 / second))
                     description += " then \(second)"
                 }
-                let music = kind == "clicks" ? Sounds.clicks(beats: truth, seconds: 24)
+                let music =
+                    kind == "clicks"
+                    ? Sounds.clicks(beats: truth, seconds: 24)
                     : Sounds.song(beats: truth, seconds: 24, swing: kind == "swing" ? 2.0 / 3 : 0.5, using: &source)
                 let (samples, lead, level) = Self.place(music, using: &source)
-                shares.append(Self.check(Self.grid(of: samples), truth: truth, lead: lead,
-                                         context: "seed \(seed), \(kind): \(description) after \(lead) s of silence, at \(level) dB"))
+                shares.append(
+                    Self.check(
+                        Self.grid(of: samples), truth: truth, lead: lead,
+                        context: "seed \(seed), \(kind): \(description) after \(lead) s of silence, at \(level) dB"))
             }
         }
         #expect(shares.reduce(0, +) / Double(shares.count) >= 0.9, "\(shares)")
@@ -144,18 +153,23 @@ struct BeatTrackerTests {
         // wobbles once repeated plainly enough to pass for a beat); nor do they have onsets.
         let n = 20 * Sounds.rate
         var source = SplitMix64(seed: rng.next())
-        let hum = Sounds.mix(Sounds.normalised((0..<n).map { i in
-            let t = Double(i) / Double(Sounds.rate)
-            return Float(0.02 * sin(2 * .pi * 50 * t) + 0.01 * sin(2 * .pi * 100 * t))
-        }, decibels: -30), Sounds.normalised(Sounds.pinkNoise(seconds: 20, using: &source), decibels: -45))
-        let sweep = Sounds.normalised((0..<n).map { i in
-            let t = Double(i) / Double(Sounds.rate)
-            return Float(sin(2 * .pi * (100 + 50 * t) * t))
-        }, decibels: -20)
+        let hum = Sounds.mix(
+            Sounds.normalised(
+                (0..<n).map { i in
+                    let t = Double(i) / Double(Sounds.rate)
+                    return Float(0.02 * sin(2 * .pi * 50 * t) + 0.01 * sin(2 * .pi * 100 * t))
+                }, decibels: -30), Sounds.normalised(Sounds.pinkNoise(seconds: 20, using: &source), decibels: -45))
+        let sweep = Sounds.normalised(
+            (0..<n).map { i in
+                let t = Double(i) / Double(Sounds.rate)
+                return Float(sin(2 * .pi * (100 + 50 * t) * t))
+            }, decibels: -20)
         for (name, sound) in [("hum", hum), ("sweep", sweep)] {
             var tracker = BeatTracker()
             sound.withUnsafeBufferPointer { tracker.feed($0) }
-            #expect(tracker.grid() == nil && tracker.strongOnsets().isEmpty, "\(name): \(String(describing: tracker.grid())), onsets \(tracker.strongOnsets())")
+            #expect(
+                tracker.grid() == nil && tracker.strongOnsets().isEmpty,
+                "\(name): \(String(describing: tracker.grid())), onsets \(tracker.strongOnsets())")
         }
         for kind in ["pink", "wind", "traffic", "speech"] {
             for _ in 0..<4 {

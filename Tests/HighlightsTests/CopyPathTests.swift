@@ -4,6 +4,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 @Suite("Copy path", .heavy)
@@ -58,8 +59,9 @@ struct CopyPathTests {
         }
     }
 
-    @Test("copied output decodes without one error, keeps the codec, and every frame is the source's frame at that time",
-          arguments: Source.allCases)
+    @Test(
+        "copied output decodes without one error, keeps the codec, and every frame is the source's frame at that time",
+        arguments: Source.allCases)
     func framesAreTheSource(_ source: Source) throws {
         let (input, output, report) = try Self.copied(source)
         #expect(report.render.mode == .copy, "\(report.render.reason)")
@@ -99,8 +101,11 @@ struct CopyPathTests {
     @Test("quality=original of 4K60 HLG HEVC: copied at its size and rate, HDR tags kept, every frame the source's, no decode error")
     func originalAt4K() throws {
         // 3 s as an iPhone records 4K60 HDR: 10-bit HLG HEVC, open GOPs of 1 s.
-        let input = try Fixtures.path("phone-hdr-4k60.mov", SyntheticVideo.phone(minutes: 0.05, hdr: true, width: 3840, height: 2160,
-                                                                                   frameRate: 60))
+        let input = try Fixtures.path(
+            "phone-hdr-4k60.mov",
+            SyntheticVideo.phone(
+                minutes: 0.05, hdr: true, width: 3840, height: 2160,
+                frameRate: 60))
         let output = Fixtures.scratch().appendingPathComponent("original-4k60.mp4").path
         // fps=30 is the default; original keeps the source's rate whatever the choices say.
         let report = try HighlightEngine().highlight(input: input, output: output, settings: HighlightSettings(duration: 2, quality: .original))
@@ -111,14 +116,16 @@ struct CopyPathTests {
         #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode.stderr)")
         let stream = try #require(try Probe(output).video)
         #expect(stream["codec_tag_string"] == "hvc1" && stream["width"] == "3840" && stream["height"] == "2160")
-        #expect(stream["color_transfer"] == "arib-std-b67" && stream["color_primaries"] == "bt2020" && stream["pix_fmt"] == "yuv420p10le",
-                "\(stream)")
+        #expect(
+            stream["color_transfer"] == "arib-std-b67" && stream["color_primaries"] == "bt2020" && stream["pix_fmt"] == "yuv420p10le",
+            "\(stream)")
         #expect(stream["r_frame_rate"] == "60/1", "\(stream)")
         try Self.expectSourceFrames(input: input, output: output, report: report, frame: 1.0 / 60)
     }
 
-    @Test("the sound at every join is the source's sound at that picture's time (offset under one frame)",
-          arguments: [Source.h264, .hevc])
+    @Test(
+        "the sound at every join is the source's sound at that picture's time (offset under one frame)",
+        arguments: [Source.h264, .hevc])
     func audioInSyncAtJoins(_ source: Source) throws {
         let (input, output, report) = try Self.copied(source)
         try #require(report.segments.count >= 2, "a join needs two segments")
@@ -131,8 +138,9 @@ struct CopyPathTests {
             let src = Int((report.segments[s].start + 0.05) * rate)
             let length = Int(0.3 * rate), margin = Int(0.1 * rate)
             guard out + length <= outputAudio.count, src - margin >= 0, src + length + margin <= sourceAudio.count else { continue }
-            let (lag, correlation) = bestLag(outputAudio[out..<out + length], sourceAudio[src - margin..<src + length + margin],
-                                             rate: rate, range: 0.1)
+            let (lag, correlation) = bestLag(
+                outputAudio[out..<out + length], sourceAudio[src - margin..<src + length + margin],
+                rate: rate, range: 0.1)
             let offset = lag - Double(margin) / rate
             #expect(correlation > 0.8, "segment \(s): the sound does not match the source (correlation \(correlation))")
             #expect(abs(offset) < 1.0 / 30, "segment \(s): audio is \(offset * 1000) ms off the pictures")

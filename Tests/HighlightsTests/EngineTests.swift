@@ -5,12 +5,14 @@ import MomentsModel
 import ServiceTestSupport
 import Synchronization
 import Testing
+
 @testable import Highlights
 
 @Suite("Progress and cancellation", .alone)
 struct EngineTests {
-    @Test("progress only moves forward, through every stage, to 100 % (also when a crop is planned before the render)",
-          arguments: [AspectRatio.source, .portrait])
+    @Test(
+        "progress only moves forward, through every stage, to 100 % (also when a crop is planned before the render)",
+        arguments: [AspectRatio.source, .portrait])
     func progress(aspect: AspectRatio) throws {
         let source = try Fixtures.path("event.mp4", Fixtures.event)
         let output = Fixtures.scratch().appendingPathComponent("progress.mp4").path
@@ -39,8 +41,10 @@ struct EngineTests {
         let flag = CancellationFlag()
         let cancelledAt = Mutex<ContinuousClock.Instant?>(nil)
         do {
-            _ = try HighlightEngine().highlight(input: source, output: output, settings: HighlightSettings(duration: 10, quality: .low),
-                                                cancellation: flag) { update in
+            _ = try HighlightEngine().highlight(
+                input: source, output: output, settings: HighlightSettings(duration: 10, quality: .low),
+                cancellation: flag
+            ) { update in
                 if update.stage == stage && !flag.isCancelled {
                     cancelledAt.withLock { $0 = .now }
                     flag.cancel()
@@ -60,10 +64,12 @@ struct EngineTests {
     /// filter), so the pre-roll takes about 0.3 s to decode on this project's machine: at 720p
     /// `ultrafast` it took 0.08–0.1 s, too close to the 0.1 s the test needs to tell anything.
     static let oneKeyframe: SyntheticVideo = {
-        var video = SyntheticVideo(width: 1920, height: 1080, frameRate: 30, scenes: [
-            .init(frames: 180, camera: .pan(pixelsPerFrame: 3), toneHz: 220),
-            .init(frames: 180, camera: .shaky(amplitude: 4), transitionIn: .cut, toneHz: 330),
-        ])
+        var video = SyntheticVideo(
+            width: 1920, height: 1080, frameRate: 30,
+            scenes: [
+                .init(frames: 180, camera: .pan(pixelsPerFrame: 3), toneHz: 220),
+                .init(frames: 180, camera: .shaky(amplitude: 4), transitionIn: .cut, toneHz: 330),
+            ])
         video.gopSize = 360
         video.audio = nil
         video.encoderOptions = SyntheticVideo.phoneX264Options
@@ -80,9 +86,10 @@ struct EngineTests {
             let (input, info, video, _) = try MediaProbe.open(source, limits: MediaLimits())
             let flag = CancellationFlag()
             if cancelled { flag.cancel() }
-            let reader = try SegmentReader(input: input, video: video, audio: nil, analysis: analysis,
-                                           geometry: OutputGeometry(info: info, quality: .low),
-                                           frames: FrameRatePlan(sourceRate: info.frameRate, choice: .source), cancellation: flag)
+            let reader = try SegmentReader(
+                input: input, video: video, audio: nil, analysis: analysis,
+                geometry: OutputGeometry(info: info, quality: .low),
+                frames: FrameRatePlan(sourceRate: info.frameRate, choice: .source), cancellation: flag)
             let queue = RenderQueue(capacity: 4)
             let ended = Mutex<(any Error)?>(nil)
             let done = DispatchSemaphore(value: 0)

@@ -2,6 +2,7 @@ import FaceDetection
 import Foundation
 import MediaSynth
 import Testing
+
 @testable import Highlights
 
 /// The face detector on pictures drawn here (faces at known places and sizes over backgrounds
@@ -18,7 +19,9 @@ struct FaceTests {
     }
 
     static func detect(_ picture: Faces.Picture, with cascade: FaceCascade) -> [DetectedFace] {
-        picture.luma.withUnsafeBufferPointer { FaceDetector(cascade: cascade).faces(in: $0, width: picture.width, height: picture.height, stride: picture.width) }
+        picture.luma.withUnsafeBufferPointer {
+            FaceDetector(cascade: cascade).faces(in: $0, width: picture.width, height: picture.height, stride: picture.width)
+        }
     }
 
     @Test("the cascade Debian's opencv-data ships is read whole: 25 stages over a 24 × 24 window")
@@ -64,7 +67,9 @@ struct FaceTests {
             found += hits
             spurious += extra
             if hits < picture.faces.count || extra > 0 {
-                misses.append("seed \(seed) \(width)×\(height): drawn \(picture.faces.map { (Int($0.x), Int($0.y), Int($0.size)) }), found \(faces.map { (Int($0.centreX), Int($0.centreY), Int($0.size), $0.neighbours) })")
+                misses.append(
+                    "seed \(seed) \(width)×\(height): drawn \(picture.faces.map { (Int($0.x), Int($0.y), Int($0.size)) }), found \(faces.map { (Int($0.centreX), Int($0.centreY), Int($0.size), $0.neighbours) })"
+                )
             }
         }
         print("faces: \(found) of \(drawn) found, \(spurious) spurious")

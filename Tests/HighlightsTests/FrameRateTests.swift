@@ -1,8 +1,9 @@
 import Foundation
-@testable import Highlights
 import HighlightChecks
 import MomentsModel
 import Testing
+
+@testable import Highlights
 
 /// `fps`: a source faster than 33 pictures a second shows every second (third, fourth) picture
 /// under the default `30`, and all of them under `source`.
@@ -35,8 +36,9 @@ struct FrameRateTests {
     /// Pictures of a constant-rate source at a random phase to the segment's start, each timestamp
     /// off by up to a fifth of a frame (rounded to milliseconds, as Matroska stores them, is a
     /// thirtieth at 60 fps): up to 0.4 of a frame from the first picture, under the half the rule allows.
-    @Test("every step-th picture from the segment's first, whatever the phase and the timestamps' error",
-          arguments: [48.0, 50, 60000.0 / 1001, 60, 90, 100, 120, 240])
+    @Test(
+        "every step-th picture from the segment's first, whatever the phase and the timestamps' error",
+        arguments: [48.0, 50, 60000.0 / 1001, 60, 90, 100, 120, 240])
     func shownPictures(rate: Double) {
         var random = SystemRandomNumberGenerator()
         let plan = FrameRatePlan(sourceRate: rate, choice: .upTo30)
@@ -54,7 +56,9 @@ struct FrameRateTests {
     /// A 60 fps source panning a picked pixel a frame, with sync marks on even and odd frames.
     static func source(fps: String) -> PipelineCase {
         var made = PipelineCase(seed: 0x60f9, budget: .suite)
-        (made.width, made.height, made.pixelAspect, made.frameRate, made.ntsc, made.timing, made.rateRuns) = (320, 180, [1, 1], 60, false, "constant", [])
+        (made.width, made.height, made.pixelAspect, made.frameRate, made.ntsc, made.timing, made.rateRuns) = (
+            320, 180, [1, 1], 60, false, "constant", []
+        )
         (made.codec, made.bitDepth, made.fullChroma, made.gopFrames, made.openGOP, made.bFrames) = ("h264", 8, false, 60, false, 2)
         (made.container, made.rotation, made.audio, made.audioSeconds, made.startTime) = ("mp4", 0, "aac", nil, 0)
         made.scenes = (0..<3).map { index in
@@ -74,13 +78,23 @@ struct FrameRateTests {
     static func pictures(_ path: String, in folder: URL) throws -> [(time: Double, pixels: [UInt8])] {
         let raw = folder.appendingPathComponent(UUID().uuidString + ".gray")
         defer { try? FileManager.default.removeItem(at: raw) }
-        let decoded = try run("ffmpeg", ["-v", "error", "-y", "-i", path, "-vf", "scale=160:90:flags=area,format=gray",
-                                         "-fps_mode", "passthrough", "-f", "rawvideo", raw.path])
+        let decoded = try run(
+            "ffmpeg",
+            [
+                "-v", "error", "-y", "-i", path, "-vf", "scale=160:90:flags=area,format=gray",
+                "-fps_mode", "passthrough", "-f", "rawvideo", raw.path,
+            ])
         #expect(decoded.status == 0, "\(decoded.stderr)")
-        let probed = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=best_effort_timestamp_time",
-                                         "-of", "csv=p=0", path])
+        let probed = try run(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=best_effort_timestamp_time",
+                "-of", "csv=p=0", path,
+            ])
         // A picture with side data gets a line "time," and an empty one.
-        let times = probed.stdout.split(separator: "\n").compactMap { $0.split(separator: ",").first.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
+        let times = probed.stdout.split(separator: "\n").compactMap {
+            $0.split(separator: ",").first.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        }
         let bytes = [UInt8](try Data(contentsOf: raw))
         let size = 160 * 90
         #expect(bytes.count == times.count * size, "\(bytes.count / size) pictures, \(times.count) times")
@@ -89,8 +103,9 @@ struct FrameRateTests {
 
     static func distance(_ a: [UInt8], _ b: [UInt8]) -> Int { zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) } }
 
-    @Test("60 fps under fps=30: 30 fps, every second picture, each the source's picture of its time; fps=source keeps 60",
-          arguments: ["30", "source"])
+    @Test(
+        "60 fps under fps=30: 30 fps, every second picture, each the source's picture of its time; fps=source keeps 60",
+        arguments: ["30", "source"])
     func sixty(fps: String) throws {
         let made = Self.source(fps: fps)
         let pipeline = PipelineRun(made, in: Fixtures.scratch())
@@ -110,8 +125,13 @@ struct FrameRateTests {
             // x264's pyramid of two B-frames leaves one in three pictures unreferred to.
             #expect(report.render.skippedPictures > 0, "no picture was left undecoded")
         }
-        let stated = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=avg_frame_rate", "-of", "csv=p=0",
-                                          pipeline.output]).stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "/").compactMap { Double($0) }
+        let stated = try run(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=avg_frame_rate", "-of", "csv=p=0",
+                pipeline.output,
+            ]
+        ).stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "/").compactMap { Double($0) }
         #expect(stated.count == 2 && abs(stated[0] / stated[1] - 60 / Double(step)) < 0.05, "the file says \(stated) fps")
 
         let source = try Self.pictures(pipeline.source, in: pipeline.folder), output = try Self.pictures(pipeline.output, in: pipeline.folder)
@@ -120,8 +140,9 @@ struct FrameRateTests {
         for segment in report.segments {
             let inside = output.filter { $0.time - outputStart >= outputAt - 1e-6 && $0.time - outputStart < outputAt + segment.duration - 1e-6 }
             let expected = source.filter { $0.time - sourceStart >= segment.start - 1e-6 && $0.time - sourceStart < segment.end - 1e-6 }
-            #expect(inside.count == (expected.count + step - 1) / step,
-                    "segment \(segment.start)–\(segment.end): \(inside.count) pictures of its \(expected.count) at 60 fps")
+            #expect(
+                inside.count == (expected.count + step - 1) / step,
+                "segment \(segment.start)–\(segment.end): \(inside.count) pictures of its \(expected.count) at 60 fps")
             for (n, picture) in inside.enumerated() {
                 // Its time in the source, and the source's picture there: closer to it than to the
                 // pictures a frame before and after (the pan moves a pixel a frame).
@@ -131,8 +152,9 @@ struct FrameRateTests {
                 #expect(abs(expected[k].time - sourceStart - time) < 0.5 / 60, "picture \(n) of the segment at \(time) s")
                 let here = Self.distance(picture.pixels, expected[k].pixels)
                 for neighbour in [k - 1, k + 1] where expected.indices.contains(neighbour) {
-                    #expect(here < Self.distance(picture.pixels, expected[neighbour].pixels),
-                            "output \(picture.time) s looks more like source frame \(neighbour) than \(k) of segment \(segment.start)")
+                    #expect(
+                        here < Self.distance(picture.pixels, expected[neighbour].pixels),
+                        "output \(picture.time) s looks more like source frame \(neighbour) than \(k) of segment \(segment.start)")
                 }
                 checked += 1
             }

@@ -69,9 +69,13 @@ struct GeneratedPipelineTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("joined-59.94.mp4").path
-        let made = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x36:rate=60000/1001", "-frames:v", "240",
-                                      "-vf", "settb=1/90000,setpts=round((PTS*TB+if(gte(N\\,60)\\,0.0082\\,0))*1000)*90",
-                                      "-fps_mode", "passthrough", "-c:v", "libx264", "-video_track_timescale", "90000", path])
+        let made = try run(
+            "ffmpeg",
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x36:rate=60000/1001", "-frames:v", "240",
+                "-vf", "settb=1/90000,setpts=round((PTS*TB+if(gte(N\\,60)\\,0.0082\\,0))*1000)*90",
+                "-fps_mode", "passthrough", "-c:v", "libx264", "-video_track_timescale", "90000", path,
+            ])
         #expect(made.status == 0, "\(made.stderr)")
         let inspected = try MediaInspection(path, audio: false)
         #expect(inspected.errors.isEmpty, "\(inspected.errors.prefix(3))")
@@ -83,8 +87,9 @@ struct GeneratedPipelineTests {
         let data = try Data(contentsOf: Self.regressionFolder.appendingPathComponent(name))
         let finding = try JSONDecoder().decode(PipelineFinding.self, from: data)
         let stored = Self.regressionFolder.appendingPathComponent(finding.pipelineCase.sourceName)
-        let violations = try Self.violations(of: finding.pipelineCase,
-                                             stored: FileManager.default.fileExists(atPath: stored.path) ? stored : nil)
+        let violations = try Self.violations(
+            of: finding.pipelineCase,
+            stored: FileManager.default.fileExists(atPath: stored.path) ? stored : nil)
         let once = finding.violations.first ?? "?"
         #expect(violations.isEmpty, "\(name) (\(finding.pipelineCase.summary)), once: \(once); now:\n\(violations.joined(separator: "\n"))")
     }

@@ -2,6 +2,7 @@ import Foundation
 import MediaSynth
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 @Suite("Input formats", .heavy)
@@ -12,9 +13,19 @@ struct InputFormatTests {
         ("h264-aac.m4v", Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4"), "h264", "aac"),
         ("h264-aac.3gp", Fixtures.clip(codec: "libx264", audio: .aac, container: "3gp"), "h264", "aac"),
         ("h264-aac.ts", Fixtures.clip(codec: "libx264", audio: .aac, container: "mpegts"), "h264", "aac"),
-        ("hevc-aac.mp4", Fixtures.clip(codec: "libx265", audio: .aac, container: nil, options: ["preset": "ultrafast", "x265-params": "log-level=none"]), "hevc", "aac"),
-        ("vp9-opus.webm", Fixtures.clip(codec: "libvpx-vp9", audio: .opus, container: nil, options: ["deadline": "realtime", "cpu-used": "8"]), "vp9", "opus"),
-        ("vp8-opus.mkv", Fixtures.clip(codec: "libvpx", audio: .opus, container: nil, options: ["deadline": "realtime", "cpu-used": "8"]), "vp8", "opus"),
+        (
+            "hevc-aac.mp4",
+            Fixtures.clip(codec: "libx265", audio: .aac, container: nil, options: ["preset": "ultrafast", "x265-params": "log-level=none"]), "hevc",
+            "aac"
+        ),
+        (
+            "vp9-opus.webm", Fixtures.clip(codec: "libvpx-vp9", audio: .opus, container: nil, options: ["deadline": "realtime", "cpu-used": "8"]),
+            "vp9", "opus"
+        ),
+        (
+            "vp8-opus.mkv", Fixtures.clip(codec: "libvpx", audio: .opus, container: nil, options: ["deadline": "realtime", "cpu-used": "8"]), "vp8",
+            "opus"
+        ),
         ("mpeg4-mp3.avi", Fixtures.clip(codec: "mpeg4", audio: .mp3, container: nil), "mpeg4", "mp3"),
         ("mjpeg-pcm.avi", Fixtures.clip(codec: "mjpeg", pixelFormat: "yuvj420p", audio: .pcm, container: nil), "mjpeg", "pcm_s16le"),
         ("h264-none.mkv", Fixtures.clip(codec: "libx264", audio: nil, container: nil), "h264", nil),
@@ -32,8 +43,9 @@ struct InputFormatTests {
         #expect(abs(analysis.info.duration - clip.video.duration) <= 2.0 / 30 + 1e-6, "duration \(analysis.info.duration)")
         #expect(analysis.totalFrames == clip.video.frameCount)
         let cut = try #require(clip.video.boundaryTimes.first)
-        #expect(analysis.changes.count == 1 && abs((analysis.changes.first?.time ?? -1) - cut) <= 2.0 / 30 + 1e-6,
-                "changes \(analysis.changes.map(\.time))")
+        #expect(
+            analysis.changes.count == 1 && abs((analysis.changes.first?.time ?? -1) - cut) <= 2.0 / 30 + 1e-6,
+            "changes \(analysis.changes.map(\.time))")
     }
 
     @Test("a stream that starts mid-GOP (first frame not a keyframe) and at a non-zero time")

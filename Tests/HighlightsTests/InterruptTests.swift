@@ -14,8 +14,9 @@ struct InterruptTests {
         try Fixtures.path("two-minutes.mp4", Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4", frames: 1800))
     }
 
-    @Test("Ctrl-C exits 130 and SIGTERM 143, saying cancelled; no highlight and no partial file is left",
-          arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    @Test(
+        "Ctrl-C exits 130 and SIGTERM 143, saying cancelled; no highlight and no partial file is left",
+        arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
     func stopped(signal: Int32, status: Int32) async throws {
         let folder = Fixtures.scratch()
         let output = folder.appendingPathComponent("stopped.mp4").path

@@ -61,13 +61,21 @@ struct MediaCorpusTests {
             for _ in 0..<(length / 60) { bytes[moov.offset + 8 + Int(random.next() % UInt64(length - 8))] = UInt8(random.next() & 0xFF) }
             return (bytes, "mp4", nil)
         case .zeroSampleEntrySize:
-            changed = file.edit(videoTable + ["stsd"]) { $0.put16(0, at: 40); $0.put16(0, at: 42) }
+            changed = file.edit(videoTable + ["stsd"]) {
+                $0.put16(0, at: 40); $0.put16(0, at: 42)
+            }
         case .hugeSampleEntrySize:
-            changed = file.edit(videoTable + ["stsd"]) { $0.put16(0xFFFF, at: 40); $0.put16(0xFFFF, at: 42) }
+            changed = file.edit(videoTable + ["stsd"]) {
+                $0.put16(0xFFFF, at: 40); $0.put16(0xFFFF, at: 42)
+            }
         case .zeroTrackSize:
-            changed = file.edit(video + ["tkhd"]) { $0.put(0, at: 76); $0.put(0, at: 80) }
+            changed = file.edit(video + ["tkhd"]) {
+                $0.put(0, at: 76); $0.put(0, at: 80)
+            }
         case .hugeTrackSize:
-            changed = file.edit(video + ["tkhd"]) { $0.put(0xFFFF_0000, at: 76); $0.put(0xFFFF_0000, at: 80) }
+            changed = file.edit(video + ["tkhd"]) {
+                $0.put(0xFFFF_0000, at: 76); $0.put(0xFFFF_0000, at: 80)
+            }
         case .thinPicture:
             // A real 2048×16 picture: the thumbnails and the scene detector must stay bounded.
             var thin = SyntheticVideo(width: 2048, height: 16, frameRate: 30, scenes: [.init(frames: 60), .init(frames: 60, transitionIn: .cut)])
@@ -104,9 +112,13 @@ struct MediaCorpusTests {
         case .negativeEditList:
             changed = file.edit(video + ["edts", "elst"]) { $0.put(0xFFFF_FF00, at: 12) }  // media_time −256 (v0)
         case .hugeEditList:
-            changed = file.edit(video + ["edts", "elst"]) { $0.put(0xFFFF_FFFE, at: 8); $0.put(0x7FFF_FFFF, at: 12) }
+            changed = file.edit(video + ["edts", "elst"]) {
+                $0.put(0xFFFF_FFFE, at: 8); $0.put(0x7FFF_FFFF, at: 12)
+            }
         case .hugeMovieDuration:
-            changed = file.edit(["moov", "mvhd"]) { $0.put(1, at: 12); $0.put(0xFFFF_FFFF, at: 16) }
+            changed = file.edit(["moov", "mvhd"]) {
+                $0.put(1, at: 12); $0.put(0xFFFF_FFFF, at: 16)
+            }
         case .variableFrameRateChaos:
             // One stts entry per sample, each a different delta: 0, 1 tick, normal, long, very long.
             changed = file.edit(videoTable + ["stts"]) { table in
@@ -173,8 +185,10 @@ struct MediaCorpusTests {
         case .concatPlaylist:
             return (Array("ffconcat version 1.0\nfile 'input.mp4'\nfile '/etc/passwd'\n".utf8), "mp4", ["not_a_video"])
         case .sdpSession:
-            return (Array("v=0\no=- 0 0 IN IP4 127.0.0.1\ns=x\nc=IN IP4 127.0.0.1\nt=0 0\nm=video 5004 RTP/AVP 96\na=rtpmap:96 H264/90000\n".utf8),
-                    "sdp", ["not_a_video"])
+            return (
+                Array("v=0\no=- 0 0 IN IP4 127.0.0.1\ns=x\nc=IN IP4 127.0.0.1\nt=0 0\nm=video 5004 RTP/AVP 96\na=rtpmap:96 H264/90000\n".utf8),
+                "sdp", ["not_a_video"]
+            )
         }
         try #require(changed, "\(c): the base clip lacks the box this case damages")
         return (file.bytes, "mp4", nil)
@@ -227,13 +241,19 @@ struct MediaCorpusTests {
         try Data(bytes).write(to: input)
         let report = folder.appendingPathComponent("rss")
         let started = ContinuousClock.now
-        let result = try run("/usr/bin/time", ["-f", "%M %x", "-o", report.path, "timeout", "-s", "KILL", "60", momentsBinary,
-                                              "highlight", input.path, "-o", output.path])
+        let result = try run(
+            "/usr/bin/time",
+            [
+                "-f", "%M %x", "-o", report.path, "timeout", "-s", "KILL", "60", momentsBinary,
+                "highlight", input.path, "-o", output.path,
+            ])
         let elapsed = started.duration(to: .now)
         let figures = try String(contentsOf: report, encoding: .utf8).split(separator: "\n").last?.split(separator: " ") ?? []
         let peakMB = (figures.first.flatMap { Double($0) } ?? .infinity) / 1024
         #expect(peakMB < memoryLimitMB, "\(name): peak RSS \(peakMB) MB")
-        #expect(result.status == 0 || result.status == 1, "\(name): exit \(result.status) after \(elapsed) (124/137: killed at 60 s; over 128: a signal)\n\(result.stderr.suffix(2000))")
+        #expect(
+            result.status == 0 || result.status == 1,
+            "\(name): exit \(result.status) after \(elapsed) (124/137: killed at 60 s; over 128: a signal)\n\(result.stderr.suffix(2000))")
         let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("[") && !$0.hasPrefix("Command exited") }
         if result.status == 0 {
             let probe = try Probe(output.path)

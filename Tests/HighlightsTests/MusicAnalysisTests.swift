@@ -3,6 +3,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// Music tracks written here by ffmpeg in the formats people keep music in, made on known beats
@@ -26,14 +27,18 @@ struct MusicAnalysisTests {
             let context = "seed \(seed), \(format): \(tempo) a minute"
             #expect(abs(analysis.duration - 24) < 0.1, "\(context): \(analysis.duration) s")
             #expect(analysis.loudness.count == 24, "\(context): \(analysis.loudness.count) seconds of loudness")
-            let grid = analysis.tempo.map { BeatGrid(tempo: $0, beats: analysis.beats, downbeats: analysis.downbeats, strength: analysis.beatStrength ?? 0) }
+            let grid = analysis.tempo.map {
+                BeatGrid(tempo: $0, beats: analysis.beats, downbeats: analysis.downbeats, strength: analysis.beatStrength ?? 0)
+            }
             // (An encoder's delay left in would put every beat off: the share would be near 0.)
             BeatTrackerTests.check(grid, truth: truth, lead: 0, context: context)
             // At the music's own beat, the bars start where its chords change on every fourth beat.
             if let grid, abs(grid.tempo / tempo - 1) < 0.05 {
                 let bars = stride(from: 0, to: truth.count, by: 4).map { truth[$0] }
                 let onBar = grid.downbeats.filter { d in bars.contains { abs($0 - d) <= 0.05 } }.count
-                #expect(Double(onBar) >= 0.8 * Double(grid.downbeats.count), "\(context): \(onBar) of the downbeats \(grid.downbeats) on the bars \(bars)")
+                #expect(
+                    Double(onBar) >= 0.8 * Double(grid.downbeats.count), "\(context): \(onBar) of the downbeats \(grid.downbeats) on the bars \(bars)"
+                )
             }
         }
     }
@@ -48,16 +53,17 @@ struct MusicAnalysisTests {
             var hits: [Double] = []
             var t = Double.random(in: 0.2...1, using: &source)
             while t < 19 { hits.append(t); t += Double.random(in: 0.3...1.5, using: &source) }
-            let track = Sounds.mix(Sounds.normalised(Sounds.clicks(beats: hits, seconds: 20, beatsPerBar: 1), decibels: -16),
-                                   Sounds.normalised(Sounds.pinkNoise(seconds: 20, using: &source), decibels: -50))
+            let track = Sounds.mix(
+                Sounds.normalised(Sounds.clicks(beats: hits, seconds: 20, beatsPerBar: 1), decibels: -16),
+                Sounds.normalised(Sounds.pinkNoise(seconds: 20, using: &source), decibels: -50))
             let file = Self.path("hits.flac")
             try Sounds.write(track, to: file)
             let analysis = try MusicAnalyzer.analyse(path: file)
             let context = "seed \(seed): hits \(hits), onsets \(analysis.onsets)"
             #expect(analysis.tempo == nil && analysis.beats.isEmpty && analysis.downbeats.isEmpty, "\(context): tempo \(analysis.tempo ?? 0)")
             let found = hits.filter { h in analysis.onsets.contains { abs($0 - h) <= 0.05 } }.count
-            let true_ = analysis.onsets.filter { o in hits.contains { abs($0 - o) <= 0.05 } }.count
-            #expect(Double(found) >= 0.9 * Double(hits.count) && Double(true_) >= 0.9 * Double(analysis.onsets.count), "\(context)")
+            let onTime = analysis.onsets.filter { o in hits.contains { abs($0 - o) <= 0.05 } }.count
+            #expect(Double(found) >= 0.9 * Double(hits.count) && Double(onTime) >= 0.9 * Double(analysis.onsets.count), "\(context)")
         }
     }
 
@@ -85,7 +91,8 @@ struct MusicAnalysisTests {
         try #require(json.status == 0, "\(json)")
         let analysis = try JSONDecoder().decode(MusicAnalysis.self, from: Data(json.stdout.utf8))
         let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-        #expect(Set(object?.keys.map { $0 } ?? []) == ["duration", "tempo", "beat_strength", "beats", "downbeats", "onsets", "loudness", "loud_sections"])
+        #expect(
+            Set(object?.keys.map { $0 } ?? []) == ["duration", "tempo", "beat_strength", "beats", "downbeats", "onsets", "loudness", "loud_sections"])
         #expect(abs((analysis.tempo ?? 0) - 100) < 1 && analysis.beats.count >= 24, "\(analysis)")
         let notes = Self.path("notes.mp3")
         try Data("Buy milk, eggs and bread.\n".utf8).write(to: URL(fileURLWithPath: notes))
@@ -114,8 +121,12 @@ struct MusicAnalysisTests {
             try FileManager.default.createDirectory(atPath: file, withIntermediateDirectories: true)
             expected = [.ioError]
         case .video:
-            let result = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=160x90:rate=10:duration=12",
-                                             "-f", "lavfi", "-i", "sine=duration=12", "-shortest", "-f", "mp4", file])
+            let result = try run(
+                "ffmpeg",
+                [
+                    "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=160x90:rate=10:duration=12",
+                    "-f", "lavfi", "-i", "sine=duration=12", "-shortest", "-f", "mp4", file,
+                ])
             try #require(result.status == 0, "\(result.stderr)")
             expected = [.notAudio]
         case .short:
@@ -123,7 +134,8 @@ struct MusicAnalysisTests {
             try FileManager.default.moveItem(atPath: file + ".mp3", toPath: file)
             expected = [.tooShort]
         case .long:
-            let result = try run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000:duration=660", "-f", "wav", file])
+            let result = try run(
+                "ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000:duration=660", "-f", "wav", file])
             try #require(result.status == 0, "\(result.stderr)")
             expected = [.tooLong]
         case .noise:
@@ -131,7 +143,8 @@ struct MusicAnalysisTests {
             var source = SplitMix64(seed: 3)
             try Sounds.write(Sounds.normalised(Sounds.pinkNoise(seconds: 12, using: &source), decibels: -20), to: file + ".flac")
             let analysis = try MusicAnalyzer.analyse(path: file + ".flac")
-            #expect(analysis.tempo == nil && analysis.beats.isEmpty && abs(analysis.duration - 12) < 0.1, "\(analysis.tempo ?? 0), \(analysis.duration)")
+            #expect(
+                analysis.tempo == nil && analysis.beats.isEmpty && abs(analysis.duration - 12) < 0.1, "\(analysis.tempo ?? 0), \(analysis.duration)")
             return
         case .randomBytes:
             var rng = SystemRandomNumberGenerator()

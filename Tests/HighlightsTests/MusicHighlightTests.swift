@@ -3,6 +3,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// Highlights made with a soundtrack: songs on known beats at random tempos (new seeds every run,
@@ -41,8 +42,10 @@ struct MusicHighlightTests {
         return path
     }
 
-    static func highlight(_ video: String, music: String, target: Double, keepSourceAudio: Bool = true,
-                          in folder: URL) throws -> (report: HighlightReport, output: String) {
+    static func highlight(
+        _ video: String, music: String, target: Double, keepSourceAudio: Bool = true,
+        in folder: URL
+    ) throws -> (report: HighlightReport, output: String) {
         let output = folder.appendingPathComponent("highlight.mp4").path
         var settings = HighlightSettings(duration: target)
         settings.music = MusicSettings(path: music, analysis: try MusicAnalyzer.analyse(path: music), keepSourceAudio: keepSourceAudio)
@@ -84,17 +87,25 @@ struct MusicHighlightTests {
                 elapsed += segment.duration
                 #expect(abs(cut.time - elapsed) < 1e-6, "\(context): the cut \(cut.time) is not where the segments end (\(elapsed))")
                 let off = onClock.map { abs($0 - cut.time) }.min() ?? .infinity
-                #expect(cut.onBeat && off <= 1.0 / 30, "\(context): the cut at \(cut.time) is \(off) s from the nearest beat; tempo \(trueTempo), found \(played.tempo ?? 0); true beats \(onClock.filter { abs($0 - cut.time) < 1.5 })")
+                #expect(
+                    cut.onBeat && off <= 1.0 / 30,
+                    "\(context): the cut at \(cut.time) is \(off) s from the nearest beat; tempo \(trueTempo), found \(played.tempo ?? 0); true beats \(onClock.filter { abs($0 - cut.time) < 1.5 })"
+                )
             }
-            #expect(abs(elapsed - target) <= 0.5, "\(context): \(elapsed) s; \(report.segments.map { ($0.start, $0.end, $0.shot) }), \(played.cuts.map(\.moved)); shots \(report.scenes.map(\.time))")
+            #expect(
+                abs(elapsed - target) <= 0.5,
+                "\(context): \(elapsed) s; \(report.segments.map { ($0.start, $0.end, $0.shot) }), \(played.cuts.map(\.moved)); shots \(report.scenes.map(\.time))"
+            )
             #expect(abs(try Probe(output).duration - elapsed) <= 0.05, "\(context)")
             // A new picture starts at each cut: the first of the next segment (ffprobe's packet
             // times; framemd5 would round them to the frame rate's grid).
             let frames = try run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0", output])
                 .stdout.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
             for cut in played.cuts.dropLast() {
-                #expect(frames.contains { abs($0 - cut.time) <= 0.002 },
-                        "\(context): no picture starts at the cut \(cut.time): \(frames.filter { abs($0 - cut.time) < 0.1 }); \(report.segments.map { ($0.start, $0.end) }) moved \(played.cuts.map(\.moved))")
+                #expect(
+                    frames.contains { abs($0 - cut.time) <= 0.002 },
+                    "\(context): no picture starts at the cut \(cut.time): \(frames.filter { abs($0 - cut.time) < 0.1 }); \(report.segments.map { ($0.start, $0.end) }) moved \(played.cuts.map(\.moved))"
+                )
             }
             // The music starts on a bar and the highlight ends on one, or on the beat nearest the target.
             #expect(played.cuts.last.map { $0.downbeat || abs($0.time - target) <= 0.5 } == true, "\(context)")
@@ -131,7 +142,8 @@ struct MusicHighlightTests {
             let score = dot / max(1e-12, (a * b).squareRoot())
             if score > best.score { best = (lag, score) }
         }
-        #expect(abs(best.lag) <= 2 && best.score >= 0.9, "seed \(seed): best match \(best.score) at \(Double(best.lag) / rate) s from the reported start")
+        #expect(
+            abs(best.lag) <= 2 && best.score >= 0.9, "seed \(seed): best match \(best.score) at \(Double(best.lag) / rate) s from the reported start")
         // The last 0.2 s is faded down to near silence; the second before the fade is not.
         let end = heard.count
         #expect(rms(heard[(end - 1_600)..<end]) < 0.25 * rms(heard[(end - 16_000)..<(end - 8_000)]), "seed \(seed)")
@@ -151,8 +163,9 @@ struct MusicHighlightTests {
         var sentences: [ClosedRange<Double>] = []
         var t = Double.random(in: 0.5...2, using: &rng)
         while true {
-            let sentence = try Sounds.spoken(Sounds.sentences.randomElement(using: &rng)!, voice: Sounds.voices.randomElement(using: &rng)!,
-                                             speed: Int.random(in: 130...190, using: &rng), pitch: Int.random(in: 25...75, using: &rng))
+            let sentence = try Sounds.spoken(
+                Sounds.sentences.randomElement(using: &rng)!, voice: Sounds.voices.randomElement(using: &rng)!,
+                speed: Int.random(in: 130...190, using: &rng), pitch: Int.random(in: 25...75, using: &rng))
             let length = Double(sentence.count) / Double(Sounds.rate)
             guard t + length < 18 else { break }
             let at = Int(t * Double(Sounds.rate))
@@ -171,7 +184,8 @@ struct MusicHighlightTests {
         var elapsed = 0.0
         for segment in report.segments {
             for s in sentences where s.upperBound > segment.start && s.lowerBound < segment.end {
-                spoken.append((elapsed + max(s.lowerBound, segment.start) - segment.start)...(elapsed + min(s.upperBound, segment.end) - segment.start))
+                spoken.append(
+                    (elapsed + max(s.lowerBound, segment.start) - segment.start)...(elapsed + min(s.upperBound, segment.end) - segment.start))
             }
             elapsed += segment.duration
         }

@@ -1,6 +1,7 @@
 import Foundation
 import MediaSynth
 import Testing
+
 @testable import Highlights
 
 /// The parts of mixing and cutting to music that are our own arithmetic, over many generated
@@ -10,9 +11,10 @@ struct MusicMixTests {
     /// A beat grid at `tempo` from 0, with its downbeats every fourth beat.
     static func plan(tempo: Double, seconds: Double) -> MusicPlan {
         let beats = BeatTrackerTests.steady(tempo, seconds: seconds + 20)
-        let analysis = MusicAnalysis(duration: seconds + 20, tempo: tempo, beatStrength: 1, beats: beats,
-                                     downbeats: stride(from: 0, to: beats.count, by: 4).map { beats[$0] }, onsets: [],
-                                     loudness: [], loudSections: [])
+        let analysis = MusicAnalysis(
+            duration: seconds + 20, tempo: tempo, beatStrength: 1, beats: beats,
+            downbeats: stride(from: 0, to: beats.count, by: 4).map { beats[$0] }, onsets: [],
+            loudness: [], loudSections: [])
         return MusicPlan(analysis, length: seconds)
     }
 
@@ -34,8 +36,9 @@ struct MusicMixTests {
                 t += length
                 total += length
             }
-            #expect(BeatFit.bounds(segments, shots: [], duration: t + 3)
-                == segments.indices.map { i in (i > 0 ? segments[i - 1].end : 0)...(i + 1 < segments.count ? segments[i + 1].start : t + 3) })
+            #expect(
+                BeatFit.bounds(segments, shots: [], duration: t + 3)
+                    == segments.indices.map { i in (i > 0 ? segments[i - 1].end : 0)...(i + 1 < segments.count ? segments[i + 1].start : t + 3) })
             // Each segment's shot around it, with a beat or two of room: a third of them end where
             // their shot ends (they grow only at their start), a third start where it starts.
             let period = 60 / tempo
@@ -53,8 +56,9 @@ struct MusicMixTests {
             for (i, (before, after)) in zip(segments, fitted.segments).enumerated() {
                 // The end moves; the start only when the end is at its bound.
                 #expect(after.start == before.start || (abs(after.end - bounds[i].upperBound) < 1e-9 && after.start < before.start), "\(context)")
-                #expect(bounds[i].contains(after.start) && after.end <= bounds[i].upperBound + 1e-9 && after.duration >= 1 - 1e-9,
-                        "\(context): segment \(i) \(after.start)–\(after.end)")
+                #expect(
+                    bounds[i].contains(after.start) && after.end <= bounds[i].upperBound + 1e-9 && after.duration >= 1 - 1e-9,
+                    "\(context): segment \(i) \(after.start)–\(after.end)")
                 elapsed += after.duration
                 let cut = fitted.cuts[i]
                 #expect(abs(cut.time - elapsed) < 1e-9)
@@ -74,8 +78,10 @@ struct MusicMixTests {
     @Test("a segment of a bar or more ends on a bar's first beat when one is within a beat of its end")
     func wholeBars() {
         let plan = Self.plan(tempo: 120, seconds: 30)  // beats every 0.5 s, bars every 2 s
-        let segments = [Segment(start: 10, end: 14.3, score: 1, reasons: [], shot: -1),
-                        Segment(start: 30, end: 35.6, score: 1, reasons: [], shot: -1)]
+        let segments = [
+            Segment(start: 10, end: 14.3, score: 1, reasons: [], shot: -1),
+            Segment(start: 30, end: 35.6, score: 1, reasons: [], shot: -1),
+        ]
         let fitted = BeatFit.fit(segments, plan: plan, target: 10, bounds: [0...20, 20...40], shortest: 1)
         #expect(fitted.cuts.map(\.time) == [4, 10], "\(fitted.cuts)")
         #expect(fitted.cuts[0].downbeat)
@@ -85,8 +91,10 @@ struct MusicMixTests {
     @Test("an end that would cut speech counts as further away: the beat moves to a pause")
     func speechKept() {
         let plan = Self.plan(tempo: 120, seconds: 20)
-        let segments = [Segment(start: 10, end: 13.5, score: 1, reasons: [], shot: -1),
-                        Segment(start: 30, end: 33, score: 1, reasons: [], shot: -1)]
+        let segments = [
+            Segment(start: 10, end: 13.5, score: 1, reasons: [], shot: -1),
+            Segment(start: 30, end: 33, score: 1, reasons: [], shot: -1),
+        ]
         // Speech from 13.2 to 13.8 in the source: an end at 13.5 would cut it.
         let fitted = BeatFit.fit(segments, plan: plan, target: 6.5, bounds: [0...20, 20...40], shortest: 1, allows: { !(13.2...13.8).contains($0) })
         #expect(!(13.2...13.8).contains(fitted.segments[0].end), "\(fitted.segments)")
@@ -94,15 +102,18 @@ struct MusicMixTests {
 
     @Test("without a beat the cuts go on the onsets; with neither they stay where they were")
     func noBeat() {
-        let onsets = MusicAnalysis(duration: 60, tempo: nil, beatStrength: nil, beats: [], downbeats: [], onsets: [0.4, 1.9, 3.3, 5.2, 7.9, 9.1, 11],
-                                   loudness: [], loudSections: [])
+        let onsets = MusicAnalysis(
+            duration: 60, tempo: nil, beatStrength: nil, beats: [], downbeats: [], onsets: [0.4, 1.9, 3.3, 5.2, 7.9, 9.1, 11],
+            loudness: [], loudSections: [])
         let plan = MusicPlan(onsets, length: 10)
         #expect(plan.mode == .onsets && plan.start == 0.4)
         let segments = [Segment(start: 0, end: 4.5, score: 1, reasons: [], shot: -1), Segment(start: 10, end: 15, score: 1, reasons: [], shot: -1)]
         let fitted = BeatFit.fit(segments, plan: plan, target: 9.5, bounds: [0...9, 9...20], shortest: 1)
         #expect(fitted.cuts.allSatisfy { cut in cut.onBeat && plan.beats.contains { abs($0 - cut.time) < 1e-9 } }, "\(fitted.cuts) \(plan.beats)")
-        let silent = MusicPlan(MusicAnalysis(duration: 60, tempo: nil, beatStrength: nil, beats: [], downbeats: [], onsets: [],
-                                             loudness: [], loudSections: []), length: 10)
+        let silent = MusicPlan(
+            MusicAnalysis(
+                duration: 60, tempo: nil, beatStrength: nil, beats: [], downbeats: [], onsets: [],
+                loudness: [], loudSections: []), length: 10)
         #expect(silent.mode == .free)
         let free = BeatFit.fit(segments, plan: silent, target: 9.5, bounds: [0...9, 9...20], shortest: 1)
         #expect(free.segments == segments && free.cuts.allSatisfy { !$0.onBeat })
@@ -111,9 +122,10 @@ struct MusicMixTests {
     @Test("a track shorter than the highlight repeats from its first bar after whole bars, beats and all")
     func loops() {
         let beats = BeatTrackerTests.steady(100, seconds: 12)
-        let analysis = MusicAnalysis(duration: 12, tempo: 100, beatStrength: 1, beats: beats,
-                                     downbeats: stride(from: 0, to: beats.count, by: 4).map { beats[$0] }, onsets: [],
-                                     loudness: [], loudSections: [])
+        let analysis = MusicAnalysis(
+            duration: 12, tempo: 100, beatStrength: 1, beats: beats,
+            downbeats: stride(from: 0, to: beats.count, by: 4).map { beats[$0] }, onsets: [],
+            loudness: [], loudSections: [])
         let plan = MusicPlan(analysis, length: 30)
         let loopEnd = try! #require(plan.loopEnd)
         #expect(analysis.downbeats.contains(loopEnd) && loopEnd <= 12)
@@ -155,8 +167,13 @@ struct MusicMixTests {
             var interleaved: [Float] = []
             for (l, r) in zip(left, right) { interleaved += [l, r] }
             try interleaved.withUnsafeBufferPointer { try Data(buffer: $0).write(to: raw) }
-            let text = try run("ffmpeg", ["-hide_banner", "-nostats", "-f", "f32le", "-ar", "48000", "-ac", "2", "-i", raw.path,
-                                          "-af", "ebur128", "-f", "null", "-"]).stderr
+            let text = try run(
+                "ffmpeg",
+                [
+                    "-hide_banner", "-nostats", "-f", "f32le", "-ar", "48000", "-ac", "2", "-i", raw.path,
+                    "-af", "ebur128", "-f", "null", "-",
+                ]
+            ).stderr
             let summary = String(text[(text.range(of: "Integrated loudness:")?.upperBound ?? text.startIndex)...])
             let theirs = try #require(summary.firstMatch(of: /I:\s+(-?[0-9.]+) LUFS/).flatMap { Double($0.output.1) })
             #expect(abs((ours ?? -70) - theirs) <= 0.2, "ours \(ours ?? -.infinity), ffmpeg's \(theirs)")
@@ -187,8 +204,9 @@ struct MusicMixTests {
     func duck() {
         let rate = Double(Loudness.sampleRate)
         let bed = MusicBed(left: [], right: [])
-        let mix = MusicMix(settings: MusicSettings(path: "", analysis: MusicMixTests.plan(tempo: 120, seconds: 10).asAnalysis), bed: bed,
-                           speech: [SpeechSpan(start: 2, end: 3), SpeechSpan(start: 6, end: 6.5)])
+        let mix = MusicMix(
+            settings: MusicSettings(path: "", analysis: MusicMixTests.plan(tempo: 120, seconds: 10).asAnalysis), bed: bed,
+            speech: [SpeechSpan(start: 2, end: 3), SpeechSpan(start: 6, end: 6.5)])
         let envelope = mix.duckEnvelope(count: Int(10 * rate))
         let low = Float(pow(10, -MusicSettings.duckDepth / 20))
         func at(_ t: Double) -> Float { envelope[Int(t * rate)] }
@@ -202,7 +220,8 @@ struct MusicMixTests {
 extension MusicPlan {
     /// A plan's beats as the analysis of a track (for a mix built in a test).
     var asAnalysis: MusicAnalysis {
-        MusicAnalysis(duration: 60, tempo: beatPeriod.map { 60 / $0 }, beatStrength: 1, beats: beats, downbeats: downbeats, onsets: [],
-                      loudness: [], loudSections: [])
+        MusicAnalysis(
+            duration: 60, tempo: beatPeriod.map { 60 / $0 }, beatStrength: 1, beats: beats, downbeats: downbeats, onsets: [],
+            loudness: [], loudSections: [])
     }
 }

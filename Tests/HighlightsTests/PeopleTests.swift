@@ -5,6 +5,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// Faces in the analysis and what they steer: footage of eight hand-held scenes of equal motion
@@ -22,12 +23,14 @@ struct PeopleTests {
     static let sceneSeconds = 4.0
 
     static func footage(gop: Int = 30, keyframesOnCuts: Bool = true) -> SyntheticVideo {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
-            // Person A's second scene is the first one filmed again (its look).
-            var scene = SyntheticVideo.Scene(frames: 120, camera: .handheld(drift: 0.2, sway: 2), toneHz: 300, look: index == 4 ? 0 : nil)
-            if let person = people[index] { scene.faces = [person.face] }
-            return scene
-        })
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: (0..<8).map { index in
+                // Person A's second scene is the first one filmed again (its look).
+                var scene = SyntheticVideo.Scene(frames: 120, camera: .handheld(drift: 0.2, sway: 2), toneHz: 300, look: index == 4 ? 0 : nil)
+                if let person = people[index] { scene.faces = [person.face] }
+                return scene
+            })
         video.gopSize = gop
         if !keyframesOnCuts { video.encoderOptions = SyntheticVideo.phoneX264Options }
         return video
@@ -43,11 +46,14 @@ struct PeopleTests {
         }
     }
 
-    func analysis(faces: Result<FaceDetector, FaceCascade.Malformed> = FaceDetector.standard, gop: Int = 30,
-                  keyframesOnCuts: Bool = true) throws -> Analysis {
+    func analysis(
+        faces: Result<FaceDetector, FaceCascade.Malformed> = FaceDetector.standard, gop: Int = 30,
+        keyframesOnCuts: Bool = true
+    ) throws -> Analysis {
         var settings = HighlightSettings()
         settings.scanning.faces = faces
-        return try HighlightEngine().analyze(input: Fixtures.path("people.mp4", Self.footage(gop: gop, keyframesOnCuts: keyframesOnCuts)), settings: settings)
+        return try HighlightEngine().analyze(
+            input: Fixtures.path("people.mp4", Self.footage(gop: gop, keyframesOnCuts: keyframesOnCuts)), settings: settings)
     }
 
     /// With half-second GOPs every other keyframe is searched (about one a second), and each
@@ -55,8 +61,9 @@ struct PeopleTests {
     /// the keyframe of each 4 s scene is searched: its faces are its shot's. Without keyframes on
     /// the cuts, the one GOP is longer than `Settings.longGOP` (no sample runs, every picture
     /// decoded) and the densely decoded pictures are searched, beside the scan.
-    @Test("each second gives the number and the largest size of the faces in it; scenery has none",
-          arguments: zip([30, 15, 1200, 1200], [true, true, true, false]))
+    @Test(
+        "each second gives the number and the largest size of the faces in it; scenery has none",
+        arguments: zip([30, 15, 1200, 1200], [true, true, true, false]))
     func perSecond(gop: Int, keyframesOnCuts: Bool) throws {
         let analysis = try analysis(gop: gop, keyframesOnCuts: keyframesOnCuts)
         #expect(analysis.facesUnavailable == nil)
@@ -73,7 +80,9 @@ struct PeopleTests {
                 spurious.append(second)
             }
         }
-        #expect(missed.count <= seen / 10, "seconds with a person seen wrongly: \(missed.map { (s: $0, faces: analysis.seconds[$0].faces, size: analysis.seconds[$0].faceSize) })")
+        #expect(
+            missed.count <= seen / 10,
+            "seconds with a person seen wrongly: \(missed.map { (s: $0, faces: analysis.seconds[$0].faces, size: analysis.seconds[$0].faceSize) })")
         #expect(spurious.isEmpty, "faces in scenery at \(spurious)")
         // The report carries counts and sizes, never where or what.
         let json = try ReportJSON.encoder.encode(AnalysisReport(analysis: analysis, selection: SegmentSelector.select(from: analysis, target: 10)))
@@ -114,8 +123,10 @@ struct PeopleTests {
         let path = try Fixtures.path("people.mp4", Self.footage())
         let analysis = try analysis()
         // A scenery segment and a segment of person B.
-        let segments = [Segment(start: 4.5, end: 7.5, score: 0, reasons: [], shot: 1),
-                        Segment(start: 8.5, end: 11.5, score: 0, reasons: [], shot: 2)]
+        let segments = [
+            Segment(start: 4.5, end: 7.5, score: 0, reasons: [], shot: 1),
+            Segment(start: 8.5, end: 11.5, score: 0, reasons: [], shot: 2),
+        ]
         let geometry = OutputGeometry(info: analysis.info, quality: .high)
         let stills = try Stills(path: path, analysis: analysis, geometry: geometry, cancellation: CancellationFlag()).make(segments)
         #expect(stills.posterTime >= 8.5 && stills.posterTime < 11.5, "poster at \(stills.posterTime)")
@@ -135,8 +146,9 @@ struct PeopleTests {
             // The oval's sides in pixels of the 320-wide picture (the window is as tall as the picture).
             let half = person.face.size * 180 / 2
             let (left, right) = (person.face.x * 320 - half, person.face.x * 320 + half)
-            #expect(left >= Double(point.x) - 2 && right <= Double(point.x + reframe.width) + 2,
-                    "at \(point.time) s the face (\(left)…\(right)) is outside the window (\(point.x)…\(point.x + reframe.width))")
+            #expect(
+                left >= Double(point.x) - 2 && right <= Double(point.x + reframe.width) + 2,
+                "at \(point.time) s the face (\(left)…\(right)) is outside the window (\(point.x)…\(point.x + reframe.width))")
             checked += 1
         }
         #expect(checked > 30)
@@ -172,15 +184,17 @@ struct PeopleTests {
             }
             try #require(found.count == 1, "seed \(seed), rotation \(rotation): \(found)")
             // The face's centre, upright, mapped to where it is stored.
-            let (cx, cy): (Double, Double) = switch rotation {
-            case 90: (face.y, Double(h) - face.x)
-            case 180: (Double(w) - face.x, Double(h) - face.y)
-            case 270: (Double(w) - face.y, face.x)
-            default: (face.x, face.y)
-            }
+            let (cx, cy): (Double, Double) =
+                switch rotation {
+                case 90: (face.y, Double(h) - face.x)
+                case 180: (Double(w) - face.x, Double(h) - face.y)
+                case 270: (Double(w) - face.y, face.x)
+                default: (face.x, face.y)
+                }
             let box = found[0]
-            #expect(abs(box.centreX * Double(w) - cx) < face.size * 0.3 && abs(box.centreY * Double(h) - cy) < face.size * 0.4,
-                    "rotation \(rotation): found at \(box.centreX * Double(w)), \(box.centreY * Double(h)); drawn at \(cx), \(cy)")
+            #expect(
+                abs(box.centreX * Double(w) - cx) < face.size * 0.3 && abs(box.centreY * Double(h) - cy) < face.size * 0.4,
+                "rotation \(rotation): found at \(box.centreX * Double(w)), \(box.centreY * Double(h)); drawn at \(cx), \(cy)")
             #expect(box.size * 240 > face.size * 0.9 && box.size * 240 < face.size * 1.5, "\(box.size * 240) for \(face.size)")
         }
     }

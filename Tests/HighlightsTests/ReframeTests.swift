@@ -4,6 +4,7 @@ import MediaSynth
 import MomentsModel
 import Synchronization
 import Testing
+
 @testable import Highlights
 
 @Suite("Reframing to another shape", .heavy)
@@ -94,8 +95,9 @@ struct ReframeTests {
             let local = frame < scenes[0].frames ? frame : frame - scenes[0].frames
             let scene = frame < scenes[0].frames ? scenes[0] : scenes[1]
             let x = try #require(scene.subjectCentre(atLocalFrame: local)).x * 640
-            #expect(x >= Double(point.x) + 202.0 / 3 - 2 && x <= Double(point.x) + 2 * 202.0 / 3 + 2,
-                    "at \(point.time) s the subject (\(x)) is outside the window's middle third (\(point.x)…)")
+            #expect(
+                x >= Double(point.x) + 202.0 / 3 - 2 && x <= Double(point.x) + 2 * 202.0 / 3 + 2,
+                "at \(point.time) s the subject (\(x)) is outside the window's middle third (\(point.x)…)")
         }
     }
 }

@@ -4,6 +4,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 @Suite("Render", .heavy)
@@ -12,8 +13,9 @@ struct RenderTests {
     func highlightFile() throws {
         let source = try Fixtures.path("event.mp4", Fixtures.event)
         let output = Fixtures.scratch().appendingPathComponent("event-highlight.mp4").path
-        let report = try HighlightEngine().highlight(input: source, output: output,
-                                                     settings: HighlightSettings(duration: 10, quality: .low))
+        let report = try HighlightEngine().highlight(
+            input: source, output: output,
+            settings: HighlightSettings(duration: 10, quality: .low))
         let probe = try Probe(output)
         #expect(abs(probe.duration - 10) <= 0.5, "duration \(probe.duration)")
         #expect(abs(report.output.duration - 10) <= 0.5)
@@ -111,12 +113,15 @@ struct RenderTests {
                 }
                 if packet.streamIndex == stream.index { try decoder.decode(packet, into: frame, take) }
             }
-            #expect(first.map { abs($0 - wanted) < 1e-6 } == true, "frame \(index) at \(wanted) s: the first picture decoded at or after it is at \(String(describing: first))")
+            #expect(
+                first.map { abs($0 - wanted) < 1e-6 } == true,
+                "frame \(index) at \(wanted) s: the first picture decoded at or after it is at \(String(describing: first))")
         }
     }
 
-    @Test("a portrait phone clip keeps its display matrix on both paths and shows upright",
-          arguments: [(VideoCodecChoice.auto, RenderMode.copy), (.h264, .encode)])
+    @Test(
+        "a portrait phone clip keeps its display matrix on both paths and shows upright",
+        arguments: [(VideoCodecChoice.auto, RenderMode.copy), (.h264, .encode)])
     func rotation(codec: VideoCodecChoice, mode: RenderMode) throws {
         var video = Fixtures.clip(codec: "libx264", audio: .aac, container: "mov", frames: 60)
         video.rotation = 90
@@ -133,7 +138,9 @@ struct RenderTests {
         // (ffprobe writes it as -90), which AVPlayer and ffmpeg apply.
         let stream = try #require(try Probe(output).video)
         #expect(stream["width"] == "320" && stream["height"] == "180")
-        let sideData = try run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream_side_data=rotation", "-of", "csv=p=0", output]).stdout
+        let sideData = try run(
+            "ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream_side_data=rotation", "-of", "csv=p=0", output]
+        ).stdout
         #expect(sideData.trimmingCharacters(in: .whitespacesAndNewlines) == "-90", "side data: \(sideData)")
         // Shown upright: the marker (white, luma 235, a tenth of the stored width: 32 px) down the
         // stored picture's left edge is across the top 32 rows once ffmpeg applies the matrix.
@@ -157,15 +164,18 @@ struct RenderTests {
         #expect(abs(probe.duration - 4) <= 0.1, "the whole 4 s source, got \(probe.duration)")
     }
 
-    @Test("HEVC 10-bit, odd sizes and non-square pixels render to upright yuv420p with even sides",
-          arguments: [
+    @Test(
+        "HEVC 10-bit, odd sizes and non-square pixels render to upright yuv420p with even sides",
+        arguments: [
             ("hevc10.mkv", "libx265", "yuv420p10le", 320, 180, (1, 1), 320, 180),
             ("odd.mp4", "libx264", "yuv444p", 321, 179, (1, 1), 320, 178),
             ("anamorphic.mp4", "libx264", "yuv420p", 240, 180, (4, 3), 320, 180),
-          ] as [(String, String, String, Int, Int, (Int, Int), Int, Int)])
-    func unusualPictures(name: String, codec: String, format: String, width: Int, height: Int, sar: (Int, Int), outWidth: Int, outHeight: Int) throws {
-        var video = Fixtures.clip(codec: codec, pixelFormat: format, audio: .aac, container: nil,
-                                  options: codec == "libx265" ? ["preset": "ultrafast", "x265-params": "log-level=none"] : ["preset": "veryfast"])
+        ] as [(String, String, String, Int, Int, (Int, Int), Int, Int)])
+    func unusualPictures(name: String, codec: String, format: String, width: Int, height: Int, sar: (Int, Int), outWidth: Int, outHeight: Int) throws
+    {
+        var video = Fixtures.clip(
+            codec: codec, pixelFormat: format, audio: .aac, container: nil,
+            options: codec == "libx265" ? ["preset": "ultrafast", "x265-params": "log-level=none"] : ["preset": "veryfast"])
         video.width = width
         video.height = height
         video.sampleAspectRatio = sar
@@ -179,9 +189,12 @@ struct RenderTests {
         #expect(decode.stderr.isEmpty, "\(decode.stderr)")
     }
 
-    @Test("quality bounds the long side and never upscales",
-          arguments: [(1920, 1080, 0, Quality.high, 1920, 1080), (1920, 1080, 0, .medium, 1280, 720), (1920, 1080, 0, .low, 854, 480),
-                      (1280, 720, 0, .high, 1280, 720), (1920, 1080, 90, .medium, 720, 1280), (3840, 2160, 270, .high, 1080, 1920)])
+    @Test(
+        "quality bounds the long side and never upscales",
+        arguments: [
+            (1920, 1080, 0, Quality.high, 1920, 1080), (1920, 1080, 0, .medium, 1280, 720), (1920, 1080, 0, .low, 854, 480),
+            (1280, 720, 0, .high, 1280, 720), (1920, 1080, 90, .medium, 720, 1280), (3840, 2160, 270, .high, 1080, 1920),
+        ])
     func geometry(width: Int, height: Int, rotation: Int, quality: Quality, outWidth: Int, outHeight: Int) {
         let g = OutputGeometry(width: width, height: height, sampleAspectRatio: 1, rotation: rotation, quality: quality)
         #expect(g.width == outWidth && g.height == outHeight, "\(g.width)×\(g.height)")

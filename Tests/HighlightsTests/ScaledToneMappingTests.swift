@@ -4,6 +4,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// The render scales an HDR picture down to the output's size first and tone-maps it there (a
@@ -26,8 +27,10 @@ struct ScaledToneMappingTests {
     static let worstCaseSSIM = 0.70
 
     static func reference(_ width: Int, _ height: Int, into geometry: OutputGeometry) throws -> FilterGraph {
-        try FilterGraph(width: width, height: height, format: .yuv420p10, description: ToneMapper.chain(.rolledOff)
-            + ",scale=\(geometry.scaledWidth):\(geometry.scaledHeight):flags=lanczos+accurate_rnd+full_chroma_int,format=yuv420p")
+        try FilterGraph(
+            width: width, height: height, format: .yuv420p10,
+            description: ToneMapper.chain(.rolledOff)
+                + ",scale=\(geometry.scaledWidth):\(geometry.scaledHeight):flags=lanczos+accurate_rnd+full_chroma_int,format=yuv420p")
     }
 
     /// SSIM of Y, Cb and Cr of `source` as the render makes it and as the full-size reference does.
@@ -43,22 +46,26 @@ struct ScaledToneMappingTests {
         }
     }
 
-    @Test("scaled then tone-mapped stays within the stated SSIM of tone-mapped at full size, on generated HLG pictures",
-          arguments: [(3840, 2160, Quality.high), (2560, 1440, .high), (1920, 1080, .medium), (3840, 2160, .low), (1920, 1080, .low)])
+    @Test(
+        "scaled then tone-mapped stays within the stated SSIM of tone-mapped at full size, on generated HLG pictures",
+        arguments: [(3840, 2160, Quality.high), (2560, 1440, .high), (1920, 1080, .medium), (3840, 2160, .low), (1920, 1080, .low)])
     func generatedPictures(width: Int, height: Int, quality: Quality) throws {
         let geometry = OutputGeometry(width: width, height: height, sampleAspectRatio: 1, rotation: 0, quality: quality)
         let pipeline = try PicturePipeline(geometry: geometry, hdr: .hlg)
         let reference = try Self.reference(width, height, into: geometry)
         for seed in Self.seeds(width: width) {
-            let planes = try Self.compare(try Self.painted(width: width, height: height, seed: seed), pipeline: pipeline,
-                                          reference: reference, geometry: geometry)
-            #expect(planes.allSatisfy { $0 >= Self.worstCaseSSIM },
-                    "\(width)×\(height) → \(geometry.scaledWidth)×\(geometry.scaledHeight), seed \(seed): SSIM Y, Cb, Cr \(planes)")
+            let planes = try Self.compare(
+                try Self.painted(width: width, height: height, seed: seed), pipeline: pipeline,
+                reference: reference, geometry: geometry)
+            #expect(
+                planes.allSatisfy { $0 >= Self.worstCaseSSIM },
+                "\(width)×\(height) → \(geometry.scaledWidth)×\(geometry.scaledHeight), seed \(seed): SSIM Y, Cb, Cr \(planes)")
         }
     }
 
-    @Test("on HLG camera footage (the painted phone takes), within the stated SSIM of tone-mapped at full size",
-          arguments: [Quality.medium, .low])
+    @Test(
+        "on HLG camera footage (the painted phone takes), within the stated SSIM of tone-mapped at full size",
+        arguments: [Quality.medium, .low])
     func footage(quality: Quality) throws {
         // Every 20th picture: several shots, pans and the bright sky among them.
         let indices = Array(stride(from: 10, to: 170, by: 20))
@@ -94,8 +101,10 @@ struct ScaledToneMappingTests {
         }
         let (y, ys) = rows(0), (cb, cbs) = rows(1), (cr, crs) = rows(2)
         func colour() -> (UInt16, UInt16, UInt16) {
-            (UInt16.random(in: 64...940, using: &random), UInt16.random(in: 352...672, using: &random),
-             UInt16.random(in: 352...672, using: &random))
+            (
+                UInt16.random(in: 64...940, using: &random), UInt16.random(in: 352...672, using: &random),
+                UInt16.random(in: 352...672, using: &random)
+            )
         }
         // A gradient from top to bottom, one colour to another.
         let (top, bottom) = (colour(), colour())
@@ -110,7 +119,9 @@ struct ScaledToneMappingTests {
         }
         // Blocks: plain, or stripes of two colours (across or down) one to five pixels wide.
         for _ in 0..<14 {
-            let (bw, bh) = (Int.random(in: width / 16...width / 3, using: &random) & ~1, Int.random(in: height / 16...height / 3, using: &random) & ~1)
+            let (bw, bh) = (
+                Int.random(in: width / 16...width / 3, using: &random) & ~1, Int.random(in: height / 16...height / 3, using: &random) & ~1
+            )
             let (x0, y0) = (Int.random(in: 0...(width - bw), using: &random) & ~1, Int.random(in: 0...(height - bh), using: &random) & ~1)
             let (a, b) = (colour(), colour())
             let stripe = Int.random(in: 0...5, using: &random)

@@ -3,6 +3,7 @@ import Media
 import MediaSynth
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 @Suite("Scene detection", .heavy)
@@ -14,11 +15,14 @@ struct SceneDetectionTests {
         ("h264-gop250.mp4", Fixtures.scenes(gop: 250)),
         ("h264-vfr.mkv", Fixtures.scenes(variableFrameRate: true)),
         ("hevc.mp4", Fixtures.scenes(codec: "libx265", gop: 30, options: ["preset": "ultrafast", "x265-params": "log-level=none"])),
-        ("vp9.webm", {
-            var v = Fixtures.scenes(codec: "libvpx-vp9", gop: 30, options: ["deadline": "realtime", "cpu-used": "8"])
-            v.audio = .opus
-            return v
-        }()),
+        (
+            "vp9.webm",
+            {
+                var v = Fixtures.scenes(codec: "libvpx-vp9", gop: 30, options: ["deadline": "realtime", "cpu-used": "8"])
+                v.audio = .opus
+                return v
+            }()
+        ),
     ]
 
     @Test("finds every change within ±2 frames", arguments: encodings.map(\.name))
@@ -54,8 +58,9 @@ struct SceneDetectionTests {
         let leanAnalysis = try HighlightEngine().analyze(input: path, settings: lean)
         let frame = 1.0 / Double(video.frameRate)
         #expect(normal.changes.count == video.boundaryTimes.count)
-        #expect(leanAnalysis.changes.count == normal.changes.count,
-                "lean found \(leanAnalysis.changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
+        #expect(
+            leanAnalysis.changes.count == normal.changes.count,
+            "lean found \(leanAnalysis.changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
         for (a, b) in zip(normal.changes, leanAnalysis.changes) {
             #expect(abs(a.time - b.time) <= frame + 1e-6 && a.kind == b.kind, "normal \(a.time) \(a.kind), lean \(b.time) \(b.kind)")
         }
@@ -98,11 +103,17 @@ struct SceneDetectionTests {
             // A 60-frame dissolve centred on frame 150, a keyframe: it spans GOPs 4 and 5.
             ("dissolve-2s", video([still, .init(frames: 150, camera: .still, transitionIn: .dissolve(frames: 60))]), [.dissolve]),
             // A 20-frame fade through white.
-            ("fade-white", video([still, .init(frames: 120, camera: .pan(pixelsPerFrame: 1), transitionIn: .fadeThroughWhite(frames: 20))]), [.fade]),
+            (
+                "fade-white", video([still, .init(frames: 120, camera: .pan(pixelsPerFrame: 1), transitionIn: .fadeThroughWhite(frames: 20))]),
+                [.fade]
+            ),
             // The same as an iPhone's HDR video (10-bit HEVC, HLG, open GOPs): its white is the HDR
             // reference white (75 % HLG, code 180 of 255), which the detector must read as white.
-            ("fade-white-hlg", iPhoneHDR(video([still, .init(frames: 120, camera: .pan(pixelsPerFrame: 1), transitionIn: .fadeThroughWhite(frames: 20))])),
-             [.fade]),
+            (
+                "fade-white-hlg",
+                iPhoneHDR(video([still, .init(frames: 120, camera: .pan(pixelsPerFrame: 1), transitionIn: .fadeThroughWhite(frames: 20))])),
+                [.fade]
+            ),
             // The 2 s dissolve across a keyframe as an iPhone's HDR video: the blend must still
             // read as a straight one once the HLG pictures are tone-mapped (highlights clipped,
             // not rolled off: it was placed 3 frames late), across the leading pictures too.
@@ -110,19 +121,25 @@ struct SceneDetectionTests {
             // The same place filmed again, reframed by 64 px: same texture, same colours.
             ("jump-cut", video([still, .init(frames: 120, camera: .still, look: 0, shift: 64)]), [.cut]),
             // A → B → A: the insert's two cuts, the second back to the first shot's look.
-            ("insert", video([.init(frames: 120), .init(frames: 60, camera: .pan(pixelsPerFrame: 2)), .init(frames: 120, look: 0, shift: 8)]), [.cut, .cut]),
+            (
+                "insert", video([.init(frames: 120), .init(frames: 60, camera: .pan(pixelsPerFrame: 2)), .init(frames: 120, look: 0, shift: 8)]),
+                [.cut, .cut]
+            ),
             // The same insert inside one GOP, as x264 codes it with its scene-cut detection on and
             // 250-frame GOPs: no keyframe is allowed within 126 frames of the last (half the GOP
             // and one), so each cut (frames 60 and 100) is an intra picture that is no keyframe,
             // and the keyframes either side (0 and 250) are alike. With a camera's noise every
             // picture is large, so neither intra picture stands out from the others by its size.
-            ("insert-in-long-gop", {
-                var v = video([.init(frames: 60), .init(frames: 40, camera: .shaky(amplitude: 6)), .init(frames: 200, look: 0, shift: 8)])
-                v.noise = 30
-                v.gopSize = 250
-                v.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=250:min-keyint=250:scenecut=40"]
-                return v
-            }(), [.cut, .cut]),
+            (
+                "insert-in-long-gop",
+                {
+                    var v = video([.init(frames: 60), .init(frames: 40, camera: .shaky(amplitude: 6)), .init(frames: 200, look: 0, shift: 8)])
+                    v.noise = 30
+                    v.gopSize = 250
+                    v.encoderOptions = ["preset": "veryfast", "x264-params": "keyint=250:min-keyint=250:scenecut=40"]
+                    return v
+                }(), [.cut, .cut]
+            ),
         ]
     }()
 
@@ -190,9 +207,10 @@ struct SceneDetectionTests {
     /// Whether `changes` are as many as `times`, each time with a change of its kind (`kinds`, in
     /// the same order) within ±2 frames of it.
     static func isExactly(_ kinds: [TransitionKind], at times: [Double], in changes: [SceneChange], frameRate: Int) -> Bool {
-        changes.count == times.count && zip(times, kinds).allSatisfy { time, kind in
-            changes.contains { abs($0.time - time) <= 2 / Double(frameRate) + 1e-6 && $0.kind == kind }
-        }
+        changes.count == times.count
+            && zip(times, kinds).allSatisfy { time, kind in
+                changes.contains { abs($0.time - time) <= 2 / Double(frameRate) + 1e-6 && $0.kind == kind }
+            }
     }
 
     /// The analysis of `path`, with the scanner's settings changed by `change`.
@@ -207,13 +225,16 @@ struct SceneDetectionTests {
         try analysis(of: path, scanning: change).changes
     }
 
-    @Test("a jump cut just after a keyframe, between keyframes alike, is found from the sample run's activity; the frames up to its picture are decoded to see it")
+    @Test(
+        "a jump cut just after a keyframe, between keyframes alike, is found from the sample run's activity; the frames up to its picture are decoded to see it"
+    )
     func jumpAfterKeyframe() throws {
         let video = Self.jumpAfterKeyframe
         let path = try Fixtures.path("scene-jump-after-keyframe.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
         let found = try Self.changes(in: path)
-        #expect(Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
+        #expect(
+            Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
         // Without the probe nothing else looks at that GOP (the fixture exercises it).
         let unprobed = try Self.changes(in: path) { $0.activityJumpFloor = .infinity }
         #expect(unprobed.isEmpty, "found \(Self.describe(unprobed))")
@@ -239,17 +260,21 @@ struct SceneDetectionTests {
         let (keys, _) = try Self.keyframes(in: path)
         let frame = 1 / Double(video.frameRate)
         let swing = try #require(video.effects.first).startFrame
-        #expect(keys.contains { abs($0 - expected) < frame / 2 } && keys.contains { abs($0 - Double(swing) * frame) < frame / 2 },
-                "keyframes at \(keys)")
+        #expect(
+            keys.contains { abs($0 - expected) < frame / 2 } && keys.contains { abs($0 - Double(swing) * frame) < frame / 2 },
+            "keyframes at \(keys)")
         let found = try Self.changes(in: path)
-        #expect(Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
+        #expect(
+            Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
     }
 
     /// A slow pan (a pixel a frame) over the painted ground, which is smooth: over ten or twenty
     /// frames its pictures are nearly blends of the first and the last, so the detector's drift
     /// test says a dissolve may be under way at the end of every GOP. With no dissolve found, it is
     /// followed for as long as the longest dissolve lasts, not through the whole video.
-    @Test("a slow pan that drifts like a dissolve is not followed GOP after GOP: no change, and its GOPs are sampled once the longest dissolve has passed")
+    @Test(
+        "a slow pan that drifts like a dissolve is not followed GOP after GOP: no change, and its GOPs are sampled once the longest dissolve has passed"
+    )
     func slowPanIsNotFollowed() throws {
         let video = Self.phoneH264([.init(frames: 600, camera: .pan(pixelsPerFrame: 1))])
         let path = try Fixtures.path("scene-slow-pan.mp4", video)
@@ -282,16 +307,21 @@ struct SceneDetectionTests {
         return video
     }()
 
-    @Test("a dissolve that begins on a keyframe under a whip pan is placed on its middle: the run's start is judged after the whip, and the GOP before is decoded")
+    @Test(
+        "a dissolve that begins on a keyframe under a whip pan is placed on its middle: the run's start is judged after the whip, and the GOP before is decoded"
+    )
     func dissolveUnderWhip() throws {
         let video = Self.dissolveUnderWhip
         let path = try Fixtures.path("scene-dissolve-under-whip.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
         let found = try Self.changes(in: path)
-        #expect(Self.isOnly(.dissolve, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a dissolve at \(expected)")
+        #expect(
+            Self.isOnly(.dissolve, at: expected, in: found, frameRate: video.frameRate),
+            "found \(Self.describe(found)), expected a dissolve at \(expected)")
         let late = try Self.changes(in: path) { $0.longestStartBurst = 0 }
-        #expect(!Self.isOnly(.dissolve, at: expected, in: late, frameRate: video.frameRate),
-                "judged from the run's first frame: \(Self.describe(late)) (the fixture exercises the rule)")
+        #expect(
+            !Self.isOnly(.dissolve, at: expected, in: late, frameRate: video.frameRate),
+            "judged from the run's first frame: \(Self.describe(late)) (the fixture exercises the rule)")
     }
 
     /// Grain renewed every 12 frames: in the still shot after the cut each renewal is coded nearly
@@ -300,8 +330,9 @@ struct SceneDetectionTests {
     /// The first is decoded to learn that; the rest are the content's rhythm and are not.
     @Test("a source's own refresh pictures: one GOP decoded to learn them, not one a GOP")
     func refreshRhythm() throws {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30,
-                                   scenes: [.init(frames: 165, camera: .handheld(drift: 0.5, sway: 4)), .init(frames: 255, camera: .still)])
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [.init(frames: 165, camera: .handheld(drift: 0.5, sway: 4)), .init(frames: 255, camera: .still)])
         video.gopSize = 30
         video.audio = nil
         video.noise = 6
@@ -311,8 +342,9 @@ struct SceneDetectionTests {
         let changes = analysis.changes
         #expect(changes.count == 1, "found \(changes.map { String(format: "%.3f %@", $0.time, $0.kind.rawValue) })")
         let cut = try #require(changes.first), expected = try #require(video.boundaryTimes.first)
-        #expect(abs(cut.time - expected) <= 2 / Double(video.frameRate) + 1e-6 && cut.kind == .cut,
-                "cut at \(cut.time), \(cut.kind); expected at \(expected)")
+        #expect(
+            abs(cut.time - expected) <= 2 / Double(video.frameRate) + 1e-6 && cut.kind == .cut,
+            "cut at \(cut.time), \(cut.kind); expected at \(expected)")
         // Every GOP sampled (one more than the keyframe interval gives: the encoder starts one on
         // the cut); at most two decoded whole: the opening one (a moving shot, judged with no
         // history) and the first with a spike.
@@ -396,8 +428,9 @@ struct SceneDetectionTests {
         #expect(moving.count >= 5)
         for second in moving {
             let open = analysis.seconds[second].activity, reference = closed.seconds[second].activity
-            #expect(reference > 0.5 && open >= 0.5 * reference && open <= 2 * reference,
-                    "second \(second): activity \(open) against \(reference) with closed GOPs")
+            #expect(
+                reference > 0.5 && open >= 0.5 * reference && open <= 2 * reference,
+                "second \(second): activity \(open) against \(reference) with closed GOPs")
         }
     }
 
@@ -417,7 +450,8 @@ struct SceneDetectionTests {
         // One every GOP: the first frame's and the 250th's.
         #expect(keyframes == video.frameCount / video.gopSize + 1)
         let frame = 1 / Double(video.frameRate)
-        #expect(intra.count == video.boundaryTimes.count
+        #expect(
+            intra.count == video.boundaryTimes.count
                 && zip(intra.sorted(), video.boundaryTimes).allSatisfy { abs($0 - $1) < frame / 2 }, "intra pictures at \(intra)")
     }
 
@@ -445,8 +479,9 @@ struct SceneDetectionTests {
         let frame = 1 / Double(video.frameRate)
         #expect(found.count == 2, "found \(Self.describe(found))")
         for (time, kind) in zip(video.boundaryTimes, [TransitionKind.fade, .cut]) {
-            #expect(found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == kind },
-                    "expected a \(kind) at \(time): \(Self.describe(found))")
+            #expect(
+                found.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == kind },
+                "expected a \(kind) at \(time): \(Self.describe(found))")
         }
     }
 
@@ -461,14 +496,16 @@ struct SceneDetectionTests {
         return video
     }
 
-    @Test("a zoom or whip pan begun on the keyframe after a GOP decoded for a cut is no cut: the next GOP is decoded to see the burst whole",
-          arguments: ["zoom", "whip"])
+    @Test(
+        "a zoom or whip pan begun on the keyframe after a GOP decoded for a cut is no cut: the next GOP is decoded to see the burst whole",
+        arguments: ["zoom", "whip"])
     func burstOnKeyframe(kind: String) throws {
         let video = Self.burstOnKeyframe(kind == "zoom" ? .zoom(factor: 2.5) : .whip(pixels: 320))
         let path = try Fixtures.path("scene-\(kind)-on-keyframe.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
         let found = try Self.changes(in: path)
-        #expect(Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
+        #expect(
+            Self.isOnly(.cut, at: expected, in: found, frameRate: video.frameRate), "found \(Self.describe(found)), expected a cut at \(expected)")
     }
 
     /// A time-lapse (each picture held ten frames, a camera's noise and all, so every new one is
@@ -478,8 +515,9 @@ struct SceneDetectionTests {
     /// by the picture after it, so their sample runs do not move: taken for calm, the keyframe
     /// cut was trusted without decoding the GOP, and the cut at 390 was lost.
     static let timeLapseEarlyKey: SyntheticVideo = {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30,
-                                   scenes: [.init(frames: 390), .init(frames: 30), .init(frames: 120)])
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [.init(frames: 390), .init(frames: 30), .init(frames: 120)])
         video.audio = nil
         video.heldFrames = 10
         video.noise = 30
@@ -489,7 +527,9 @@ struct SceneDetectionTests {
         return video
     }()
 
-    @Test("a time-lapse's keyframes, each repeated by the picture after it, are not taken for calm: the GOP before an encoder's keyframe cut is decoded, and the cut inside it found")
+    @Test(
+        "a time-lapse's keyframes, each repeated by the picture after it, are not taken for calm: the GOP before an encoder's keyframe cut is decoded, and the cut inside it found"
+    )
     func timeLapseEarlyKey() throws {
         let video = Self.timeLapseEarlyKey
         let path = try Fixtures.path("scene-time-lapse-early-key.mp4", video)
@@ -513,8 +553,9 @@ struct SceneDetectionTests {
         let frame = 1 / Double(video.frameRate)
         #expect(analysis.changes.count == video.boundaryTimes.count, "found \(Self.describe(analysis.changes))")
         for time in video.boundaryTimes {
-            #expect(analysis.changes.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == .cut },
-                    "expected a cut at \(time): \(Self.describe(analysis.changes))")
+            #expect(
+                analysis.changes.contains { abs($0.time - time) <= 2 * frame + 1e-6 && $0.kind == .cut },
+                "expected a cut at \(time): \(Self.describe(analysis.changes))")
         }
         try Self.expectMotionAsInClosedGOPs(analysis)
     }
@@ -547,9 +588,11 @@ extension SceneDetectionTests {
     static func laterSpikeInLongGOP(fade: Bool, jump: Bool = true) -> SyntheticVideo {
         var shot = SyntheticVideo.Scene(frames: 130, camera: .still)
         if fade { shot.transitionIn = .fadeThroughBlack(frames: 30) }
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: 40, camera: .still), shot, .init(frames: 110, camera: .still, look: 1, shift: jump ? 10 : 0),
-        ])
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [
+                .init(frames: 40, camera: .still), shot, .init(frames: 110, camera: .still, look: 1, shift: jump ? 10 : 0),
+            ])
         video.audio = nil
         video.gopSize = 240
         // Grain that makes the new grain's picture spike against the second around it while it
@@ -561,8 +604,9 @@ extension SceneDetectionTests {
         return video
     }
 
-    @Test("a long GOP's later spike is judged after the first change is placed: a jump cut there is found, reached over the anchors; new grain alone is no change",
-          arguments: [false, true])
+    @Test(
+        "a long GOP's later spike is judged after the first change is placed: a jump cut there is found, reached over the anchors; new grain alone is no change",
+        arguments: [false, true])
     func laterSpikeInLongGOP(fade: Bool) throws {
         let video = Self.laterSpikeInLongGOP(fade: fade)
         let path = try Fixtures.path("scene-later-spike-\(fade ? "fade" : "cut").mp4", video)
@@ -593,13 +637,16 @@ extension SceneDetectionTests {
         return phoneH264([.init(frames: 60, camera: .pan(pixelsPerFrame: 8)), dim, other])
     }()
 
-    @Test("a run going on into a GOP takes that GOP's motion as its baseline: a cut out of a still shot is not measured against the pan the run began in")
+    @Test(
+        "a run going on into a GOP takes that GOP's motion as its baseline: a cut out of a still shot is not measured against the pan the run began in"
+    )
     func cutAfterRunFromPan() throws {
         let video = Self.cutAfterRunFromPan
         let path = try Fixtures.path("scene-cut-after-run-from-pan.mp4", video)
         let found = try Self.changes(in: path)
-        #expect(Self.isExactly([.cut, .cut], at: video.boundaryTimes, in: found, frameRate: video.frameRate),
-                "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
+        #expect(
+            Self.isExactly([.cut, .cut], at: video.boundaryTimes, in: found, frameRate: video.frameRate),
+            "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
     }
 }
 
@@ -645,8 +692,9 @@ extension SceneDetectionTests {
         let path = try Fixtures.path("scene-jump-in-last-gop.mp4", video)
         let expected = try #require(video.boundaryTimes.first)
         let analysis = try Self.analysis(of: path)
-        #expect(Self.isOnly(.cut, at: expected, in: analysis.changes, frameRate: video.frameRate),
-                "found \(Self.describe(analysis.changes)), expected a cut at \(expected)")
+        #expect(
+            Self.isOnly(.cut, at: expected, in: analysis.changes, frameRate: video.frameRate),
+            "found \(Self.describe(analysis.changes)), expected a cut at \(expected)")
         // Each GOP's sample run (its keyframe and the picture after it, one frame of slack) and the
         // last GOP whole: nothing else is decoded.
         let gops = video.frameCount / video.gopSize
@@ -679,7 +727,9 @@ extension SceneDetectionTests {
         return video
     }
 
-    @Test("a jump cut on a keyframe is found where every GOP ends on a cut: the encoder's own longest GOP, read from its options, shows the keyframe came early")
+    @Test(
+        "a jump cut on a keyframe is found where every GOP ends on a cut: the encoder's own longest GOP, read from its options, shows the keyframe came early"
+    )
     func jumpOnKeyframeInFastCuts() throws {
         let video = Self.jumpOnKeyframeInFastCuts
         let path = try Fixtures.path("scene-jump-on-keyframe-in-fast-cuts.mp4", video)
@@ -687,17 +737,20 @@ extension SceneDetectionTests {
         // option string in the stream.
         let (keys, options) = try Self.keyframes(in: path)
         let expectedKeys = [0] + video.boundaryTimes
-        #expect(keys.count == expectedKeys.count && zip(keys, expectedKeys).allSatisfy { abs($0 - $1) < 0.5 / Double(video.frameRate) },
-                "keyframes at \(keys)")
+        #expect(
+            keys.count == expectedKeys.count && zip(keys, expectedKeys).allSatisfy { abs($0 - $1) < 0.5 / Double(video.frameRate) },
+            "keyframes at \(keys)")
         #expect(options == EncoderOptions(maximumKeyInterval: video.gopSize, keyframesOnCuts: true), "options \(String(describing: options))")
         let jump = video.boundaryTimes[3]
         let found = try Self.changes(in: path)
-        #expect(found.count == video.boundaryTimes.count
+        #expect(
+            found.count == video.boundaryTimes.count
                 && zip(found, video.boundaryTimes).allSatisfy { $0.kind == .cut && abs($0.time - $1) <= 2 / Double(video.frameRate) + 1e-6 },
-                "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
+            "found \(Self.describe(found)), expected cuts at \(video.boundaryTimes)")
         // Early only against the GOPs seen so far, that keyframe is taken for the encoder's rhythm.
         let unread = try Self.changes(in: path) { $0.readsEncoderKeyInterval = false }
-        #expect(!unread.contains { abs($0.time - jump) <= 2 / Double(video.frameRate) + 1e-6 },
-                "without the encoder's options: \(Self.describe(unread)) (the fixture exercises the rule)")
+        #expect(
+            !unread.contains { abs($0.time - jump) <= 2 / Double(video.frameRate) + 1e-6 },
+            "without the encoder's options: \(Self.describe(unread)) (the fixture exercises the rule)")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// The detector's rules on runs of 64 × 36 pictures built for them: a textured scene seen through a
@@ -28,8 +29,9 @@ struct SceneDetectorRuleTests {
             }
         }
         let count = width * height
-        return Thumbnail(width: width, height: height, y: y, u: [UInt8](repeating: UInt8(100 + seed * 9 % 50), count: count),
-                         v: [UInt8](repeating: UInt8(140 - seed * 7 % 40), count: count))
+        return Thumbnail(
+            width: width, height: height, y: y, u: [UInt8](repeating: UInt8(100 + seed * 9 % 50), count: count),
+            v: [UInt8](repeating: UInt8(140 - seed * 7 % 40), count: count))
     }
 
     static func blend(_ a: Thumbnail, _ b: Thumbnail, _ alpha: Double = 0.5) -> Thumbnail {
@@ -67,7 +69,9 @@ struct SceneDetectorRuleTests {
         (0...frames).map { picture(seed: 1, dx: 16 * $0, frame: $0) } + (1...still).map { picture(seed: 1, dx: 16 * frames, frame: frames + $0) }
     }
 
-    @Test("A run that begins in a burst of motion has its start judged from the first frame after it; one that begins with a cut, or in a burst longer than half a second, from its first")
+    @Test(
+        "A run that begins in a burst of motion has its start judged from the first frame after it; one that begins with a cut, or in a burst longer than half a second, from its first"
+    )
     func runStartAfterBurst() {
         // Eight sweeping steps: the ninth frame is the first still one.
         #expect(Self.runStartJudgedFrom(Self.sweepAtStart(frames: 8)) == 9)
@@ -103,15 +107,17 @@ struct SceneDetectorRuleTests {
         return (0..<(pictures.count * 30 / rate)).map { pictures[$0 * rate / 30] }
     }
 
-    @Test("A quick pan in a slower source brought to 30 fps is not a cut: repeated frames say nothing about motion",
-          arguments: [(3, 20), (4, 20), (5, 20), (3, 15), (5, 15)])
+    @Test(
+        "A quick pan in a slower source brought to 30 fps is not a cut: repeated frames say nothing about motion",
+        arguments: [(3, 20), (4, 20), (5, 20), (3, 15), (5, 15)])
     func burstInRepeatedFrames(frames: Int, rate: Int) {
         let found = Self.changes(Self.sweep(frames: frames, rate: rate))
         #expect(found.isEmpty, "found \(found)")
     }
 
-    @Test("A cut between panning shots in a slower source brought to 30 fps is still the one cut found, on the first frame of the second shot",
-          arguments: [20, 15])
+    @Test(
+        "A cut between panning shots in a slower source brought to 30 fps is still the one cut found, on the first frame of the second shot",
+        arguments: [20, 15])
     func cutInRepeatedFrames(rate: Int) {
         let shots = (0..<60).map { Self.picture(seed: $0 < 30 ? 1 : 2, dx: $0, frame: $0) }
         let pictures = (0..<(60 * 30 / rate)).map { shots[$0 * rate / 30] }
@@ -122,7 +128,8 @@ struct SceneDetectorRuleTests {
 
     @Test("A cut made over two frames (one blended frame between the shots) is one cut, on the blend or the frame after")
     func blendedCutIsACut() {
-        let pictures = (0..<30).map { Self.picture(seed: 1, dx: 0, frame: $0) }
+        let pictures =
+            (0..<30).map { Self.picture(seed: 1, dx: 0, frame: $0) }
             + [Self.blend(Self.picture(seed: 1, dx: 0, frame: 30), Self.picture(seed: 2, dx: 0, frame: 30))]
             + (31..<61).map { Self.picture(seed: 2, dx: 0, frame: $0) }
         let found = Self.changes(pictures)
@@ -145,7 +152,9 @@ struct SceneDetectorRuleTests {
         (0..<frames).map { k in picture(seed: k >= cutAt ?? .max ? 2 : 1, dx: 2 * (k / timeLapseHold), frame: k / timeLapseHold) }
     }
 
-    @Test("A time-lapse's jumps, between repeated pictures, are no cuts: each is measured against the jumps either side; a cut among them, and a slideshow's cuts, are still found on their frames")
+    @Test(
+        "A time-lapse's jumps, between repeated pictures, are no cuts: each is measured against the jumps either side; a cut among them, and a slideshow's cuts, are still found on their frames"
+    )
     func timeLapseJumps() {
         let jumps = Self.changes(Self.timeLapse(frames: 140))
         #expect(jumps.isEmpty, "found \(jumps)")
@@ -155,8 +164,9 @@ struct SceneDetectorRuleTests {
         // A slideshow: six stills of 20 frames each, every change a cut.
         let slide = 20, shown = 6 * slide
         let slides = Self.changes((0..<shown).map { Self.picture(seed: 20 + $0 / slide, dx: 0, frame: 0) })
-        #expect(slides.map(\.frame) == stride(from: slide, to: shown, by: slide).map(Double.init) && slides.allSatisfy { $0.kind == .cut },
-                "slideshow: found \(slides)")
+        #expect(
+            slides.map(\.frame) == stride(from: slide, to: shown, by: slide).map(Double.init) && slides.allSatisfy { $0.kind == .cut },
+            "slideshow: found \(slides)")
         var settings = SceneDetector.Settings()
         settings.sparseStepReach = 0
         #expect(!Self.changes(Self.timeLapse(frames: 140), settings: settings).isEmpty, "the window alone (the fixture exercises the rule)")
@@ -166,8 +176,9 @@ struct SceneDetectorRuleTests {
     /// the while (light changing: a unit of U and V every three frames), before, during and after it.
     static func dissolveBetweenDriftingShots() -> [Thumbnail] {
         func drifting(_ t: Thumbnail, _ k: Int) -> Thumbnail {
-            Thumbnail(width: t.width, height: t.height, y: t.y, u: t.u.map { UInt8(min(255, Int($0) + k / 3)) },
-                      v: t.v.map { UInt8(max(0, Int($0) - k / 3)) })
+            Thumbnail(
+                width: t.width, height: t.height, y: t.y, u: t.u.map { UInt8(min(255, Int($0) + k / 3)) },
+                v: t.v.map { UInt8(max(0, Int($0) - k / 3)) })
         }
         return (0..<150).map { k in
             let a = drifting(picture(seed: 3, dx: 0, frame: k), k), b = drifting(picture(seed: 4, dx: 0, frame: k), k)
@@ -175,7 +186,9 @@ struct SceneDetectorRuleTests {
         }
     }
 
-    @Test("A dissolve between shots that keep changing is placed on its middle: the ramp is fitted over every frame, not read where α leaves 0 and reaches 1")
+    @Test(
+        "A dissolve between shots that keep changing is placed on its middle: the ramp is fitted over every frame, not read where α leaves 0 and reaches 1"
+    )
     func dissolveMiddleBetweenChangingShots() {
         let found = Self.changes(Self.dissolveBetweenDriftingShots())
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
@@ -189,8 +202,9 @@ struct SceneDetectorRuleTests {
         (0..<(length + 90)).map { k in
             let whip = outgoingWhips ? whipOffset(at: k, frames: whipFrames) : 0
             let pan = outgoingWhips ? 0 : 3 * max(0, k - 90) / 2
-            return blend(picture(seed: 9, dx: whip, frame: k), picture(seed: 10, dx: pan, frame: k),
-                         min(1, max(0, Double(k - blendStart) / Double(length))))
+            return blend(
+                picture(seed: 9, dx: whip, frame: k), picture(seed: 10, dx: pan, frame: k),
+                min(1, max(0, Double(k - blendStart) / Double(length))))
         }
     }
 
@@ -200,8 +214,9 @@ struct SceneDetectorRuleTests {
     /// The outgoing shot's window at frame `k`: swept 120 pixels over `frames` frames from `blendStart`.
     static func whipOffset(at k: Int, frames: Int) -> Int { 120 * min(frames, max(0, k - blendStart)) / frames }
 
-    @Test("A dissolve is placed on its middle when the outgoing shot whip-pans as it begins, or the incoming one pans as it ends: each end of the ramp is read from its own side",
-          arguments: [true, false])
+    @Test(
+        "A dissolve is placed on its middle when the outgoing shot whip-pans as it begins, or the incoming one pans as it ends: each end of the ramp is read from its own side",
+        arguments: [true, false])
     func dissolveWithMotionIsPlaced(outgoingWhips: Bool) {
         let found = Self.changes(Self.dissolveWithMotion(outgoingWhips: outgoingWhips))
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 70) <= 1 }, "found \(found)")
@@ -213,8 +228,9 @@ struct SceneDetectorRuleTests {
     /// the picture more than the blend does, and was taken for a shot's own motion. Its motion is
     /// measured before the whip instead (missed before, whatever the whip's length). The same whip
     /// with no dissolve is no change.
-    @Test("A dissolve whose outgoing shot whip-pans over its first third is found on its middle: the shot's motion is measured before the whip; the whip alone is no change",
-          arguments: [6, 8, 11, 14])
+    @Test(
+        "A dissolve whose outgoing shot whip-pans over its first third is found on its middle: the shot's motion is measured before the whip; the whip alone is no change",
+        arguments: [6, 8, 11, 14])
     func shortDissolveUnderWhipIsFound(whipFrames: Int) {
         let length = 45
         let pictures = Self.dissolveWithMotion(outgoingWhips: true, length: length, whipFrames: whipFrames)
@@ -230,8 +246,9 @@ struct SceneDetectorRuleTests {
     /// while the slow blend grows it by a third of a unit a frame after, so tracing the jump back
     /// at that pace would put the start up to ten frames early; it stops at the last frame still
     /// on the outgoing shot's course (placed 2.8 and 1.9 frames early without that).
-    @Test("A slow dissolve begun under a quick whip pan is placed on its middle: its start is not traced back past the last frame still on the outgoing shot's course",
-          arguments: [4, 6])
+    @Test(
+        "A slow dissolve begun under a quick whip pan is placed on its middle: its start is not traced back past the last frame still on the outgoing shot's course",
+        arguments: [4, 6])
     func slowDissolveUnderQuickWhipIsPlaced(whipFrames: Int) {
         let found = Self.changes(Self.dissolveWithMotion(outgoingWhips: true, length: 90, whipFrames: whipFrames))
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 85) <= 1 }, "found \(found)")
@@ -262,7 +279,9 @@ struct SceneDetectorRuleTests {
         }
     }
 
-    @Test("A dissolve into a shot that whip-pans halfway through it is found, on its middle: the few frames the whip breaks are left out of the blend's fit, and without that it is missed")
+    @Test(
+        "A dissolve into a shot that whip-pans halfway through it is found, on its middle: the few frames the whip breaks are left out of the blend's fit, and without that it is missed"
+    )
     func dissolveIntoWhipIsFound() {
         let found = Self.changes(Self.whipOnShimmer(dissolving: true))
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 55) <= 2 }, "found \(found)")
@@ -292,15 +311,19 @@ struct SceneDetectorRuleTests {
         for k in 0...40 { detector.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
         let tenFramesIn = detector.isFollowingChange
         for k in 41...55 { detector.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
-        #expect(!tenFramesIn && detector.isFollowingChange, "span \(span): followed after 10 frames \(tenFramesIn), after 25 \(detector.isFollowingChange)")
+        #expect(
+            !tenFramesIn && detector.isFollowingChange,
+            "span \(span): followed after 10 frames \(tenFramesIn), after 25 \(detector.isFollowingChange)")
 
         // A run that begins 30 frames into it.
         let later = SceneDetector(frameInterval: 1.0 / 30)
         later.beginRun(baseline: 0)
         for k in 60..<90 { later.push(time: Double(k) / 30, thumbnail: Self.slowDissolve(frame: k)) }
-        #expect(!later.runBeganMidChange(over: SceneDetector.startFrames) && later.startBlendsSlowly()
-                    && later.runBeganMidChange(over: SceneDetector.slowStartFrames),
-                "drift over the first frames \(later.startBlendDrift(over: SceneDetector.startFrames)), over more \(later.startBlendDrift(over: SceneDetector.slowStartFrames))")
+        #expect(
+            !later.runBeganMidChange(over: SceneDetector.startFrames) && later.startBlendsSlowly()
+                && later.runBeganMidChange(over: SceneDetector.slowStartFrames),
+            "drift over the first frames \(later.startBlendDrift(over: SceneDetector.startFrames)), over more \(later.startBlendDrift(over: SceneDetector.slowStartFrames))"
+        )
     }
 
     /// A fade through black out of a flickering shot (its brightness jumping by up to ±24 every
@@ -315,12 +338,15 @@ struct SceneDetectorRuleTests {
             func faded(_ plane: [UInt8], black: Int, offset: Int = 0) -> [UInt8] {
                 plane.map { UInt8(max(0, min(255, black + Int((Double(Int($0) + offset - black) * level).rounded())))) }
             }
-            return Thumbnail(width: t.width, height: t.height, y: faded(t.y, black: 16, offset: flicker),
-                             u: faded(t.u, black: 128), v: faded(t.v, black: 128))
+            return Thumbnail(
+                width: t.width, height: t.height, y: faded(t.y, black: 16, offset: flicker),
+                u: faded(t.u, black: 128), v: faded(t.v, black: 128))
         }
     }
 
-    @Test("A fade to black out of a flickering shot is placed on its middle: its ramp is followed by the contrast falling, where the brightness jumps both ways")
+    @Test(
+        "A fade to black out of a flickering shot is placed on its middle: its ramp is followed by the contrast falling, where the brightness jumps both ways"
+    )
     func fadeOutOfFlickerIsPlaced() {
         let found = Self.changes(Self.fadeOutOfFlicker())
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .fade && abs($0.frame - 56) <= 1 }, "found \(found)")
@@ -354,7 +380,9 @@ struct SceneDetectorRuleTests {
         }
     }
 
-    @Test("A jump cut before a fixed camera is a cut: the people are elsewhere, the street is as it was, so only the blocks they leave and reach change")
+    @Test(
+        "A jump cut before a fixed camera is a cut: the people are elsewhere, the street is as it was, so only the blocks they leave and reach change"
+    )
     func streetJumpCut() {
         let found = Self.changes(Self.street(jump: 75))
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .cut && abs($0.frame - 75) < 0.01 }, "found \(found)")
@@ -374,7 +402,9 @@ struct SceneDetectorRuleTests {
         #expect(found.isEmpty, "found \(found)")
     }
 
-    @Test("A lamp lit in a still street (a pool of the picture brightens in one frame) is no cut, and is taken for one when the brightness is not looked at")
+    @Test(
+        "A lamp lit in a still street (a pool of the picture brightens in one frame) is no cut, and is taken for one when the brightness is not looked at"
+    )
     func streetLampIsNoCut() {
         let found = Self.changes(Self.street(lamp: 75))
         #expect(found.isEmpty, "found \(found)")
@@ -389,8 +419,9 @@ struct SceneDetectorRuleTests {
     /// picture's shift when its light changes); at 0 it is as it was.
     static func dimmed(_ picture: Thumbnail, _ level: Double) -> Thumbnail {
         func shifted(_ plane: [UInt8], _ by: Double) -> [UInt8] { plane.map { UInt8(max(0, min(255, (Double($0) + by).rounded()))) } }
-        return Thumbnail(width: picture.width, height: picture.height, y: shifted(picture.y, -100 * level),
-                         u: shifted(picture.u, -8 * level), v: shifted(picture.v, 8 * level))
+        return Thumbnail(
+            width: picture.width, height: picture.height, y: shifted(picture.y, -100 * level),
+            u: shifted(picture.u, -8 * level), v: shifted(picture.v, 8 * level))
     }
 
     /// `pictures` dimmed over `dim` and lit up again over the two frames after it (half, then whole).
@@ -398,7 +429,9 @@ struct SceneDetectorRuleTests {
         pictures.enumerated().map { k, picture in dimmed(picture, dim.contains(k) ? 1 : k == dim.upperBound ? 0.5 : 0) }
     }
 
-    @Test("A light switched on over two frames in a still shot (everything brighter, the shadows crushed before, the colours shifted) is no cut, and is taken for one when the order of neighbouring pixels is not looked at")
+    @Test(
+        "A light switched on over two frames in a still shot (everything brighter, the shadows crushed before, the colours shifted) is no cut, and is taken for one when the order of neighbouring pixels is not looked at"
+    )
     func lightSwitchedOnIsNoCut() {
         let pictures = Self.relit((0..<150).map { Self.picture(seed: 5, dx: 0, frame: $0) }, dim: 0..<75)
         let found = Self.changes(pictures)
@@ -424,7 +457,9 @@ struct SceneDetectorRuleTests {
         }
     }
 
-    @Test("The people leaping while the whole picture moves a little (a hand-held camera's jolt) are no fixed camera's jump cut: the rest of the picture did not stay; with the rest left unlooked at, the same step is taken for one")
+    @Test(
+        "The people leaping while the whole picture moves a little (a hand-held camera's jolt) are no fixed camera's jump cut: the rest of the picture did not stay; with the rest left unlooked at, the same step is taken for one"
+    )
     func joltIsNoLocalCut() {
         let found = Self.changes(Self.joltedStreet(jump: 75, texture: 8))
         #expect(found.isEmpty, "found \(found)")
@@ -459,7 +494,9 @@ extension SceneDetectorRuleTests {
         }
     }
 
-    @Test("A dissolve whose blend slows into its end (highlights clipped) is placed on its middle: its end is where the frames settle, not where their rise first bends")
+    @Test(
+        "A dissolve whose blend slows into its end (highlights clipped) is placed on its middle: its end is where the frames settle, not where their rise first bends"
+    )
     func clippedDissolveIsPlaced() {
         let found = Self.changes(Self.clippedDissolve())
         #expect(found.count == 1 && found.allSatisfy { $0.kind == .dissolve && abs($0.frame - 60) <= 2 }, "found \(found)")

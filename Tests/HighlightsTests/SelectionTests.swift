@@ -1,9 +1,10 @@
 import Foundation
 import MediaSynth
+import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
-import MomentsModel
 
 @Suite("Segment selection", .heavy)
 struct SelectionTests {
@@ -71,8 +72,9 @@ struct SelectionTests {
         func shot(_ s: Segment) -> Int? { analysis.shots.firstIndex { $0.start <= (s.start + s.end) / 2 && (s.start + s.end) / 2 < $0.end } }
         for (a, b) in zip(segments, segments.dropFirst()) where shot(a) == shot(b) {
             // A frame's rounding allowed.
-            #expect(b.start - a.end >= SegmentSelector.momentApart - 1.0 / 30 - 1e-6,
-                    "target \(target): \(a.start)–\(a.end) and \(b.start)–\(b.end) show one shot a moment apart")
+            #expect(
+                b.start - a.end >= SegmentSelector.momentApart - 1.0 / 30 - 1e-6,
+                "target \(target): \(a.start)–\(a.end) and \(b.start)–\(b.end) show one shot a moment apart")
         }
     }
 
@@ -132,8 +134,9 @@ struct SelectionTests {
     }
 
     /// `Fixtures.clip`: two 1.5 s shots (a cut at 45 of 90 frames, 30 fps).
-    @Test("min_segment longer than every shot, or than the whole video: one stretch across the cut, never nothing",
-          arguments: [2.5, 5])
+    @Test(
+        "min_segment longer than every shot, or than the whole video: one stretch across the cut, never nothing",
+        arguments: [2.5, 5])
     func minimumBeyondTheShots(minimum: Double) throws {
         let path = try Fixtures.path("h264-aac.mp4", Fixtures.clip(codec: "libx264", audio: .aac, container: "mp4"))
         let analysis = try HighlightEngine().analyze(input: path)
@@ -143,8 +146,9 @@ struct SelectionTests {
         try #require(segments.count == 1, "\(segments)")
         // At least `minimum`, or the whole video where it is shorter.
         let duration = analysis.info.duration
-        #expect(segments[0].duration >= min(minimum, duration) - 1.0 / 30 - 1e-6 && segments[0].duration <= duration + 1e-6,
-                "\(segments[0].start)–\(segments[0].end)")
+        #expect(
+            segments[0].duration >= min(minimum, duration) - 1.0 / 30 - 1e-6 && segments[0].duration <= duration + 1e-6,
+            "\(segments[0].start)–\(segments[0].end)")
     }
 
     /// `Fixtures.event`: eight 5 s shots.
@@ -160,8 +164,10 @@ struct SelectionTests {
 
     @Test("choices are checked: ranges, contradictions, an unreachable target")
     func choiceValidation() throws {
-        func field(_ min: String? = nil, _ max: String? = nil, _ count: String? = nil, _ aspect: String? = nil,
-                   target: Double = 30) -> String? {
+        func field(
+            _ min: String? = nil, _ max: String? = nil, _ count: String? = nil, _ aspect: String? = nil,
+            target: Double = 30
+        ) -> String? {
             do {
                 _ = try HighlightChoices.parse(minSegment: min, maxSegment: max, maxSegments: count, aspect: aspect, targetDuration: target)
                 return nil
@@ -179,12 +185,14 @@ struct SelectionTests {
         #expect(field("20", target: 10) == "segments")
         #expect(field(nil, "3", "5", target: 30) == "segments")
         #expect(field(nil, "3", "10", target: 30) == nil)
-        #expect(try HighlightChoices.parse(minSegment: "2.5", maxSegment: nil, maxSegments: nil, aspect: "9:16", targetDuration: 30)
-            == HighlightChoices(minSegment: 2.5, aspect: .portrait))
+        #expect(
+            try HighlightChoices.parse(minSegment: "2.5", maxSegment: nil, maxSegments: nil, aspect: "9:16", targetDuration: 30)
+                == HighlightChoices(minSegment: 2.5, aspect: .portrait))
         // fps: 30 (the default) or source, in any case; nothing else.
         for (text, expected) in [(nil, FrameRateChoice.upTo30), ("", .upTo30), ("30", .upTo30), ("Source", .source), (" source ", .source)] {
-            #expect(try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30).fps
-                == expected, "\(String(describing: text))")
+            #expect(
+                try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30).fps
+                    == expected, "\(String(describing: text))")
         }
         for text in ["24", "60", "29.97", "auto"] {
             #expect(throws: HighlightChoices.Invalid.self) {
@@ -193,12 +201,16 @@ struct SelectionTests {
         }
         // quality=original keeps the source's rate: fps left out or source becomes source; 30 contradicts it.
         for text in [nil, "", "source"] {
-            #expect(try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30,
-                                               quality: .original).fps == .source, "\(String(describing: text))")
+            #expect(
+                try HighlightChoices.parse(
+                    minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: text, targetDuration: 30,
+                    quality: .original
+                ).fps == .source, "\(String(describing: text))")
         }
         let contradiction = #expect(throws: HighlightChoices.Invalid.self) {
-            try HighlightChoices.parse(minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: "30", targetDuration: 30,
-                                       quality: .original)
+            try HighlightChoices.parse(
+                minSegment: nil, maxSegment: nil, maxSegments: nil, aspect: nil, fps: "30", targetDuration: 30,
+                quality: .original)
         }
         #expect(contradiction?.field == "fps" && contradiction?.message.contains("quality=original") == true)
         #expect(Quality(rawValue: "original")?.maxLongSide == 7680 && Quality.names == "high, medium, low or original")

@@ -1,5 +1,6 @@
 import MediaSynth
 import Testing
+
 @testable import Highlights
 
 /// Where edges may go around speech, on generated layouts of speech and shots.

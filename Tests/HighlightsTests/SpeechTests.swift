@@ -3,6 +3,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 /// The speech detector on soundtracks made here (espeak-ng's sentences with known spans; music,
@@ -41,8 +42,9 @@ struct SpeechTests {
         1_688_343_875_516_483_915, 5_685_552_893_723_851_834,
     ]
 
-    @Test("sentences over room noise, music or traffic are found, and the pauses between them stay pauses",
-          arguments: ["room", "music", "traffic"])
+    @Test(
+        "sentences over room noise, music or traffic are found, and the pauses between them stay pauses",
+        arguments: ["room", "music", "traffic"])
     func sentencesFound(background: String) throws {
         let replayed = ProcessInfo.processInfo.environment["MOMENTS_SPEECH_SEED"] == nil ? Self.remembered : []
         var coverage: [Double] = []
@@ -99,8 +101,9 @@ struct SpeechTests {
             found.append((seed, spans.reduce(0) { $0 + $1.duration }, spans))
         }
         let mean = found.reduce(0) { $0 + $1.seconds } / Double(found.count)
-        #expect(mean <= (kind == "music" ? 2.5 : 0.5),
-                "\(kind): \(mean) s of speech found per 20 s: \(found.map { "seed \($0.seed): \($0.spans.map { ($0.start, $0.end) })" })")
+        #expect(
+            mean <= (kind == "music" ? 2.5 : 0.5),
+            "\(kind): \(mean) s of speech found per 20 s: \(found.map { "seed \($0.seed): \($0.spans.map { ($0.start, $0.end) })" })")
     }
 
     /// 40 s of shots (cuts every 5 s) under sentences with pauses: the highlight's edges must all
@@ -108,9 +111,11 @@ struct SpeechTests {
     func spokenVideo(seed: UInt64) throws -> (path: String, sentences: [ClosedRange<Double>], heard: [SpeechSpan]) {
         var rng = SplitMix64(seed: seed)
         let (speech, sentences) = try Sounds.speech(seconds: 40, using: &rng)
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
-            SyntheticVideo.Scene(frames: 150, camera: index % 2 == 0 ? .still : .pan(pixelsPerFrame: 1), toneHz: 200)
-        })
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: (0..<8).map { index in
+                SyntheticVideo.Scene(frames: 150, camera: index % 2 == 0 ? .still : .pan(pixelsPerFrame: 1), toneHz: 200)
+            })
         video.gopSize = 15
         let soundtrack = Sounds.mix(speech, Sounds.normalised(Sounds.pinkNoise(seconds: 40, using: &rng), decibels: -45))
         video.soundtrack = soundtrack
@@ -132,7 +137,8 @@ struct SpeechTests {
             let (path, sentences, heard) = try spokenVideo(seed: seed)
             let output = Fixtures.scratch().appendingPathComponent("highlight.mp4").path
             let report = try HighlightEngine().highlight(input: path, output: output, settings: HighlightSettings(duration: 15, codec: codec))
-            let context = "seed \(seed), \(codec.rawValue) (\(report.render.mode.rawValue): \(report.render.reason)): sentences "
+            let context =
+                "seed \(seed), \(codec.rawValue) (\(report.render.mode.rawValue): \(report.render.reason)): sentences "
                 + "\(sentences.map { "\($0)" }), heard \(heard.map { ($0.start, $0.end) }), segments \(report.segments.map { ($0.start, $0.end) })"
             // Sentences of 2–4 s with pauses of 0.35–1.5 s run through the whole source, so the
             // lengths whole sentences add up to are few: the total may miss by up to a second.
@@ -144,8 +150,9 @@ struct SpeechTests {
             }
             // Every sentence the highlight plays, it plays whole.
             for sentence in sentences where report.segments.contains(where: { $0.start < sentence.upperBound && sentence.lowerBound < $0.end }) {
-                #expect(report.segments.contains { $0.start <= sentence.lowerBound && sentence.upperBound <= $0.end },
-                        "\(context): \(sentence) is played in part")
+                #expect(
+                    report.segments.contains { $0.start <= sentence.lowerBound && sentence.upperBound <= $0.end },
+                    "\(context): \(sentence) is played in part")
             }
             // The report agrees: no edge in speech (an utterance it counts as cut is two sentences
             // too long together for one segment, cut at the pause between them).

@@ -3,6 +3,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 @Suite("Poster and thumbnails", .heavy)
@@ -12,8 +13,10 @@ struct StillsTests {
         let path = try Fixtures.path("black-opening.mp4", SyntheticVideo.blackOpening)
         let analysis = try HighlightEngine().analyze(input: path)
         // A highlight that shows everything, darkness and blur included.
-        let segments = [Segment(start: 0, end: 5.5, score: 0, reasons: [], shot: 0),
-                        Segment(start: 6, end: 14, score: 0, reasons: [], shot: 2)]
+        let segments = [
+            Segment(start: 0, end: 5.5, score: 0, reasons: [], shot: 0),
+            Segment(start: 6, end: 14, score: 0, reasons: [], shot: 2),
+        ]
         let geometry = OutputGeometry(info: analysis.info, quality: .high)
         let stills = try Stills(path: path, analysis: analysis, geometry: geometry, cancellation: CancellationFlag()).make(segments)
         // The sharp scene is 6–11 s (frames 180–329).
@@ -50,11 +53,14 @@ struct StillsTests {
     /// Segments the selection's keyframe snapping leaves a frame or two past a whole second, and
     /// segments too short to keep a frame clear of either edge (30 fps source: a frame is 1/30 s).
     static let frame = 1.0 / 30
-    static let edges: [(Double, Double)] = [(6, 11), (6, 11 + frame), (6, 11 + 2 * frame), (6 + frame, 11 + 3 * frame),
-                                            (7 - frame, 7 + frame), (7, 7 + frame), (9.5, 9.55)]
+    static let edges: [(Double, Double)] = [
+        (6, 11), (6, 11 + frame), (6, 11 + 2 * frame), (6 + frame, 11 + 3 * frame),
+        (7 - frame, 7 + frame), (7, 7 + frame), (9.5, 9.55),
+    ]
 
-    @Test("every segment edge, a frame past a whole second or a segment a frame long, gives stills from inside it",
-          arguments: Self.edges)
+    @Test(
+        "every segment edge, a frame past a whole second or a segment a frame long, gives stills from inside it",
+        arguments: Self.edges)
     func edgesOffWholeSeconds(start: Double, end: Double) throws {
         let path = try Fixtures.path("black-opening.mp4", SyntheticVideo.blackOpening)
         let analysis = try HighlightEngine().analyze(input: path)

@@ -9,12 +9,14 @@ import Testing
 struct TimelineExportTests {
     /// 12 s at 30 fps in four shots, recorded from timecode 01:00:10:00 (frame 108 300).
     static var timecoded: SyntheticVideo {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: 90, camera: .still, toneHz: 220),
-            .init(frames: 90, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
-            .init(frames: 90, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
-            .init(frames: 90, camera: .pan(pixelsPerFrame: -2), transitionIn: .cut, toneHz: 415),
-        ])
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [
+                .init(frames: 90, camera: .still, toneHz: 220),
+                .init(frames: 90, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
+                .init(frames: 90, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
+                .init(frames: 90, camera: .pan(pixelsPerFrame: -2), transitionIn: .cut, toneHz: 415),
+            ])
         video.gopSize = 30
         video.container = "mov"
         video.timecode = "01:00:10:00"
@@ -59,8 +61,12 @@ struct TimelineExportTests {
         let folder = Fixtures.scratch()
         let file = folder.appendingPathComponent("cut.otio").path
         let report = folder.appendingPathComponent("report.json").path
-        let result = try run(momentsBinary, ["highlight", input, "-o", folder.appendingPathComponent("h.mp4").path, "--duration", "6",
-                                             "--report", report, "--timeline", "otio", file])
+        let result = try run(
+            momentsBinary,
+            [
+                "highlight", input, "-o", folder.appendingPathComponent("h.mp4").path, "--duration", "6",
+                "--report", report, "--timeline", "otio", file,
+            ])
         try #require(result.status == 0, "\(result.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let segments = (json["segments"] as? [[String: Any]] ?? []).map { ($0["start"] as? Double ?? 0, $0["end"] as? Double ?? 0) }

@@ -4,6 +4,7 @@ import MediaSynth
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Highlights
 
 @Suite("HDR tone mapping", .heavy)
@@ -110,8 +111,9 @@ struct ToneMappingTests {
                 }
             }
             let mean = Double(total) / Double(w * h)
-            #expect(mean <= meanLimit && worst <= maxLimit,
-                    "plane \(plane): mean difference \(mean) (signed \(Double(signed) / Double(w * h))), largest \(worst)")
+            #expect(
+                mean <= meanLimit && worst <= maxLimit,
+                "plane \(plane): mean difference \(mean) (signed \(Double(signed) / Double(w * h))), largest \(worst)")
         }
     }
 }

@@ -146,12 +146,13 @@ struct RedisQueueTests {
         #expect(error?.message.contains("127.0.0.1:1") == true)
     }
 
-    @Test("REDIS_URL parsing: password, database, and refusals with the setting's name",
-          arguments: [
+    @Test(
+        "REDIS_URL parsing: password, database, and refusals with the setting's name",
+        arguments: [
             ("redis://127.0.0.1:6380/2", "redis://127.0.0.1:6380/2"),
             ("redis://:s3cret@cache.internal:6379", "redis://:***@cache.internal:6379/0"),
             ("redis://default:s3cret@cache.internal:6379/1", "redis://:***@cache.internal:6379/1"),
-          ])
+        ])
     func configuration(url: String, shown: String) throws {
         #expect(try RedisConfiguration(url: url).description == shown)
     }
@@ -179,9 +180,11 @@ final class PrivateRedis: @unchecked Sendable {
     func start() throws {
         _ = try Process.launched { launcher in
             launcher.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-            launcher.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "yes",
-                                  "--appendfsync", "always", "--daemonize", "yes", "--pidfile", pidFile.path,
-                                  "--logfile", directory.appendingPathComponent("redis.log").path]
+            launcher.arguments = [
+                "--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "yes",
+                "--appendfsync", "always", "--daemonize", "yes", "--pidfile", pidFile.path,
+                "--logfile", directory.appendingPathComponent("redis.log").path,
+            ]
         }
         for _ in 0..<200 where !Loopback.canConnect(port: port) { usleep(20_000) }
     }
@@ -193,7 +196,8 @@ final class PrivateRedis: @unchecked Sendable {
     }
 
     func stop() {
-        guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return }
+        guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return }
         kill(pid, SIGKILL)
         for _ in 0..<200 where Loopback.canConnect(port: port) { usleep(10_000) }
         try? FileManager.default.removeItem(at: pidFile)

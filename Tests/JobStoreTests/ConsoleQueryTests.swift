@@ -1,9 +1,10 @@
 import Foundation
-@testable import JobStore
 import MomentsModel
 import PostgresNIO
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 /// The queries behind the console and the bulk controls, on planted rows whose answers follow
 /// from how they were planted.
@@ -19,7 +20,8 @@ struct ConsoleQueryTests {
             let id = UUID()
             let status = ["pending", "failed", "completed"][index % 3]
             let name = index % 5 == 0 ? "party_\(index)%.mov" : "clip-\(index).mov"
-            try await store.client.query("""
+            try await store.client.query(
+                """
                 INSERT INTO jobs (id, owner, status, original_filename, source_key, target_duration, quality, error_code,
                                   created_at, started_at, completed_at, source_duration)
                 VALUES (\(id), \(index % 2 == 0 ? "a" : "b"), \(status), \(name), \("sources/\(index)"), 30, 'high',
@@ -90,8 +92,9 @@ struct ConsoleQueryTests {
             #expect(try await store.workerHeartbeat("live", running: 1, finished: 5))
             #expect(try await store.workerHeartbeat("unknown", running: 0, finished: 0) == false, "an unknown worker registers again")
             try await store.workerStopped("stopped", finished: 3)
-            try await store.client.query("UPDATE workers SET last_heartbeat_at = now() - interval '2 minutes' WHERE id = 'lost'",
-                                         logger: TestServices.logger)
+            try await store.client.query(
+                "UPDATE workers SET last_heartbeat_at = now() - interval '2 minutes' WHERE id = 'lost'",
+                logger: TestServices.logger)
             let job = try await store.create(NewJob(sourceKey: "sources/x"))
             _ = try await store.claim(job.id, worker: "live", lease: .seconds(60))
             let workers = try await store.workers()
@@ -106,8 +109,9 @@ struct ConsoleQueryTests {
     func bulkClaims() async throws {
         try await TestServices.withDatabase { store, _ in
             _ = try await Self.plant(store)
-            let operation = try await store.startBulk(actor: "console:Ann", action: .cancel, filter: JobFilter(statuses: [.pending]),
-                                                      matched: 10, runner: nil)
+            let operation = try await store.startBulk(
+                actor: "console:Ann", action: .cancel, filter: JobFilter(statuses: [.pending]),
+                matched: 10, runner: nil)
             let first = try #require(try await store.claimBulk(runner: "one", staleAfter: .seconds(30)))
             #expect(first.id == operation.id && first.filter == JobFilter(statuses: [.pending]))
             #expect(try await store.claimBulk(runner: "two", staleAfter: .seconds(30)) == nil, "held by a runner that reports")

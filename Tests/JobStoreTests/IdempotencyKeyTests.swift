@@ -1,9 +1,10 @@
 import Foundation
-@testable import JobStore
 import MomentsModel
 import PostgresNIO
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 @Suite("Idempotency keys and a resubmitted job's quota (real PostgreSQL)", .quiet)
 struct IdempotencyKeyTests {
@@ -38,8 +39,11 @@ struct IdempotencyKeyTests {
             guard case .created = try await store.create(job, monthlyLimit: 1) else { Issue.record("the first is created"); return }
             guard case .created(let again) = try await store.create(job, monthlyLimit: 1) else { Issue.record("the same job is no new one"); return }
             #expect(again.id == job.id)
-            guard case .quotaExceeded(let used, let limit) = try await store.create(NewJob(owner: "anna", sourceKey: "sources/b.mp4"),
-                                                                                      monthlyLimit: 1) else {
+            guard
+                case .quotaExceeded(let used, let limit) = try await store.create(
+                    NewJob(owner: "anna", sourceKey: "sources/b.mp4"),
+                    monthlyLimit: 1)
+            else {
                 Issue.record("a new job is over the limit"); return
             }
             #expect(used == 1 && limit == 1)

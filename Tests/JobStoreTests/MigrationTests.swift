@@ -1,7 +1,8 @@
 import Foundation
-@testable import JobStore
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 @Suite("Migrations (real PostgreSQL)", .quiet)
 struct MigrationTests {

@@ -1,14 +1,16 @@
 import Foundation
-@testable import JobStore
 import MomentsModel
 import NIOPosix
 import PostgresNIO
-#if canImport(Glibc)
-import Glibc
-#endif
 import ServiceTestSupport
 import Synchronization
 import Testing
+
+@testable import JobStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("The status poll's read: token and job in one statement, polls batched (real PostgreSQL)", .quiet)
 struct StatusPollTests {
@@ -57,8 +59,11 @@ struct StatusPollTests {
             let benDevice = try await store.registerDevice(tokenSHA256: Self.ben, name: "ben")
             var made: [JobRecord] = []
             for index in 0..<20 {
-                made.append(try await store.create(NewJob(owner: (index.isMultiple(of: 2) ? annaDevice : benDevice).owner,
-                                                          originalFilename: "clip \(index).mov", sourceKey: "sources/\(index).mov")))
+                made.append(
+                    try await store.create(
+                        NewJob(
+                            owner: (index.isMultiple(of: 2) ? annaDevice : benDevice).owner,
+                            originalFilename: "clip \(index).mov", sourceKey: "sources/\(index).mov")))
             }
             let jobs = made
             // Poll i: job i % 20 with anna's, ben's or an unknown token; the answer follows from who owns it.
@@ -98,8 +103,10 @@ final class BatchGate: Sendable {
         if failing.withLock({ $0 }) { throw JobStoreError(.unavailable, "The job database could not read the jobs.") }
         // Each poll's answer names its own job, so a mix-up shows.
         return polls.map { poll in
-            .found(JobStatusRow(id: poll.job, status: .pending, progress: 0, message: poll.tokenSHA256, createdAt: Date(timeIntervalSince1970: 0),
-                                completedAt: nil, originalFilename: nil, sourceDuration: nil, segmentsSelected: nil, hasPoster: false))
+            .found(
+                JobStatusRow(
+                    id: poll.job, status: .pending, progress: 0, message: poll.tokenSHA256, createdAt: Date(timeIntervalSince1970: 0),
+                    completedAt: nil, originalFilename: nil, sourceDuration: nil, segmentsSelected: nil, hasPoster: false))
         }
     }
 
@@ -130,15 +137,18 @@ extension StatusPollTests {
     @Test("A lane's connection that the server ends (a restart, pg_terminate_backend) is opened again for the next polls")
     func laneReconnects() async throws {
         try await TestServices.withDatabase { store, url in
-            let connection = StatusPollConnection(configuration: try DatabaseConfiguration(url: url),
-                                                  eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: TestServices.logger)
+            let connection = StatusPollConnection(
+                configuration: try DatabaseConfiguration(url: url),
+                eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: TestServices.logger)
             defer { connection.close() }
             let polls = StatusPolls(concurrency: 1, answer: connection.read)
             #expect(try await polls.poll(job: UUID(), tokenSHA256: Self.stranger) == .unknownToken)
-            let ended = try await store.client.query("""
+            let ended = try await store.client.query(
+                """
                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%unnest%'
-                """, logger: TestServices.logger).collect().count
+                """, logger: TestServices.logger
+            ).collect().count
             #expect(ended == 1, "the lane's connection was found and ended")
             // At most the poll that meets the ended connection fails; then the lane connects again.
             let answered = try await TestServices.eventually(timeout: .seconds(5)) {
@@ -213,8 +223,12 @@ struct StatusPollBatchingTests {
         let job = UUID()
         async let next = polls.poll(job: job, tokenSHA256: "t")
         await gate.releaseNext()
-        #expect(try await next == .found(JobStatusRow(id: job, status: .pending, progress: 0, message: "t", createdAt: Date(timeIntervalSince1970: 0),
-                                                     completedAt: nil, originalFilename: nil, sourceDuration: nil, segmentsSelected: nil, hasPoster: false)))
+        #expect(
+            try await next
+                == .found(
+                    JobStatusRow(
+                        id: job, status: .pending, progress: 0, message: "t", createdAt: Date(timeIntervalSince1970: 0),
+                        completedAt: nil, originalFilename: nil, sourceDuration: nil, segmentsSelected: nil, hasPoster: false)))
         #expect(polls.waitingCount == 0)
     }
 
@@ -223,10 +237,12 @@ struct StatusPollBatchingTests {
         // A socket that listens and never accepts: the connection is made, the startup gets no answer.
         let (listener, port) = try Loopback.listen()
         defer { close(listener) }
-        let configuration = DatabaseConfiguration(host: "127.0.0.1", port: port, username: "moments",
-                                                  password: nil, database: "moments", tls: .disable)
-        let connection = StatusPollConnection(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(),
-                                              logger: TestServices.logger, timeout: .milliseconds(300))
+        let configuration = DatabaseConfiguration(
+            host: "127.0.0.1", port: port, username: "moments",
+            password: nil, database: "moments", tls: .disable)
+        let connection = StatusPollConnection(
+            configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(),
+            logger: TestServices.logger, timeout: .milliseconds(300))
         defer { connection.close() }
         let polls = StatusPolls(concurrency: 1, answer: connection.read)
         for _ in 0..<2 {
@@ -241,7 +257,9 @@ struct StatusPollBatchingTests {
             _ = try await TestServices.eventually(timeout: .seconds(60)) { answered.withLock { $0 != nil } }
             let (elapsed, error) = try #require(answered.withLock { $0 }, "the poll was answered")
             #expect(error?.code == .unavailable && error?.message.contains("in time") == true, "\(String(describing: error))")
-            #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(10), "failed when the timeout passed (without it, the wait has no end): \(elapsed)")
+            #expect(
+                elapsed >= .milliseconds(300) && elapsed < .seconds(10),
+                "failed when the timeout passed (without it, the wait has no end): \(elapsed)")
         }
         #expect(polls.statements == 2)
     }

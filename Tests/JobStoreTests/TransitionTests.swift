@@ -1,9 +1,10 @@
 import Foundation
-@testable import JobStore
 import MomentsModel
 import PostgresNIO
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 @Suite("Job transitions and their fences (real PostgreSQL)", .quiet)
 struct TransitionTests {
@@ -19,8 +20,9 @@ struct TransitionTests {
     @Test("Create is idempotent for the same job and refuses a different one with the same id")
     func idempotentCreate() async throws {
         try await TestServices.withDatabase { store, _ in
-            let job = NewJob(owner: "device-1", originalFilename: "IMG_0042.MOV", sourceKey: "sources/1.mov", sourceSize: 99,
-                             targetDuration: 45, quality: .medium)
+            let job = NewJob(
+                owner: "device-1", originalFilename: "IMG_0042.MOV", sourceKey: "sources/1.mov", sourceSize: 99,
+                targetDuration: 45, quality: .medium)
             let first = try await store.create(job)
             let second = try await store.create(job)
             #expect(first == second)
@@ -38,8 +40,10 @@ struct TransitionTests {
             let job = try await store.create(NewJob(sourceKey: "sources/2.mp4"))
             let lease = try await claim(store, job.id, "w1")
             #expect(lease.attempt == 1)
-            #expect(try await store.claim(job.id, worker: "w2", lease: .seconds(60)) == .heldByAnother(
-                worker: "w1", until: try #require(try await store.job(job.id)?.leaseExpiresAt)))
+            #expect(
+                try await store.claim(job.id, worker: "w2", lease: .seconds(60))
+                    == .heldByAnother(
+                        worker: "w1", until: try #require(try await store.job(job.id)?.leaseExpiresAt)))
             #expect(try await store.progress(lease, percent: 40, stage: "analyzing", message: "Analyzing motion") == .held)
             #expect(try await store.progress(lease, percent: 30, stage: "analyzing", message: "Analyzing motion") == .held)
             #expect(try await store.job(job.id)?.progress == 40, "progress never goes backwards")
@@ -121,8 +125,11 @@ struct TransitionTests {
             let job = try await store.create(NewJob(sourceKey: "sources/7.mp4"))
             let first = try await claim(store, job.id, "w1")
             // A delay long enough that a loaded machine cannot pass it before the early claim below.
-            guard case .willRetry = try await store.fail(first, code: "storage_error", message: "R2 timed out", retryable: true,
-                                                         retryDelay: .seconds(2)) else {
+            guard
+                case .willRetry = try await store.fail(
+                    first, code: "storage_error", message: "R2 timed out", retryable: true,
+                    retryDelay: .seconds(2))
+            else {
                 Issue.record("a retryable failure on attempt 1 of 3 must retry")
                 return
             }
@@ -135,8 +142,10 @@ struct TransitionTests {
             try await Task.sleep(for: .milliseconds(2100))
             let second = try await claim(store, job.id, "w2")
             #expect(second.attempt == 2)
-            #expect(try await store.fail(second, code: "corrupt_media", message: "This file is damaged.", retryable: false,
-                                         retryDelay: .seconds(1)) == .failed(code: "corrupt_media"))
+            #expect(
+                try await store.fail(
+                    second, code: "corrupt_media", message: "This file is damaged.", retryable: false,
+                    retryDelay: .seconds(1)) == .failed(code: "corrupt_media"))
             let failed = try #require(try await store.job(job.id))
             #expect(failed.status == .failed && failed.errorMessage == "This file is damaged." && failed.message == "This file is damaged.")
             #expect(try await store.events(job.id).map(\.to) == [.pending, .processing, .pending, .processing, .failed])
@@ -225,8 +234,10 @@ struct TransitionTests {
 }
 
 /// The single row a query must return.
-func one<each Column: PostgresDecodable>(_ store: JobStore, _ sql: String,
-                                          as type: (repeat each Column).Type) async throws -> (repeat each Column) {
+func one<each Column: PostgresDecodable>(
+    _ store: JobStore, _ sql: String,
+    as type: (repeat each Column).Type
+) async throws -> (repeat each Column) {
     var rows: [(repeat each Column)] = []
     for try await row in try await store.client.query(.init(unsafeSQL: sql)).decode((repeat each Column).self) { rows.append(row) }
     guard rows.count == 1 else { throw TestFailure("\(sql) returned \(rows.count) rows, not 1") }

@@ -91,7 +91,8 @@ struct JobsServiceTests {
             let delivery = try #require(try await consumer.next(block: .seconds(1)))
             let (lease, _) = try #require(await jobs.claim(delivery, worker: "w", lease: .seconds(30), logger: TestServices.logger))
             let failure = JobFailure(code: "io_error", message: "disk full", retryable: true)
-            #expect(await jobs.recordOutcome(.failed(failure, retryDelay: .zero), lease: lease, delivery: delivery, logger: TestServices.logger)
+            #expect(
+                await jobs.recordOutcome(.failed(failure, retryDelay: .zero), lease: lease, delivery: delivery, logger: TestServices.logger)
                     == .failed)
             #expect(try await queue.stats().deadLettered == 1)
             #expect(try await queue.contains([doomed.id]) == [false])
@@ -121,7 +122,8 @@ struct JobsServiceTests {
 
             let (leaseB, deliveryB) = try #require(held[b.id])
             let flaky = JobFailure(code: "storage_error", message: "timed out", retryable: true)
-            #expect(await jobs.recordOutcome(.failed(flaky, retryDelay: .seconds(60)), lease: leaseB, delivery: deliveryB, logger: logger)
+            #expect(
+                await jobs.recordOutcome(.failed(flaky, retryDelay: .seconds(60)), lease: leaseB, delivery: deliveryB, logger: logger)
                     == .retrying)
             #expect(try await jobs.store.job(b.id)?.status == .pending)
 
@@ -141,19 +143,22 @@ struct JobsServiceTests {
             try await jobs.pause()
             let ids = (0..<3).map { _ in UUID() }
             for id in ids { _ = try await jobs.submit(NewJob(id: id, sourceKey: "sources/\(id).mp4")) }
-            let worker = QueueWorker(configuration: WorkerConfiguration(name: "w", concurrency: 2, pollBlock: .milliseconds(100),
-                                                                        pausedCheck: .milliseconds(50)),
-                                     jobs: jobs, handler: QuickHandler(), logger: TestServices.logger)
+            let worker = QueueWorker(
+                configuration: WorkerConfiguration(
+                    name: "w", concurrency: 2, pollBlock: .milliseconds(100),
+                    pausedCheck: .milliseconds(50)),
+                jobs: jobs, handler: QuickHandler(), logger: TestServices.logger)
             let task = Task { await worker.run() }
             defer { task.cancel() }
             try await Task.sleep(for: .milliseconds(500))
             #expect(try await queue.stats().ready == 3, "nothing taken while paused")
             try await jobs.resume()
-            #expect(try await TestServices.eventually(timeout: .seconds(10)) {
-                var done = 0
-                for id in ids where try await jobs.store.job(id)?.status == .completed { done += 1 }
-                return done == ids.count
-            })
+            #expect(
+                try await TestServices.eventually(timeout: .seconds(10)) {
+                    var done = 0
+                    for id in ids where try await jobs.store.job(id)?.status == .completed { done += 1 }
+                    return done == ids.count
+                })
         }
     }
 }

@@ -33,8 +33,9 @@ struct QueueDriverTests {
         }
     }
 
-    @Test("A delivery is leased to its consumer: acknowledged it is gone, handed back with a delay it returns when due",
-          arguments: Driver.allCases)
+    @Test(
+        "A delivery is leased to its consumer: acknowledged it is gone, handed back with a delay it returns when due",
+        arguments: Driver.allCases)
     func leaseAndRetry(_ driver: Driver) async throws {
         try await Self.with(driver) { queue in
             let id = UUID()

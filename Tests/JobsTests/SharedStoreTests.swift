@@ -55,8 +55,9 @@ struct SharedStoreTests {
         try await store.remove(key: "never there")
     }
 
-    @Test("A sliding window: admitted up to the limit of every key, then refused with the wait until there is room",
-          arguments: Store.allCases)
+    @Test(
+        "A sliding window: admitted up to the limit of every key, then refused with the wait until there is room",
+        arguments: Store.allCases)
     func rateLimits(_ kind: Store) async throws {
         let store = try Self.limits(kind)
         let owner = RateLimitKey("owner:anna", limit: 2), ip = RateLimitKey("ip:10.0.0.1", limit: 3)

@@ -15,7 +15,9 @@ struct EncoderOptionsTests {
         let x265 = "x265 (build 199) - 3.5 - H.265/HEVC codec - options: cpuid=1111039 keyint=30 min-keyint=30 scenecut=0 open-gop"
         #expect(EncoderOptions(text: x265) == EncoderOptions(maximumKeyInterval: 30, keyframesOnCuts: false))
         #expect(EncoderOptions(text: "options: keyint=48 min-keyint=4 no-scenecut") == EncoderOptions(maximumKeyInterval: 48, keyframesOnCuts: false))
-        #expect(EncoderOptions(text: "options: keyint=infinite keyint_min=25 scenecut=40") == EncoderOptions(maximumKeyInterval: nil, keyframesOnCuts: true))
+        #expect(
+            EncoderOptions(text: "options: keyint=infinite keyint_min=25 scenecut=40")
+                == EncoderOptions(maximumKeyInterval: nil, keyframesOnCuts: true))
         // No keyint, or one that is no count of pictures: nothing to go by.
         #expect(EncoderOptions(text: "Lavc60.3.100 libx264") == nil)
         #expect(EncoderOptions(text: "options: keyint=soon scenecut=40") == nil)
@@ -42,7 +44,8 @@ struct EncoderOptionsTests {
         let recovery: [UInt8] = [6, 1, 0x84]
         let userData: [UInt8] = [5, UInt8(16 + text.count)] + uuid + text
         for codec in [Bitstream.Codec.h264, .hevc] {
-            #expect(options(in: seiPacket(recovery + userData + [0x80], codec: codec), codec: codec)
+            #expect(
+                options(in: seiPacket(recovery + userData + [0x80], codec: codec), codec: codec)
                     == EncoderOptions(maximumKeyInterval: 120, keyframesOnCuts: true), "\(codec)")
         }
         // A payload size of 256 + 10 is written 0xFF 0x0A; a UUID with two zero bytes and a 1 after
@@ -64,9 +67,9 @@ struct EncoderOptionsTests {
         let cases: [[UInt8]] = [
             [],
             [5],
-            [5, 0xFF, 0xFF, 0xFF],                             // a size that never ends
-            [5, UInt8(16 + text.count + 40)] + uuid + text,    // a size past the NAL unit's end
-            [5, 10] + Array(uuid[0..<10]),                     // too short to hold a UUID and text
+            [5, 0xFF, 0xFF, 0xFF],  // a size that never ends
+            [5, UInt8(16 + text.count + 40)] + uuid + text,  // a size past the NAL unit's end
+            [5, 10] + Array(uuid[0..<10]),  // too short to hold a UUID and text
         ]
         for payload in cases {
             #expect(options(in: seiPacket(payload, codec: .h264), codec: .h264) == nil, "\(payload.prefix(4))")

@@ -58,8 +58,9 @@ struct FormatTests {
         }
     }
 
-    @Test("An HLG 10-bit HEVC file written by the project's encoder reads back with its tags, format, time base and profile",
-          .heavy)
+    @Test(
+        "An HLG 10-bit HEVC file written by the project's encoder reads back with its tags, format, time base and profile",
+        .heavy)
     func roundTrip() throws {
         let video = SyntheticVideo.phone(minutes: 1.0 / 60, hdr: true, width: 128, height: 72)
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("formats-\(getpid()).mov").path

@@ -49,10 +49,12 @@ struct PictureReferenceTests {
         let hevc = n & 1 == 1, pyramid = n & 2 != 0
         let bFrames = n % 5 == 4 ? 0 : 1 + Int(random.next() % 4)
         let gop = 12 + Int(random.next() % 30)
-        var video = SyntheticVideo(width: 128, height: 72, frameRate: 60, scenes: [
-            .init(frames: 40, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 220),
-            .init(frames: 40, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
-        ])
+        var video = SyntheticVideo(
+            width: 128, height: 72, frameRate: 60,
+            scenes: [
+                .init(frames: 40, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 220),
+                .init(frames: 40, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
+            ])
         video.audio = nil
         video.gopSize = gop
         video.container = "mov"
@@ -60,8 +62,11 @@ struct PictureReferenceTests {
         if hevc {
             let open = n & 8 != 0, layers = bFrames > 0 && n & 4 != 0
             video.videoCodec = "libx265"
-            video.encoderOptions = ["preset": "ultrafast", "x265-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=\(bFrames)"
-                + ":b-pyramid=\(pyramid ? 1 : 0):open-gop=\(open ? 1 : 0):temporal-layers=\(layers ? 1 : 0):log-level=none"]
+            video.encoderOptions = [
+                "preset": "ultrafast",
+                "x265-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=\(bFrames)"
+                    + ":b-pyramid=\(pyramid ? 1 : 0):open-gop=\(open ? 1 : 0):temporal-layers=\(layers ? 1 : 0):log-level=none",
+            ]
             summary += (open ? " open" : "") + (layers ? " temporal layers" : "")
         } else {
             video.encoderOptions = ["preset": "veryfast", "x264-params": "scenecut=0:bframes=\(bFrames):b-pyramid=\(pyramid ? "normal" : "none")"]

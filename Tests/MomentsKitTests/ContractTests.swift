@@ -1,7 +1,8 @@
 import Foundation
 import MomentsContract
-@testable import MomentsKit
 import Testing
+
+@testable import MomentsKit
 
 /// The contract's JSON, as docs/client-contract.md writes it and as the iOS app's decoder reads it.
 @Suite("Contract JSON and the event-stream parser")
@@ -20,11 +21,11 @@ struct ContractTests {
     @Test("The contract's example status decodes; unknown keys are ignored; nulls are nil")
     func decodesTheContractExample() throws {
         let json = #"""
-        {"job_id": "8c1d2f3e-0000-4000-8000-00000000abcd", "status": "processing", "progress": 45,
-         "message": "Analyzing motion", "result_url": null, "created_at": "2026-11-21T10:15:03Z",
-         "completed_at": null, "original_filename": "IMG_0042.MOV", "duration": 187.4, "segments_selected": null,
-         "some_future_field": [1, 2]}
-        """#
+            {"job_id": "8c1d2f3e-0000-4000-8000-00000000abcd", "status": "processing", "progress": 45,
+             "message": "Analyzing motion", "result_url": null, "created_at": "2026-11-21T10:15:03Z",
+             "completed_at": null, "original_filename": "IMG_0042.MOV", "duration": 187.4, "segments_selected": null,
+             "some_future_field": [1, 2]}
+            """#
         let report = try MomentsJSON.decoder.decode(JobStatusReport.self, from: Data(json.utf8))
         #expect(report.status == .processing && report.progress == 45 && report.message == "Analyzing motion")
         #expect(report.resultURL == nil && report.completedAt == nil && report.segmentsSelected == nil)
@@ -34,27 +35,35 @@ struct ContractTests {
 
     @Test("Encoding keeps every key (null when empty), lowercase ids and dates without fractions")
     func encodesLikeTheServer() throws {
-        let report = JobStatusReport(jobID: UUID(uuidString: "8C1D2F3E-0000-4000-8000-00000000ABCD")!, status: .pending, progress: 0,
-                                     message: nil, resultURL: nil, createdAt: Date(timeIntervalSince1970: 1_795_256_103.789),
-                                     completedAt: nil, originalFilename: nil, duration: nil, segmentsSelected: nil)
+        let report = JobStatusReport(
+            jobID: UUID(uuidString: "8C1D2F3E-0000-4000-8000-00000000ABCD")!, status: .pending, progress: 0,
+            message: nil, resultURL: nil, createdAt: Date(timeIntervalSince1970: 1_795_256_103.789),
+            completedAt: nil, originalFilename: nil, duration: nil, segmentsSelected: nil)
         let text = String(decoding: try MomentsJSON.encoder.encode(report), as: UTF8.self)
-        #expect(text == #"{"completed_at":null,"created_at":"2026-11-21T10:15:03Z","duration":null,"job_id":"8c1d2f3e-0000-4000-8000-00000000abcd","message":null,"original_filename":null,"progress":0,"result_url":null,"segments_selected":null,"status":"pending"}"#)
+        #expect(
+            text
+                == #"{"completed_at":null,"created_at":"2026-11-21T10:15:03Z","duration":null,"job_id":"8c1d2f3e-0000-4000-8000-00000000abcd","message":null,"original_filename":null,"progress":0,"result_url":null,"segments_selected":null,"status":"pending"}"#
+        )
         #expect(try MomentsJSON.decoder.decode(JobStatusReport.self, from: Data(text.utf8)).createdAt == Date(timeIntervalSince1970: 1_795_256_103))
     }
 
     @Test("Details carry the status fields and the rest; the error shape decodes")
     func detailsAndErrors() throws {
-        let report = JobStatusReport(jobID: UUID(), status: .completed, progress: 100, message: "Done", resultURL: "https://x/y",
-                                     createdAt: Date(timeIntervalSince1970: 1_795_256_103), completedAt: Date(timeIntervalSince1970: 1_795_256_140),
-                                     originalFilename: "a.mov", duration: 20, segmentsSelected: 2)
-        let details = JobDetails(report: report, stage: "done", quality: .low, targetDuration: 8, errorCode: nil, errorMessage: nil,
-                                 attempt: 1, maxAttempts: 3, startedAt: report.createdAt, updatedAt: report.createdAt, sourceSize: 10,
-                                 resultSize: 5, segments: [SelectedSegment(start: 1, end: 5, score: 0.7), SelectedSegment(start: 9, end: 13, score: 0.5)])
+        let report = JobStatusReport(
+            jobID: UUID(), status: .completed, progress: 100, message: "Done", resultURL: "https://x/y",
+            createdAt: Date(timeIntervalSince1970: 1_795_256_103), completedAt: Date(timeIntervalSince1970: 1_795_256_140),
+            originalFilename: "a.mov", duration: 20, segmentsSelected: 2)
+        let details = JobDetails(
+            report: report, stage: "done", quality: .low, targetDuration: 8, errorCode: nil, errorMessage: nil,
+            attempt: 1, maxAttempts: 3, startedAt: report.createdAt, updatedAt: report.createdAt, sourceSize: 10,
+            resultSize: 5, segments: [SelectedSegment(start: 1, end: 5, score: 0.7), SelectedSegment(start: 9, end: 13, score: 0.5)])
         let decoded = try MomentsJSON.decoder.decode(JobDetails.self, from: try MomentsJSON.encoder.encode(details))
         #expect(decoded == details)
-        let error = try MomentsJSON.decoder.decode(ErrorReply.self, from: Data(#"{"error": {"code": "quota_exceeded", "message": "No highlights left."}}"#.utf8))
+        let error = try MomentsJSON.decoder.decode(
+            ErrorReply.self, from: Data(#"{"error": {"code": "quota_exceeded", "message": "No highlights left."}}"#.utf8))
         #expect(error.error.code == "quota_exceeded")
-        let fromServer = MomentsClientError.server(status: 402, body: Data(#"{"error": {"code": "quota_exceeded", "message": "No highlights left."}}"#.utf8))
+        let fromServer = MomentsClientError.server(
+            status: 402, body: Data(#"{"error": {"code": "quota_exceeded", "message": "No highlights left."}}"#.utf8))
         #expect(fromServer.code == "quota_exceeded" && fromServer.status == 402 && !fromServer.isTransient)
         let proxy = MomentsClientError.server(status: 502, body: Data("<html>Bad Gateway</html>".utf8))
         #expect(proxy.code == "http_502" && proxy.isTransient)
@@ -70,8 +79,11 @@ struct ContractTests {
             for start in stride(from: 0, to: bytes.count, by: size) {
                 events += parser.feed(Data(bytes[start..<min(start + size, bytes.count)]))
             }
-            #expect(events == [.init(name: "status", data: #"{"a":1}"#), .init(name: "status", data: #"{"a":2}"#),
-                               .init(name: "message", data: "plain")], "chunks of \(size)")
+            #expect(
+                events == [
+                    .init(name: "status", data: #"{"a":1}"#), .init(name: "status", data: #"{"a":2}"#),
+                    .init(name: "message", data: "plain"),
+                ], "chunks of \(size)")
         }
     }
 

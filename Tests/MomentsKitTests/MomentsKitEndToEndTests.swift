@@ -34,8 +34,10 @@ struct MomentsKitEndToEndTests {
             #expect(formats.extensions.contains("mov") && formats.targetDuration.default == 30 && formats.qualities.contains("low"))
 
             let sent = Progress()
-            let accepted = try await client.upload(file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 8,
-                                                   quality: .low) { sent.add($0) }
+            let accepted = try await client.upload(
+                file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 8,
+                quality: .low
+            ) { sent.add($0) }
             #expect(accepted.message == "Video uploaded, processing started")
             let bytes = sent.all
             #expect(!bytes.isEmpty && bytes.map(\.bytes) == bytes.map(\.bytes).sorted(), "upload progress only grows")
@@ -76,8 +78,10 @@ struct MomentsKitEndToEndTests {
         try await LiveSystem.withSystem(workers: 0) { base in
             let client = MomentsClient(baseURL: URL(string: base)!, directUploadThreshold: 0)
             let sent = Progress()
-            let accepted = try await client.upload(file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 10,
-                                                   quality: .medium) { sent.add($0) }
+            let accepted = try await client.upload(
+                file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 10,
+                quality: .medium
+            ) { sent.add($0) }
             let size = (try FileManager.default.attributesOfItem(atPath: TestFootage.twentySeconds)[.size] as? NSNumber)?.int64Value
             #expect(sent.all.last?.bytes == size, "the file itself went to storage, not a multipart body")
             let details = try await client.details(of: accepted.jobID)
@@ -113,7 +117,9 @@ struct MomentsKitEndToEndTests {
         #expect(down?.kind == .transport && down?.isTransient == true)
     }
 
-    @Test("A track of the app's own through MomentsKit: in the form, or PUT to its own presigned URL (direct, and resumable after a relaunch); a text file refused 415 either way")
+    @Test(
+        "A track of the app's own through MomentsKit: in the form, or PUT to its own presigned URL (direct, and resumable after a relaunch); a text file refused 415 either way"
+    )
     func ownMusic() async throws {
         try await LiveSystem.withSystem(workers: 1) { base in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-music-\(UUID())")
@@ -121,9 +127,13 @@ struct MomentsKitEndToEndTests {
             defer { try? FileManager.default.removeItem(at: folder) }
             // 20 s of a chord under a click every half second.
             let track = folder.appendingPathComponent("our song.m4a")
-            let made = try captured("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i",
-                                                        "aevalsrc=0.4*lt(mod(t\\,0.5)\\,0.02)*sin(2*PI*1000*t)+0.1*sin(2*PI*220*t):s=44100:d=20",
-                                                        "-c:a", "aac", track.path])
+            let made = try captured(
+                "/usr/bin/ffmpeg",
+                [
+                    "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "aevalsrc=0.4*lt(mod(t\\,0.5)\\,0.02)*sin(2*PI*1000*t)+0.1*sin(2*PI*220*t):s=44100:d=20",
+                    "-c:a", "aac", track.path,
+                ])
             #expect(made.status == 0, "\(String(decoding: made.errors, as: UTF8.self))")
             let notes = folder.appendingPathComponent("notes.mp3")
             try Data("la la la".utf8).write(to: notes)
@@ -142,10 +152,12 @@ struct MomentsKitEndToEndTests {
             }
             #expect(both?.kind == .invalidRequest && both?.code == "invalid_music_id", "\(String(describing: both))")
 
-            let viaForm = try await multipart.upload(file: video, targetDuration: 8, music: MusicChoice(trackID: nil, volume: -3),
-                                                      musicFile: track)
-            let viaStorage = try await direct.upload(file: video, targetDuration: 8,
-                                                      music: MusicChoice(trackID: nil, keepSourceAudio: false), musicFile: track)
+            let viaForm = try await multipart.upload(
+                file: video, targetDuration: 8, music: MusicChoice(trackID: nil, volume: -3),
+                musicFile: track)
+            let viaStorage = try await direct.upload(
+                file: video, targetDuration: 8,
+                music: MusicChoice(trackID: nil, keepSourceAudio: false), musicFile: track)
             // Resumable, stopped after its first part (the track not sent yet) and resumed: the
             // parts' answer gives the track a fresh URL.
             let options = ResumableUploadOptions(stateDirectory: folder, stopAfterParts: 1)
@@ -164,7 +176,8 @@ struct MomentsKitEndToEndTests {
                 }
                 let details = try await direct.details(of: job)
                 #expect(finished && details.report.status == .completed, "\(details.report)")
-                #expect(details.music?.filename == "our song.m4a" && details.music?.trackID == nil
+                #expect(
+                    details.music?.filename == "our song.m4a" && details.music?.trackID == nil
                         && details.music?.volume == volume && details.music?.keepSourceAudio == kept, "\(String(describing: details.music))")
                 let output = folder.appendingPathComponent("\(job).mp4")
                 try await direct.download(job, to: output)
@@ -217,7 +230,9 @@ struct MomentsKitEndToEndTests {
         }
     }
 
-    @Test("API 1.1 through MomentsKit: choices, poster, thumbnails, timeline; a resumable upload stopped half-way and resumed over background-session transport")
+    @Test(
+        "API 1.1 through MomentsKit: choices, poster, thumbnails, timeline; a resumable upload stopped half-way and resumed over background-session transport"
+    )
     func apiOneOne() async throws {
         try await LiveSystem.withSystem(workers: 1, settings: ["UPLOAD_PART_MIB": "5"]) { base in
             let client = MomentsClient(baseURL: URL(string: base)!)
@@ -225,8 +240,9 @@ struct MomentsKitEndToEndTests {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
 
-            let options = ResumableUploadOptions(stateDirectory: folder, transport: .background(identifier: "moments-test-\(UUID())"),
-                                                 stopAfterParts: 2)
+            let options = ResumableUploadOptions(
+                stateDirectory: folder, transport: .background(identifier: "moments-test-\(UUID())"),
+                stopAfterParts: 2)
             let file = URL(fileURLWithPath: TestFootage.large)
             let choices = HighlightChoices(minSegment: 2, maxSegment: 4, aspect: .square, fps: .source)
             let stopped = await #expect(throws: MomentsClientError.self) {
@@ -238,8 +254,10 @@ struct MomentsKitEndToEndTests {
             let sent = Progress()
             var resume = options
             resume.stopAfterParts = nil
-            let accepted = try await client.resumableUpload(file: file, targetDuration: 8, quality: .low, choices: choices,
-                                                            options: resume) { sent.add($0) }
+            let accepted = try await client.resumableUpload(
+                file: file, targetDuration: 8, quality: .low, choices: choices,
+                options: resume
+            ) { sent.add($0) }
             #expect(accepted.jobID == job && MomentsClient.pendingResumableUploads(in: folder).isEmpty)
             let first = try #require(sent.all.first)
             #expect(first.bytes == Int64(2 * (5 << 20)), "resumed after the two parts the server had: \(first)")

@@ -36,14 +36,19 @@ struct MomentsKitRedirectTests {
         }
         router.get("api/v1/upload/formats") { _, _ -> Response in
             // One 503 first: a read is retried.
-            if failures.withLock({ count in defer { count -= 1 }; return count > 0 }) {
-                return Response(status: .serviceUnavailable, headers: [.contentType: "application/json"],
-                                body: .init(byteBuffer: ByteBuffer(string: #"{"error": {"code": "service_unavailable", "message": "Try again."}}"#)))
+            if failures.withLock({ count in
+                defer { count -= 1 }; return count > 0
+            }) {
+                return Response(
+                    status: .serviceUnavailable, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: #"{"error": {"code": "service_unavailable", "message": "Try again."}}"#)))
             }
-            let formats = UploadFormats(extensions: ["mov"], containers: ["mov"], maxSizeBytes: 1, maxDurationSeconds: 1,
-                                        targetDuration: .init(min: 5, max: 120, default: 30), qualities: ["high"], defaultQuality: "high")
-            return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: try MomentsJSON.encoder.encode(formats))))
+            let formats = UploadFormats(
+                extensions: ["mov"], containers: ["mov"], maxSizeBytes: 1, maxDurationSeconds: 1,
+                targetDuration: .init(min: 5, max: 120, default: 30), qualities: ["high"], defaultQuality: "high")
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try MomentsJSON.encoder.encode(formats))))
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
         let server = Task { try await app.run() }
@@ -76,11 +81,13 @@ struct MomentsKitRedirectTests {
             }
             // The first try of the first upload fails as a server that lost its database does.
             if seen == 1 {
-                return Response(status: .serviceUnavailable, headers: [.contentType: "application/json"],
-                                body: .init(byteBuffer: ByteBuffer(string: #"{"error": {"code": "service_unavailable", "message": "Try again."}}"#)))
+                return Response(
+                    status: .serviceUnavailable, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: #"{"error": {"code": "service_unavailable", "message": "Try again."}}"#)))
             }
-            return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: try MomentsJSON.encoder.encode(UploadAccepted(jobID: job, estimatedTime: 7)))))
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try MomentsJSON.encoder.encode(UploadAccepted(jobID: job, estimatedTime: 7)))))
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
         let server = Task { try await app.run() }

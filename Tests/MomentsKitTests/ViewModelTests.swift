@@ -57,8 +57,10 @@ final class ScriptedService: HighlightService, @unchecked Sendable {
     var pages: [JobList] = []
     var cursors: [String?] = []
 
-    func submit(file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
-                progress: @escaping @Sendable (Double) -> Void) async throws -> UUID {
+    func submit(
+        file: URL, targetDuration: Int, quality: Quality, choices: HighlightChoices,
+        progress: @escaping @Sendable (Double) -> Void
+    ) async throws -> UUID {
         lock.withLock { self.choices.append(choices) }
         return try await submit(file: file, targetDuration: targetDuration, quality: quality, progress: progress)
     }
@@ -78,8 +80,9 @@ final class ScriptedService: HighlightService, @unchecked Sendable {
     }
 
     func report(_ status: JobStatus, _ progress: Int, _ message: String) -> JobStatusReport {
-        JobStatusReport(jobID: jobID, status: status, progress: progress, message: message, resultURL: nil, createdAt: Date(),
-                        completedAt: nil, originalFilename: "IMG_0042.MOV", duration: 20, segmentsSelected: nil)
+        JobStatusReport(
+            jobID: jobID, status: status, progress: progress, message: message, resultURL: nil, createdAt: Date(),
+            completedAt: nil, originalFilename: "IMG_0042.MOV", duration: 20, segmentsSelected: nil)
     }
 }
 
@@ -99,8 +102,10 @@ struct ViewModelTests {
     @Test("idle → uploading → processing (server progress and sentence) → completed with the downloaded file")
     func happyPath() async {
         let service = ScriptedService()
-        service.reports = [service.report(.pending, 0, "Waiting for a worker"), service.report(.processing, 40, "Finding the best moments"),
-                           service.report(.processing, 90, "Rendering your highlight"), service.report(.completed, 100, "Your highlight is ready")]
+        service.reports = [
+            service.report(.pending, 0, "Waiting for a worker"), service.report(.processing, 40, "Finding the best moments"),
+            service.report(.processing, 90, "Rendering your highlight"), service.report(.completed, 100, "Your highlight is ready"),
+        ]
         let (hold, release) = AsyncStream.makeStream(of: Void.self)
         service.hold = hold
         let model = HighlightViewModel(service: service)
@@ -125,8 +130,9 @@ struct ViewModelTests {
     func uploadProgress() async {
         let service = ScriptedService()
         service.uploadProgress = [0.1, 0.6]
-        service.uploadError = MomentsClientError(kind: .server, status: 402, code: "quota_exceeded",
-                                                 message: "You have used this month's 3 free highlights.")
+        service.uploadError = MomentsClientError(
+            kind: .server, status: 402, code: "quota_exceeded",
+            message: "You have used this month's 3 free highlights.")
         let model = HighlightViewModel(service: service)
         model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"))
         // The upload then fails with the server's sentence, shown as it is.
@@ -137,8 +143,10 @@ struct ViewModelTests {
     @Test("A failed job shows the server's message")
     func failedJob() async {
         let service = ScriptedService()
-        service.reports = [service.report(.processing, 10, "Analyzing"),
-                           service.report(.failed, 10, "This file is not a video we can read. Try exporting it as MP4 or MOV.")]
+        service.reports = [
+            service.report(.processing, 10, "Analyzing"),
+            service.report(.failed, 10, "This file is not a video we can read. Try exporting it as MP4 or MOV."),
+        ]
         let model = HighlightViewModel(service: service)
         model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"))
         #expect(await until { model.state == .failed("This file is not a video we can read. Try exporting it as MP4 or MOV.") })
@@ -199,13 +207,16 @@ struct ViewModelTests {
 
     @Test("AccountViewModel: plan and usage sentences, and the server's message on failure")
     func account() async {
-        let account = Account(deviceID: UUID(), name: "Anna's iPhone", plan: .free, planDescription: "Free: 3 videos/month",
-                              usage: .init(used: 2, limit: 3, remaining: 1, periodStart: Date(), resetsAt: Date()), createdAt: Date())
+        let account = Account(
+            deviceID: UUID(), name: "Anna's iPhone", plan: .free, planDescription: "Free: 3 videos/month",
+            usage: .init(used: 2, limit: 3, remaining: 1, periodStart: Date(), resetsAt: Date()), createdAt: Date())
         let model = AccountViewModel(load: { account })
         #expect(model.state == .loading && model.planDescription == nil)
         await model.refresh()
         #expect(model.planDescription == "Free: 3 videos/month" && model.usageDescription == "2 of 3 used this month")
-        let failing = AccountViewModel(load: { throw MomentsClientError(kind: .server, status: 401, code: "invalid_token", message: "This token is not valid.") })
+        let failing = AccountViewModel(load: {
+            throw MomentsClientError(kind: .server, status: 401, code: "invalid_token", message: "This token is not valid.")
+        })
         await failing.refresh()
         #expect(failing.state == .failed("This token is not valid."))
     }
@@ -246,8 +257,9 @@ struct ViewModelTests {
         if case .completed = model.state {} else { Issue.record("\(model.state)") }
         model.reset()
         model.start(file: URL(fileURLWithPath: "/tmp/clip.mov"), choices: HighlightChoices(aspect: .square))
-        #expect(await until({ if case .failed = model.state { true } else { false } }, timeout: .seconds(60)),
-                "choices an old service cannot honour fail, never silently dropped")
+        #expect(
+            await until({ if case .failed = model.state { true } else { false } }, timeout: .seconds(60)),
+            "choices an old service cannot honour fail, never silently dropped")
         service.inner.downloads.forEach { try? FileManager.default.removeItem(at: $0) }
     }
 

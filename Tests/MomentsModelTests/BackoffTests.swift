@@ -21,8 +21,9 @@ struct BackoffTests {
         #expect(Backoff.delay(afterAttempt: 1, first: .seconds(10), cap: .seconds(3600), jitter: false) == .seconds(10))
         #expect(Backoff.delay(afterAttempt: 4, first: .seconds(10), cap: .seconds(3600), jitter: false) == .seconds(80))
         #expect(Backoff.delay(afterAttempt: 30, first: .seconds(10), cap: .seconds(3600), jitter: false) == .seconds(3600))
-        #expect(Backoff.delay(afterAttempt: 1_000, first: .seconds(10), cap: .seconds(3600), jitter: false) == .seconds(3600),
-                "a huge attempt count neither overflows nor passes the cap")
+        #expect(
+            Backoff.delay(afterAttempt: 1_000, first: .seconds(10), cap: .seconds(3600), jitter: false) == .seconds(3600),
+            "a huge attempt count neither overflows nor passes the cap")
         #expect(Backoff.delay(afterAttempt: 0, first: .seconds(2), cap: .seconds(60), jitter: false) == .seconds(2))
         let waits = (0..<500).map { _ in Backoff.delay(afterAttempt: 3, first: .milliseconds(200), cap: .seconds(5)) }
         #expect(waits.allSatisfy { $0 >= .milliseconds(400) && $0 < .milliseconds(800) })
@@ -34,9 +35,11 @@ struct BackoffTests {
         var tries = 0
         var heard: [Duration] = []
         // A window far longer than the waits: a loaded machine once took 9 s over these 7 ms of sleeping.
-        let value = try await Backoff.retrying(for: .seconds(120), first: .milliseconds(1), cap: .milliseconds(4),
-                                               when: { (error: Flaky) in error.retryable },
-                                               onRetry: { _, wait in heard.append(wait) }) { () throws(Flaky) -> Int in
+        let value = try await Backoff.retrying(
+            for: .seconds(120), first: .milliseconds(1), cap: .milliseconds(4),
+            when: { (error: Flaky) in error.retryable },
+            onRetry: { _, wait in heard.append(wait) }
+        ) { () throws(Flaky) -> Int in
             tries += 1
             if tries < 4 { throw Flaky(retryable: true) }
             return 42
@@ -58,8 +61,10 @@ struct BackoffTests {
         tries = 0
         var waits: [Duration] = []
         await #expect(throws: Flaky(retryable: true)) {
-            try await Backoff.retrying(for: .milliseconds(60), first: .milliseconds(10), cap: .milliseconds(10),
-                                       when: { (error: Flaky) in error.retryable }, onRetry: { waits.append($1) }) { () throws(Flaky) in
+            try await Backoff.retrying(
+                for: .milliseconds(60), first: .milliseconds(10), cap: .milliseconds(10),
+                when: { (error: Flaky) in error.retryable }, onRetry: { waits.append($1) }
+            ) { () throws(Flaky) in
                 tries += 1
                 throw Flaky(retryable: true)
             }

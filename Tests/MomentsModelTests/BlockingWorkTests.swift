@@ -27,11 +27,12 @@ struct BlockingWorkTests {
             for index in 0..<8 {
                 group.addTask {
                     do throws(Refused) {
-                        return .success(try await BlockingWork.run { () throws(Refused) -> Int in
-                            usleep(400_000)  // holds this thread, as a hash of a big file would
-                            if index == 3 { throw Refused(index: index) }
-                            return index * 10
-                        })
+                        return .success(
+                            try await BlockingWork.run { () throws(Refused) -> Int in
+                                usleep(400_000)  // holds this thread, as a hash of a big file would
+                                if index == 3 { throw Refused(index: index) }
+                                return index * 10
+                            })
                     } catch {
                         return .failure(error)
                     }

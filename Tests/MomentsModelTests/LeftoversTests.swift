@@ -31,7 +31,8 @@ struct LeftoversTests {
 
         #expect(Leftovers.remove(in: folder, prefix: "moments-job-", olderThan: 3600) == ["moments-job-dead-1"])
         #expect(Leftovers.remove(in: folder, prefix: "moments-upload-", olderThan: 3600) == ["moments-upload-dead"])
-        #expect(try manager.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(
+            try manager.contentsOfDirectory(atPath: folder.path).sorted()
                 == ["moments-job-fresh-2", "moments-job-live-1", "someone-elses-file"])
         #expect(Leftovers.remove(in: folder.appendingPathComponent("missing"), prefix: "moments-", olderThan: 0).isEmpty)
     }

@@ -21,7 +21,9 @@ struct SettingsTests {
         #expect(try Setting.integer("WORKERS", in: settings, default: 1, range: 1...8) == 4)
         #expect(try Setting.integer("UNSET", in: settings, default: 3, range: 1...8) == 3)
         #expect(try Setting.boolean("ON", in: settings, default: false) && !(try Setting.boolean("OFF", in: settings, default: true)))
-        for (name, sentence) in [("BAD", "BAD must be a whole number from 1 to 8, not 'lots'."), ("HIGH", "HIGH must be a whole number from 1 to 8, not '99'.")] {
+        for (name, sentence) in [
+            ("BAD", "BAD must be a whole number from 1 to 8, not 'lots'."), ("HIGH", "HIGH must be a whole number from 1 to 8, not '99'."),
+        ] {
             #expect(throws: SettingError(sentence)) { try Setting.integer(name, in: settings, default: 1, range: 1...8) }
         }
         #expect(throws: SettingError("MAYBE must be true or false, not 'perhaps'.")) { try Setting.boolean("MAYBE", in: settings, default: true) }

@@ -1,8 +1,9 @@
 import Foundation
 import MomentsSupport
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("What /proc says of a process")
@@ -16,7 +17,8 @@ struct LinuxProcessTests {
         let start = ContinuousClock.now
         var sum = 0.0
         while me.stat.map({ $0.userTicks + $0.systemTicks }) ?? 0 <= before.userTicks + before.systemTicks,
-              ContinuousClock.now - start < .seconds(5) {
+            ContinuousClock.now - start < .seconds(5)
+        {
             for value in 0..<100_000 { sum += Double(value).squareRoot() }
         }
         #expect(sum > 0)

@@ -46,14 +46,20 @@ public final class Browser: @unchecked Sendable {
         guard let (driver, endpoint) = started else { throw Failure("chromedriver did not start (three ports tried, 30 s each)") }
         self.driver = driver
         self.endpoint = endpoint
-        let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": [
-            "browserName": "chrome",
-            "goog:chromeOptions": [
-                "binary": "/usr/bin/chromium",
-                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1360,1100",
-                         "--no-first-run", "--disable-extensions"],
-            ],
-        ]]]
+        let capabilities: [String: Any] = [
+            "capabilities": [
+                "alwaysMatch": [
+                    "browserName": "chrome",
+                    "goog:chromeOptions": [
+                        "binary": "/usr/bin/chromium",
+                        "args": [
+                            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1360,1100",
+                            "--no-first-run", "--disable-extensions",
+                        ],
+                    ],
+                ]
+            ]
+        ]
         let reply = try Self.call(endpoint, "POST", "/session", capabilities)
         guard let value = reply["value"] as? [String: Any], let session = value["sessionId"] as? String else {
             Self.stop(driver)

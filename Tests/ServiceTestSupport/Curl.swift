@@ -14,8 +14,10 @@ public func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
 /// descriptor number another thread's pipe has just been given, and `readDataToEndOfFile` then
 /// traps on EBADF (seen once in CI).
 /// `environment` is added to this process's own; `folder` is the working directory.
-public func captured(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                     in folder: URL? = nil) throws -> (status: Int32, output: Data, errors: Data) {
+public func captured(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+    in folder: URL? = nil
+) throws -> (status: Int32, output: Data, errors: Data) {
     let base = FileManager.default.temporaryDirectory.appendingPathComponent("moments-output-\(UUID().uuidString)")
     let files = [base.appendingPathExtension("out"), base.appendingPathExtension("err")]
     var handles: [FileHandle] = []
@@ -59,7 +61,7 @@ extension Process {
             do {
                 try process.run()
                 return process
-            } catch where attempts < 3 && isSpawnRace(error) {
+            } catch  where attempts < 3 && isSpawnRace(error) {
                 attempts += 1
             }
         }

@@ -103,9 +103,11 @@ public final class FaultProxy: @unchecked Sendable {
                 guard count > 0 else { return }
                 remaining -= count
             }
-            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(status == 503 ? "SlowDown" : "InternalError")</Code>"
+            let body =
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(status == 503 ? "SlowDown" : "InternalError")</Code>"
                 + "<Message>injected by the fault proxy</Message></Error>"
-            let reply = "HTTP/1.1 \(status) Injected\r\nContent-Type: application/xml\r\nContent-Length: \(body.utf8.count)\r\n"
+            let reply =
+                "HTTP/1.1 \(status) Injected\r\nContent-Type: application/xml\r\nContent-Length: \(body.utf8.count)\r\n"
                 + "Connection: close\r\n\r\n\(body)"
             Self.writeAll(client, Data(reply.utf8))
         case .silence:

@@ -16,18 +16,24 @@ public enum LiveSystem {
     /// database 9; stops them after. `settings` are added to the environment (anonymous use
     /// unless they say `AUTH_REQUIRED`). With `logs`, each process writes its standard error to a
     /// file there (`api.log`, `worker-1.log`, …) instead of the test's.
-    public static func withSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
-                                  settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
-                                  _ body: @Sendable (String) async throws -> Void) async throws {
-        try await withRunningSystem(maxUploadBytes: maxUploadBytes, storageURL: storageURL, workers: workers, settings: settings,
-                                    databaseURL: databaseURL, logs: logs) { system in try await body(system.base) }
+    public static func withSystem(
+        maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
+        settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
+        _ body: @Sendable (String) async throws -> Void
+    ) async throws {
+        try await withRunningSystem(
+            maxUploadBytes: maxUploadBytes, storageURL: storageURL, workers: workers, settings: settings,
+            databaseURL: databaseURL, logs: logs
+        ) { system in try await body(system.base) }
     }
 
     /// The same, for a test that starts workers of its own while it runs (after it has seen a job
     /// wait, say).
-    public static func withRunningSystem(maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
-                                         settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
-                                         _ body: @Sendable (Running) async throws -> Void) async throws {
+    public static func withRunningSystem(
+        maxUploadBytes: Int = 50 << 20, storageURL: String? = nil, workers: Int = 2,
+        settings: [String: String] = [:], databaseURL: String? = nil, logs: URL? = nil,
+        _ body: @Sendable (Running) async throws -> Void
+    ) async throws {
         @Sendable func start(_ databaseURL: String) async throws {
             var extra = settings
             extra["MAX_UPLOAD_BYTES"] = extra["MAX_UPLOAD_BYTES"] ?? "\(maxUploadBytes)"
@@ -108,8 +114,10 @@ public enum LiveSystem {
 
     /// Uploads the 20 s footage for a 15 s highlight and waits until a worker is mid-job.
     public static func uploadAndWaitUntilMidJob(_ base: String, store: JobStore) async throws -> UUID {
-        let upload = try curl(["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
-                               "-F", "quality=high", "\(base)/api/v1/upload"])
+        let upload = try curl([
+            "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
+            "-F", "quality=high", "\(base)/api/v1/upload",
+        ])
         guard let id = UUID(uuidString: try json(upload.body)["job_id"] as? String ?? "") else {
             throw Failure("the upload was refused: \(upload.status) \(upload.body)")
         }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Plain TCP sockets on 127.0.0.1, for tests that need a client's or a server's exact behaviour:

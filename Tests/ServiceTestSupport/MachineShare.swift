@@ -17,8 +17,10 @@ public struct MachineShare: SuiteTrait, TestTrait, TestScoping {
 
     public let kind: Kind
 
-    public func provideScope(for test: Test, testCase: Test.Case?,
-                             performing function: @Sendable () async throws -> Void) async throws {
+    public func provideScope(
+        for test: Test, testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
         await MachineGate.shared.enter(kind)
         do {
             try await function()

@@ -14,8 +14,12 @@ public final class PrivatePostgres: @unchecked Sendable {
         directory = URL(fileURLWithPath: "/tmp/moments-pg-\(port)-\(UUID().uuidString.prefix(6).lowercased())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         if getuid() == 0 { try TestServices.run("/usr/bin/chown", ["postgres:postgres", directory.path]) }
-        try asPostgres("\(Self.bin)/initdb", ["-D", directory.appendingPathComponent("data").path, "-U", "postgres", "--auth=trust",
-                                              "--no-sync", "-E", "UTF8"])
+        try asPostgres(
+            "\(Self.bin)/initdb",
+            [
+                "-D", directory.appendingPathComponent("data").path, "-U", "postgres", "--auth=trust",
+                "--no-sync", "-E", "UTF8",
+            ])
         try start()
     }
 
@@ -23,10 +27,12 @@ public final class PrivatePostgres: @unchecked Sendable {
     public var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable" }
 
     public func start() throws {
-        try asPostgres("\(Self.bin)/pg_ctl", [
-            "-D", directory.appendingPathComponent("data").path, "-l", directory.appendingPathComponent("log").path, "-w", "-t", "30",
-            "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
-        ])
+        try asPostgres(
+            "\(Self.bin)/pg_ctl",
+            [
+                "-D", directory.appendingPathComponent("data").path, "-l", directory.appendingPathComponent("log").path, "-w", "-t", "30",
+                "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+            ])
     }
 
     /// A fast shutdown: clients are disconnected at once.
@@ -55,7 +61,6 @@ public final class PrivatePostgres: @unchecked Sendable {
         (try? String(contentsOf: directory.appendingPathComponent("data/postmaster.pid"), encoding: .utf8))
             .flatMap { $0.split(separator: "\n").first }.flatMap { pid_t($0) }
     }
-
 
     public func destroy() {
         thaw()

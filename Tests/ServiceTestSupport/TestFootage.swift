@@ -6,14 +6,16 @@ import MediaSynth
 public enum TestFootage {
     /// 20 s at 30 fps, 320×180: six shots with cuts, a dissolve and a fade, a tone per shot.
     public static let twentySeconds: String = {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: 90, camera: .still, toneHz: 220),
-            .init(frames: 120, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
-            .init(frames: 90, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
-            .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 16), toneHz: 370),
-            .init(frames: 120, camera: .pan(pixelsPerFrame: -2), transitionIn: .fadeThroughBlack(frames: 20), toneHz: 415),
-            .init(frames: 90, camera: .still, transitionIn: .cut, toneHz: 494),
-        ])
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [
+                .init(frames: 90, camera: .still, toneHz: 220),
+                .init(frames: 120, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
+                .init(frames: 90, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
+                .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 16), toneHz: 370),
+                .init(frames: 120, camera: .pan(pixelsPerFrame: -2), transitionIn: .fadeThroughBlack(frames: 20), toneHz: 415),
+                .init(frames: 90, camera: .still, transitionIn: .cut, toneHz: 494),
+            ])
         video.gopSize = 30
         video.encoderOptions = ["preset": "veryfast"]
         return written(video, "clip")
@@ -21,10 +23,12 @@ public enum TestFootage {
 
     /// 6 s at 30 fps, 320×180: two shots and a cut; another file than `twentySeconds`.
     public static let sixSeconds: String = {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: 90, camera: .still, toneHz: 262),
-            .init(frames: 90, camera: .pan(pixelsPerFrame: 3), transitionIn: .cut, toneHz: 392),
-        ])
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [
+                .init(frames: 90, camera: .still, toneHz: 262),
+                .init(frames: 90, camera: .pan(pixelsPerFrame: 3), transitionIn: .cut, toneHz: 392),
+            ])
         video.gopSize = 30
         video.encoderOptions = ["preset": "veryfast"]
         return written(video, "6s")
@@ -61,11 +65,13 @@ public enum TestFootage {
     /// 24 s at 30 fps, 640×360 with heavy sensor noise at 6 Mbit/s: about 18 MB, four parts of a
     /// resumable upload at 5 MiB each.
     public static let large: String = {
-        var video = SyntheticVideo(width: 640, height: 360, frameRate: 30, scenes: [
-            .init(frames: 240, camera: .pan(pixelsPerFrame: 2), toneHz: 262),
-            .init(frames: 240, camera: .still, transitionIn: .cut, toneHz: 330),
-            .init(frames: 240, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 392),
-        ])
+        var video = SyntheticVideo(
+            width: 640, height: 360, frameRate: 30,
+            scenes: [
+                .init(frames: 240, camera: .pan(pixelsPerFrame: 2), toneHz: 262),
+                .init(frames: 240, camera: .still, transitionIn: .cut, toneHz: 330),
+                .init(frames: 240, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 392),
+            ])
         video.gopSize = 30
         video.noise = 24
         video.bitRate = 6_000_000
@@ -83,8 +89,13 @@ public enum TestFootage {
 
     /// A picture of `path` (a video at `time` seconds, or an image) as 8-bit grey, `width` × `height`, read by ffmpeg.
     public static func grey(_ path: String, at time: Double? = nil, width: Int, height: Int) throws -> [UInt8] {
-        [UInt8](try capturedOutput("/usr/bin/ffmpeg", ["-v", "error"] + (time.map { ["-ss", String($0)] } ?? []) + ["-i", path,
-            "-frames:v", "1", "-vf", "scale=\(width):\(height),format=gray", "-f", "rawvideo", "-"]))
+        [UInt8](
+            try capturedOutput(
+                "/usr/bin/ffmpeg",
+                ["-v", "error"] + (time.map { ["-ss", String($0)] } ?? []) + [
+                    "-i", path,
+                    "-frames:v", "1", "-vf", "scale=\(width):\(height),format=gray", "-f", "rawvideo", "-",
+                ]))
     }
 
     /// Mean brightness and mean absolute Laplacian (edge strength) of a grey picture.
@@ -104,8 +115,13 @@ public enum TestFootage {
 
     /// Width and height of a picture or video's first stream, as ffprobe reads them; (0, 0) when it cannot.
     public static func pictureSize(_ path: String) throws -> (width: Int, height: Int) {
-        let text = String(decoding: try capturedOutput("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                                                             "stream=width,height", "-of", "csv=p=0", path]), as: UTF8.self)
+        let text = String(
+            decoding: try capturedOutput(
+                "/usr/bin/ffprobe",
+                [
+                    "-v", "error", "-select_streams", "v:0", "-show_entries",
+                    "stream=width,height", "-of", "csv=p=0", path,
+                ]), as: UTF8.self)
         let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
         return parts.count == 2 ? (parts[0], parts[1]) : (0, 0)
     }
@@ -128,7 +144,8 @@ public enum TimelineReader {
     }
 
     /// The clips of each track (video first, as written) and the timeline's duration in frames.
-    public static func read(_ format: String, _ path: String, rate: Double = 30) throws -> (tracks: [(kind: String, clips: [Clip])], duration: Double) {
+    public static func read(_ format: String, _ path: String, rate: Double = 30) throws -> (tracks: [(kind: String, clips: [Clip])], duration: Double)
+    {
         let python = try TestServices.environment("MOMENTS_PYTHON")
         let script = TestServices.repository.appendingPathComponent("scripts/read-timeline").path
         let (status, data, errors) = try captured(python, [script, format, path, String(rate)])
@@ -137,10 +154,14 @@ public enum TimelineReader {
             throw Failure(description: "read-timeline \(format) \(path) failed: \(message)")
         }
         let tracks = (json["tracks"] as? [[String: Any]] ?? []).map { track in
-            (kind: track["kind"] as? String ?? "", clips: (track["clips"] as? [[String: Any]] ?? []).map {
-                Clip(start: $0["start"] as? Double ?? -1, duration: $0["duration"] as? Double ?? -1, rate: $0["rate"] as? Double ?? 0,
-                     targetURL: $0["target_url"] as? String)
-            })
+            (
+                kind: track["kind"] as? String ?? "",
+                clips: (track["clips"] as? [[String: Any]] ?? []).map {
+                    Clip(
+                        start: $0["start"] as? Double ?? -1, duration: $0["duration"] as? Double ?? -1, rate: $0["rate"] as? Double ?? 0,
+                        targetURL: $0["target_url"] as? String)
+                }
+            )
         }
         return (tracks, (json["duration"] as? [String: Any])?["value"] as? Double ?? -1)
     }

@@ -1,7 +1,8 @@
 import Foundation
 import JobQueue
-@testable import JobStore
 import Logging
+
+@testable import JobStore
 
 /// The real PostgreSQL, Redis and SeaweedFS that `scripts/services up` started, as `scripts/services env`
 /// describes them. Tests never mock them; each test gets its own database or key prefix so tests
@@ -19,8 +20,9 @@ public enum TestServices {
 
     public static func environment(_ name: String) throws -> String {
         guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
-            throw Missing(description: "\(name) is not set: run the tests with scripts/test, which starts the services "
-                + "(or run scripts/services up and eval \"$(scripts/services env)\").")
+            throw Missing(
+                description: "\(name) is not set: run the tests with scripts/test, which starts the services "
+                    + "(or run scripts/services up and eval \"$(scripts/services env)\").")
         }
         return value
     }
@@ -32,8 +34,10 @@ public enum TestServices {
 
     /// Runs `moments` with `arguments` to the end (in `folder`, when given); its exit status,
     /// standard output and standard error.
-    public static func moments(_ arguments: [String], environment: [String: String],
-                               in folder: URL? = nil) throws -> (status: Int32, out: String, err: String) {
+    public static func moments(
+        _ arguments: [String], environment: [String: String],
+        in folder: URL? = nil
+    ) throws -> (status: Int32, out: String, err: String) {
         let result = try captured(momentsBinary.path, arguments, environment: environment, in: folder)
         return (result.status, String(decoding: result.output, as: UTF8.self), String(decoding: result.errors, as: UTF8.self))
     }
@@ -42,8 +46,10 @@ public enum TestServices {
 
     /// Runs `body` with a job store on a fresh, empty database that is dropped afterwards.
     /// `migrated` applies the migrations first.
-    public static func withDatabase<T: Sendable>(migrated: Bool = true,
-                                                 _ body: @Sendable (JobStore, String) async throws -> T) async throws -> T {
+    public static func withDatabase<T: Sendable>(
+        migrated: Bool = true,
+        _ body: @Sendable (JobStore, String) async throws -> T
+    ) async throws -> T {
         let url = try environment("DATABASE_URL")
         let admin = JobStore(configuration: try DatabaseConfiguration(url: url), logger: logger)
         let name = "moments_test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
@@ -59,12 +65,13 @@ public enum TestServices {
             let store = JobStore(configuration: configuration, logger: logger)
             let result: Result<T, any Error>
             do {
-                result = .success(try await withThrowingTaskGroup(of: Void.self) { inner in
-                    inner.addTask { await store.run() }
-                    defer { inner.cancelAll() }
-                    if migrated { try await store.migrate() }
-                    return try await body(store, testURL)
-                })
+                result = .success(
+                    try await withThrowingTaskGroup(of: Void.self) { inner in
+                        inner.addTask { await store.run() }
+                        defer { inner.cancelAll() }
+                        if migrated { try await store.migrate() }
+                        return try await body(store, testURL)
+                    })
             } catch {
                 result = .failure(error)
             }
@@ -92,8 +99,9 @@ public enum TestServices {
 
     /// A queue under a unique key prefix, whose keys are deleted afterwards.
     public static func withQueue<T: Sendable>(database: Int = 0, _ body: @Sendable (RedisQueue) async throws -> T) async throws -> T {
-        let client = RedisClient(configuration: try RedisConfiguration(url: try redisURL(database: database)),
-                                 retryFor: .seconds(5), logger: logger)
+        let client = RedisClient(
+            configuration: try RedisConfiguration(url: try redisURL(database: database)),
+            retryFor: .seconds(5), logger: logger)
         let queue = RedisQueue(client: client, keys: QueueKeys(prefix: uniquePrefix()), logger: logger)
         try await queue.prepare()
         let result: Result<T, any Error>

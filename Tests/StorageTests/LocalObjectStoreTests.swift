@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Storage
 
 @Suite("Local object store")
@@ -33,8 +34,11 @@ final class LocalObjectStoreTests {
         try await store.delete(key: key)  // deleting what is gone succeeds
     }
 
-    @Test("keys can never leave the root",
-          arguments: ["../escape", "/etc/passwd", "a/../../b", "a//b", "", ".", "a/./b", "a\\..\\b", "nul\u{0}byte", String(repeating: "k", count: 1025)])
+    @Test(
+        "keys can never leave the root",
+        arguments: [
+            "../escape", "/etc/passwd", "a/../../b", "a//b", "", ".", "a/./b", "a\\..\\b", "nul\u{0}byte", String(repeating: "k", count: 1025),
+        ])
     func rejectsKeys(key: String) async throws {
         let store = try store()
         let input = try file(bytes: 10, seed: 1)

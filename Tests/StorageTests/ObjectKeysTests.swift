@@ -32,9 +32,11 @@ struct ObjectKeysTests {
         let job = UUID()
         let alphabet = Array("abcXYZ019 ._-/\\?#%é😀")
         let filename = String((0..<Int(rng.next() % 24)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] })
-        let keys = [ObjectKey.source(of: job, filename: filename), ObjectKey.directSource(of: job), ObjectKey.staged(job),
-                    ObjectKey.stagedMusic(job), ObjectKey.result(of: job, attempt: Int(rng.next() % 9) + 1),
-                    ObjectKey.still(of: job, attempt: 1, .thumbnails), ObjectKey.uploadedMusic(of: job, filename: filename)]
+        let keys = [
+            ObjectKey.source(of: job, filename: filename), ObjectKey.directSource(of: job), ObjectKey.staged(job),
+            ObjectKey.stagedMusic(job), ObjectKey.result(of: job, attempt: Int(rng.next() % 9) + 1),
+            ObjectKey.still(of: job, attempt: 1, .thumbnails), ObjectKey.uploadedMusic(of: job, filename: filename),
+        ]
         for key in keys {
             #expect(throws: Never.self, "\(key)") { try ObjectKey.validate(key) }
             #expect(ObjectKey.job(in: key) == job, "\(key)")

@@ -1,14 +1,17 @@
 import Foundation
 import MomentsModel
 import ServiceTestSupport
-@testable import Storage
 import Testing
+
+@testable import Storage
 
 /// The S3 store against SeaweedFS (`scripts/services`), which checks every signature.
 @Suite("S3 object store (real SeaweedFS)")
 struct S3ObjectStoreTests {
-    static func configuration(secret: String? = nil, addressing: S3Configuration.Addressing = .path,
-                              endpoint: String? = nil) throws -> S3Configuration {
+    static func configuration(
+        secret: String? = nil, addressing: S3Configuration.Addressing = .path,
+        endpoint: String? = nil
+    ) throws -> S3Configuration {
         var environment = Settings(ProcessInfo.processInfo.environment)
         if let secret { environment["S3_SECRET_ACCESS_KEY"] = secret }
         if let endpoint { environment["S3_ENDPOINT"] = endpoint }
@@ -52,8 +55,9 @@ struct S3ObjectStoreTests {
 
     static func key(_ name: String) -> String { "tests/\(UUID().uuidString.lowercased())/\(name)" }
 
-    @Test("Round trips compare byte for byte (the 64 MiB file goes up in equal parts)",
-          arguments: [0, 1, 5 * 1024 * 1024 + 1, 64 * 1024 * 1024])
+    @Test(
+        "Round trips compare byte for byte (the 64 MiB file goes up in equal parts)",
+        arguments: [0, 1, 5 * 1024 * 1024 + 1, 64 * 1024 * 1024])
     func roundTrip(size: Int) async throws {
         let store = try Self.store()
         try await Self.withScratch { folder in
@@ -244,8 +248,11 @@ struct S3ObjectStoreTests {
             // Between the first write and the listing (SeaweedFS gives whole seconds; one server, one clock),
             // however long a loaded machine took over it.
             let listed = Date()
-            #expect(seen.allSatisfy { $0.size == 5 && $0.lastModified >= written.addingTimeInterval(-2) && $0.lastModified <= listed.addingTimeInterval(2) },
-                    "\(seen.map(\.lastModified)) against \(written)…\(listed)")
+            #expect(
+                seen.allSatisfy {
+                    $0.size == 5 && $0.lastModified >= written.addingTimeInterval(-2) && $0.lastModified <= listed.addingTimeInterval(2)
+                },
+                "\(seen.map(\.lastModified)) against \(written)…\(listed)")
             #expect(try await store.list(prefix: prefix + "none/", after: nil, limit: 10).isEmpty)
             for key in keys { try await store.delete(key: key) }
         }
@@ -319,19 +326,23 @@ struct S3ObjectStoreTests {
         #expect(ContinuousClock.now - started >= .milliseconds(300))
     }
 
-    @Test("Storage settings are checked, with the setting named",
-          arguments: [
+    @Test(
+        "Storage settings are checked, with the setting named",
+        arguments: [
             (["STORAGE_URL": "ftp://x"], "STORAGE_URL"),
             (["STORAGE_URL": "s3://b"], "S3_ENDPOINT"),
             (["STORAGE_URL": "s3://b", "S3_ENDPOINT": "http://h"], "S3_ACCESS_KEY_ID"),
             (["STORAGE_URL": "s3://b", "S3_ENDPOINT": "h", "S3_ACCESS_KEY_ID": "a", "S3_SECRET_ACCESS_KEY": "s"], "S3_ENDPOINT"),
-            (["STORAGE_URL": "s3://b", "S3_ENDPOINT": "http://h", "S3_ACCESS_KEY_ID": "a", "S3_SECRET_ACCESS_KEY": "s",
-              "S3_ADDRESSING": "sideways"], "S3_ADDRESSING"),
+            (
+                [
+                    "STORAGE_URL": "s3://b", "S3_ENDPOINT": "http://h", "S3_ACCESS_KEY_ID": "a", "S3_SECRET_ACCESS_KEY": "s",
+                    "S3_ADDRESSING": "sideways",
+                ], "S3_ADDRESSING"
+            ),
             ([:], "STORAGE_URL"),
-          ])
+        ])
     func settings(environment: [String: String], named: String) {
         let error = #expect(throws: StorageError.self) { try StorageConfiguration.store(environment: Settings(environment)) }
         #expect(error?.code == .invalidConfiguration && error?.message.contains(named) == true, "\(error?.message ?? "")")
     }
 }
-

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+
 @testable import Storage
 
 /// AWS's official SigV4 vectors (`../shared/sigv4-test-suite`): every case, header and presigned.
@@ -27,8 +28,9 @@ struct SigV4SignerTests {
             let context = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("context.json"))) as! [String: Any]
             let credentials = context["credentials"] as! [String: String]
             signer = SigV4Signer(
-                credentials: SigV4Credentials(accessKeyID: credentials["access_key_id"]!, secretAccessKey: credentials["secret_access_key"]!,
-                                              sessionToken: credentials["token"]),
+                credentials: SigV4Credentials(
+                    accessKeyID: credentials["access_key_id"]!, secretAccessKey: credentials["secret_access_key"]!,
+                    sessionToken: credentials["token"]),
                 region: context["region"] as! String, service: context["service"] as! String,
                 normalizePath: context["normalize"] as? Bool ?? true,
                 omitSessionTokenFromSignature: context["omit_session_token"] as? Bool ?? false)
@@ -58,12 +60,13 @@ struct SigV4SignerTests {
             }
             let parts = target.split(separator: "?", maxSplits: 1).map(String.init)
             let path = parts[0], queryString = parts.count > 1 ? parts[1] : nil
-            let query = queryString.map { q in
-                q.split(separator: "&").map { pair -> (name: String, value: String) in
-                    let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-                    return (parts[0].removingPercentEncoding ?? parts[0], parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : "")
-                }
-            } ?? []
+            let query =
+                queryString.map { q in
+                    q.split(separator: "&").map { pair -> (name: String, value: String) in
+                        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                        return (parts[0].removingPercentEncoding ?? parts[0], parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : "")
+                    }
+                } ?? []
             let hash = SigV4Signer.hex(SHA256.hash(data: Data(body.utf8)))
             return SigV4Request(method: method, path: path, query: query, headers: headers, payloadHash: hash)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Timelines
 
 @Suite("Timeline export formats")
@@ -35,10 +36,11 @@ struct TimelineTests {
         }
     }
 
-    static let timeline = EditTimeline(name: "Beach & \"waves\" highlight", sourceName: "IMG_0042 <1>.MOV", sourceURL: "IMG_0042%20%3C1%3E.MOV",
-                                       frameRate: 30, sourceDuration: 20, startTimecode: "01:00:10:00", hasAudio: true,
-                                       width: 1920, height: 1080,
-                                       clips: [.init(start: 1, end: 4.5), .init(start: 10, end: 12)])
+    static let timeline = EditTimeline(
+        name: "Beach & \"waves\" highlight", sourceName: "IMG_0042 <1>.MOV", sourceURL: "IMG_0042%20%3C1%3E.MOV",
+        frameRate: 30, sourceDuration: 20, startTimecode: "01:00:10:00", hasAudio: true,
+        width: 1920, height: 1080,
+        clips: [.init(start: 1, end: 4.5), .init(start: 10, end: 12)])
 
     @Test("EDL: one cut event per clip, source timecodes from the camera's, record side back to back")
     func edl() {

@@ -30,7 +30,9 @@ struct BulkRunnerTests {
         }
     }
 
-    @Test("A bulk delete of one batch that takes three times the takeover time: its runner keeps it, each job is deleted once, and the counts are the truth")
+    @Test(
+        "A bulk delete of one batch that takes three times the takeover time: its runner keeps it, each job is deleted once, and the counts are the truth"
+    )
     func slowBatch() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-bulk-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -48,12 +50,14 @@ struct BulkRunnerTests {
                 #expect(try await store.cancel(id) == .cancelled(from: .pending))
                 keys.append(key)
             }
-            let operation = try await store.startBulk(actor: "test", action: .delete, filter: JobFilter(statuses: [.cancelled]),
-                                                      matched: keys.count, runner: "first")
+            let operation = try await store.startBulk(
+                actor: "test", action: .delete, filter: JobFilter(statuses: [.cancelled]),
+                matched: keys.count, runner: "first")
             // Taken over after 1 s without a heartbeat; the batch (six deletes of 0.5 s) takes 3 s.
             let first = BulkRunner(jobs: jobs, storage: storage, name: "first", batchSize: 100, staleAfter: .seconds(1))
-            let second = BulkRunner(jobs: jobs, storage: storage, name: "second", batchSize: 100, staleAfter: .seconds(1),
-                                    pollInterval: .milliseconds(100))
+            let second = BulkRunner(
+                jobs: jobs, storage: storage, name: "second", batchSize: 100, staleAfter: .seconds(1),
+                pollInterval: .milliseconds(100))
             let waiting = Task { await second.serve() }
             defer { waiting.cancel() }
             let ended = await first.run(operation)

@@ -3,6 +3,7 @@ import Highlights
 import MomentsModel
 import Subprocess
 import Testing
+
 @testable import Worker
 
 /// What the worker makes of an engine process from what it said and how it ended, without one.

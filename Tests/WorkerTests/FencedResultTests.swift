@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
-import Jobs
 import JobStore
+import Jobs
 import MomentsModel
 import ServiceTestSupport
 import Storage
+import Synchronization
 import Testing
 import Worker
 
@@ -48,11 +48,13 @@ struct FencedResultTests {
                 defer { try? FileManager.default.removeItem(at: work) }
                 // A lease of 2 s that is never renewed in time: the worker goes on working after it
                 // lapsed, as a worker cut off from PostgreSQL does.
-                let configuration = WorkerConfiguration(name: "worker-a", lease: .seconds(2), heartbeat: .seconds(600),
-                                                        cancelCheck: .milliseconds(100), pollBlock: .milliseconds(300),
-                                                        progressInterval: .milliseconds(100))
-                let worker = QueueWorker(configuration: configuration, jobs: jobs,
-                                         handler: HighlightJobHandler(storage: storage, workDirectory: work), logger: TestServices.logger)
+                let configuration = WorkerConfiguration(
+                    name: "worker-a", lease: .seconds(2), heartbeat: .seconds(600),
+                    cancelCheck: .milliseconds(100), pollBlock: .milliseconds(300),
+                    progressInterval: .milliseconds(100))
+                let worker = QueueWorker(
+                    configuration: configuration, jobs: jobs,
+                    handler: HighlightJobHandler(storage: storage, workDirectory: work), logger: TestServices.logger)
                 let running = Task { await worker.run() }
                 defer { running.cancel() }
 

@@ -1,7 +1,7 @@
 import Foundation
 import JobQueue
-import Jobs
 import JobStore
+import Jobs
 import MomentsModel
 import ServiceTestSupport
 import Storage
@@ -16,19 +16,24 @@ struct HighlightJobTests {
 
     static func s3() throws -> S3ObjectStore {
         let url = try TestServices.environment("STORAGE_URL")
-        return S3ObjectStore(configuration: try StorageConfiguration.s3(bucket: URL(string: url)?.host ?? "",
-                                                                       environment: Settings(ProcessInfo.processInfo.environment)))
+        return S3ObjectStore(
+            configuration: try StorageConfiguration.s3(
+                bucket: URL(string: url)?.host ?? "",
+                environment: Settings(ProcessInfo.processInfo.environment)))
     }
 
     static func configuration() -> WorkerConfiguration {
-        WorkerConfiguration(name: "engine-worker", concurrency: 1, lease: .seconds(10), heartbeat: .seconds(2),
-                            cancelCheck: .milliseconds(250), retryBase: .milliseconds(100), pollBlock: .milliseconds(300),
-                            reconcileInterval: .seconds(30), progressInterval: .milliseconds(100))
+        WorkerConfiguration(
+            name: "engine-worker", concurrency: 1, lease: .seconds(10), heartbeat: .seconds(2),
+            cancelCheck: .milliseconds(250), retryBase: .milliseconds(100), pollBlock: .milliseconds(300),
+            reconcileInterval: .seconds(30), progressInterval: .milliseconds(100))
     }
 
     /// Uploads `file` as a job's source, creates and queues the job, runs a worker until `done` holds.
-    static func run(source file: String, filename: String = "IMG_0042.MOV", target: Double = 8, quality: Quality = .low,
-                    _ body: @Sendable (JobStore, S3ObjectStore, UUID, URL) async throws -> Void) async throws {
+    static func run(
+        source file: String, filename: String = "IMG_0042.MOV", target: Double = 8, quality: Quality = .low,
+        _ body: @Sendable (JobStore, S3ObjectStore, UUID, URL) async throws -> Void
+    ) async throws {
         let storage = try s3()
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
@@ -40,8 +45,9 @@ struct HighlightJobTests {
                 let work = FileManager.default.temporaryDirectory.appendingPathComponent("moments-work-\(UUID().uuidString)")
                 try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: work) }
-                let worker = QueueWorker(configuration: configuration(), jobs: jobs,
-                                         handler: HighlightJobHandler(storage: storage, workDirectory: work), logger: TestServices.logger)
+                let worker = QueueWorker(
+                    configuration: configuration(), jobs: jobs,
+                    handler: HighlightJobHandler(storage: storage, workDirectory: work), logger: TestServices.logger)
                 let task = Task { await worker.run() }
                 do {
                     try await body(store, storage, id, work)
@@ -81,8 +87,9 @@ struct HighlightJobTests {
             // tests check every stage's progress callback deterministically.
             let order = ["starting", "downloading", "probing", "analyzing", "selecting", "rendering", "finishing", "uploading"]
             let stages = seen.map(\.1).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
-            #expect(stages.allSatisfy(order.contains) && stages.compactMap(order.firstIndex) == stages.compactMap(order.firstIndex).sorted(),
-                    "\(seen)")
+            #expect(
+                stages.allSatisfy(order.contains) && stages.compactMap(order.firstIndex) == stages.compactMap(order.firstIndex).sorted(),
+                "\(seen)")
             #expect(stages.count >= 2, "\(seen)")
             // The stored highlight: its size as recorded, and about the target length.
             let stored = try await storage.head(key: try #require(job.resultKey))
@@ -139,8 +146,9 @@ struct HighlightJobTests {
             try await TestServices.withQueue { queue in
                 let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
                 _ = try await jobs.submit(job)
-                let worker = QueueWorker(configuration: Self.configuration(), jobs: jobs,
-                                         handler: HighlightJobHandler(storage: storage), logger: TestServices.logger)
+                let worker = QueueWorker(
+                    configuration: Self.configuration(), jobs: jobs,
+                    handler: HighlightJobHandler(storage: storage), logger: TestServices.logger)
                 let task = Task { await worker.run() }
                 defer { task.cancel() }
                 #expect(try await TestServices.eventually { try await store.job(job.id)?.status == .failed })

@@ -1,27 +1,31 @@
 import Foundation
 import JobQueue
-@testable import JobStore
 import Jobs
 import MomentsModel
 import ServiceTestSupport
 import Testing
 import Worker
 
+@testable import JobStore
+
 /// The worker loop against real PostgreSQL and Redis: the queue and the fence together.
 @Suite("Worker, queue and fence together (real PostgreSQL and Redis)", .quiet)
 struct QueueWorkerTests {
     /// Short times so that lapses and retries happen within a test.
     static func configuration(_ name: String, concurrency: Int = 2) -> WorkerConfiguration {
-        WorkerConfiguration(name: name, concurrency: concurrency, lease: .milliseconds(1500), heartbeat: .milliseconds(400),
-                            cancelCheck: .milliseconds(200), takeoverGrace: .milliseconds(300), retryBase: .milliseconds(100),
-                            retryCap: .seconds(1), pollBlock: .milliseconds(300), reconcileInterval: .milliseconds(500),
-                            reconcileQuiet: .milliseconds(200), progressInterval: .milliseconds(100), shutdownGrace: .seconds(2))
+        WorkerConfiguration(
+            name: name, concurrency: concurrency, lease: .milliseconds(1500), heartbeat: .milliseconds(400),
+            cancelCheck: .milliseconds(200), takeoverGrace: .milliseconds(300), retryBase: .milliseconds(100),
+            retryCap: .seconds(1), pollBlock: .milliseconds(300), reconcileInterval: .milliseconds(500),
+            reconcileQuiet: .milliseconds(200), progressInterval: .milliseconds(100), shutdownGrace: .seconds(2))
     }
 
     /// Runs workers with `handler` while `body` runs.
-    static func withWorkers(_ store: JobStore, _ queue: RedisQueue, count: Int = 1, handler: any JobHandler,
-                            configure: (inout WorkerConfiguration) -> Void = { _ in },
-                            _ body: @Sendable () async throws -> Void) async throws {
+    static func withWorkers(
+        _ store: JobStore, _ queue: RedisQueue, count: Int = 1, handler: any JobHandler,
+        configure: (inout WorkerConfiguration) -> Void = { _ in },
+        _ body: @Sendable () async throws -> Void
+    ) async throws {
         let workers = (0..<count).map {
             var configuration = configuration("w\($0)")
             configure(&configuration)
@@ -140,7 +144,9 @@ struct QueueWorkerTests {
         }
     }
 
-    @Test("PostgreSQL frozen mid-job (SIGSTOP): the work stops before another worker may take it over, not when TCP gives up; after SIGCONT it completes once")
+    @Test(
+        "PostgreSQL frozen mid-job (SIGSTOP): the work stops before another worker may take it over, not when TCP gives up; after SIGCONT it completes once"
+    )
     func frozenDatabase() async throws {
         let postgres = try PrivatePostgres()
         defer { postgres.destroy() }
@@ -182,11 +188,14 @@ struct QueueWorkerTests {
                 let stalled = try await Self.submit(store, queue, count: 1, maxAttempts: 1)[0]
                 let overtime = try await Self.submit(store, queue, count: 1, maxAttempts: 1)[0]
                 let handler = WatchdogHandler(stalls: stalled)
-                try await Self.withWorkers(store, queue, handler: handler, configure: {
-                    $0.concurrency = 2
-                    $0.stallLimit = .seconds(1)
-                    $0.deadlineFloor = .milliseconds(500)
-                }) {
+                try await Self.withWorkers(
+                    store, queue, handler: handler,
+                    configure: {
+                        $0.concurrency = 2
+                        $0.stallLimit = .seconds(1)
+                        $0.deadlineFloor = .milliseconds(500)
+                    }
+                ) {
                     let ended = try await TestServices.eventually(timeout: .seconds(10)) {
                         try await Self.statuses(store, [stalled, overtime]).allSatisfy { $0 == .failed }
                     }
@@ -194,8 +203,9 @@ struct QueueWorkerTests {
                     let first = try #require(try await store.job(stalled))
                     #expect(first.errorMessage?.contains("it made no progress for 1 seconds") == true, "\(first.errorMessage ?? "")")
                     let second = try #require(try await store.job(overtime))
-                    #expect(second.errorMessage?.contains("took far longer than a video of this length should") == true,
-                            "\(second.errorMessage ?? "")")
+                    #expect(
+                        second.errorMessage?.contains("took far longer than a video of this length should") == true,
+                        "\(second.errorMessage ?? "")")
                     #expect(await handler.stopped == [stalled, overtime], "both works saw their cancellation")
                 }
             }
@@ -301,7 +311,8 @@ struct QueueWorkerTests {
                     #expect(try await queue.pausedState() == true, "the queue has the pause back")
                     #expect(try await queue.contains(ids) == [true, true], "and the jobs")
                     try await jobs.resume()
-                    #expect(try await TestServices.eventually(timeout: .seconds(10)) { try await Self.statuses(store, ids) == [.completed, .completed] })
+                    #expect(
+                        try await TestServices.eventually(timeout: .seconds(10)) { try await Self.statuses(store, ids) == [.completed, .completed] })
                 }
             }
         }
@@ -312,7 +323,11 @@ struct QueueWorkerTests {
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
                 let gate = AsyncGate()
-                let first = Task { try await store.exclusively("moments.reconciler") { await gate.wait(); return 1 } }
+                let first = Task {
+                    try await store.exclusively("moments.reconciler") {
+                        await gate.wait(); return 1
+                    }
+                }
                 try await Task.sleep(for: .milliseconds(300))
                 let second = try await Self.jobs(store, queue).reconcile()
                 #expect(second == nil, "the second reconciler stood aside")
@@ -357,13 +372,16 @@ struct QueueWorkerTests {
                     "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 8),
                     "MOMENTS_QUEUE_PREFIX": String(queue.keys.stream.dropLast(":jobs".count)), "LOG_LEVEL": "warning",
                 ]
-                let arguments = ["queue", "drill-worker", "--job-ms", "4000", "--concurrency", "1", "--lease-ms", "2000",
-                                 "--heartbeat-ms", "500", "--takeover-grace-ms", "300", "--reconcile-ms", "500"]
+                let arguments = [
+                    "queue", "drill-worker", "--job-ms", "4000", "--concurrency", "1", "--lease-ms", "2000",
+                    "--heartbeat-ms", "500", "--takeover-grace-ms", "300", "--reconcile-ms", "500",
+                ]
                 let id = try await Self.submit(store, queue, count: 1)[0]
                 let doomed = try DrillProcess(arguments: arguments + ["--name", "doomed"], environment: environment)
-                #expect(try await TestServices.eventually {
-                    try await store.job(id).map { $0.status == .processing && $0.progress >= 20 } ?? false
-                }, "the first worker is mid-job")
+                #expect(
+                    try await TestServices.eventually {
+                        try await store.job(id).map { $0.status == .processing && $0.progress >= 20 } ?? false
+                    }, "the first worker is mid-job")
                 doomed.kill()
                 let leaseEnd = try #require(try await store.job(id)?.leaseExpiresAt)
                 let survivor = try DrillProcess(arguments: arguments + ["--name", "survivor"], environment: environment)

@@ -1,5 +1,4 @@
 import Foundation
-@testable import JobStore
 import Jobs
 import MomentsModel
 import PostgresNIO
@@ -7,6 +6,8 @@ import ServiceTestSupport
 import Storage
 import Testing
 import Worker
+
+@testable import JobStore
 
 /// The retention sweep against real PostgreSQL and SeaweedFS: objects go first, rows only after.
 @Suite("Retention: sources after success, objects and rows after their days (real PostgreSQL and SeaweedFS)", .quiet)
@@ -18,8 +19,10 @@ struct RetentionTests {
         var resultKey: String?
     }
 
-    static func make(_ store: JobStore, _ storage: any ObjectStore, ending status: JobStatus, daysAgo: Int,
-                     sourceDeleted: Bool = false) async throws -> Made {
+    static func make(
+        _ store: JobStore, _ storage: any ObjectStore, ending status: JobStatus, daysAgo: Int,
+        sourceDeleted: Bool = false
+    ) async throws -> Made {
         let id = UUID()
         let folder = "retention-test/\(id.uuidString.lowercased())"
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-retention-\(id.uuidString).bin")
@@ -48,7 +51,8 @@ struct RetentionTests {
             }
         }
         if sourceDeleted { #expect(try await store.markSourceDeleted(id)) }
-        try await store.client.query("""
+        try await store.client.query(
+            """
             UPDATE jobs SET created_at = now() - make_interval(days => \(daysAgo + 1)::int),
                             completed_at = CASE WHEN completed_at IS NULL THEN NULL ELSE now() - make_interval(days => \(daysAgo)::int) END
             WHERE id = \(id)
@@ -62,12 +66,14 @@ struct RetentionTests {
         do {
             _ = try await storage.head(key: key)
             return true
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             return false
         }
     }
 
-    @Test("Multipart uploads cut off (a resumable upload never started, a source or highlight whose upload a crash stopped) are aborted a day after they began, under every prefix the service writes, page after page; younger ones stay")
+    @Test(
+        "Multipart uploads cut off (a resumable upload never started, a source or highlight whose upload a crash stopped) are aborted a day after they began, under every prefix the service writes, page after page; younger ones stay"
+    )
     func abandonedUploads() async throws {
         let storage = try HighlightJobTests.s3()
         let resumable = try #require(storage.resumable)
@@ -101,8 +107,9 @@ struct RetentionTests {
             let ancient = try await Self.make(store, storage, ending: .cancelled, daysAgo: 100)
             let waiting = try await Self.make(store, storage, ending: .pending, daysAgo: 200)
 
-            let sweeper = RetentionSweeper(store: store, storage: storage,
-                                           configuration: RetentionConfiguration(resultDays: 30, jobDays: 90), logger: TestServices.logger)
+            let sweeper = RetentionSweeper(
+                store: store, storage: storage,
+                configuration: RetentionConfiguration(resultDays: 30, jobDays: 90), logger: TestServices.logger)
             let report = try #require(try await sweeper.sweepExclusively())
             #expect(report.jobCounts == [4, 0, 1], "\(report)")
 
@@ -173,19 +180,25 @@ struct RetentionTests {
         }
     }
 
-    @Test("Settings: defaults, 0 keeps for ever, and refusals that name the variable",
-          arguments: [
+    @Test(
+        "Settings: defaults, 0 keeps for ever, and refusals that name the variable",
+        arguments: [
             (["JOB_RETENTION_DAYS": "7"], "JOB_RETENTION_DAYS must be 0 (keep) or at least 32"),
-            (["RESULT_RETENTION_DAYS": "60", "JOB_RETENTION_DAYS": "40"], "RESULT_RETENTION_DAYS (60) cannot be longer than JOB_RETENTION_DAYS (40)"),
+            (
+                ["RESULT_RETENTION_DAYS": "60", "JOB_RETENTION_DAYS": "40"],
+                "RESULT_RETENTION_DAYS (60) cannot be longer than JOB_RETENTION_DAYS (40)"
+            ),
             (["RESULT_RETENTION_DAYS": "a month"], "RESULT_RETENTION_DAYS must be a whole number"),
             (["DELETE_SOURCE_AFTER_SUCCESS": "maybe"], "DELETE_SOURCE_AFTER_SUCCESS must be true or false"),
             (["RETENTION_SWEEP_SECONDS": "1"], "RETENTION_SWEEP_SECONDS must be a whole number from 10"),
-          ])
+        ])
     func settings(environment: [String: String], refusal: String) throws {
         #expect(try RetentionConfiguration(environment: [:]) == RetentionConfiguration())
         #expect(try RetentionConfiguration(environment: [:]).resultDays == 30)
-        let forever = try RetentionConfiguration(environment: ["RESULT_RETENTION_DAYS": "0", "JOB_RETENTION_DAYS": "0",
-                                                               "DELETE_SOURCE_AFTER_SUCCESS": "false"])
+        let forever = try RetentionConfiguration(environment: [
+            "RESULT_RETENTION_DAYS": "0", "JOB_RETENTION_DAYS": "0",
+            "DELETE_SOURCE_AFTER_SUCCESS": "false",
+        ])
         #expect(forever.resultDays == nil && forever.jobDays == nil && !forever.deleteSourceAfterSuccess)
         #expect(try RetentionConfiguration(environment: ["RESULT_RETENTION_DAYS": "400", "JOB_RETENTION_DAYS": "0"]).resultDays == 400)
         do {
@@ -196,7 +209,9 @@ struct RetentionTests {
         }
     }
 
-    @Test("Deleting a job deletes every object it has (source, highlight, poster, thumbnails) and the audit says how many; a source already gone is not counted")
+    @Test(
+        "Deleting a job deletes every object it has (source, highlight, poster, thumbnails) and the audit says how many; a source already gone is not counted"
+    )
     func deletingAJob() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-delete-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -215,7 +230,9 @@ struct RetentionTests {
                 guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else {
                     throw Failure(description: "could not claim")
                 }
-                #expect(try await store.complete(lease, result: JobResult(resultKey: keys[1], resultSize: 100, posterKey: keys[2], thumbnailsKey: keys[3])))
+                #expect(
+                    try await store.complete(
+                        lease, result: JobResult(resultKey: keys[1], resultSize: 100, posterKey: keys[2], thumbnailsKey: keys[3])))
                 if sourceGone { #expect(try await store.markSourceDeleted(id)) }
                 return (id, keys)
             }
@@ -231,7 +248,9 @@ struct RetentionTests {
         }
     }
 
-    @Test("Objects no job names (a refused attempt's result, a source whose insert failed, a direct upload never started) go once past their grace; named, young and foreign ones stay")
+    @Test(
+        "Objects no job names (a refused attempt's result, a source whose insert failed, a direct upload never started) go once past their grace; named, young and foreign ones stay"
+    )
     func orphans() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-orphans-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -247,15 +266,15 @@ struct RetentionTests {
             let old = Date(timeIntervalSinceNow: -3 * 86_400), hours = Date(timeIntervalSinceNow: -5 * 3600)
             let recent = Date(timeIntervalSinceNow: -2.5 * 3600)
             let objects: [(key: String, modified: Date, kept: Bool)] = [
-                ("sources/\(name).mov", old, true),                          // the job's source
-                ("results/\(name)-1.mp4", old, true),                        // its highlight
-                ("results/\(name)-2.mp4", old, false),                       // a fenced-out attempt's upload
+                ("sources/\(name).mov", old, true),  // the job's source
+                ("results/\(name)-1.mp4", old, true),  // its highlight
+                ("results/\(name)-2.mp4", old, false),  // a fenced-out attempt's upload
                 ("sources/\(UUID().uuidString.lowercased()).mp4", old, false),  // stored, then the insert failed
-                ("sources/\(UUID().uuidString.lowercased()).mp4", hours, true), // the same, but too young to judge
-                ("uploads/\(UUID().uuidString.lowercased())", hours, false),    // staged and never started
-                ("uploads/\(UUID().uuidString.lowercased())", recent, true),    // staged by a PUT that ended late: startable
-                ("sources/notes.txt", old, true),                            // names no job: not ours
-                ("elsewhere/\(name).mov", old, true),                        // another folder: not ours
+                ("sources/\(UUID().uuidString.lowercased()).mp4", hours, true),  // the same, but too young to judge
+                ("uploads/\(UUID().uuidString.lowercased())", hours, false),  // staged and never started
+                ("uploads/\(UUID().uuidString.lowercased())", recent, true),  // staged by a PUT that ended late: startable
+                ("sources/notes.txt", old, true),  // names no job: not ours
+                ("elsewhere/\(name).mov", old, true),  // another folder: not ours
             ]
             let file = folder.appendingPathComponent("x.bin")
             try Data(repeating: 1, count: 10).write(to: file)

@@ -4,14 +4,16 @@ import JobStore
 import MomentsModel
 import ServiceTestSupport
 import Testing
+
 @testable import Worker
 
 /// Webhooks go where their user said only when that is on the public internet: checked when the
 /// job is submitted (the API's tests) and again when each delivery is made (here).
 @Suite("Webhook destinations")
 struct WebhookDestinationTests {
-    @Test("Addresses: loopback, private, link-local, CGNAT, unique-local and the rest are not public",
-          arguments: [
+    @Test(
+        "Addresses: loopback, private, link-local, CGNAT, unique-local and the rest are not public",
+        arguments: [
             ("127.0.0.1", false), ("10.1.2.3", false), ("172.16.0.1", false), ("172.31.255.255", false), ("192.168.1.1", false),
             ("169.254.169.254", false), ("100.64.0.1", false), ("100.127.255.255", false), ("0.0.0.0", false), ("224.0.0.1", false),
             ("255.255.255.255", false), ("198.18.0.1", false), ("192.0.2.10", false),
@@ -19,7 +21,7 @@ struct WebhookDestinationTests {
             ("::ffff:127.0.0.1", false), ("::ffff:10.0.0.1", false), ("64:ff9b::a9fe:a9fe", false), ("2001:db8::1", false),
             ("1.1.1.1", true), ("8.8.8.8", true), ("172.32.0.1", true), ("100.128.0.1", true), ("2606:4700:4700::1111", true),
             ("::ffff:1.1.1.1", true),
-          ])
+        ])
     func classification(address: String, isPublic: Bool) throws {
         let parsed = try #require(IPAddress(address))
         #expect(parsed.isPublic == isPublic, "\(address)")
@@ -59,8 +61,9 @@ struct WebhookDestinationTests {
             // Accepted when submitted (say, before WEBHOOK_ALLOW_PRIVATE was turned off).
             let job = try await store.create(NewJob(sourceKey: "sources/hook.mp4", callbackURL: "http://127.0.0.1:9/hook"))
             _ = try await store.cancel(job.id)
-            let dispatcher = WebhookDispatcher(store: store, configuration: WebhookConfiguration(secret: "0123456789abcdef0123"),
-                                               logger: TestServices.logger)
+            let dispatcher = WebhookDispatcher(
+                store: store, configuration: WebhookConfiguration(secret: "0123456789abcdef0123"),
+                logger: TestServices.logger)
             let due = try await store.takeDueWebhooks(limit: 10, lease: .seconds(30))
             let delivery = try #require(due.first { $0.jobID == job.id })
             await dispatcher.deliver(delivery, secret: "0123456789abcdef0123")
@@ -73,7 +76,8 @@ struct WebhookDestinationTests {
             _ = try await store.cancel(second.id)
             let next = try #require(try await store.takeDueWebhooks(limit: 10, lease: .seconds(30)).first { $0.jobID == second.id })
             await dispatcher.deliver(next, secret: "0123456789abcdef0123")
-            #expect(try await store.webhookDeliveries(job: second.id).first?.lastError
+            #expect(
+                try await store.webhookDeliveries(job: second.id).first?.lastError
                     == "refused: the callback URL must name a host on the public internet; 127.0.0.1 is not")
         }
     }

@@ -1,5 +1,6 @@
 import Prometheus
 import Testing
+
 @testable import Worker
 
 @Suite("Worker metrics: names, help and counts as Prometheus reads them")
@@ -25,6 +26,8 @@ struct WorkerMetricsTests {
         #expect(after.contains(#"moments_job_attempts_total{outcome="completed"} 2"#), "\(after)")
         #expect(after.contains(#"moments_job_processing_seconds_count{outcome="completed"} 2"#), "\(after)")
         #expect(after.contains("moments_job_real_time_factor_count 2"), "\(after)")
-        #expect(after.contains(#"moments_job_real_time_factor_bucket{le="10.0"} 2"#) || after.contains(#"moments_job_real_time_factor_bucket{le="10"} 2"#), "\(after)")
+        #expect(
+            after.contains(#"moments_job_real_time_factor_bucket{le="10.0"} 2"#)
+                || after.contains(#"moments_job_real_time_factor_bucket{le="10"} 2"#), "\(after)")
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
 import JobQueue
-@testable import JobStore
 import PostgresNIO
 import ServiceTestSupport
 import Testing
+
+@testable import JobStore
 
 /// `moments jobs list|show|retry|cancel` as an operator runs them, against the real stores.
 @Suite("Admin commands (real PostgreSQL and Redis)", .serialized, .heavy)
@@ -12,14 +13,17 @@ struct AdminCommandTests {
     func adminCommands() async throws {
         try await TestServices.withDatabase { store, databaseURL in
             let prefix = TestServices.uniquePrefix()
-            let environment = ["DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
-                               "MOMENTS_QUEUE_PREFIX": prefix, "LOG_LEVEL": "error"]
+            let environment = [
+                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+                "MOMENTS_QUEUE_PREFIX": prefix, "LOG_LEVEL": "error",
+            ]
             // Three jobs: one failed permanently, one pending, one completed.
             let failed = try await store.create(NewJob(originalFilename: "broken.mov", sourceKey: "sources/broken", maxAttempts: 1))
             let pending = try await store.create(NewJob(originalFilename: "waiting.mov", sourceKey: "sources/waiting"))
             let done = try await store.create(NewJob(originalFilename: "done.mov", sourceKey: "sources/done"))
             guard case .claimed(let lease, _) = try await store.claim(failed.id, worker: "w", lease: .seconds(60)),
-                  case .claimed(let doneLease, _) = try await store.claim(done.id, worker: "w", lease: .seconds(60)) else {
+                case .claimed(let doneLease, _) = try await store.claim(done.id, worker: "w", lease: .seconds(60))
+            else {
                 Issue.record("claims failed")
                 return
             }
@@ -49,9 +53,11 @@ struct AdminCommandTests {
             let retried = try #require(try await store.job(failed.id))
             #expect(retried.status == .pending && retried.errorCode == nil && retried.maxAttempts == retried.attempt + 3)
             #expect(try await store.events(failed.id).last?.detail?.hasPrefix("retried by cli:") == true)
-            let queue = RedisQueue(client: RedisClient(configuration: try RedisConfiguration(url: try TestServices.redisURL(database: 9)),
-                                                       logger: TestServices.logger),
-                                   keys: QueueKeys(prefix: prefix), logger: TestServices.logger)
+            let queue = RedisQueue(
+                client: RedisClient(
+                    configuration: try RedisConfiguration(url: try TestServices.redisURL(database: 9)),
+                    logger: TestServices.logger),
+                keys: QueueKeys(prefix: prefix), logger: TestServices.logger)
             #expect(try await queue.contains([failed.id]) == [true], "queued in Redis again")
 
             let refused = try TestServices.moments(["jobs", "retry", pending.id.uuidString], environment: environment)
@@ -76,8 +82,10 @@ struct AdminCommandTests {
             let objects = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: objects.appendingPathComponent("sources"), withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: objects) }
-            let environment = ["DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
-                               "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "LOG_LEVEL": "error", "STORAGE_URL": objects.absoluteString]
+            let environment = [
+                "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
+                "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(), "LOG_LEVEL": "error", "STORAGE_URL": objects.absoluteString,
+            ]
             // Four failed with one code, one with another, two pending; each with a source object.
             var failed: [UUID] = []
             for (index, code) in ["corrupt_media", "corrupt_media", "corrupt_media", "corrupt_media", "too_long"].enumerated() {
@@ -88,8 +96,10 @@ struct AdminCommandTests {
                 _ = try await store.fail(lease, code: code, message: "planted", retryable: false, retryDelay: .zero)
                 failed.append(job.id)
             }
-            let pending = [try await store.create(NewJob(originalFilename: "p1.mov", sourceKey: "sources/p1")),
-                           try await store.create(NewJob(originalFilename: "p2.mov", sourceKey: "sources/p2"))]
+            let pending = [
+                try await store.create(NewJob(originalFilename: "p1.mov", sourceKey: "sources/p1")),
+                try await store.create(NewJob(originalFilename: "p2.mov", sourceKey: "sources/p2")),
+            ]
 
             let count = try TestServices.moments(["jobs", "retry", "--code", "corrupt_media"], environment: environment)
             #expect(count.status == 0 && count.out.contains("4 jobs match") && count.out.contains("add --yes"), "\(count.out) \(count.err)")
@@ -112,8 +122,9 @@ struct AdminCommandTests {
             #expect(delete.status == 0 && delete.out.contains("deleted"), "\(delete.out) \(delete.err)")
             #expect(try await store.job(failed[4]) == nil)
             #expect(!FileManager.default.fileExists(atPath: objects.appendingPathComponent("sources/failed-4").path), "its source is gone")
-            let noStorage = try TestServices.moments(["jobs", "delete", "--status", "cancelled", "--yes"],
-                                                     environment: environment.merging(["STORAGE_URL": ""]) { $1 })
+            let noStorage = try TestServices.moments(
+                ["jobs", "delete", "--status", "cancelled", "--yes"],
+                environment: environment.merging(["STORAGE_URL": ""]) { $1 })
             #expect(noStorage.status == 1 && noStorage.err.contains("STORAGE_URL"), "\(noStorage.err)")
             let bulkDelete = try TestServices.moments(["jobs", "delete", "--status", "cancelled", "--yes"], environment: environment)
             #expect(bulkDelete.status == 0 && bulkDelete.out.contains("done: 2 deleted"), "\(bulkDelete.out) \(bulkDelete.err)")
@@ -125,7 +136,8 @@ struct AdminCommandTests {
             #expect(workers.status == 0 && workers.out.contains("(no worker in the last day)"), "\(workers.out) \(workers.err)")
 
             // A webhook delivery (as the trigger writes one), sent again.
-            try await store.client.query("""
+            try await store.client.query(
+                """
                 INSERT INTO webhook_deliveries (job_id, url, event, delivered_at) VALUES (\(failed[1]), 'https://example.com/hook', 'job.failed', now())
                 """, logger: TestServices.logger)
             let first = try #require(try await store.webhookDeliveries(job: failed[1]).first)
@@ -165,25 +177,30 @@ struct AdminCommandTests {
 
     @Test("Tracing over gRPC is refused at start-up: this build exports OTLP over HTTP only")
     func tracingProtocol() throws {
-        let environment = ["DATABASE_URL": "postgres://moments@127.0.0.1:1/moments", "REDIS_URL": "redis://127.0.0.1:1/0",
-                           "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "0",
-                           "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"]
+        let environment = [
+            "DATABASE_URL": "postgres://moments@127.0.0.1:1/moments", "REDIS_URL": "redis://127.0.0.1:1/0",
+            "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "0",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        ]
         let run = try TestServices.moments(["worker"], environment: environment)
         #expect(run.status == 1 && run.err.contains("OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json"), "\(run.err)")
     }
 
-    @Test("Each role refuses a bad setting at start-up with a message naming the variable",
-          arguments: [
+    @Test(
+        "Each role refuses a bad setting at start-up with a message naming the variable",
+        arguments: [
             ("worker", "LOG_LEVEL", "loud"), ("worker", "WORKER_CONCURRENCY", "0"), ("worker", "JOB_RETENTION_DAYS", "7"),
             ("worker", "DELETE_SOURCE_AFTER_SUCCESS", "sometimes"), ("worker", "WEBHOOK_SECRET", "short"),
             ("worker", "METRICS_PORT", "99999"), ("api", "MAX_UPLOAD_BYTES", "lots"), ("api", "AUTH_REQUIRED", "perhaps"),
             ("api", "RATE_LIMIT_UPLOADS_PER_OWNER", "-1"), ("migrate", "DATABASE_URL", "mysql://db/moments"),
             ("worker", "REDIS_URL", "rediss://cache:6380"), ("worker", "STORAGE_URL", "ftp://files/moments"),
             ("worker", "OTEL_EXPORTER_OTLP_ENDPOINT", "otel-collector:4318"), ("api", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector"),
-          ])
+        ])
     func badSettings(role: String, variable: String, value: String) throws {
-        var environment = ["DATABASE_URL": "postgres://moments@127.0.0.1:1/moments", "REDIS_URL": "redis://127.0.0.1:1/0",
-                           "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "0"]
+        var environment = [
+            "DATABASE_URL": "postgres://moments@127.0.0.1:1/moments", "REDIS_URL": "redis://127.0.0.1:1/0",
+            "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "0",
+        ]
         environment[variable] = value
         let started = ContinuousClock.now
         let run = try TestServices.moments([role], environment: environment)

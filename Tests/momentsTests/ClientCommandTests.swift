@@ -18,8 +18,11 @@ struct ClientCommandTests {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let config = folder.appendingPathComponent("config")
-            let submit = try Self.cli(["submit", TestFootage.twentySeconds, "--server", base, "--wait", "-o", "out.mp4",
-                                       "--duration", "8", "--quality", "low"], config: config, in: folder)
+            let submit = try Self.cli(
+                [
+                    "submit", TestFootage.twentySeconds, "--server", base, "--wait", "-o", "out.mp4",
+                    "--duration", "8", "--quality", "low",
+                ], config: config, in: folder)
             #expect(submit.status == 0, "\(submit.err)")
             #expect(abs(try TestFootage.duration(folder.appendingPathComponent("out.mp4").path) - 8) <= 0.5)
             for line in ["Uploading 100%", "Processing", "Downloading 100%"] { #expect(submit.err.contains(line), "\(submit.err)") }
@@ -33,8 +36,10 @@ struct ClientCommandTests {
             #expect(status.status == 0 && status.out.hasPrefix("completed 100%"), "\(status.out) \(status.err)")
             let download = try Self.cli(["download", id, "--server", base, "-o", "again.mp4"], config: config, in: folder)
             #expect(download.status == 0, "\(download.err)")
-            #expect(FileManager.default.contentsEqual(atPath: folder.appendingPathComponent("out.mp4").path,
-                                                      andPath: folder.appendingPathComponent("again.mp4").path))
+            #expect(
+                FileManager.default.contentsEqual(
+                    atPath: folder.appendingPathComponent("out.mp4").path,
+                    andPath: folder.appendingPathComponent("again.mp4").path))
 
             let text = folder.appendingPathComponent("list.mov")
             try Data("milk, eggs, bread".utf8).write(to: text)

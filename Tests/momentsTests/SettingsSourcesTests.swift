@@ -30,14 +30,16 @@ struct SettingsSourcesTests {
                 LOG_LEVEL=warning
                 """
             try Data(dotenv.utf8).write(to: folder.appendingPathComponent(".env"))
-            let api = try MomentsProcess(["api"], environment: [
-                "DATABASE_URL": "", "PORT": "", "HOST": "", "AUTH_REQUIRED": "", "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(),
-                // The environment wins: REDIS_URL here, not the secret file's.
-                "REDIS_URL": try TestServices.redisURL(database: 9),
-                "MOMENTS_SECRETS_DIR": folder.appendingPathComponent("secrets").path,
-                "MOMENTS_ENV_FILE": folder.appendingPathComponent(".env").path,
-                "STORAGE_URL": "file://\(folder.appendingPathComponent("objects").path)",
-            ])
+            let api = try MomentsProcess(
+                ["api"],
+                environment: [
+                    "DATABASE_URL": "", "PORT": "", "HOST": "", "AUTH_REQUIRED": "", "MOMENTS_QUEUE_PREFIX": TestServices.uniquePrefix(),
+                    // The environment wins: REDIS_URL here, not the secret file's.
+                    "REDIS_URL": try TestServices.redisURL(database: 9),
+                    "MOMENTS_SECRETS_DIR": folder.appendingPathComponent("secrets").path,
+                    "MOMENTS_ENV_FILE": folder.appendingPathComponent(".env").path,
+                    "STORAGE_URL": "file://\(folder.appendingPathComponent("objects").path)",
+                ])
             defer { api.stop() }
             let ready = try await TestServices.eventually(timeout: .seconds(30)) {
                 (try? curl(["http://127.0.0.1:\(port)/ready"]).status) == 200
@@ -46,13 +48,16 @@ struct SettingsSourcesTests {
         }
     }
 
-    @Test("A bad value from .env or a secret file is refused with its name; a missing file or folder named by a setting too",
-          arguments: ["env-file", "secret-file", "no-env-file", "no-secrets-dir"])
+    @Test(
+        "A bad value from .env or a secret file is refused with its name; a missing file or folder named by a setting too",
+        arguments: ["env-file", "secret-file", "no-env-file", "no-secrets-dir"])
     func refusals(_ source: String) throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        var environment = ["DATABASE_URL": "postgres://moments@127.0.0.1:1/moments", "REDIS_URL": "redis://127.0.0.1:1/0",
-                           "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "", "WORKER_CONCURRENCY": ""]
+        var environment = [
+            "DATABASE_URL": "postgres://moments@127.0.0.1:1/moments", "REDIS_URL": "redis://127.0.0.1:1/0",
+            "STORAGE_URL": "file:///tmp/moments-objects", "METRICS_PORT": "", "WORKER_CONCURRENCY": "",
+        ]
         let expected: String
         switch source {
         case "env-file":

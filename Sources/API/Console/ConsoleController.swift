@@ -1,10 +1,10 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MomentsContract
 import JobStore
 import Jobs
 import Logging
+import MomentsContract
 import MomentsModel
 import NIOCore
 import Storage
@@ -28,8 +28,10 @@ struct ConsoleController: Sendable {
     private let figures: CachedValue<ConsoleFigures>
     var store: JobStore { jobs.store }
 
-    init(jobs: Jobs, storage: any ObjectStore, keys: ConsoleKeys, limiter: RateLimiter, hub: JobEventsHub, linkLifetime: Duration,
-         traceURL: @escaping @Sendable (String?) -> String? = { _ in nil }, secureCookie: Bool) {
+    init(
+        jobs: Jobs, storage: any ObjectStore, keys: ConsoleKeys, limiter: RateLimiter, hub: JobEventsHub, linkLifetime: Duration,
+        traceURL: @escaping @Sendable (String?) -> String? = { _ in nil }, secureCookie: Bool
+    ) {
         self.jobs = jobs
         self.storage = storage
         self.keys = keys
@@ -83,8 +85,10 @@ struct ConsoleController: Sendable {
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes)))
     }
 
-    private func signInPage(_ request: Request, context: MomentsRequestContext, next: String? = nil, notice: String? = nil,
-                            status: HTTPResponse.Status = .ok) -> Response {
+    private func signInPage(
+        _ request: Request, context: MomentsRequestContext, next: String? = nil, notice: String? = nil,
+        status: HTTPResponse.Status = .ok
+    ) -> Response {
         if context.consoleSession != nil, notice == nil { return redirect("/admin") }
         let next = (next ?? FormFields(request.uri.query ?? "")["next"]).flatMap(Self.safeNext) ?? "/admin"
         return views.page("login", title: "Sign in", session: nil, notice: notice, status: status, ["next": next])
@@ -95,26 +99,33 @@ struct ConsoleController: Sendable {
         let form = try await Self.form(request, context: context)
         guard let token = form["token"], keys.isToken(token) else {
             context.logger.warning("console sign-in refused: wrong admin token")
-            return signInPage(request, context: context, next: form["next"], notice: "That is not the admin token (invalid_admin_token).",
-                              status: .unauthorized)
+            return signInPage(
+                request, context: context, next: form["next"], notice: "That is not the admin token (invalid_admin_token).",
+                status: .unauthorized)
         }
         guard let name = form["name"], name.count <= 40,
-              name.allSatisfy({ $0.isLetter || $0.isNumber || " ._@-".contains($0) }) else {
-            return signInPage(request, context: context, next: form["next"],
-                              notice: "Give your name, up to 40 letters, digits, spaces or . _ @ - (invalid_operator_name).", status: .badRequest)
+            name.allSatisfy({ $0.isLetter || $0.isNumber || " ._@-".contains($0) })
+        else {
+            return signInPage(
+                request, context: context, next: form["next"],
+                notice: "Give your name, up to 40 letters, digits, spaces or . _ @ - (invalid_operator_name).", status: .badRequest)
         }
         let cookie = keys.newSession(name: name)
         context.logger.notice("operator signed in to the console", metadata: ["operator": "\(name)"])
         var response = redirect(form["next"].flatMap(Self.safeNext) ?? "/admin")
-        response.setCookie(Cookie(name: ConsoleKeys.cookieName, value: cookie, maxAge: Int(keys.lifetime.inSeconds), path: "/admin",
-                                  secure: secureCookie, httpOnly: true, sameSite: .strict))
+        response.setCookie(
+            Cookie(
+                name: ConsoleKeys.cookieName, value: cookie, maxAge: Int(keys.lifetime.inSeconds), path: "/admin",
+                secure: secureCookie, httpOnly: true, sameSite: .strict))
         return response
     }
 
     private func signOut() -> Response {
         var response = redirect("/admin/login")
-        response.setCookie(Cookie(name: ConsoleKeys.cookieName, value: "", maxAge: 0, path: "/admin", secure: secureCookie, httpOnly: true,
-                                  sameSite: .strict))
+        response.setCookie(
+            Cookie(
+                name: ConsoleKeys.cookieName, value: "", maxAge: 0, path: "/admin", secure: secureCookie, httpOnly: true,
+                sameSite: .strict))
         return response
     }
 
@@ -135,13 +146,15 @@ struct ConsoleController: Sendable {
         stats["toggle_action"] = figures.paused ? "resume" : "pause"
         stats["toggle_label"] = figures.paused ? "Resume the queue" : "Pause the queue"
         stats["statuses"] = JobStatus.allCases.map { ["name": $0.rawValue, "count": figures.counts[$0] ?? 0] }
-        return views.page("overview", title: "Overview", session: context.consoleSession, nav: "overview", paused: figures.paused,
-                          notice: Self.notice(query), [
-                              "stats": stats, "range": range.rawValue,
-                              "ranges": ThroughputRange.allCases.map { ["name": $0.rawValue, "current": $0 == range] },
-                              "charts": views.render("charts", chartContext),
-                              "latest": views.render("job_rows", ["jobs": latest.jobs.map(ConsolePages.jobRow)]),
-                          ])
+        return views.page(
+            "overview", title: "Overview", session: context.consoleSession, nav: "overview", paused: figures.paused,
+            notice: Self.notice(query),
+            [
+                "stats": stats, "range": range.rawValue,
+                "ranges": ThroughputRange.allCases.map { ["name": $0.rawValue, "current": $0 == range] },
+                "charts": views.render("charts", chartContext),
+                "latest": views.render("job_rows", ["jobs": latest.jobs.map(ConsolePages.jobRow)]),
+            ])
     }
 
     private func charts(_ request: Request) async throws -> Response {
@@ -160,8 +173,9 @@ struct ConsoleController: Sendable {
     /// The live stream: `tick` with the figures every 2 s, `job` with the id of each job that changes.
     private func live(_ context: MomentsRequestContext) async throws -> Response {
         guard let (token, changes) = await hub.watchEverything() else {
-            throw APIError(.tooManyRequests, .tooManyStreams,
-                           "Too many console streams are open on this node (at most \(JobEventsHub.everythingLimit)). Close a console tab.")
+            throw APIError(
+                .tooManyRequests, .tooManyStreams,
+                "Too many console streams are open on this node (at most \(JobEventsHub.everythingLimit)). Close a console tab.")
         }
         let hub = self.hub, figures = self.figures
         enum Event: Sendable { case tick, job(UUID) }
@@ -210,13 +224,15 @@ struct ConsoleController: Sendable {
         let page = try await store.listJobs(filter, after: cursor, limit: 50)
         let encoded = FormFields.encode(filter.fields)
         let figures = await figures.value
-        return views.page("jobs", title: "Jobs", session: context.consoleSession, nav: "jobs", paused: figures.paused,
-                          notice: Self.notice(query), [
-                              "statuses": JobStatus.allCases.map { ["name": $0.rawValue, "selected": filter.statuses == [$0]] },
-                              "filter": Dictionary(uniqueKeysWithValues: filter.fields), "summary": filter.summary, "query": encoded,
-                              "rows": views.render("job_rows", ["jobs": page.jobs.map(ConsolePages.jobRow)]),
-                              "next": page.next?.token ?? "", "first_page": cursor != nil, "live": cursor == nil ? "job" : "",
-                          ])
+        return views.page(
+            "jobs", title: "Jobs", session: context.consoleSession, nav: "jobs", paused: figures.paused,
+            notice: Self.notice(query),
+            [
+                "statuses": JobStatus.allCases.map { ["name": $0.rawValue, "selected": filter.statuses == [$0]] },
+                "filter": Dictionary(uniqueKeysWithValues: filter.fields), "summary": filter.summary, "query": encoded,
+                "rows": views.render("job_rows", ["jobs": page.jobs.map(ConsolePages.jobRow)]),
+                "next": page.next?.token ?? "", "first_page": cursor != nil, "live": cursor == nil ? "job" : "",
+            ])
     }
 
     private func jobRows(_ request: Request) async throws -> Response {
@@ -259,19 +275,27 @@ struct ConsoleController: Sendable {
         let csrf = context.consoleSession?.csrf ?? ""
         let history = try await events
         let figures = await figures.value
-        return views.page("job", title: "Job \(job.id.uuidString.lowercased().prefix(8))", session: context.consoleSession, nav: "jobs",
-                          paused: figures.paused, notice: Self.notice(FormFields(request.uri.query ?? "")), [
-                              "job": ConsolePages.present(["id": job.id.uuidString.lowercased(), "callback_url": job.callbackURL]),
-                              "summary": views.render("job_summary", summaryContext(job)),
-                              "attempts": ConsolePages.attempts(history), "events": history.map(ConsolePages.event),
-                              "segments": (job.segments ?? []).map { segment in
-                                  ["start": String(format: "%.2f", segment.start), "end": String(format: "%.2f", segment.end),
-                                   "length": String(format: "%.2f", segment.end - segment.start), "score": String(format: "%.2f", segment.score)]
-                              },
-                              "webhooks": try await webhooks.map { ConsolePages.webhook($0, csrf: csrf) },
-                              "audit": try await audit.map { ["at": ConsoleFormat.time($0.createdAt), "actor": $0.actor, "action": $0.action.rawValue,
-                                                              "message": $0.message ?? ""] },
-                          ])
+        return views.page(
+            "job", title: "Job \(job.id.uuidString.lowercased().prefix(8))", session: context.consoleSession, nav: "jobs",
+            paused: figures.paused, notice: Self.notice(FormFields(request.uri.query ?? "")),
+            [
+                "job": ConsolePages.present(["id": job.id.uuidString.lowercased(), "callback_url": job.callbackURL]),
+                "summary": views.render("job_summary", summaryContext(job)),
+                "attempts": ConsolePages.attempts(history), "events": history.map(ConsolePages.event),
+                "segments": (job.segments ?? []).map { segment in
+                    [
+                        "start": String(format: "%.2f", segment.start), "end": String(format: "%.2f", segment.end),
+                        "length": String(format: "%.2f", segment.end - segment.start), "score": String(format: "%.2f", segment.score),
+                    ]
+                },
+                "webhooks": try await webhooks.map { ConsolePages.webhook($0, csrf: csrf) },
+                "audit": try await audit.map {
+                    [
+                        "at": ConsoleFormat.time($0.createdAt), "actor": $0.actor, "action": $0.action.rawValue,
+                        "message": $0.message ?? "",
+                    ]
+                },
+            ])
     }
 
     private func jobSummary(_ context: MomentsRequestContext) async throws -> Response {
@@ -280,9 +304,11 @@ struct ConsoleController: Sendable {
 
     private func summaryContext(_ job: JobRecord) -> [String: Any] {
         [
-            "job": ConsolePages.present(["id": job.id.uuidString.lowercased(), "status": job.status.rawValue, "progress": job.progress,
-                                         "stage": job.stage ?? "", "message": job.message ?? "", "error_code": job.errorCode,
-                                         "error_message": job.errorMessage ?? ""]),
+            "job": ConsolePages.present([
+                "id": job.id.uuidString.lowercased(), "status": job.status.rawValue, "progress": job.progress,
+                "stage": job.stage ?? "", "message": job.message ?? "", "error_code": job.errorCode,
+                "error_message": job.errorMessage ?? "",
+            ]),
             "can_retry": job.status == .failed, "can_cancel": !job.status.isTerminal, "can_delete": job.status.isTerminal,
             "fields": ConsolePages.fields(job, storage: storage, linkLifetime: linkLifetime, traceURL: traceURL(job.traceID)),
         ]
@@ -293,17 +319,20 @@ struct ConsoleController: Sendable {
         let id = job.id.uuidString.lowercased()
         let action = try Self.jobAction(FormFields(request.uri.query ?? "")["action"])
         let applies = action.applicableStatuses.contains(job.status)
-        let (heading, text) = switch action {
-        case .retry: ("Retry this job?", "Job \(id) failed (\(job.errorCode ?? "no code")). It goes back to the queue with 3 more attempts.")
-        case .cancel: ("Cancel this job?", "Job \(id) is \(job.status.rawValue). A waiting job leaves the queue; a running one stops within 2 s.")
-        default: ("Delete this job?", "Job \(id) and its history, webhook deliveries, upload and highlight are deleted for good.")
-        }
-        return views.page("confirm", title: heading, session: context.consoleSession, nav: "jobs", [
-            "heading": heading, "text": applies ? text : "Job \(id) is \(job.status.rawValue): it cannot be \(action.pastTense).",
-            "action": "/admin/jobs/\(id)/\(action.rawValue)", "button": "\(action.rawValue.capitalized) job", "danger": action == .delete,
-            "disabled": !applies, "back": "/admin/jobs/\(id)", "fields": [[String: Any]](),
-           
-        ])
+        let (heading, text) =
+            switch action {
+            case .retry: ("Retry this job?", "Job \(id) failed (\(job.errorCode ?? "no code")). It goes back to the queue with 3 more attempts.")
+            case .cancel: ("Cancel this job?", "Job \(id) is \(job.status.rawValue). A waiting job leaves the queue; a running one stops within 2 s.")
+            default: ("Delete this job?", "Job \(id) and its history, webhook deliveries, upload and highlight are deleted for good.")
+            }
+        return views.page(
+            "confirm", title: heading, session: context.consoleSession, nav: "jobs",
+            [
+                "heading": heading, "text": applies ? text : "Job \(id) is \(job.status.rawValue): it cannot be \(action.pastTense).",
+                "action": "/admin/jobs/\(id)/\(action.rawValue)", "button": "\(action.rawValue.capitalized) job", "danger": action == .delete,
+                "disabled": !applies, "back": "/admin/jobs/\(id)", "fields": [[String: Any]](),
+
+            ])
     }
 
     private func jobAction(_ request: Request, context: MomentsRequestContext) async throws -> Response {
@@ -346,17 +375,20 @@ struct ConsoleController: Sendable {
         var matched = 0
         if let narrowed { matched = try await store.countJobs(narrowed) }
         let verb = action.rawValue
-        let text = matched == 0
+        let text =
+            matched == 0
             ? "No job matching \(filter.summary) can be \(action.pastTense)."
             : "This will \(verb) \(matched) job\(matched == 1 ? "" : "s"): \(narrowed?.summary ?? ""). Jobs created from now on are not touched. "
                 + "It runs in batches of 100; its progress and your name go to the audit log."
-        return views.page("confirm", title: "Bulk \(verb)", session: context.consoleSession, nav: "jobs", [
-            "heading": "\(verb.capitalized) every matching job?", "text": text, "action": "/admin/bulk",
-            "button": "\(verb.capitalized) \(matched) job\(matched == 1 ? "" : "s")", "danger": action != .retry, "disabled": matched == 0,
-            "back": "/admin/jobs?\(FormFields.encode(filter.fields))",
-            "fields": ([("action", verb)] + filter.fields).map { ["name": $0.0, "value": $0.1] },
-           
-        ])
+        return views.page(
+            "confirm", title: "Bulk \(verb)", session: context.consoleSession, nav: "jobs",
+            [
+                "heading": "\(verb.capitalized) every matching job?", "text": text, "action": "/admin/bulk",
+                "button": "\(verb.capitalized) \(matched) job\(matched == 1 ? "" : "s")", "danger": action != .retry, "disabled": matched == 0,
+                "back": "/admin/jobs?\(FormFields.encode(filter.fields))",
+                "fields": ([("action", verb)] + filter.fields).map { ["name": $0.0, "value": $0.1] },
+
+            ])
     }
 
     private func startBulk(_ request: Request, context: MomentsRequestContext) async throws -> Response {
@@ -366,8 +398,12 @@ struct ConsoleController: Sendable {
         guard let operation = try await operatorFor(context).startBulk(action, filter: filter, runner: nil) else {
             throw APIError(.unprocessableContent, .nothingToDo, "No job matching \(filter.summary) can be \(action.pastTense).")
         }
-        context.logger.notice("bulk action started", metadata: ["operation": "\(operation.id)", "action": "\(action.rawValue)",
-                                                               "operator": "\(operation.actor)", "matched": "\(operation.matched ?? 0)"])
+        context.logger.notice(
+            "bulk action started",
+            metadata: [
+                "operation": "\(operation.id)", "action": "\(action.rawValue)",
+                "operator": "\(operation.actor)", "matched": "\(operation.matched ?? 0)",
+            ])
         return redirect("/admin/operations/\(operation.id)")
     }
 
@@ -377,11 +413,13 @@ struct ConsoleController: Sendable {
         let query = FormFields(request.uri.query ?? "")
         let before = query["before"].flatMap { Int64($0) }
         let list = try await store.operations(before: before, limit: 50)
-        return views.page("operations", title: "Audit log", session: context.consoleSession, nav: "operations",
-                          paused: await figures.value.paused, notice: Self.notice(query), [
-                              "operations": list.map(ConsolePages.operation),
-                              "older": list.count == 50 ? list.last.map { String($0.id) } ?? "" : "",
-                          ])
+        return views.page(
+            "operations", title: "Audit log", session: context.consoleSession, nav: "operations",
+            paused: await figures.value.paused, notice: Self.notice(query),
+            [
+                "operations": list.map(ConsolePages.operation),
+                "older": list.count == 50 ? list.last.map { String($0.id) } ?? "" : "",
+            ])
     }
 
     /// The audit log entry the path names. (Two guards, not one: Swift 6.3's optimizer crashed
@@ -396,11 +434,14 @@ struct ConsoleController: Sendable {
 
     private func operationPage(_ context: MomentsRequestContext) async throws -> Response {
         let operation = try await loadOperation(context)
-        let heading = operation.isBulk ? "Bulk \(operation.action.rawValue) #\(operation.id)" : "\(operation.action.rawValue.capitalized) #\(operation.id)"
-        return views.page("operation", title: heading, session: context.consoleSession, nav: "operations", [
-            "heading": heading, "id": operation.id,
-            "progress": views.render("operation_progress", progressContext(operation, csrf: context.consoleSession?.csrf ?? "")),
-        ])
+        let heading =
+            operation.isBulk ? "Bulk \(operation.action.rawValue) #\(operation.id)" : "\(operation.action.rawValue.capitalized) #\(operation.id)"
+        return views.page(
+            "operation", title: heading, session: context.consoleSession, nav: "operations",
+            [
+                "heading": heading, "id": operation.id,
+                "progress": views.render("operation_progress", progressContext(operation, csrf: context.consoleSession?.csrf ?? "")),
+            ])
     }
 
     private func operationProgress(_ context: MomentsRequestContext) async throws -> Response {
@@ -448,8 +489,9 @@ struct ConsoleController: Sendable {
     }
 
     private func workers(_ context: MomentsRequestContext) async throws -> Response {
-        views.page("workers", title: "Workers", session: context.consoleSession, nav: "workers", paused: await figures.value.paused,
-                   ["rows": views.render("worker_rows", ["workers": try await store.workers().map { ConsolePages.worker($0) }])])
+        views.page(
+            "workers", title: "Workers", session: context.consoleSession, nav: "workers", paused: await figures.value.paused,
+            ["rows": views.render("worker_rows", ["workers": try await store.workers().map { ConsolePages.worker($0) }])])
     }
 
     /// The music library, as the app's picker lists it.
@@ -462,8 +504,9 @@ struct ConsoleController: Sendable {
                 "license": track.license ?? "", "added": MomentsJSON.format(track.createdAt),
             ]
         }
-        return views.page("music", title: "Music", session: context.consoleSession, nav: "music", paused: await figures.value.paused,
-                          ["tracks": tracks])
+        return views.page(
+            "music", title: "Music", session: context.consoleSession, nav: "music", paused: await figures.value.paused,
+            ["tracks": tracks])
     }
 
     private func workerRows() async throws -> Response {
@@ -554,9 +597,10 @@ struct ConsoleMiddleware: RouterMiddleware {
             let mapped = ErrorMiddleware<Context>.map(error)
             return errorPage(mapped.status, code: mapped.code.rawValue, message: mapped.message, session: context.consoleSession)
         } catch let error as any HTTPResponseError {
-            return errorPage(error.status, code: (error.status == .notFound ? APIErrorCode.notFound : .http(error.status)).rawValue,
-                             message: error.status == .notFound ? "There is no console page at \(path)." : "\(error.status.reasonPhrase).",
-                             session: context.consoleSession)
+            return errorPage(
+                error.status, code: (error.status == .notFound ? APIErrorCode.notFound : .http(error.status)).rawValue,
+                message: error.status == .notFound ? "There is no console page at \(path)." : "\(error.status.reasonPhrase).",
+                session: context.consoleSession)
         }
     }
 
@@ -578,12 +622,15 @@ struct ConsoleMiddleware: RouterMiddleware {
         guard let session = context.consoleSession else { return }
         let form = try await ConsoleController.form(&request, context: context)
         guard let sent = form["csrf"], MetricsController.equalInConstantTime(sent, session.csrf) else {
-            throw APIError(.forbidden, .csrfTokenInvalid, "This form lacks the console's CSRF token, or carries another session's. Reload the page and try again.")
+            throw APIError(
+                .forbidden, .csrfTokenInvalid,
+                "This form lacks the console's CSRF token, or carries another session's. Reload the page and try again.")
         }
     }
 
     private func errorPage(_ status: HTTPResponse.Status, code: String, message: String, session: ConsoleSession?) -> Response {
-        views.page("error", title: "\(status.code) \(status.reasonPhrase)", session: session, status: status,
-                   ["status": status.code, "reason": status.reasonPhrase, "code": code, "message": message])
+        views.page(
+            "error", title: "\(status.code) \(status.reasonPhrase)", session: session, status: status,
+            ["status": status.code, "reason": status.reasonPhrase, "code": code, "message": message])
     }
 }

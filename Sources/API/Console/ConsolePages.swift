@@ -47,34 +47,45 @@ enum ConsolePages {
 
     static func jobRow(_ job: JobRecord) -> [String: Any] {
         let id = job.id.uuidString.lowercased()
-        return ["id": id, "short_id": String(id.prefix(8)), "status": job.status.rawValue, "progress": job.progress,
-                "attempt": "\(job.attempt)/\(job.maxAttempts)", "file": job.originalFilename ?? "", "owner": job.owner ?? "",
-                "error_code": job.errorCode ?? "", "created": ConsoleFormat.time(job.createdAt), "created_iso": ConsoleFormat.iso(job.createdAt)]
+        return [
+            "id": id, "short_id": String(id.prefix(8)), "status": job.status.rawValue, "progress": job.progress,
+            "attempt": "\(job.attempt)/\(job.maxAttempts)", "file": job.originalFilename ?? "", "owner": job.owner ?? "",
+            "error_code": job.errorCode ?? "", "created": ConsoleFormat.time(job.createdAt), "created_iso": ConsoleFormat.iso(job.createdAt),
+        ]
     }
 
     static func charts(_ buckets: [ThroughputBucket], range: ThroughputRange) -> [String: Any] {
         let first = buckets.first.map { ConsoleFormat.time($0.start) } ?? "", last = "now"
-        let bucketName = switch range {
-        case .hour: "minute"
-        case .day: "half hour"
-        case .week: "six hours"
-        }
-        let throughput = SVGChart(title: "Jobs ended per \(bucketName)", unit: "jobs", kind: .stackedBars, labels: (first, last), series: [
-            .init(name: "completed", colour: "#2da44e", values: buckets.map { Double($0.completed) }),
-            .init(name: "failed", colour: "#cf222e", values: buckets.map { Double($0.failed) }),
-            .init(name: "cancelled", colour: "#bf8700", values: buckets.map { Double($0.cancelled) }),
-        ])
-        let latency = SVGChart(title: "Processing time", unit: "s", kind: .lines, labels: (first, last), series: [
-            .init(name: "p50", colour: "#0969da", values: buckets.map(\.p50Seconds)),
-            .init(name: "p95", colour: "#8250df", values: buckets.map(\.p95Seconds)),
-        ])
-        let speed = SVGChart(title: "Real-time factor", unit: "×", kind: .lines, labels: (first, last), series: [
-            .init(name: "median", colour: "#1a7f37", values: buckets.map(\.realTimeFactor)),
-        ])
+        let bucketName =
+            switch range {
+            case .hour: "minute"
+            case .day: "half hour"
+            case .week: "six hours"
+            }
+        let throughput = SVGChart(
+            title: "Jobs ended per \(bucketName)", unit: "jobs", kind: .stackedBars, labels: (first, last),
+            series: [
+                .init(name: "completed", colour: "#2da44e", values: buckets.map { Double($0.completed) }),
+                .init(name: "failed", colour: "#cf222e", values: buckets.map { Double($0.failed) }),
+                .init(name: "cancelled", colour: "#bf8700", values: buckets.map { Double($0.cancelled) }),
+            ])
+        let latency = SVGChart(
+            title: "Processing time", unit: "s", kind: .lines, labels: (first, last),
+            series: [
+                .init(name: "p50", colour: "#0969da", values: buckets.map(\.p50Seconds)),
+                .init(name: "p95", colour: "#8250df", values: buckets.map(\.p95Seconds)),
+            ])
+        let speed = SVGChart(
+            title: "Real-time factor", unit: "×", kind: .lines, labels: (first, last),
+            series: [
+                .init(name: "median", colour: "#1a7f37", values: buckets.map(\.realTimeFactor))
+            ])
         let p95 = buckets.compactMap(\.p95Seconds).max()
-        return present(["throughput": throughput.svg, "latency": latency.svg, "speed": speed.svg, "bucket": bucketName, "range": range.rawValue,
-                "completed": buckets.reduce(0) { $0 + $1.completed }, "failed": buckets.reduce(0) { $0 + $1.failed },
-                "cancelled": buckets.reduce(0) { $0 + $1.cancelled }, "p95": p95.map { String(format: "%.1f", $0) }])
+        return present([
+            "throughput": throughput.svg, "latency": latency.svg, "speed": speed.svg, "bucket": bucketName, "range": range.rawValue,
+            "completed": buckets.reduce(0) { $0 + $1.completed }, "failed": buckets.reduce(0) { $0 + $1.failed },
+            "cancelled": buckets.reduce(0) { $0 + $1.cancelled }, "p95": p95.map { String(format: "%.1f", $0) },
+        ])
     }
 
     /// One row per attempt, from the job's history: an attempt starts with `→ processing` and
@@ -84,10 +95,13 @@ enum ConsolePages {
         var open: (attempt: Int, worker: String?, started: Date)?
         func close(_ ended: Date?, outcome: String, diagnostics: String? = nil) {
             guard let current = open else { return }
-            rows.append(present(["number": current.attempt, "worker": current.worker ?? "", "started": ConsoleFormat.time(current.started),
-                                 "ended": ConsoleFormat.time(ended),
-                                 "took": ended.map { ConsoleFormat.span($0.timeIntervalSince(current.started)) } ?? "running",
-                                 "outcome": outcome, "diagnostics": diagnostics]))
+            rows.append(
+                present([
+                    "number": current.attempt, "worker": current.worker ?? "", "started": ConsoleFormat.time(current.started),
+                    "ended": ConsoleFormat.time(ended),
+                    "took": ended.map { ConsoleFormat.span($0.timeIntervalSince(current.started)) } ?? "running",
+                    "outcome": outcome, "diagnostics": diagnostics,
+                ]))
             open = nil
         }
         for event in events {
@@ -105,32 +119,40 @@ enum ConsolePages {
     }
 
     static func event(_ event: JobEvent) -> [String: Any] {
-        present(["at": ConsoleFormat.time(event.at), "from": event.from?.rawValue, "to": event.to.rawValue, "attempt": event.attempt,
-                 "worker": event.worker, "detail": event.detail])
+        present([
+            "at": ConsoleFormat.time(event.at), "from": event.from?.rawValue, "to": event.to.rawValue, "attempt": event.attempt,
+            "worker": event.worker, "detail": event.detail,
+        ])
     }
 
     static func webhook(_ delivery: WebhookDeliveryRecord, csrf: String) -> [String: Any] {
-        present(["id": delivery.id, "event": delivery.event, "url": delivery.url, "state": delivery.state, "attempts": delivery.attempts,
-         "last_status": delivery.lastStatus.map(String.init) ?? "", "last_error": delivery.lastError ?? "",
-         "redelivery_of": delivery.redeliveryOf, "csrf": csrf])
+        present([
+            "id": delivery.id, "event": delivery.event, "url": delivery.url, "state": delivery.state, "attempts": delivery.attempts,
+            "last_status": delivery.lastStatus.map(String.init) ?? "", "last_error": delivery.lastError ?? "",
+            "redelivery_of": delivery.redeliveryOf, "csrf": csrf,
+        ])
     }
 
     static func operation(_ operation: OperationRecord) -> [String: Any] {
         let processed = operation.done + operation.skipped + operation.failed
-        return present(["id": operation.id, "at": ConsoleFormat.time(operation.createdAt), "actor": operation.actor, "action": operation.action.rawValue,
-                "job": operation.jobID?.uuidString.lowercased(),
-                "short_job": operation.jobID.map { String($0.uuidString.lowercased().prefix(8)) } ?? "",
-                "bulk": operation.isBulk, "matched": operation.matched ?? 0, "state": operation.state.rawValue,
-                "progress": operation.isBulk ? "\(processed) of \(operation.matched ?? 0)" : (operation.state == .done ? "yes" : "no"),
-                "message": operation.message ?? ""])
+        return present([
+            "id": operation.id, "at": ConsoleFormat.time(operation.createdAt), "actor": operation.actor, "action": operation.action.rawValue,
+            "job": operation.jobID?.uuidString.lowercased(),
+            "short_job": operation.jobID.map { String($0.uuidString.lowercased().prefix(8)) } ?? "",
+            "bulk": operation.isBulk, "matched": operation.matched ?? 0, "state": operation.state.rawValue,
+            "progress": operation.isBulk ? "\(processed) of \(operation.matched ?? 0)" : (operation.state == .done ? "yes" : "no"),
+            "message": operation.message ?? "",
+        ])
     }
 
     static func worker(_ worker: WorkerRecord, now: Date = Date()) -> [String: Any] {
-        ["id": worker.id, "state": worker.state, "host": worker.host, "pid": worker.pid, "version": worker.version,
-         "started": ConsoleFormat.time(worker.startedAt), "concurrency": worker.concurrency, "running": worker.running,
-         "finished": worker.jobsFinished, "heartbeat": ConsoleFormat.time(worker.lastHeartbeatAt),
-         "heartbeat_age": ConsoleFormat.span(max(0, now.timeIntervalSince(worker.lastHeartbeatAt))),
-         "jobs": worker.currentJobs.map { ["id": $0.uuidString.lowercased(), "short": String($0.uuidString.lowercased().prefix(8))] }]
+        [
+            "id": worker.id, "state": worker.state, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started": ConsoleFormat.time(worker.startedAt), "concurrency": worker.concurrency, "running": worker.running,
+            "finished": worker.jobsFinished, "heartbeat": ConsoleFormat.time(worker.lastHeartbeatAt),
+            "heartbeat_age": ConsoleFormat.span(max(0, now.timeIntervalSince(worker.lastHeartbeatAt))),
+            "jobs": worker.currentJobs.map { ["id": $0.uuidString.lowercased(), "short": String($0.uuidString.lowercased().prefix(8))] },
+        ]
     }
 
     /// The job's fields, with links to its objects where storage signs URLs, and to its trace
@@ -143,10 +165,14 @@ enum ConsolePages {
         let sourceGone = job.sourceDeletedAt != nil || job.resultExpiredAt != nil
         var fields: [(String, String?, String?)] = [
             ("owner", job.owner ?? "anonymous", nil), ("file", job.originalFilename, nil),
-            ("source", "\(job.sourceKey) (\(ConsoleFormat.bytes(job.sourceSize)))\(sourceGone ? ", deleted" : "")",
-             sourceGone ? nil : link(job.sourceKey)),
-            ("result", job.resultKey.map { "\($0) (\(ConsoleFormat.bytes(job.resultSize)))\(job.resultExpiredAt != nil ? ", expired" : "")" },
-             job.resultExpiredAt == nil ? link(job.resultKey) : nil),
+            (
+                "source", "\(job.sourceKey) (\(ConsoleFormat.bytes(job.sourceSize)))\(sourceGone ? ", deleted" : "")",
+                sourceGone ? nil : link(job.sourceKey)
+            ),
+            (
+                "result", job.resultKey.map { "\($0) (\(ConsoleFormat.bytes(job.resultSize)))\(job.resultExpiredAt != nil ? ", expired" : "")" },
+                job.resultExpiredAt == nil ? link(job.resultKey) : nil
+            ),
             ("target", "\(Int(job.targetDuration)) s, \(job.quality.rawValue), codec \(job.codec.rawValue)", nil),
             ("source length", job.sourceDuration.map { String(format: "%.1f s", $0) }, nil),
             ("attempt", "\(job.attempt) of \(job.maxAttempts)", nil),
@@ -170,8 +196,9 @@ extension JobFilter {
         if let text = fields["status"] {
             for name in text.split(separator: ",") {
                 guard let status = JobStatus(rawValue: String(name)) else {
-                    throw APIError(.badRequest, .invalidFilter,
-                                   "'\(name)' is not a job status: use pending, processing, completed, failed or cancelled.")
+                    throw APIError(
+                        .badRequest, .invalidFilter,
+                        "'\(name)' is not a job status: use pending, processing, completed, failed or cancelled.")
                 }
                 statuses.append(status)
             }
@@ -189,8 +216,9 @@ extension JobFilter {
         for name in ["code", "owner", "file"] where (fields[name]?.count ?? 0) > 200 {
             throw APIError(.badRequest, .invalidFilter, "The \(name) filter is longer than 200 characters.")
         }
-        self.init(statuses: statuses, errorCode: fields["code"], owner: fields["owner"]?.lowercased(), fileName: fields["file"],
-                  createdFrom: try time("from"), createdBefore: try time("to"))
+        self.init(
+            statuses: statuses, errorCode: fields["code"], owner: fields["owner"]?.lowercased(), fileName: fields["file"],
+            createdFrom: try time("from"), createdBefore: try time("to"))
     }
 
     /// The fields that name this filter (for links and hidden form fields).

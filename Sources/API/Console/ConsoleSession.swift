@@ -46,8 +46,9 @@ struct ConsoleKeys: Sendable {
         let payload = parts[0..<4].joined(separator: ".")
         guard MetricsController.equalInConstantTime(mac(payload), parts[4]) else { return nil }
         guard Double(expires) > now.timeIntervalSince1970, let nameData = Self.unbase64url(parts[3]) else { return nil }
-        return ConsoleSession(name: String(decoding: nameData, as: UTF8.self), expires: Date(timeIntervalSince1970: Double(expires)),
-                              nonce: parts[2], csrf: csrf(parts[2]))
+        return ConsoleSession(
+            name: String(decoding: nameData, as: UTF8.self), expires: Date(timeIntervalSince1970: Double(expires)),
+            nonce: parts[2], csrf: csrf(parts[2]))
     }
 
     /// Whether `sent` is the admin token (compared without an early exit).

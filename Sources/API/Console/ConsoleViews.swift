@@ -56,15 +56,19 @@ struct ConsoleViews: Sendable {
     }
 
     /// A whole page: the template with the header's context (who is signed in, the queue's state).
-    func page(_ template: String, title: String, session: ConsoleSession?, nav: String? = nil, paused: Bool = false,
-              notice: String? = nil, status: HTTPResponse.Status = .ok, _ context: [String: Any] = [:]) -> Response {
+    func page(
+        _ template: String, title: String, session: ConsoleSession?, nav: String? = nil, paused: Bool = false,
+        notice: String? = nil, status: HTTPResponse.Status = .ok, _ context: [String: Any] = [:]
+    ) -> Response {
         var context = context
         context["title"] = title
         context["version"] = MomentsVersion.current
         if let notice { context["notice"] = notice }
         if let session {
-            var header: [String: Any] = ["name": session.name, "csrf": session.csrf,
-                                         "queue_state": paused ? "Queue paused" : "Queue running"]
+            var header: [String: Any] = [
+                "name": session.name, "csrf": session.csrf,
+                "queue_state": paused ? "Queue paused" : "Queue running",
+            ]
             if let nav { header["nav_\(nav)"] = true }
             context["session"] = header
         }

@@ -10,23 +10,29 @@ enum Analyzer {
     }
 
     /// The same pass over bytes read through `source` (in memory when fuzzing, storage ranges).
-    static func run(source: any RandomAccessInput, name: String, limits: MediaLimits, scanning: VideoScanner.Settings = .init(),
-                    reporter: ProgressReporter) throws -> Analysis {
+    static func run(
+        source: any RandomAccessInput, name: String, limits: MediaLimits, scanning: VideoScanner.Settings = .init(),
+        reporter: ProgressReporter
+    ) throws -> Analysis {
         try reporter.report(.probing, 0)
         return try run(opened: MediaProbe.open(source, name: name, limits: limits), limits: limits, scanning: scanning, reporter: reporter)
     }
 
-    private static func run(opened: (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?), limits: MediaLimits,
-                            scanning: VideoScanner.Settings, reporter: ProgressReporter) throws -> Analysis {
+    private static func run(
+        opened: (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?), limits: MediaLimits,
+        scanning: VideoScanner.Settings, reporter: ProgressReporter
+    ) throws -> Analysis {
         let (input, probed, videoStream, audioStream) = opened
         var info = probed
         let video: VideoScanner
         do {
             video = try VideoScanner(stream: videoStream, info: info, lean: limits.decodesLean(info), settings: scanning)
         } catch is Decoder.NoDecoder {
-            throw MomentsError(.unsupportedCodec, "This video's codec (\(info.videoCodec)) cannot be decoded. Export it as H.264 or HEVC and try again.")
+            throw MomentsError(
+                .unsupportedCodec, "This video's codec (\(info.videoCodec)) cannot be decoded. Export it as H.264 or HEVC and try again.")
         } catch {
-            throw MomentsError(.unsupportedCodec, "This video's codec (\(info.videoCodec)) could not be opened. Export it as H.264 or HEVC and try again.")
+            throw MomentsError(
+                .unsupportedCodec, "This video's codec (\(info.videoCodec)) could not be opened. Export it as H.264 or HEVC and try again.")
         }
         // A soundtrack we cannot decode is treated as none rather than failing the video.
         let audio = audioStream.flatMap { try? AudioScanner(stream: $0) }
@@ -66,7 +72,7 @@ enum Analyzer {
                     try reporter.report(.analyzing, done)
                 }
             } else if let audio, packet.streamIndex == audio.stream.index {
-                do { try audio.feed(packet) } catch { /* undecodable audio packet: skip it */ }
+                do { try audio.feed(packet) } catch {}  // an undecodable audio packet is skipped
             }
             if expected <= 0 { try reporter.report(.analyzing, 0) }
         }
@@ -76,7 +82,8 @@ enum Analyzer {
         guard video.decodedFrames > 0, let first = video.frameTimes.first, let last = video.frameTimes.last else {
             throw MomentsError(.corruptMedia, "No picture in this file could be decoded; it looks damaged. Export the video again and retry.")
         }
-        let frameInterval = info.frameRate > 0 ? 1 / info.frameRate : (video.frameTimes.count > 1 ? (last - first) / Double(video.frameTimes.count - 1) : 1.0 / 30)
+        let frameInterval =
+            info.frameRate > 0 ? 1 / info.frameRate : (video.frameTimes.count > 1 ? (last - first) / Double(video.frameTimes.count - 1) : 1.0 / 30)
         let measured = last - first + frameInterval
         // Containers can claim more than is really there (truncated uploads): trust the frames.
         info.duration = damagedTail || probed.duration <= 0 ? measured : min(probed.duration, measured)

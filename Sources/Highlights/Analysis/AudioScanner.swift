@@ -74,7 +74,8 @@ struct AudioFeatures: Sendable {
         var onsets = [Int](repeating: 0, count: seconds)
         let offset = Int(saturating: (startTime / AudioScanner.window).rounded())
         for second in 0..<seconds {
-            let from = (second * perSecond).subtractingReportingOverflow(offset).partialValue, to = from.addingReportingOverflow(perSecond).partialValue
+            let from = (second * perSecond).subtractingReportingOverflow(offset).partialValue,
+                to = from.addingReportingOverflow(perSecond).partialValue
             let slice = energies[max(0, min(energies.count, from))..<max(0, min(energies.count, to))]
             guard !slice.isEmpty else { continue }
             loudness[second] = decibels(slice.reduce(0) { $0 + Double($1) } / Double(slice.count))

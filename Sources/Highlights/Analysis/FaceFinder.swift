@@ -1,5 +1,5 @@
-import Foundation
 import FaceDetection
+import Foundation
 import Media
 import MomentsModel
 import Synchronization
@@ -51,8 +51,9 @@ final class FaceFinder {
 
     init(detector: FaceDetector, info: MediaInfo) throws {
         self.detector = detector
-        let size = Thumbnailer.fitted(width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio,
-                                      box: min(Self.box, max(info.width, info.height)))
+        let size = Thumbnailer.fitted(
+            width: info.width, height: info.height, sampleAspectRatio: info.sampleAspectRatio,
+            box: min(Self.box, max(info.width, info.height)))
         scaler = Scaler(width: size.width, height: size.height, format: .gray8, filter: .area)
         target = try Frame.video(width: size.width, height: size.height, format: .gray8)
         rotation = (info.rotation % 360 + 360) % 360
@@ -62,8 +63,9 @@ final class FaceFinder {
         try scaler.scale(frame, into: target)
         let (data, stride) = target.plane(0)
         let plane = UnsafeBufferPointer(start: data, count: (scaler.height - 1) * stride + scaler.width)
-        return Self.faces(in: plane, width: scaler.width, height: scaler.height, stride: stride, rotation: rotation,
-                          detector: detector, upright: &upright)
+        return Self.faces(
+            in: plane, width: scaler.width, height: scaler.height, stride: stride, rotation: rotation,
+            detector: detector, upright: &upright)
     }
 
     /// The stored pixel of a `width` × `height` picture turned by `rotation` that is shown at
@@ -80,8 +82,10 @@ final class FaceFinder {
 
     /// The faces in a grey `width` × `height` picture stored turned by `rotation` (as the video
     /// says), searched upright in `upright` and placed back in the stored picture.
-    static func faces(in data: UnsafeBufferPointer<UInt8>, width w: Int, height h: Int, stride: Int, rotation: Int,
-                      detector: FaceDetector, upright: inout [UInt8]) -> [FaceBox] {
+    static func faces(
+        in data: UnsafeBufferPointer<UInt8>, width w: Int, height h: Int, stride: Int, rotation: Int,
+        detector: FaceDetector, upright: inout [UInt8]
+    ) -> [FaceBox] {
         let turned = rotation == 90 || rotation == 270
         let (uw, uh) = turned ? (h, w) : (w, h)
         upright.removeAll(keepingCapacity: true)
@@ -93,17 +97,18 @@ final class FaceFinder {
             }
         }
         let found = upright.withUnsafeBufferPointer { detector.faces(in: $0, width: uw, height: uh, stride: uw) }
-        let shorter = Double(min(uw, uh)), W = Double(w), H = Double(h)
+        let shorter = Double(min(uw, uh)), wide = Double(w), high = Double(h)
         return found.map { face in
             let (fx, fy, s) = (face.x, face.y, face.size)
             // The face's square back in the stored picture.
-            let (x, y): (Double, Double) = switch rotation {
-            case 90: (fy, H - fx - s)
-            case 180: (W - fx - s, H - fy - s)
-            case 270: (W - fy - s, fx)
-            default: (fx, fy)
-            }
-            return FaceBox(x: x / W, y: y / H, width: s / W, height: s / H, size: s / shorter)
+            let (x, y): (Double, Double) =
+                switch rotation {
+                case 90: (fy, high - fx - s)
+                case 180: (wide - fx - s, high - fy - s)
+                case 270: (wide - fy - s, fx)
+                default: (fx, fy)
+                }
+            return FaceBox(x: x / wide, y: y / high, width: s / wide, height: s / high, size: s / shorter)
         }
     }
 }

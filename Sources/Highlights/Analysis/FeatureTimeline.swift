@@ -12,8 +12,10 @@ enum FeatureTimeline {
     /// GOP of up to 8 s still gives every second of its shot the faces of its keyframe.
     static let farthestLook = 4.0
 
-    static func build(info: MediaInfo, origin: Double, frameTimes: [Double], video: VideoScanner,
-                      audio: AudioScanner?) -> Analysis {
+    static func build(
+        info: MediaInfo, origin: Double, frameTimes: [Double], video: VideoScanner,
+        audio: AudioScanner?
+    ) -> Analysis {
         let duration = info.duration
         let count = max(1, Int(duration.rounded(.up)))
         let samples = video.samples.map { sample -> SampleFeatures in
@@ -106,7 +108,8 @@ enum FeatureTimeline {
         var faces: [[FaceBox]] = []
         for second in seconds.indices {
             let centre = Double(second) + 0.5, shot = shotIndex(centre)
-            let near = lookTimes.firstIndex(atOrAfter: centre - Self.farthestLook)..<lookTimes.firstIndex(atOrAfter: centre + Self.farthestLook + 1e-6)
+            let near =
+                lookTimes.firstIndex(atOrAfter: centre - Self.farthestLook)..<lookTimes.firstIndex(atOrAfter: centre + Self.farthestLook + 1e-6)
             let look = looked[near].filter { shotIndex($0.time) == shot }.min { abs($0.time - centre) < abs($1.time - centre) }
             let seen = look?.faces ?? []
             faces.append(seen)
@@ -116,9 +119,10 @@ enum FeatureTimeline {
             seconds[second].faceClarity = seen.map { clarity(of: $0, sharpness: seconds[second].sharpness) }.max() ?? 0
             seconds[second].score = score(seconds[second], hasAudio: sound != nil)
         }
-        var analysis = Analysis(info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, speech: speech,
-                                frameTimes: frameTimes, packets: video.packets, signatures: signatures,
-                                decodedFrames: video.decodedFrames, totalFrames: frameTimes.count)
+        var analysis = Analysis(
+            info: info, origin: origin, changes: changes, shots: shots, seconds: seconds, speech: speech,
+            frameTimes: frameTimes, packets: video.packets, signatures: signatures,
+            decodedFrames: video.decodedFrames, totalFrames: frameTimes.count)
         analysis.faces = faces
         return analysis
     }

@@ -45,8 +45,10 @@ public struct PacketIndex: Sendable {
         if pts != dts { presentedOutOfDecodeOrder = true }
         let kind = bitstream?.pictureKind(packet.bytes) ?? .unknown
         if let layer = bitstream?.reference(packet.bytes)?.layer { highestTemporalLayer = max(highestTemporalLayer, layer) }
-        entries.append(Entry(pts: pts, dts: dts, size: Int32(clamping: packet.size), isKeyframe: packet.isKeyframe,
-                             kind: kind, position: packet.position ?? -1))
+        entries.append(
+            Entry(
+                pts: pts, dts: dts, size: Int32(clamping: packet.size), isKeyframe: packet.isKeyframe,
+                kind: kind, position: packet.position ?? -1))
     }
 
     mutating func markIncomplete() { isComplete = false }

@@ -1,5 +1,5 @@
-import FaceDetection
 import Dispatch
+import FaceDetection
 import Media
 import MomentsModel
 
@@ -67,8 +67,10 @@ final class SampleRunner: @unchecked Sendable {
     /// (no frame threading: a run is two pictures). `facesAside`: keyframes are searched for
     /// `faces` on a thread beside the runner's (for a single runner, whose runs the scan waits
     /// for; of two, each searches while the other decodes).
-    init(stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, lean: Bool = false,
-         faces: FaceDetector? = nil, facesAside: Bool = false, label: String) throws {
+    init(
+        stream: MediaStream, info: MediaInfo, nominalInterval: Double, sliceThreads: Int = 1, lean: Bool = false,
+        faces: FaceDetector? = nil, facesAside: Bool = false, label: String
+    ) throws {
         var options = Decoder.Options.video(for: info, threads: 1, analysis: true)
         options.threads = sliceThreads
         // A run never takes an open GOP's leading pictures, and drains right after its second picture.
@@ -135,9 +137,10 @@ final class SampleRunner: @unchecked Sendable {
         guard let first = frames.first(where: { $0.isKey }) ?? frames.first else { return (outcome, nil) }
         let nearest = frames.filter { $0.time != first.time }.min { abs($0.time - first.time) < abs($1.time - first.time) }
         let activity = nearest.map { first.thumbnail.activity(to: $0.thumbnail, seconds: $0.time - first.time, frameInterval: nominalInterval) }
-        outcome.sample = VideoSample(time: first.time, thumbnail: first.thumbnail, sharpness: key?.sharpness ?? 0,
-                                     brightness: first.thumbnail.meanLuma, activity: activity,
-                                     motion: frames.compactMap(\.motion).first)
+        outcome.sample = VideoSample(
+            time: first.time, thumbnail: first.thumbnail, sharpness: key?.sharpness ?? 0,
+            brightness: first.thumbnail.meanLuma, activity: activity,
+            motion: frames.compactMap(\.motion).first)
         return (outcome, key?.picture)
     }
 }

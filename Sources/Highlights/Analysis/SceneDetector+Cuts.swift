@@ -35,14 +35,24 @@ extension SceneDetector {
         }
         let isCut = isCutSized(step, median: median) || isLocalCut(i, around: around, median: median)
         if VideoScanner.debug, step >= settings.minimumStillCut {
-            let verdict = !isCut ? "not a cut" : isFlash(at: i) ? "flash" : isSharpening(at: i) ? "sharpening"
-                : isInBurst(at: i) ? "burst" : isRelit(at: i) ? "light" : "cut"
-            FileHandle.standardError.write(Data(String(format: "step at %.3f: %.1f (median %.2f): %@\n", entries[i].time, step, median, verdict).utf8))
+            let verdict =
+                !isCut
+                ? "not a cut"
+                : isFlash(at: i)
+                    ? "flash"
+                    : isSharpening(at: i)
+                        ? "sharpening"
+                        : isInBurst(at: i) ? "burst" : isRelit(at: i) ? "light" : "cut"
+            FileHandle.standardError.write(
+                Data(String(format: "step at %.3f: %.1f (median %.2f): %@\n", entries[i].time, step, median, verdict).utf8))
         }
         guard isCut, !isFlash(at: i), !isSharpening(at: i), !isInBurst(at: i), !isRelit(at: i) else { return }
         let e = entries[i]
-        candidates.append(Candidate(change: SceneChange(time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
-                                                        strength: step), rank: 0))
+        candidates.append(
+            Candidate(
+                change: SceneChange(
+                    time: e.time, kind: .cut, transitionStart: e.time, transitionEnd: e.time,
+                    strength: step), rank: 0))
     }
 
     /// The smallest step judged as a cut at all (by its size, or by its most changed blocks).
@@ -78,8 +88,9 @@ extension SceneDetector {
     func isLocalCut(_ i: Int, around: [Int], median: Double) -> Bool {
         let step = entries[i].step
         guard median <= settings.localCutStillness, step >= settings.minimumLocalCutStep,
-              step >= settings.localCutStepRatio * median,
-              abs(entries[i].luma - entries[i - 1].luma) < settings.localCutLumaShift else { return false }
+            step >= settings.localCutStepRatio * median,
+            abs(entries[i].luma - entries[i - 1].luma) < settings.localCutLumaShift
+        else { return false }
         // The blocks that changed most, and the median block (the rest of the picture).
         let blocks = Self.blockSteps(entries[i - 1], entries[i], percentiles: [95, 50])
         let (local, rest) = (blocks[0], blocks[1])
@@ -89,13 +100,15 @@ extension SceneDetector {
         // source, in jumps between repeated frames) moves as far again in one of them.
         let before = zip(around, others).filter { $0.0 < i }.suffix(2).map(\.1)
         let after = zip(around, others).filter { $0.0 > i }.prefix(2).map(\.1)
-        let fires = local >= settings.minimumLocalCut && local >= settings.localCutRatio * max(localMedian, step)
+        let fires =
+            local >= settings.minimumLocalCut && local >= settings.localCutRatio * max(localMedian, step)
             && rest <= settings.localCutRestShare * local
             && !(before + after).isEmpty && !(before + after).contains { $0 >= settings.burstShare * local }
         if VideoScanner.debug {
             let nearest = (before + after).map { String(format: "%.1f", $0) }.joined(separator: ",")
-            let numbers = String(format: "at %.3f: step %.1f (median %.2f), local %.1f (median %.2f, the rest %.2f; nearest ",
-                                 entries[i].time, step, median, local, localMedian, rest)
+            let numbers = String(
+                format: "at %.3f: step %.1f (median %.2f), local %.1f (median %.2f, the rest %.2f; nearest ",
+                entries[i].time, step, median, local, localMedian, rest)
             FileHandle.standardError.write(Data(("local cut candidate " + numbers + nearest + (fires ? "): a cut\n" : "): no cut\n")).utf8))
         }
         return fires
@@ -200,9 +213,13 @@ extension SceneDetector {
         let around = nearest(stride(from: i - 1, through: max(1, i - 4), by: -1)) + nearest((i + 1)..<min(entries.count, i + 5))
         if VideoScanner.debug {
             let flips = Self.orderChanges(entries[i - 1], entries[i])
-            FileHandle.standardError.write(Data(String(format: "cut candidate at %.3f: step %.1f, steps within two frames %@, order changes %.3f (blocks %.3f)\n",
-                                                       entries[i].time, step, around.map { String(format: "%.1f", $0) }.joined(separator: ","),
-                                                       flips?.whole ?? -1, flips?.blocks ?? -1).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format: "cut candidate at %.3f: step %.1f, steps within two frames %@, order changes %.3f (blocks %.3f)\n",
+                        entries[i].time, step, around.map { String(format: "%.1f", $0) }.joined(separator: ","),
+                        flips?.whole ?? -1, flips?.blocks ?? -1
+                    ).utf8))
         }
         return around.filter { $0 >= settings.burstShare * step }.count >= 2
     }
@@ -240,8 +257,9 @@ extension SceneDetector {
             }
             return out
         }
-        return Entry(time: e.time, structure: blur(e.structure, { $0 }, { $0 }),
-                     u: blur(e.u, { Float($0) }, { UInt8($0.rounded()) }), v: blur(e.v, { Float($0) }, { UInt8($0.rounded()) }),
-                     blocks: e.blocks, luma: e.luma, lumaSpread: e.lumaSpread, width: e.width, step: e.step)
+        return Entry(
+            time: e.time, structure: blur(e.structure, { $0 }, { $0 }),
+            u: blur(e.u, { Float($0) }, { UInt8($0.rounded()) }), v: blur(e.v, { Float($0) }, { UInt8($0.rounded()) }),
+            blocks: e.blocks, luma: e.luma, lumaSpread: e.lumaSpread, width: e.width, step: e.step)
     }
 }

@@ -26,7 +26,7 @@ extension SceneDetector {
                 // more than the shot moves otherwise: then the window is measured against the frames
                 // before that, unless windows that passed outright already cover it.
                 guard a - 2 * length >= 0,
-                      Self.difference(entries[a - 2 * length], entries[a - length]) * settings.dissolveMotionRatio <= span
+                    Self.difference(entries[a - 2 * length], entries[a - length]) * settings.dissolveMotionRatio <= span
                 else { continue }
                 if let group = dissolveGroup, !group.afterBurst, a <= group.last { continue }
                 afterBurst = true
@@ -42,8 +42,9 @@ extension SceneDetector {
             // The ramp: from the last frame still all `a` to the first already all `b`.
             let rampStart = a + (alphas.lastIndex(where: { $0 <= 0.03 }).map { $0 + 1 } ?? 0)
             let rampEnd = a + 1 + (alphas.firstIndex(where: { $0 >= 0.97 }) ?? alphas.count)
-            let change = SceneChange(time: (entries[rampStart].time + entries[rampEnd].time) / 2, kind: .dissolve,
-                                     transitionStart: entries[rampStart].time, transitionEnd: entries[rampEnd].time, strength: span)
+            let change = SceneChange(
+                time: (entries[rampStart].time + entries[rampEnd].time) / 2, kind: .dissolve,
+                transitionStart: entries[rampStart].time, transitionEnd: entries[rampEnd].time, strength: span)
             if var group = dissolveGroup {
                 if length > group.length || (length == group.length && residual < group.residual) {
                     (group.change, group.length, group.residual) = (change, length, residual)
@@ -54,8 +55,12 @@ extension SceneDetector {
                 dissolveGroup = DissolveGroup(first: a, last: b, change: change, length: length, residual: residual, afterBurst: afterBurst)
             }
             if VideoScanner.debug {
-                FileHandle.standardError.write(Data(String(format: "dissolve window %.3f–%.3f: span %.1f, residual %.3f\n",
-                                                           start.time, end.time, span, residual).utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        String(
+                            format: "dissolve window %.3f–%.3f: span %.1f, residual %.3f\n",
+                            start.time, end.time, span, residual
+                        ).utf8))
             }
         }
     }
@@ -156,15 +161,20 @@ extension SceneDetector {
         var low = max(0, start - (end - start) - margin)
         // Not into the change before: from the second frame after it.
         if let previousEnd = candidates.filter({ $0.change.transitionEnd < entries[start].time }).map(\.change.transitionEnd).max(),
-           let after = entries.firstIndex(where: { $0.time > previousEnd }) {
+            let after = entries.firstIndex(where: { $0.time > previousEnd })
+        {
             low = max(low, min(start, after + 1))
         }
         let placedStart = rampStart(fitted: start, end: end, from: low)
         let placedEnd = rampEnd(fitted: end, from: Int(saturating: placedStart.rounded()))
         guard placedEnd - placedStart >= 2 else { return (Double(start), Double(end)) }
         if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "dissolve ramp placed %.3f–%.3f (fitted %.3f–%.3f)\n",
-                time(at: placedStart), time(at: placedEnd), entries[start].time, entries[end].time).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format: "dissolve ramp placed %.3f–%.3f (fitted %.3f–%.3f)\n",
+                        time(at: placedStart), time(at: placedEnd), entries[start].time, entries[end].time
+                    ).utf8))
         }
         return (placedStart, placedEnd)
     }
@@ -187,7 +197,8 @@ extension SceneDetector {
         let band = max(0.03 * (level + drift * Double(start - low)), 3 * noise)
         let last = toIncoming.count - 1
         guard let k = toIncoming.indices.first(where: { k in (k..<min(toIncoming.count, k + 3)).allSatisfy { deficit[$0] > band } }),
-              k < last else { return Double(start) }
+            k < last
+        else { return Double(start) }
         // From the first frame off the course in the `margin` frames up to there (a whip pan as
         // the blend begins jumps the deficit at once, and may fold it back for a frame or two),
         // back to where the deficit, growing as it does over the frames after `k` (or, where
@@ -233,9 +244,10 @@ extension SceneDetector {
         let (tailSlope, _) = Self.line(through: tail, from: 0)
         let short = Int(saturating: placed.rounded(.down))
         if settings.endsWhereBlendSettles, fromOutgoing.count - tail.count > short, fromOutgoing[short] < settled - settledBand,
-           slope > 0, abs(tailSlope) <= 0.25 * slope,
-           let reached = (short..<fromOutgoing.count).first(where: { fromOutgoing[$0] >= settled - settledBand }),
-           (short..<reached).allSatisfy({ fromOutgoing[$0 + 1] >= fromOutgoing[$0] }) {
+            slope > 0, abs(tailSlope) <= 0.25 * slope,
+            let reached = (short..<fromOutgoing.count).first(where: { fromOutgoing[$0] >= settled - settledBand }),
+            (short..<reached).allSatisfy({ fromOutgoing[$0 + 1] >= fromOutgoing[$0] })
+        {
             return Double(first) + max(placed, Double(reached))
         }
         return Double(first) + placed
@@ -351,9 +363,13 @@ extension SceneDetector {
             }
         }
         if VideoScanner.debug, let best {
-            FileHandle.standardError.write(Data(String(format: "dissolve ramp fitted %.3f–%.3f over %.3f–%.3f: α %@\n",
-                entries[a + best.start].time, entries[a + best.end].time, entries[a].time, entries[b].time,
-                values.map { String(format: "%.2f", $0) }.joined(separator: " ")).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format: "dissolve ramp fitted %.3f–%.3f over %.3f–%.3f: α %@\n",
+                        entries[a + best.start].time, entries[a + best.end].time, entries[a].time, entries[b].time,
+                        values.map { String(format: "%.2f", $0) }.joined(separator: " ")
+                    ).utf8))
         }
         return best.map { (a + $0.start, a + $0.end) }
     }
@@ -384,7 +400,8 @@ extension SceneDetector {
             // The ramp in: back while the picture was heading for black (or white).
             var rampStart = stretch.first - 1
             while rampStart > 0 && stretch.first - rampStart < settings.fadeRampFrames
-                    && isOnRamp(from: entries[rampStart - 1], towards: entries[rampStart], dark: stretch.dark) {
+                && isOnRamp(from: entries[rampStart - 1], towards: entries[rampStart], dark: stretch.dark)
+            {
                 rampStart -= 1
             }
             pendingFade = (rampStart, stretch.first, stretch.last, stretch.dark)
@@ -411,13 +428,20 @@ extension SceneDetector {
         let a = entries[fade.rampStart], b = entries[rampEnd]
         let span = Self.difference(a, b)
         if VideoScanner.debug {
-            FileHandle.standardError.write(Data(String(format: "%@ stretch %.3f–%.3f, ramps %.3f–%.3f: span %.1f\n",
-                                                       fade.dark ? "black" : "white", entries[fade.first].time,
-                                                       entries[fade.last].time, a.time, b.time, span).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format: "%@ stretch %.3f–%.3f, ramps %.3f–%.3f: span %.1f\n",
+                        fade.dark ? "black" : "white", entries[fade.first].time,
+                        entries[fade.last].time, a.time, b.time, span
+                    ).utf8))
         }
         // Out of a picture and back into the same one is a flash or a blink, not a change of shot.
         guard span >= settings.minimumGradualSpan else { return }
-        candidates.append(Candidate(change: SceneChange(time: (a.time + b.time) / 2, kind: .fade, transitionStart: a.time,
-                                                        transitionEnd: b.time, strength: span), rank: 2))
+        candidates.append(
+            Candidate(
+                change: SceneChange(
+                    time: (a.time + b.time) / 2, kind: .fade, transitionStart: a.time,
+                    transitionEnd: b.time, strength: span), rank: 2))
     }
 }

@@ -236,7 +236,8 @@ final class SceneDetector {
     func blendDrift(from a: Int, to b: Int, atLeast minimum: Double = 0) -> Double {
         let drift = Self.difference(entries[a], entries[b])
         guard drift > 0, drift >= minimum, !entries[(a + 1)...b].contains(where: { $0.step > 0.5 * drift }),
-              blendFit(from: a, to: b) != nil else { return 0 }
+            blendFit(from: a, to: b) != nil
+        else { return 0 }
         return drift
     }
 
@@ -367,8 +368,11 @@ final class SceneDetector {
 
     /// Records a cut found without decoding the frames around it (the encoder put a keyframe on it).
     func addKeyframeCut(time: Double, strength: Double) {
-        candidates.append(Candidate(change: SceneChange(time: time, kind: .cut, transitionStart: time, transitionEnd: time,
-                                                        strength: strength), rank: 0))
+        candidates.append(
+            Candidate(
+                change: SceneChange(
+                    time: time, kind: .cut, transitionStart: time, transitionEnd: time,
+                    strength: strength), rank: 0))
     }
 
     // MARK: Features
@@ -398,8 +402,9 @@ final class SceneDetector {
         // Luma blocks around their mean, so a flickering or brightening shot still blends.
         let blockMean = blocks[0..<(bw * bh)].reduce(0, +) / Float(max(1, 16 * bw * bh))
         for k in blocks.indices { blocks[k] = blocks[k] / 16 - (k < bw * bh ? blockMean : 0) }
-        return Entry(time: time, structure: structure, u: t.u, v: t.v, blocks: blocks, luma: mean, lumaSpread: spread,
-                     width: t.width, step: 0)
+        return Entry(
+            time: time, structure: structure, u: t.u, v: t.v, blocks: blocks, luma: mean, lumaSpread: spread,
+            width: t.width, step: 0)
     }
 
     /// Structure (normalised luma, weighted to the scale of a colour difference) plus chroma: a
@@ -437,7 +442,8 @@ final class SceneDetector {
         for row in 0..<(bh * 4) {
             for col in 0..<(bw * 4) {
                 let k = row * w + col
-                blocks[(row / 4) * bw + col / 4] += structureWeight * abs(a.structure[k] - b.structure[k])
+                blocks[(row / 4) * bw + col / 4] +=
+                    structureWeight * abs(a.structure[k] - b.structure[k])
                     + Float(abs(Int(a.u[k]) - Int(b.u[k])) + abs(Int(a.v[k]) - Int(b.v[k])))
             }
         }
@@ -461,13 +467,15 @@ final class SceneDetector {
     /// dissolve window, and any black stretch and its ramps; at most a few seconds of thumbnails.
     private func trim() {
         let longest = settings.dissolveLengths.max() ?? 60
-        let removable = [next - settings.cutWindow - settings.flashFrames - 1,
-                      // A dissolve window's frames, and as many again before it, where its ramp may have begun.
-                      entries.count - 1 - 2 * longest - placementMargin - 1,
-                      extreme.flatMap { $0.short ? $0.first - settings.fadeRampFrames - 1 : nil } ?? .max,
-                      pendingFade.map { $0.rampStart } ?? .max,
-                      // The frames of a dissolve being followed, for its ramp (unless it goes on and on).
-                      dissolveGroup.flatMap { $0.last - $0.first <= 2 * longest ? $0.first - ($0.last - $0.first) - placementMargin : nil } ?? .max].min()!
+        let removable = [
+            next - settings.cutWindow - settings.flashFrames - 1,
+            // A dissolve window's frames, and as many again before it, where its ramp may have begun.
+            entries.count - 1 - 2 * longest - placementMargin - 1,
+            extreme.flatMap { $0.short ? $0.first - settings.fadeRampFrames - 1 : nil } ?? .max,
+            pendingFade.map { $0.rampStart } ?? .max,
+            // The frames of a dissolve being followed, for its ramp (unless it goes on and on).
+            dissolveGroup.flatMap { $0.last - $0.first <= 2 * longest ? $0.first - ($0.last - $0.first) - placementMargin : nil } ?? .max,
+        ].min()!
         guard removable > 30 else { return }
         runStartCandidates = nil
         entries.removeFirst(removable)

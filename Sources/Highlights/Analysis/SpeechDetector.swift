@@ -202,7 +202,8 @@ struct SpeechDetector {
             let run = k..<end
             k = end
             guard run.count >= Self.shortestWord,
-                  heard.contains(where: { max($0.lowerBound - run.upperBound, run.lowerBound - $0.upperBound) <= reachFrames }) else { continue }
+                heard.contains(where: { max($0.lowerBound - run.upperBound, run.lowerBound - $0.upperBound) <= reachFrames })
+            else { continue }
             let glides = run.dropFirst().map { motion[$0] }.filter { !$0.isNaN }.sorted()
             guard glides.count >= Self.shortestWord - 1, (2...80).contains(glides[glides.count / 2]) else { continue }
             apart.append(run)
@@ -231,10 +232,16 @@ struct SpeechDetector {
             let before = nextWord > 0 ? words[nextWord - 1].upperBound : -mergeGap
             let following = nextWord < words.count && words[nextWord] == core ? nextWord + 1 : nextWord
             let after = following < words.count ? words[following].lowerBound : n + mergeGap
-            let first = grows ? Self.reach(from: core.lowerBound - 1, by: -1, within: max(0, before + mergeGap)..<n,
-                                           through: sound, to: word) : core.lowerBound
-            let last = grows ? Self.reach(from: core.upperBound, by: 1, within: 0..<min(n, after - mergeGap),
-                                          through: sound, to: word) : core.upperBound - 1
+            let first =
+                grows
+                ? Self.reach(
+                    from: core.lowerBound - 1, by: -1, within: max(0, before + mergeGap)..<n,
+                    through: sound, to: word) : core.lowerBound
+            let last =
+                grows
+                ? Self.reach(
+                    from: core.upperBound, by: 1, within: 0..<min(n, after - mergeGap),
+                    through: sound, to: word) : core.upperBound - 1
             // Unvoiced sounds at the ends (s, t, f) and a sentence's fading last syllable: the
             // frames next to the voiced ones 4 dB above both the floor and the quietest frame
             // between them and the next words (over a steady background, the growth ends where
@@ -269,8 +276,9 @@ struct SpeechDetector {
             }
         }
         return runs.filter { $0.count >= 10 }.map {
-            SpeechSpan(start: startTime + Double($0.lowerBound) * Self.frameSeconds,
-                       end: startTime + Double($0.upperBound) * Self.frameSeconds + 0.02)
+            SpeechSpan(
+                start: startTime + Double($0.lowerBound) * Self.frameSeconds,
+                end: startTime + Double($0.upperBound) * Self.frameSeconds + 0.02)
         }
     }
 }
@@ -279,8 +287,10 @@ extension SpeechDetector {
     /// The farthest frame from `origin` (stepping by `step`, at most `longestExtension`) that
     /// ends three `word` frames in a row, reached through `sound` with no gap of `shortestPause`
     /// or more; `origin - step` if none.
-    static func reach(from origin: Int, by step: Int, within frames: Range<Int>,
-                      through sound: (Int) -> Bool, to word: (Int) -> Bool) -> Int {
+    static func reach(
+        from origin: Int, by step: Int, within frames: Range<Int>,
+        through sound: (Int) -> Bool, to word: (Int) -> Bool
+    ) -> Int {
         let longest = Int(longestExtension / frameSeconds), gap = Int(shortestPause / frameSeconds)
         var reached = origin - step, heard = origin - step, k = origin, run = 0
         while frames.contains(k), abs(k - origin) < longest, abs(k - heard) <= gap {

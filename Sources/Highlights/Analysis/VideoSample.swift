@@ -29,8 +29,9 @@ struct SampleFeatures: Sendable {
 
 extension VideoSample {
     var features: SampleFeatures {
-        SampleFeatures(time: time, signature: thumbnail.signature, sharpness: sharpness, brightness: brightness,
-                       activity: activity, motion: motion, faces: faces)
+        SampleFeatures(
+            time: time, signature: thumbnail.signature, sharpness: sharpness, brightness: brightness,
+            activity: activity, motion: motion, faces: faces)
     }
 }
 

@@ -25,9 +25,11 @@ extension VideoScanner {
     /// would end before one, it goes on to it; further than a cut window ahead, it ends there and
     /// begins again a cut window before the spike, reached over the anchors (whose motion gives
     /// the new run its baseline: the run's own may have been measured in another shot).
-    func decodeDense(_ packets: ArraySlice<Packet>, towards next: VideoSample?, after spikeTime: Double,
-                     anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool, probingThrough: Double? = nil,
-                     laterSpikes: [Int] = []) throws -> DenseEnding {
+    func decodeDense(
+        _ packets: ArraySlice<Packet>, towards next: VideoSample?, after spikeTime: Double,
+        anchorsUntil: Int, settledAtStart: Bool, checkingStart: Bool, probingThrough: Double? = nil,
+        laterSpikes: [Int] = []
+    ) throws -> DenseEnding {
         var probe = probingThrough
         // The frames over which the run's start is judged next, while it is.
         var startCheck: Int? = checkingStart ? SceneDetector.startFrames : nil
@@ -59,7 +61,9 @@ extension VideoScanner {
                 }
             }
             // (The least a judgement needs first: `frames` frames and two more.)
-            if let frames = startCheck, detector.runLength > frames + 2, let from = detector.runStartJudgedFrom(burstsUpTo: settings.longestStartBurst) {
+            if let frames = startCheck, detector.runLength > frames + 2,
+                let from = detector.runStartJudgedFrom(burstsUpTo: settings.longestStartBurst)
+            {
                 // Out of a burst of motion, over the slow judgement's frames, or over as many as the
                 // GOP has shown by its last packet (the decoder holds a few back): the first frames
                 // after a whip pan still carry its blur, too much for a short blend to fit.
@@ -67,16 +71,19 @@ extension VideoScanner {
                 let over = from == 0 ? frames : min(SceneDetector.slowStartFrames, shown)
                 if over >= frames, detector.runLength > from + over + 2 {
                     if Self.debug, from > 0 {
-                        FileHandle.standardError.write(Data("run start judged from its frame \(from), after a burst of motion, over \(over) frames\n".utf8))
+                        FileHandle.standardError.write(
+                            Data("run start judged from its frame \(from), after a burst of motion, over \(over) frames\n".utf8))
                     }
                     if detector.runBeganMidChange(from: from, over: over) { return .beganMidChange }
                     startCheck = over == SceneDetector.startFrames && detector.startBlendsSlowly(from: from) ? SceneDetector.slowStartFrames : nil
                 }
             }
             guard startCheck == nil, k < packets.count - 1, settledAtStart || detector.changeCount > changesBefore, let next,
-                  let last = lastDenseThumbnail, last.time > spikeTime, detector.isSettled,
-                  looksAlike(last.thumb, next.thumbnail) else { continue }
-            while let first = pendingSpikes.first, first <= k || packets[packets.startIndex + first].pts.map(stream.seconds) ?? .infinity <= last.time {
+                let last = lastDenseThumbnail, last.time > spikeTime, detector.isSettled,
+                looksAlike(last.thumb, next.thumbnail)
+            else { continue }
+            while let first = pendingSpikes.first, first <= k || packets[packets.startIndex + first].pts.map(stream.seconds) ?? .infinity <= last.time
+            {
                 pendingSpikes.removeFirst()
             }
             if let spike = pendingSpikes.first {
@@ -95,7 +102,8 @@ extension VideoScanner {
                     anchors = (k + 1)..<resume
                     densePushFrom = pushStart(after: packets.prefix(resume))
                     if Self.debug {
-                        FileHandle.standardError.write(Data(String(format: "run resumes over the anchors before the spike at %.3f\n", spikeTime).utf8))
+                        FileHandle.standardError.write(
+                            Data(String(format: "run resumes over the anchors before the spike at %.3f\n", spikeTime).utf8))
                     }
                 }
                 continue
@@ -194,8 +202,11 @@ extension VideoScanner {
                 facesFound.expect()
                 denseFaces.search(picture) { facesFound.record($0, at: index) }
             }
-            samples.append(VideoSample(time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
-                                       brightness: thumb.meanLuma, activity: activity, motion: motion).features)
+            samples.append(
+                VideoSample(
+                    time: t, thumbnail: thumb, sharpness: try thumbnailer.sharpness(of: frame),
+                    brightness: thumb.meanLuma, activity: activity, motion: motion
+                ).features)
             lastDenseSampleTime = t
         }
         lastDenseThumbnail = (t, thumb)

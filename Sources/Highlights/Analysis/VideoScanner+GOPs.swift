@@ -28,14 +28,16 @@ extension VideoScanner {
         // after the last picture searched.
         let findsFaces = t - lastFaceTime >= Self.faceInterval
         if findsFaces { lastFaceTime = t }
-        current = GOP(index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet, findsFaces: findsFaces),
-                      bytes: packet.size)
+        current = GOP(
+            index: gopCount, packets: [packet.reference()], keyTime: t, job: SampleJob(key: packet, findsFaces: findsFaces),
+            bytes: packet.size)
         gopCount += 1
         if settings.sampleRunPackets == 0 { current!.job.submit(to: runner(for: current!.index)) }
         // Decide a GOP once the one after it has been sampled, keeping a few GOPs in flight so both
         // runners always have a keyframe to decode while this thread demuxes and decodes densely.
         while awaiting.count > settings.pipelineDepth
-                || (awaiting.count >= 2 && awaiting.reduce(0, { $0 + $1.bytes }) > settings.pipelineBytes) {
+            || (awaiting.count >= 2 && awaiting.reduce(0, { $0 + $1.bytes }) > settings.pipelineBytes)
+        {
             let gop = awaiting.removeFirst()
             try finalize(gop, next: sampledAwaiting(0), afterNext: sampledAwaiting(1))
         }
@@ -62,7 +64,8 @@ extension VideoScanner {
     /// that came to nothing a GOP or two before: the source's own rhythm, which it then carries on.
     func repeatsIdleSpike(_ share: Double, in gop: GOP) -> Bool {
         guard let idle = idleSpike, gop.index - idle.index <= settings.spikeRhythmGOPs,
-              max(share, idle.share) <= settings.spikeRhythmRatio * min(share, idle.share) else { return false }
+            max(share, idle.share) <= settings.spikeRhythmRatio * min(share, idle.share)
+        else { return false }
         idleSpike = (gop.index, share)
         return true
     }
@@ -122,7 +125,8 @@ extension VideoScanner {
             typicalDistance = recentKeyDistances.quantile(0.25)
             recentKeyDistances.add(distance)
         }
-        let colourJump = distance >= settings.keyframeDistanceAlways
+        let colourJump =
+            distance >= settings.keyframeDistanceAlways
             || (distance >= settings.keyframeDistanceFloor && distance >= settings.keyframeDistanceRatio * typicalDistance)
         // A cut inside a GOP is coded as a (nearly) intra picture: a packet several times the GOP's
         // other large packets (its P pictures: the 90th percentile, above every B picture).
@@ -191,8 +195,10 @@ extension VideoScanner {
             structureAround = min(recentStructureDistances.values.last ?? 0, c.map { SceneDetector.difference(b, $0) } ?? 0)
             // Only between still pictures: a pan or a walk changes the structure over a GOP too.
             let still = (gop.sample?.activity ?? .infinity) <= 3 && (next?.activity ?? .infinity) <= 3
-            layoutJump = layoutJump || (still && structure >= 25
-                                        && structure >= 3 * max(recentStructureDistances.quantile(0.25), structureAround))
+            layoutJump =
+                layoutJump
+                || (still && structure >= 25
+                    && structure >= 3 * max(recentStructureDistances.quantile(0.25), structureAround))
             recentStructureDistances.add(structure)
         }
         let calm = max(3, 2 * recentActivities.quantile(0.5))
@@ -206,7 +212,8 @@ extension VideoScanner {
         let activity = gop.sample?.activity ?? 0
         let previousSampled = gop.index == 0 || lastSampled?.index == gop.index - 1
         let activityBefore = previousSampled ? recentActivities.values.dropLast().last ?? .infinity : afterNext?.activity ?? .infinity
-        let activityJump = activity >= settings.activityJumpFloor
+        let activityJump =
+            activity >= settings.activityJumpFloor
             && activity >= settings.activityJumpRatio * max(activityBefore, next?.activity ?? .infinity)
         // After an early keyframe any real change of picture means a cut there; none means the
         // encoder restarted for another reason (a flash, a burst of motion).
@@ -220,7 +227,8 @@ extension VideoScanner {
         let afterDense = denseActiveThrough == gop.index - 1
         // A burst goes on at much the pace of its first step (the steps after it a third of it and
         // more); after a cut the new shot moves at its own pace, however large the cut's step.
-        let burstMayBegin = afterDense && activity > calm
+        let burstMayBegin =
+            afterDense && activity > calm
             && gop.sample.map { sample in
                 let step = detector.step(to: sample)
                 return detector.standsOutAtEnd(step) && activity >= settings.burstPace * step
@@ -240,7 +248,8 @@ extension VideoScanner {
         // A GOP early only against the encoder's longest is looked at, never trusted unseen: as long
         // as any seen so far, it may hold a dissolve or another cut before its end, and the encoder
         // may have started its keyframe in a blend.
-        let trustedEarlyKey = changedAtEarlyKey && earlyAmongSeen && distance >= settings.keyframeDistanceAlways
+        let trustedEarlyKey =
+            changedAtEarlyKey && earlyAmongSeen && distance >= settings.keyframeDistanceAlways
             && (gop.sample?.activity ?? .infinity) <= calm
             // Calm only where the pictures after the keyframes moved at all: one that repeats its
             // keyframe (a time-lapse, a slow source brought to a faster rate) says nothing of the
@@ -250,24 +259,27 @@ extension VideoScanner {
         let decodedBefore = decodedFrames
         // A black or white keyframe: a fade's hold (an encoder restarts on a fade's ramp, and the
         // last GOP has no keyframe after it to compare with), measured whole from the frames.
-        let blankKey = gop.sample.map { sample in
-            let entry = SceneDetector.entry(time: sample.time, thumbnail: sample.thumbnail), limits = detector.settings
-            // Flat, so a dark shot (under water, at night) is not taken for black.
-            return (entry.luma < limits.darkLuma || entry.luma > limits.brightLuma) && entry.lumaSpread < limits.flatLuma
-        } ?? false
+        let blankKey =
+            gop.sample.map { sample in
+                let entry = SceneDetector.entry(time: sample.time, thumbnail: sample.thumbnail), limits = detector.settings
+                // Flat, so a dark shot (under water, at night) is not taken for black.
+                return (entry.luma < limits.darkLuma || entry.luma > limits.brightLuma) && entry.lumaSpread < limits.flatLuma
+            } ?? false
         // The last GOP has no keyframe after it: nothing tells whether its picture changed, so it is
         // looked at frame by frame (at most one GOP more per video).
         let unseenEnd = isLast && settings.lastGOPFrameByFrame && gop.packets.count > 1
         // (A keyframe early against the GOPs seen is judged as such; one early only against the
         // encoder's longest GOP, never trusted unseen, is still suspected on its colours and layout.)
-        let suspected = spike || ((colourJump || layoutJump) && !earlyAmongSeen) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey))
+        let suspected =
+            spike || ((colourJump || layoutJump) && !earlyAmongSeen) || (changedAtEarlyKey && (!calmAfter || !trustedEarlyKey))
             || continuing || blankKey || unseenEnd
         // The encoder already found the cut's exact frame: the keyframe that ends this GOP.
         let cutOnNextKeyframe = !suspected && trustedEarlyKey && next != nil
         let startsRun = denseActiveThrough == nil || denseActiveThrough! < gop.index - 1
         // The first picture shown after the keyframe (where the sample run measured its activity),
         // and at least two steps, so a lone one can be told from the start of a burst.
-        let probeTime = activityJump && !suspected && startsRun
+        let probeTime =
+            activityJump && !suspected && startsRun
             ? gop.packets.dropFirst().lazy.compactMap { $0.pts.map(self.stream.seconds) }.first { $0 > gop.keyTime }
                 .map { max($0, gop.keyTime + 2 * nominalInterval) } : nil
         if suspected || probeTime != nil {
@@ -287,19 +299,24 @@ extension VideoScanner {
             // before it, and it ends as soon as the spike has been judged.
             let endsAlike = gop.sample.flatMap { a in next.map { looksAlike(a.thumbnail, $0.thumbnail) } } ?? false
             let anchorsUntil = spike && endsAlike && startsRun ? max(0, spikeIndex - settings.spikeLookBackPackets) : 0
-            var ending = try decodeDense(gop.packets[taken...], towards: next, after: stopAfter, anchorsUntil: anchorsUntil,
-                                         settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0 && probeTime == nil,
-                                         probingThrough: probeTime, laterSpikes: laterSpikes)
+            var ending = try decodeDense(
+                gop.packets[taken...], towards: next, after: stopAfter, anchorsUntil: anchorsUntil,
+                settledAtStart: endsAlike, checkingStart: before != nil && anchorsUntil == 0 && probeTime == nil,
+                probingThrough: probeTime, laterSpikes: laterSpikes)
             if ending == .beganMidChange, let before {
                 // Decode the GOP before it too, and this one again after it, so the change is measured whole.
                 detector.discardRun()
                 dense?.flush()
                 lastDenseThumbnail = nil
-                ending = try decodeDense((before.packets + gop.packets)[...], towards: next, after: stopAfter, anchorsUntil: 0,
-                                         settledAtStart: false, checkingStart: false)
+                ending = try decodeDense(
+                    (before.packets + gop.packets)[...], towards: next, after: stopAfter, anchorsUntil: 0,
+                    settledAtStart: false, checkingStart: false)
             }
-            decision = ending == .probed ? "probed, nothing stands out" + (cutOnNextKeyframe ? "; cut on the next keyframe" : "")
-                : (probeTime != nil ? "probed, a step stands out: " : "") + (ending == .stopped ? "decoded until the change was placed" : "decode in full")
+            decision =
+                ending == .probed
+                ? "probed, nothing stands out" + (cutOnNextKeyframe ? "; cut on the next keyframe" : "")
+                : (probeTime != nil ? "probed, a step stands out: " : "")
+                    + (ending == .stopped ? "decoded until the change was placed" : "decode in full")
             // The run ended in this GOP with no change at its spike's frame (or within three frames
             // of it): the spike was none.
             if spike && ending == .stopped && !detector.changes.contains(where: { $0.covers(spikeTime, within: 3 * nominalInterval) }) {
@@ -331,10 +348,17 @@ extension VideoScanner {
         }
 
         if Self.debug {
-            FileHandle.standardError.write(Data(String(
-                format: "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f%@), spike %@ (%.1f at %d, %.2f of the keyframe%@), structure %.1f (around %.1f), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
-                gop.index, gop.keyTime, gop.sample?.activity ?? -1, recentActivities.quantile(0.5), gop.packets.count, distance, typicalDistance, colourJump ? ", a jump" : "", spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare, rhythm ? ", rhythm" : "", structure, structureAround,
-                layoutJump ? "yes" : (activityJump ? "activity" : "no"), early ? "yes" : "no", continuing ? "yes" : "no", decision, decodedFrames - decodedBefore).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format:
+                            "gop %d at %.3f: activity %.2f (median %.2f), %d packets, colour %.3f (typical %.3f%@), spike %@ (%.1f at %d, %.2f of the keyframe%@), structure %.1f (around %.1f), layout %@, early %@, continuing %@: %@ (%d decoded)\n",
+                        gop.index, gop.keyTime, gop.sample?.activity ?? -1, recentActivities.quantile(0.5), gop.packets.count, distance,
+                        typicalDistance, colourJump ? ", a jump" : "", spike ? "yes" : "no", spikeRatio, spikeIndex, spikeShare,
+                        rhythm ? ", rhythm" : "", structure, structureAround,
+                        layoutJump ? "yes" : (activityJump ? "activity" : "no"), early ? "yes" : "no", continuing ? "yes" : "no", decision,
+                        decodedFrames - decodedBefore
+                    ).utf8))
         }
     }
 }

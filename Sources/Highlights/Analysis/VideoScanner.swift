@@ -168,8 +168,9 @@ final class VideoScanner {
         // 10-bit HEVC with wavefront rows, 40 MB less).
         let runnerCount = info.pictureBytes > MediaLimits.frameThreadingBytes ? 1 : 2
         runners = try (0..<runnerCount).map {
-            try SampleRunner(stream: stream, info: info, nominalInterval: nominalInterval, sliceThreads: 3 - runnerCount, lean: lean,
-                             faces: try? settings.faces.get(), facesAside: runnerCount == 1, label: "moments.sample-runner.\($0)")
+            try SampleRunner(
+                stream: stream, info: info, nominalInterval: nominalInterval, sliceThreads: 3 - runnerCount, lean: lean,
+                faces: try? settings.faces.get(), facesAside: runnerCount == 1, label: "moments.sample-runner.\($0)")
         }
         denseOptions = .video(for: info, threads: 2, analysis: true)
         dense = try Decoder(stream: stream, options: denseOptions)
@@ -202,8 +203,9 @@ final class VideoScanner {
         }
         if packet.isKeyframe || current == nil {
             if current == nil, settings.readsEncoderKeyInterval,
-               let options = stream.encoderOptions(firstPacket: packet),
-               options.keyframesOnCuts, let frames = options.maximumKeyInterval {
+                let options = stream.encoderOptions(firstPacket: packet),
+                options.keyframesOnCuts, let frames = options.maximumKeyInterval
+            {
                 encoderKeyInterval = Double(frames) * nominalInterval
                 if Self.debug {
                     FileHandle.standardError.write(Data(String(format: "encoder: GOPs of at most %d pictures, early on cuts\n", frames).utf8))

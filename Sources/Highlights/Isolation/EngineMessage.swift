@@ -35,8 +35,9 @@ public struct EngineRequest: Codable, Sendable, Equatable {
     }
 
     public var settings: HighlightSettings {
-        var settings = HighlightSettings(duration: targetDuration, quality: quality, codec: codec,
-                                         limits: MediaLimits(maximumDuration: maximumSourceDuration), choices: choices)
+        var settings = HighlightSettings(
+            duration: targetDuration, quality: quality, codec: codec,
+            limits: MediaLimits(maximumDuration: maximumSourceDuration), choices: choices)
         settings.stills = poster == nil && thumbnails == nil ? nil : StillPaths(poster: poster, thumbnails: thumbnails)
         settings.music = music
         return settings

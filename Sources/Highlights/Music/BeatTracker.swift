@@ -120,15 +120,17 @@ struct BeatTracker {
         guard rises.sorted()[n * 99 / 100] >= Self.faintest else { return nil }
         let envelope = Self.normalised(rises)
         guard let (period, strength) = Self.tempo(of: envelope), strength >= Self.weakest,
-              Double(n) >= 4 * period else { return nil }
+            Double(n) >= 4 * period
+        else { return nil }
         // Beats only where there is music: not in the silence before or after it.
         let sounding = loudness.map { $0 > peak - 50 }
         let frames = Self.beatsBothWays(in: envelope, periods: Self.periods(of: envelope, near: period)).filter { sounding[$0] }
         guard frames.count >= 4 else { return nil }
         let time = { (frame: Int) in startTime + Double(frame) * Self.frameSeconds + Self.lead }
-        return BeatGrid(tempo: 60 / (period * Self.frameSeconds), beats: frames.map(time),
-                        downbeats: Self.downbeats(of: frames, envelope: envelope, bands: bands).map { time(frames[$0]) },
-                        strength: strength)
+        return BeatGrid(
+            tempo: 60 / (period * Self.frameSeconds), beats: frames.map(time),
+            downbeats: Self.downbeats(of: frames, envelope: envelope, bands: bands).map { time(frames[$0]) },
+            strength: strength)
     }
 
     /// The beats (indices) that start a bar of four. Each beat's accent is the onset at it (half
@@ -309,7 +311,8 @@ struct BeatTracker {
         let forwards = beats(in: envelope, periods: periods)
         let backwards = beats(in: envelope.reversed(), periods: periods.reversed()).map { n - 1 - $0 }.reversed()
         guard let join = forwards.firstIndex(where: { f in f >= n / 2 && backwards.contains { abs($0 - f) <= 2 } }),
-              let from = backwards.firstIndex(where: { abs($0 - forwards[join]) <= 2 }) else { return forwards }
+            let from = backwards.firstIndex(where: { abs($0 - forwards[join]) <= 2 })
+        else { return forwards }
         return Array(forwards[...join]) + Array(backwards[backwards.index(after: from)...])
     }
 

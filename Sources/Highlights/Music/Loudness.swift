@@ -50,8 +50,9 @@ enum Loudness {
 /// BS.1770's K-weighting at 48 kHz: a high shelf (+4 dB above ~1.5 kHz, the head's effect) then a
 /// high pass at ~38 Hz, each a biquad with the standard's coefficients.
 struct KWeighting {
-    private var shelf = Biquad(b0: 1.53512485958697, b1: -2.69169618940638, b2: 1.19839281085285,
-                               a1: -1.69065929318241, a2: 0.73248077421585)
+    private var shelf = Biquad(
+        b0: 1.53512485958697, b1: -2.69169618940638, b2: 1.19839281085285,
+        a1: -1.69065929318241, a2: 0.73248077421585)
     private var highPass = Biquad(b0: 1, b1: -2, b2: 1, a1: -1.99004745483398, a2: 0.99007225036621)
 
     mutating func next(_ x: Double) -> Double { highPass.process(shelf.process(x)) }

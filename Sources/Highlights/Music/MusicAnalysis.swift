@@ -47,8 +47,10 @@ public enum MusicAnalyzer {
     public static func analyse(path: String) throws(MomentsError) -> MusicAnalysis {
         let (input, stream) = try open(path)
         var tracker = BeatTracker()
-        let heard = try decode(input, stream, sampleRate: BeatTracker.sampleRate, channels: 1,
-                               upTo: Int((durations.upperBound + 2) * Double(BeatTracker.sampleRate))) { planes, count in
+        let heard = try decode(
+            input, stream, sampleRate: BeatTracker.sampleRate, channels: 1,
+            upTo: Int((durations.upperBound + 2) * Double(BeatTracker.sampleRate))
+        ) { planes, count in
             tracker.feed(UnsafeBufferPointer(start: planes[0], count: count))
         }
         let duration = Double(heard) / Double(BeatTracker.sampleRate)
@@ -59,10 +61,11 @@ public enum MusicAnalyzer {
         // highlight (an MP3 encoder's delay, skipped by the decoder, is not part of it).
         let grid = tracker.grid()
         let loudness = tracker.loudnessPerSecond()
-        return MusicAnalysis(duration: duration, tempo: grid?.tempo, beatStrength: grid?.strength,
-                             beats: grid?.beats ?? [], downbeats: grid?.downbeats ?? [],
-                             onsets: tracker.strongOnsets(), loudness: loudness,
-                             loudSections: loudSections(loudness))
+        return MusicAnalysis(
+            duration: duration, tempo: grid?.tempo, beatStrength: grid?.strength,
+            beats: grid?.beats ?? [], downbeats: grid?.downbeats ?? [],
+            onsets: tracker.strongOnsets(), loudness: loudness,
+            loudSections: loudSections(loudness))
     }
 
     /// Checks a file is a track we can use, from its container alone (no decoding): sound, no
@@ -104,7 +107,8 @@ public enum MusicAnalyzer {
             throw MomentsError(.notAudio, "This file has no sound in it. Choose a music track (MP3, M4A, WAV, FLAC or Ogg).")
         }
         guard stream.hasDecoder else {
-            throw MomentsError(.unsupportedCodec, "This track is encoded as \(stream.codecName), which Moments cannot decode. Export it as MP3, AAC or WAV.")
+            throw MomentsError(
+                .unsupportedCodec, "This track is encoded as \(stream.codecName), which Moments cannot decode. Export it as MP3, AAC or WAV.")
         }
         // Random bytes now and then pass for raw MP3 at FFmpeg's weakest score, with no length.
         let stated = input.duration ?? stream.duration
@@ -119,8 +123,10 @@ public enum MusicAnalyzer {
     /// floats, handing `body` each run of samples (one pointer a channel); stops after `upTo`
     /// samples (a stated length can lie). Returns how many samples it handed on.
     @discardableResult
-    static func decode(_ input: InputFile, _ stream: MediaStream, sampleRate: Int, channels: Int, upTo limit: Int,
-                       _ body: ([UnsafePointer<Float>], Int) throws -> Void) throws(MomentsError) -> Int {
+    static func decode(
+        _ input: InputFile, _ stream: MediaStream, sampleRate: Int, channels: Int, upTo limit: Int,
+        _ body: ([UnsafePointer<Float>], Int) throws -> Void
+    ) throws(MomentsError) -> Int {
         var heard = 0
         do {
             let decoder = try Decoder(stream: stream, options: .init(threads: 1))
@@ -150,11 +156,15 @@ public enum MusicAnalyzer {
 
     static func checkDuration(_ seconds: Double) throws(MomentsError) {
         if seconds < durations.lowerBound {
-            throw MomentsError(.tooShort, String(format: "The track is %.1f s long; music for a highlight needs at least %.0f s.", seconds, durations.lowerBound))
+            throw MomentsError(
+                .tooShort, String(format: "The track is %.1f s long; music for a highlight needs at least %.0f s.", seconds, durations.lowerBound))
         }
         if seconds > durations.upperBound + 1 {
-            throw MomentsError(.tooLong, String(format: "The track is %.0f s long; Moments accepts music up to %.0f minutes. Trim it and try again.",
-                                                seconds, durations.upperBound / 60))
+            throw MomentsError(
+                .tooLong,
+                String(
+                    format: "The track is %.0f s long; Moments accepts music up to %.0f minutes. Trim it and try again.",
+                    seconds, durations.upperBound / 60))
         }
     }
 

@@ -31,8 +31,10 @@ public struct MusicSettings: Sendable, Codable, Equatable {
         case keepSourceAudio = "keep_source_audio"
     }
 
-    public init(path: String, analysis: MusicAnalysis?, volume: Double = MusicSettings.defaultVolume, keepSourceAudio: Bool = true,
-                title: String? = nil) {
+    public init(
+        path: String, analysis: MusicAnalysis?, volume: Double = MusicSettings.defaultVolume, keepSourceAudio: Bool = true,
+        title: String? = nil
+    ) {
         self.path = path
         self.analysis = analysis
         self.volume = volume
@@ -74,9 +76,10 @@ struct MusicPlan: Sendable, Equatable {
         // beats, before the music settles, may be off), or an onset.
         let bar = 4 * 60 / (music.tempo ?? 120)
         let regular = music.downbeats.indices.filter { i in
-            i + 2 < music.downbeats.count && (1...2).allSatisfy { k in
-                abs(music.downbeats[i + k] - music.downbeats[i + k - 1] - bar) <= 0.1 * bar
-            }
+            i + 2 < music.downbeats.count
+                && (1...2).allSatisfy { k in
+                    abs(music.downbeats[i + k] - music.downbeats[i + k - 1] - bar) <= 0.1 * bar
+                }
         }.map { music.downbeats[$0] }
         let points = mode == .beat ? (regular.isEmpty ? music.downbeats : regular) : (mode == .onsets ? music.onsets : [0])
         // Start on the chorus (the first loud section) when the rest of the track from there

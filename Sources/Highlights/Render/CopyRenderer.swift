@@ -91,9 +91,11 @@ final class CopyRenderer {
 
         let output = try OutputFile(path: path, format: "mp4")
         let videoIndex = try output.addStream(copying: video, tag: bitstream.codec == .hevc ? "hvc1" : "avc1")
-        let audioEncoder = try Encoder(audio: .init(codec: "aac", sampleRate: Renderer.sampleRate, channels: 2,
-                                                    sampleFormat: .floatPlanar, bitRate: 160_000),
-                                       globalHeader: output.wantsGlobalHeader)
+        let audioEncoder = try Encoder(
+            audio: .init(
+                codec: "aac", sampleRate: Renderer.sampleRate, channels: 2,
+                sampleFormat: .floatPlanar, bitRate: 160_000),
+            globalHeader: output.wantsGlobalHeader)
         let audioIndex = try output.addStream(for: audioEncoder)
         try output.writeHeader(options: ["movflags": "+faststart"])
         let sound = AudioAssembler(encoder: audioEncoder) { try output.write($0, stream: audioIndex) }
@@ -106,9 +108,10 @@ final class CopyRenderer {
 
         for (plan, range) in zip(plans, ranges) {
             let outputEnd = outputStart + Double(plan.end - plan.start) * secondsPerTick
-            let cut = SegmentSound(stream: audio, origin: analysis.origin,
-                                   start: Double(plan.start) * secondsPerTick - analysis.origin,
-                                   outputStart: outputStart, outputEnd: outputEnd)
+            let cut = SegmentSound(
+                stream: audio, origin: analysis.origin,
+                start: Double(plan.start) * secondsPerTick - analysis.origin,
+                outputStart: outputStart, outputEnd: outputEnd)
             sound.beginSegment(samples: cut.samples)
             let planned = plan.packets
             let firstPacket = grid.points[range.first].packet
@@ -151,7 +154,7 @@ final class CopyRenderer {
                     }
                     cursor += 1
                 } else if let audioDecoder, packet.streamIndex == audio?.index, !cut.isDone {
-                    do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch { /* damaged audio: silence */ }
+                    do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch {}  // damaged audio: silence
                 }
             }
             try sound.endSegment()
@@ -159,7 +162,8 @@ final class CopyRenderer {
         }
         try sound.finish()
         try output.finish()
-        return Renderer.Result(duration: total, width: analysis.info.displayWidth, height: analysis.info.displayHeight,
-                               silentAudio: audio == nil)
+        return Renderer.Result(
+            duration: total, width: analysis.info.displayWidth, height: analysis.info.displayHeight,
+            silentAudio: audio == nil)
     }
 }

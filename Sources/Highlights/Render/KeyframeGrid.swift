@@ -52,9 +52,11 @@ struct KeyframeGrid: Sendable {
                 if entry.kind != .rasl { earliestKept = min(earliestKept, entry.pts) }
             }
             if kind == .keyframes { earliestKept = entries[packet].pts }
-            points.append(Point(packet: packet, gopEnd: gopEnd,
-                                start: index.seconds(earliestKept) - origin, startTicks: earliestKept,
-                                end: index.seconds(earliest) - origin, endTicks: earliest))
+            points.append(
+                Point(
+                    packet: packet, gopEnd: gopEnd,
+                    start: index.seconds(earliestKept) - origin, startTicks: earliestKept,
+                    end: index.seconds(earliest) - origin, endTicks: earliest))
         }
         let last = entries.map(\.pts).max() ?? 0
         let lastTicks = Int64(saturating: (frameInterval / index.secondsPerTick).rounded())

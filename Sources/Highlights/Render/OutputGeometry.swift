@@ -14,8 +14,9 @@ struct OutputGeometry: Equatable {
 
     /// `crop`: the stored pixels a crop window keeps (another shape than the source's).
     init(info: MediaInfo, quality: Quality, crop: CropPlan? = nil) {
-        self.init(width: crop?.width ?? info.width, height: crop?.height ?? info.height, sampleAspectRatio: info.sampleAspectRatio,
-                  rotation: info.rotation, quality: quality)
+        self.init(
+            width: crop?.width ?? info.width, height: crop?.height ?? info.height, sampleAspectRatio: info.sampleAspectRatio,
+            rotation: info.rotation, quality: quality)
     }
 
     init(width: Int, height: Int, sampleAspectRatio: Double, rotation: Int, quality: Quality) {

@@ -19,8 +19,9 @@ final class PicturePipeline {
         self.geometry = geometry
         self.crop = crop
         toneMapper = try transfer.map { try ToneMapper.shared(for: $0) }
-        scaler = Scaler(width: geometry.scaledWidth, height: geometry.scaledHeight,
-                        format: toneMapper == nil ? .yuv420p : .yuv420p10, filter: .bicubic)
+        scaler = Scaler(
+            width: geometry.scaledWidth, height: geometry.scaledHeight,
+            format: toneMapper == nil ? .yuv420p : .yuv420p10, filter: .bicubic)
     }
 
     /// `time`: the picture's source time, where the crop window is taken.
@@ -39,7 +40,8 @@ final class PicturePipeline {
             let corner = crop.window(at: time)
             frame = try decoded.cropped(x: corner.x, y: corner.y, width: crop.width, height: crop.height)
         }
-        let sized = frame.width == geometry.scaledWidth && frame.height == geometry.scaledHeight
+        let sized =
+            frame.width == geometry.scaledWidth && frame.height == geometry.scaledHeight
             && (frame.sampleAspectRatio ?? 1) == 1
         let format: PixelFormat = toneMapper == nil ? .yuv420p : .yuv420p10
         // Already the right shape: hand the decoded picture over as it is.

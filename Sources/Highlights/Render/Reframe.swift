@@ -58,16 +58,19 @@ struct CropPlan: Sendable {
         tracks.flatMap { track in
             track.times.map { time -> HighlightReport.Reframe.Point in
                 let (x, y) = window(at: time)
-                let shown = Self.display(x: x, y: y, width: width, height: height, frameWidth: frameWidth, frameHeight: frameHeight,
-                                         rotation: rotation)
+                let shown = Self.display(
+                    x: x, y: y, width: width, height: height, frameWidth: frameWidth, frameHeight: frameHeight,
+                    rotation: rotation)
                 return .init(time: time, x: shown.x, y: shown.y)
             }
         }
     }
 
     /// A stored-orientation rectangle as the viewer sees it once the picture is turned upright.
-    static func display(x: Int, y: Int, width: Int, height: Int, frameWidth: Int, frameHeight: Int,
-                        rotation: Int) -> (x: Int, y: Int, width: Int, height: Int) {
+    static func display(
+        x: Int, y: Int, width: Int, height: Int, frameWidth: Int, frameHeight: Int,
+        rotation: Int
+    ) -> (x: Int, y: Int, width: Int, height: Int) {
         switch (rotation % 360 + 360) % 360 {
         case 90: (frameHeight - y - height, x, height, width)
         case 180: (frameWidth - x - width, frameHeight - y - height, width, height)
@@ -147,15 +150,23 @@ final class Reframer {
                 if t >= segment.end - 1e-6 { return false }
                 try reporter.report(.rendering, (planned + t - segment.start) / total)
                 let grey = Self.pixels(try scaler.scaled(decoded))
-                samples.append((t, Self.position(grey, previous: previous, width: Self.probeWidth, height: probeHeight,
-                                                 horizontal: window.horizontal)))
+                samples.append(
+                    (
+                        t,
+                        Self.position(
+                            grey, previous: previous, width: Self.probeWidth, height: probeHeight,
+                            horizontal: window.horizontal)
+                    ))
                 previous = grey
                 return true
             }
-            var positions = Self.steady(samples.map(\.position), times: samples.map(\.time),
-                                        windowFraction: Double(span) / Double(length))
+            var positions = Self.steady(
+                samples.map(\.position), times: samples.map(\.time),
+                windowFraction: Double(span) / Double(length))
             // The people in the segment stay in the picture, wherever the action is.
-            let faces = analysis.seconds(overlapping: segment.start, segment.end).indices.flatMap { analysis.faces.indices.contains($0) ? analysis.faces[$0] : [] }
+            let faces = analysis.seconds(overlapping: segment.start, segment.end).indices.flatMap {
+                analysis.faces.indices.contains($0) ? analysis.faces[$0] : []
+            }
             if let keep = Self.centres(keeping: faces, horizontal: window.horizontal, windowFraction: Double(span) / Double(length)) {
                 positions = positions.map { min(max($0, keep.lowerBound), keep.upperBound) }
             }
@@ -164,8 +175,9 @@ final class Reframer {
             planned += segment.duration
             try reporter.report(.rendering, planned / total)
         }
-        return CropPlan(width: window.width, height: window.height, frameWidth: info.width, frameHeight: info.height,
-                        horizontal: window.horizontal, tracks: tracks)
+        return CropPlan(
+            width: window.width, height: window.height, frameWidth: info.width, frameHeight: info.height,
+            horizontal: window.horizontal, tracks: tracks)
     }
 
     /// Where the window's centre (a fraction along the sliding axis) may be so that `faces` stay

@@ -41,8 +41,10 @@ final class Renderer {
     /// `lean`: a source beyond 4K (see `MediaLimits.leanDecodingBytes`). `crop`: the window to keep
     /// of each picture (another shape than the source's). `frames`: which pictures are shown.
     /// `music`: a soundtrack mixed under the sound.
-    init(path: String, analysis: Analysis, quality: Quality, lean: Bool = false, crop: CropPlan? = nil, frames: FrameRatePlan,
-         music: MusicMix? = nil, reporter: ProgressReporter) throws {
+    init(
+        path: String, analysis: Analysis, quality: Quality, lean: Bool = false, crop: CropPlan? = nil, frames: FrameRatePlan,
+        music: MusicMix? = nil, reporter: ProgressReporter
+    ) throws {
         (input, video, audio) = try Self.openSource(path, analysis: analysis)
         self.analysis = analysis
         self.origin = analysis.origin
@@ -68,10 +70,11 @@ final class Renderer {
         let output = try OutputFile(path: path, format: "mp4")
         // Pictures stay in their stored orientation; the display matrix turns them upright, as the
         // source's did (no pixel rotation).
-        var settings = Encoder.Video(codec: "libx264", width: geometry.scaledWidth, height: geometry.scaledHeight,
-                                     pixelFormat: .yuv420p, timeBase: Self.videoTimeBase,
-                                     frameRate: Self.rational(frames.outputRate),
-                                     options: ["preset": Self.preset, "crf": Self.crf(quality), "profile": "high"])
+        var settings = Encoder.Video(
+            codec: "libx264", width: geometry.scaledWidth, height: geometry.scaledHeight,
+            pixelFormat: .yuv420p, timeBase: Self.videoTimeBase,
+            frameRate: Self.rational(frames.outputRate),
+            options: ["preset": Self.preset, "crf": Self.crf(quality), "profile": "high"])
         settings.threads = 2
         // Beyond 4K the source's decoder already holds 300+ MB: x264 splits each picture between its
         // threads instead of keeping two pictures in flight (measured at 1080p: 115 MB instead of 165).
@@ -79,9 +82,11 @@ final class Renderer {
         // SDR BT.709, limited range, said explicitly (HDR sources arrive here tone-mapped).
         settings.color = .bt709
         let videoEncoder = try Encoder(video: settings, globalHeader: output.wantsGlobalHeader)
-        let audioEncoder = try Encoder(audio: .init(codec: "aac", sampleRate: Self.sampleRate, channels: 2,
-                                                    sampleFormat: .floatPlanar, bitRate: 160_000),
-                                       globalHeader: output.wantsGlobalHeader)
+        let audioEncoder = try Encoder(
+            audio: .init(
+                codec: "aac", sampleRate: Self.sampleRate, channels: 2,
+                sampleFormat: .floatPlanar, bitRate: 160_000),
+            globalHeader: output.wantsGlobalHeader)
         let videoIndex = try output.addStream(for: videoEncoder, rotation: geometry.rotation)
         let audioIndex = try output.addStream(for: audioEncoder)
         try output.writeHeader(options: ["movflags": "+faststart"])
@@ -90,8 +95,9 @@ final class Renderer {
         // Reading (demux, decode, scale, resample) runs on its own thread while this one tone-maps
         // (HDR) and encodes.
         let queue = RenderQueue(capacity: 4)
-        let reader = try SegmentReader(input: input, video: video, audio: audio, analysis: analysis, geometry: geometry,
-                                       crop: crop, frames: frames, cancellation: reporter.cancellation)
+        let reader = try SegmentReader(
+            input: input, video: video, audio: audio, analysis: analysis, geometry: geometry,
+            crop: crop, frames: frames, cancellation: reporter.cancellation)
         let toneMapper = reader.toneMapper
         let readerDone = DispatchSemaphore(value: 0)
         try OwnThread.start(name: "moments-reader", stackSize: 4 << 20) {
@@ -146,14 +152,17 @@ final class Renderer {
         // A damaged file whose pictures the analysis read but a second decode from the keyframes
         // does not give (timestamps that jump, a stream that decodes only in order): no highlight.
         guard encoded > 0 else {
-            throw MomentsError(.corruptMedia, "No picture of the video could be decoded where the highlight shows it; the file looks damaged. Export the video again and retry.")
+            throw MomentsError(
+                .corruptMedia,
+                "No picture of the video could be decoded where the highlight shows it; the file looks damaged. Export the video again and retry.")
         }
         try videoEncoder.encode(nil, write)
         try sound.finish()
         try output.finish()
         let duration = segments.reduce(0) { $0 + $1.duration }
-        return Result(duration: duration, width: geometry.width, height: geometry.height, silentAudio: audio == nil && music == nil,
-                      skippedPictures: skippedPictures, music: sound.mixed)
+        return Result(
+            duration: duration, width: geometry.width, height: geometry.height, silentAudio: audio == nil && music == nil,
+            skippedPictures: skippedPictures, music: sound.mixed)
     }
 
     /// x264's preset and quality per output quality, chosen by `scripts/bench-encode-settings` on

@@ -22,8 +22,10 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     /// writer's half of the picture pipeline.
     var toneMapper: ToneMapper? { pictures.toneMapper }
 
-    init(input: InputFile, video: MediaStream, audio: MediaStream?, analysis: Analysis, geometry: OutputGeometry,
-         crop: CropPlan? = nil, frames: FrameRatePlan, cancellation: CancellationFlag) throws {
+    init(
+        input: InputFile, video: MediaStream, audio: MediaStream?, analysis: Analysis, geometry: OutputGeometry,
+        crop: CropPlan? = nil, frames: FrameRatePlan, cancellation: CancellationFlag
+    ) throws {
         self.cancellation = cancellation
         self.frames = frames
         let info = analysis.info
@@ -58,8 +60,9 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
 
         for segment in segments {
             let outputEnd = outputStart + segment.duration
-            let sound = SegmentSound(stream: audio, origin: origin, start: segment.start,
-                                     outputStart: outputStart, outputEnd: outputEnd)
+            let sound = SegmentSound(
+                stream: audio, origin: origin, start: segment.start,
+                outputStart: outputStart, outputEnd: outputEnd)
             try put(.segment(samples: sound.samples))
             try input.seek(video, toDecode: segment.start + origin, index: index)
             videoDecoder.flush()
@@ -129,7 +132,8 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
                     }
                     try videoDecoder.decode(packet, into: frame, takeVideo)
                 } else if let audioDecoder, packet.streamIndex == audio?.index {
-                    do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch is Stopped { throw Stopped() } catch { /* damaged audio: silence */ }
+                    // Damaged audio is silence; a stop goes on up.
+                    do { try audioDecoder.decode(packet, into: frame, takeAudio) } catch is Stopped { throw Stopped() } catch {}
                 }
             }
             while !held.isEmpty { try pass(held.removeFirst()) }
@@ -146,8 +150,9 @@ final class SegmentReader: @unchecked Sendable {  // Used by the reader thread o
     /// pictures at or past the segment's end are decoded, as the first of them ends the segment.
     private func isUnseen(_ packet: Packet, in segment: Segment, anchor: Double) -> Bool {
         guard let bitstream = index.bitstream, let pts = packet.pts,
-              let reference = bitstream.reference(packet.bytes), !reference.referenced,
-              reference.layer == index.highestTemporalLayer else { return false }
+            let reference = bitstream.reference(packet.bytes), !reference.referenced,
+            reference.layer == index.highestTemporalLayer
+        else { return false }
         let t = video.seconds(pts) - origin
         return t < segment.start - 1e-6 || (t < segment.end - 1e-6 && !frames.shows(t, anchor: anchor))
     }

@@ -75,25 +75,31 @@ final class Stills {
         }
         let sharpest = max(looked.map(\.look.sharpness).max() ?? 1, 1e-6)
         // Dark loses to anything else; then the analysis's score, and the picture's own sharpness.
-        guard let best = looked.max(by: { a, b in
-            func value(_ c: (time: Double, picture: Frame, look: Look, score: Double)) -> Double {
-                (c.look.mean < Self.darkLuma ? -100 : 0) + c.score + 0.5 * c.look.sharpness / sharpest
-            }
-            return value(a) < value(b)
-        }) else { throw StillsError() }
-        let upright = geometry.rotation % 180 == 0 ? (geometry.scaledWidth, geometry.scaledHeight)
+        guard
+            let best = looked.max(by: { a, b in
+                func value(_ c: (time: Double, picture: Frame, look: Look, score: Double)) -> Double {
+                    (c.look.mean < Self.darkLuma ? -100 : 0) + c.score + 0.5 * c.look.sharpness / sharpest
+                }
+                return value(a) < value(b)
+            })
+        else { throw StillsError() }
+        let upright =
+            geometry.rotation % 180 == 0
+            ? (geometry.scaledWidth, geometry.scaledHeight)
             : (geometry.scaledHeight, geometry.scaledWidth)
         let poster = try Self.jpeg(best.picture, geometry: geometry)
 
         // One picture per segment: its best candidate that is not dark.
         // At most four heights wide (a panorama's thumbnail is squeezed): the strip stays within
         // what a JPEG can be (65,535 pixels) and a bounded size, however many segments.
-        let thumbWidth = min(HighlightReport.Stills.widestThumbnail,
-                             max(2, Int(saturating: (Double(Self.thumbnailHeight) * Double(upright.0) / Double(upright.1)) / 2) * 2))
+        let thumbWidth = min(
+            HighlightReport.Stills.widestThumbnail,
+            max(2, Int(saturating: (Double(Self.thumbnailHeight) * Double(upright.0) / Double(upright.1)) / 2) * 2))
         let strip = try Frame.video(width: thumbWidth * segments.count, height: Self.thumbnailHeight, format: .yuvj420p)
-        let fitter = try FilterGraph(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,
-                                     description: Self.uprightChain(geometry) + "scale=\(thumbWidth):\(Self.thumbnailHeight):flags=bicubic:"
-                                        + Self.toJFIF)
+        let fitter = try FilterGraph(
+            width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,
+            description: Self.uprightChain(geometry) + "scale=\(thumbWidth):\(Self.thumbnailHeight):flags=bicubic:"
+                + Self.toJFIF)
         var times: [Double] = []
         for index in segments.indices {
             try cancellation.check()
@@ -167,8 +173,9 @@ final class Stills {
 
     /// `picture` (stored orientation, the render's geometry) upright, as a JPEG.
     static func jpeg(_ picture: Frame, geometry: OutputGeometry) throws -> Data {
-        let graph = try FilterGraph(width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,
-                                    description: uprightChain(geometry) + "scale=" + toJFIF)
+        let graph = try FilterGraph(
+            width: geometry.scaledWidth, height: geometry.scaledHeight, format: .yuv420p,
+            description: uprightChain(geometry) + "scale=" + toJFIF)
         var data = Data()
         try graph.filter(picture) { upright in data = try encodeJPEG(upright) }
         return data
@@ -176,9 +183,10 @@ final class Stills {
 
     /// One full-range 4:2:0 picture as a baseline JPEG (quality about 90).
     static func encodeJPEG(_ picture: Frame) throws -> Data {
-        var settings = Encoder.Video(codec: "mjpeg", width: picture.width, height: picture.height, pixelFormat: .yuvj420p,
-                                     timeBase: Rational(1, 25), frameRate: Rational(25, 1),
-                                     options: ["flags": "+qscale", "global_quality": String(3 * 118)])
+        var settings = Encoder.Video(
+            codec: "mjpeg", width: picture.width, height: picture.height, pixelFormat: .yuvj420p,
+            timeBase: Rational(1, 25), frameRate: Rational(25, 1),
+            options: ["flags": "+qscale", "global_quality": String(3 * 118)])
         settings.color = ColorDescription(primaries: .unspecified, transfer: .unspecified, space: .unspecified, range: .full)
         let encoder = try Encoder(video: settings, globalHeader: false)
         var data = Data()

@@ -107,28 +107,30 @@ final class ToneMapper: Sendable {
             UnsafeRawPointer(base + index * stride).assumingMemoryBound(to: UInt16.self)
         }
         lumaTable.withUnsafeBufferPointer { lumaBuffer in
-        cbTable.withUnsafeBufferPointer { cbBuffer in
-        crTable.withUnsafeBufferPointer { crBuffer in
-            let luma = lumaBuffer.baseAddress!, cbs = cbBuffer.baseAddress!, crs = crBuffer.baseAddress!
-            for cy in 0..<((height + 1) / 2) {
-                let cbRow = row(su, sus, cy), crRow = row(sv, svs, cy)
-                let y0 = row(sy, sys, cy * 2), y1 = row(sy, sys, min(height - 1, cy * 2 + 1))
-                let out0 = dy + cy * 2 * dys, out1 = dy + min(height - 1, cy * 2 + 1) * dys
-                let outCb = du + cy * dus, outCr = dv + cy * dvs
-                for cx in 0..<((width + 1) / 2) {
-                    let cell = ChromaCell(cb: Int(cbRow[cx]), cr: Int(crRow[cx]))
-                    let x0 = cx * 2, x1 = min(width - 1, x0 + 1)
-                    let a = Int(y0[x0]), b = Int(y0[x1]), c = Int(y1[x0]), d = Int(y1[x1])
-                    out0[x0] = cell.blend(luma, min(255, (a + 2) >> 2))
-                    out0[x1] = cell.blend(luma, min(255, (b + 2) >> 2))
-                    out1[x0] = cell.blend(luma, min(255, (c + 2) >> 2))
-                    out1[x1] = cell.blend(luma, min(255, (d + 2) >> 2))
-                    let level = min(255, (a + b + c + d + 8) >> 4)
-                    outCb[cx] = cell.blend(cbs, level)
-                    outCr[cx] = cell.blend(crs, level)
+            cbTable.withUnsafeBufferPointer { cbBuffer in
+                crTable.withUnsafeBufferPointer { crBuffer in
+                    let luma = lumaBuffer.baseAddress!, cbs = cbBuffer.baseAddress!, crs = crBuffer.baseAddress!
+                    for cy in 0..<((height + 1) / 2) {
+                        let cbRow = row(su, sus, cy), crRow = row(sv, svs, cy)
+                        let y0 = row(sy, sys, cy * 2), y1 = row(sy, sys, min(height - 1, cy * 2 + 1))
+                        let out0 = dy + cy * 2 * dys, out1 = dy + min(height - 1, cy * 2 + 1) * dys
+                        let outCb = du + cy * dus, outCr = dv + cy * dvs
+                        for cx in 0..<((width + 1) / 2) {
+                            let cell = ChromaCell(cb: Int(cbRow[cx]), cr: Int(crRow[cx]))
+                            let x0 = cx * 2, x1 = min(width - 1, x0 + 1)
+                            let a = Int(y0[x0]), b = Int(y0[x1]), c = Int(y1[x0]), d = Int(y1[x1])
+                            out0[x0] = cell.blend(luma, min(255, (a + 2) >> 2))
+                            out0[x1] = cell.blend(luma, min(255, (b + 2) >> 2))
+                            out1[x0] = cell.blend(luma, min(255, (c + 2) >> 2))
+                            out1[x1] = cell.blend(luma, min(255, (d + 2) >> 2))
+                            let level = min(255, (a + b + c + d + 8) >> 4)
+                            outCb[cx] = cell.blend(cbs, level)
+                            outCr[cx] = cell.blend(crs, level)
+                        }
+                    }
                 }
             }
-        }}}
+        }
         destination.color = .bt709
     }
 
@@ -138,15 +140,19 @@ final class ToneMapper: Sendable {
     /// picture) and its blends read an HDR source as an SDR one.
     func mapSmall(y: inout [UInt8], cb: inout [UInt8], cr: inout [UInt8]) {
         lumaTable.withUnsafeBufferPointer { lumaBuffer in
-        cbTable.withUnsafeBufferPointer { cbBuffer in
-        crTable.withUnsafeBufferPointer { crBuffer in
-            for i in y.indices {
-                let cell = ChromaCell(cb: Int(cb[i]) << 2, cr: Int(cr[i]) << 2)
-                let level = Int(y[i])
-                (y[i], cb[i], cr[i]) = (cell.blend(lumaBuffer.baseAddress!, level), cell.blend(cbBuffer.baseAddress!, level),
-                                        cell.blend(crBuffer.baseAddress!, level))
+            cbTable.withUnsafeBufferPointer { cbBuffer in
+                crTable.withUnsafeBufferPointer { crBuffer in
+                    for i in y.indices {
+                        let cell = ChromaCell(cb: Int(cb[i]) << 2, cr: Int(cr[i]) << 2)
+                        let level = Int(y[i])
+                        (y[i], cb[i], cr[i]) = (
+                            cell.blend(lumaBuffer.baseAddress!, level), cell.blend(cbBuffer.baseAddress!, level),
+                            cell.blend(crBuffer.baseAddress!, level)
+                        )
+                    }
+                }
             }
-        }}}
+        }
     }
 
     /// A 10-bit chroma pair's place among the table's grid chroma points: the four around it and
@@ -167,8 +173,9 @@ final class ToneMapper: Sendable {
         /// `table`'s value at luma `level`, interpolated between the four chroma points.
         @inline(__always)
         func blend(_ table: UnsafePointer<UInt8>, _ level: Int) -> UInt8 {
-            UInt8(truncatingIfNeeded: (Int(table[p00 + level]) * w00 + Int(table[p00 + 256 + level]) * w01
-                                       + Int(table[p00 + 16384 + level]) * w10 + Int(table[p00 + 16640 + level]) * w11 + 128) >> 8)
+            UInt8(
+                truncatingIfNeeded: (Int(table[p00 + level]) * w00 + Int(table[p00 + 256 + level]) * w01
+                    + Int(table[p00 + 16384 + level]) * w10 + Int(table[p00 + 16640 + level]) * w11 + 128) >> 8)
         }
     }
 }

@@ -48,9 +48,11 @@ public struct AnalysisReport: Sendable, Codable {
     public var text: String {
         var lines: [String] = []
         let i = input
-        lines.append(String(format: "%@  %.2f s  %d×%d (shown %d×%d, rotation %d°)  %.2f fps  %@ %d-bit",
-                            i.container, i.duration, i.width, i.height, i.displayWidth, i.displayHeight, i.rotation,
-                            i.frameRate, i.videoCodec, i.bitDepth))
+        lines.append(
+            String(
+                format: "%@  %.2f s  %d×%d (shown %d×%d, rotation %d°)  %.2f fps  %@ %d-bit",
+                i.container, i.duration, i.width, i.height, i.displayWidth, i.displayHeight, i.rotation,
+                i.frameRate, i.videoCodec, i.bitDepth))
         lines.append("audio: " + (i.audioCodec.map { "\($0) \(i.audioSampleRate ?? 0) Hz, \(i.audioChannels ?? 0) ch" } ?? "none"))
         lines.append("decoded \(decodedFrames) of \(totalFrames) frames")
         lines.append("scene changes (\(scenes.count)):")
@@ -61,9 +63,11 @@ public struct AnalysisReport: Sendable, Codable {
         lines.append("per second: time  score  motion  camera  shake  loudness  excitement  onsets  brightness  sharpness  faces")
         for f in seconds {
             let faces = f.faces > 0 ? String(format: "  %d (%.0f%%)", f.faces, f.faceSize * 100) : ""
-            lines.append(String(format: "  %5.0f  %.2f  %6.2f  %6.2f  %5.2f  %7.1f  %6.2f  %3d  %6.1f  %5.2f%@%@",
-                                f.time, f.score, f.motion, f.cameraMotion, f.shake, f.loudness, f.excitement, f.onsets,
-                                f.brightness, f.sharpness, faces, f.isStatic ? "  static" : ""))
+            lines.append(
+                String(
+                    format: "  %5.0f  %.2f  %6.2f  %6.2f  %5.2f  %7.1f  %6.2f  %3d  %6.1f  %5.2f%@%@",
+                    f.time, f.score, f.motion, f.cameraMotion, f.shake, f.loudness, f.excitement, f.onsets,
+                    f.brightness, f.sharpness, faces, f.isStatic ? "  static" : ""))
         }
         lines.append("best candidates:")
         for c in candidates.prefix(10) { lines.append(String(format: "  %8.3f – %8.3f  score %.3f", c.start, c.end, c.score)) }

@@ -35,8 +35,10 @@ enum BeatFit {
     /// bound, at its start). `shortest`: the least a segment keeps. `allows`: whether a source time
     /// is a fine place for an edge (not inside speech).
     /// `pictures`: the source's picture times, so that a start that moves is on a picture.
-    static func fit(_ segments: [Segment], plan: MusicPlan, target: Double, bounds: [ClosedRange<Double>], shortest: Double,
-                    pictures: [Double] = [], allows: (Double) -> Bool = { _ in true }) -> Result {
+    static func fit(
+        _ segments: [Segment], plan: MusicPlan, target: Double, bounds: [ClosedRange<Double>], shortest: Double,
+        pictures: [Double] = [], allows: (Double) -> Bool = { _ in true }
+    ) -> Result {
         guard plan.mode != .free, !segments.isEmpty, plan.beats.count >= 2 else { return unmoved(segments) }
         let period = plan.beatPeriod ?? zip(plan.beats, plan.beats.dropFirst()).map { $1 - $0 }.sorted()[plan.beats.count / 2 - 1]
         let bar = 4 * period
@@ -67,9 +69,12 @@ enum BeatFit {
                     if isDownbeat(b) && abs(b - goal) <= tolerance { c -= period }
                 }
                 var chosen = (cost: Double.infinity, from: -1)
-                let previous: [(Double, Int, Double)] = i == 0 ? [(0, -1, 0)] : options[i - 1].indices.compactMap { k in
-                    best[i - 1][k].cost.isFinite ? (options[i - 1][k], k, best[i - 1][k].cost) : nil
-                }
+                let previous: [(Double, Int, Double)] =
+                    i == 0
+                    ? [(0, -1, 0)]
+                    : options[i - 1].indices.compactMap { k in
+                        best[i - 1][k].cost.isFinite ? (options[i - 1][k], k, best[i - 1][k].cost) : nil
+                    }
                 for (before, k, soFar) in previous {
                     let length = b - before
                     guard length >= keep - 1e-9, length <= bounds[i].upperBound - bounds[i].lowerBound + 1e-9 else { continue }
@@ -110,10 +115,12 @@ enum BeatFit {
     /// The segments as they are, each cut where the selection put it, off the beat.
     static func unmoved(_ segments: [Segment]) -> Result {
         var elapsed = 0.0
-        return Result(segments: segments, cuts: segments.map { s in
-            elapsed += s.duration
-            return BeatCut(time: elapsed, moved: 0, downbeat: false, onBeat: false)
-        })
+        return Result(
+            segments: segments,
+            cuts: segments.map { s in
+                elapsed += s.duration
+                return BeatCut(time: elapsed, moved: 0, downbeat: false, onBeat: false)
+            })
     }
 
     /// `segment` made `length` long: from its start where `bound` allows, else starting earlier,

@@ -84,7 +84,8 @@ struct PauseFit {
                     if best == nil || change < best!.change - 1e-9 { best = (s, e, change) }
                 }
             }
-            let window = best.map { ($0.start, $0.end) }
+            let window =
+                best.map { ($0.start, $0.end) }
                 ?? SegmentSelector.window(among: points, in: bounds(i), lengths: lengths(i), near: segments[i].duration, score: score)
             guard let (s, e) = window else {
                 unplaced.append(i)
@@ -138,10 +139,12 @@ struct PauseFit {
                 let rank = (miss / quantum).rounded() * quantum
                 if let best, rank > best.rank + 1e-9 { continue }
                 if elsewhere {
-                    let candidate = Segment(start: s, end: e, score: 0, reasons: [],
-                                            shot: SegmentSelector.shot(containing: s, e, in: analysis.shots))
+                    let candidate = Segment(
+                        start: s, end: e, score: 0, reasons: [],
+                        shot: SegmentSelector.shot(containing: s, e, in: analysis.shots))
                     guard !others.contains(where: { s < $0.end + spacing($0, candidate) && $0.start < e + spacing($0, candidate) }),
-                          !others.contains(where: { SegmentSelector.isRepeat(candidate, of: $0, in: analysis) }) else { continue }
+                        !others.contains(where: { SegmentSelector.isRepeat(candidate, of: $0, in: analysis) })
+                    else { continue }
                 } else {
                     guard s < segment.end, e > segment.start, s != segment.start || e != segment.end else { continue }
                 }
@@ -165,7 +168,9 @@ struct PauseFit {
                 guard let move = without.bestWindow(for: j, target: target, total: rest, elsewhere: true) else { continue }
                 let index = j >= left ? j + 1 : j
                 // Only a pair that lands nearer the target than where it stands now.
-                guard let (s, e) = move.window, abs(target - (rest - without.segments[j].duration + e - s)) < abs(target - total) - 0.05 else { continue }
+                guard let (s, e) = move.window, abs(target - (rest - without.segments[j].duration + e - s)) < abs(target - total) - 0.05 else {
+                    continue
+                }
                 let candidate = Move(rank: move.rank, score: move.score, index: index, window: move.window)
                 if candidate.beats(best?.move) { best = (left, candidate) }
             }
@@ -199,7 +204,8 @@ struct PauseFit {
             // kept whole make lengths coarse; seed 9910333208646637201 stopped 1.2 s over, where
             // leaving out one of its four and moving another came to 0.2 s under).
             if abs(target - total) > tolerance, (best?.rank ?? .infinity) > tolerance,
-               let (left, move) = bestExchange(target: target, total: total), move.beats(best) {
+                let (left, move) = bestExchange(target: target, total: total), move.beats(best)
+            {
                 total -= segments[left].duration
                 segments.remove(at: left)
                 best = Move(rank: move.rank, score: move.score, index: move.index > left ? move.index - 1 : move.index, window: move.window)
@@ -236,15 +242,19 @@ struct PauseFit {
                 let edge = isEnd ? segments[i].end : segments[i].start
                 guard !cuts.contains(where: { abs($0 - edge) < 1e-3 }), var room = pauses.pause(around: edge) else { continue }
                 for cut in cuts where room.contains(cut) {
-                    room = cut < edge ? max(room.lowerBound, cut + 0.5)...max(room.upperBound, cut + 0.5)
-                                      : min(room.lowerBound, cut - 0.5)...min(room.upperBound, cut - 0.5)
+                    room =
+                        cut < edge
+                        ? max(room.lowerBound, cut + 0.5)...max(room.upperBound, cut + 0.5)
+                        : min(room.lowerBound, cut - 0.5)...min(room.upperBound, cut - 0.5)
                 }
                 guard room.contains(edge) else { continue }
                 let b = bounds(i), l = lengths(i)
                 // Growing moves the end later or the start earlier; shrinking the reverse.
                 let later = (delta > 0) == isEnd
-                let reach = later ? min(room.upperBound, isEnd ? b.upperBound : .infinity) - edge
-                                  : edge - max(room.lowerBound, isEnd ? -.infinity : b.lowerBound)
+                let reach =
+                    later
+                    ? min(room.upperBound, isEnd ? b.upperBound : .infinity) - edge
+                    : edge - max(room.lowerBound, isEnd ? -.infinity : b.lowerBound)
                 let lengthRoom = delta > 0 ? l.upperBound - segments[i].duration : segments[i].duration - l.lowerBound
                 let step = max(0, min(abs(delta), reach, lengthRoom))
                 guard step > 1e-6 else { continue }
@@ -274,12 +284,14 @@ struct PauseFit {
             let wanted = min(max(delta, rules.shortest), rules.longest)
             let lengths = rules.shortest...max(rules.shortest, min(rules.longest, delta + tolerance))
             let found = free.sorted { $0.upperBound - $0.lowerBound > $1.upperBound - $1.lowerBound }.lazy.compactMap { [points, analysis] stretch in
-                SegmentSelector.window(among: points, in: stretch, lengths: lengths, near: wanted,
-                                       score: { SegmentSelector.meanScore(analysis, $0, $1) })
+                SegmentSelector.window(
+                    among: points, in: stretch, lengths: lengths, near: wanted,
+                    score: { SegmentSelector.meanScore(analysis, $0, $1) })
             }.first
             guard let (start, end) = found else { break }
-            let added = Segment(start: start, end: end, score: score(start, end), reasons: ["fills the highlight"],
-                                shot: SegmentSelector.shot(containing: start, end, in: analysis.shots))
+            let added = Segment(
+                start: start, end: end, score: score(start, end), reasons: ["fills the highlight"],
+                shot: SegmentSelector.shot(containing: start, end, in: analysis.shots))
             segments.insert(added, at: segments.firstIndex { $0.start > start } ?? segments.count)
             total += added.duration
         }
@@ -289,8 +301,10 @@ struct PauseFit {
 extension SegmentSelector {
     /// Puts every edge of `segments` on one of `points` and brings the total back to `target`
     /// (`PauseFit`'s four steps). Returns the segments and how many edges moved out of speech.
-    static func placeEdgesInPauses(_ segments: [Segment], pauses: SpeechPauses, points: [EdgePoint], analysis: Analysis,
-                                   target: Double?, rules: SegmentRules) -> (segments: [Segment], moved: Int) {
+    static func placeEdgesInPauses(
+        _ segments: [Segment], pauses: SpeechPauses, points: [EdgePoint], analysis: Analysis,
+        target: Double?, rules: SegmentRules
+    ) -> (segments: [Segment], moved: Int) {
         guard !pauses.isEmpty, !segments.isEmpty, !points.isEmpty else { return (segments, 0) }
         var fit = PauseFit(segments, pauses: pauses, points: points, analysis: analysis, rules: rules)
         fit.placeEdges()

@@ -42,8 +42,9 @@ public struct SegmentRules: Sendable, Equatable {
             let steps = min(5, Int(saturating: (high - low) / 0.5))
             lengths = (0...max(1, steps)).map { low + (high - low) * Double($0) / Double(max(1, steps)) }
         }
-        self.init(lengths: lengths, shortest: choices.minSegment ?? min(1.5, high), longest: high,
-                  capsEveryPass: choices.maxSegment != nil, count: choices.maxSegments, floorIsPromise: choices.minSegment != nil)
+        self.init(
+            lengths: lengths, shortest: choices.minSegment ?? min(1.5, high), longest: high,
+            capsEveryPass: choices.maxSegment != nil, count: choices.maxSegments, floorIsPromise: choices.minSegment != nil)
     }
 
     /// How far a segment's length may miss the rules: a frame of `analysis`'s source, whichever

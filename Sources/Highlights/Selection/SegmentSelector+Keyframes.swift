@@ -31,9 +31,11 @@ extension SegmentSelector {
     ///
     /// `allows`: where an edge may fall (a keyframe in a pause, not inside an utterance); the grid's
     /// other points are not used.
-    static func align(_ segments: [Segment], to grid: KeyframeGrid, shots: [Shot], target: Double?,
-                      rules: SegmentRules, slack: Double, allows: (Double) -> Bool = { _ in true },
-                      score: (Double, Double) -> Double) -> AlignedSelection {
+    static func align(
+        _ segments: [Segment], to grid: KeyframeGrid, shots: [Shot], target: Double?,
+        rules: SegmentRules, slack: Double, allows: (Double) -> Bool = { _ in true },
+        score: (Double, Double) -> Double
+    ) -> AlignedSelection {
         let duration = grid.streamEnd
         func shot(_ index: Int) -> Shot {
             guard shots.indices.contains(index) else { return Shot(start: 0, end: duration) }
@@ -79,11 +81,16 @@ extension SegmentSelector {
             var openings: [(segment: Segment, range: CopyRange, shot: Shot)] = []
             for index in (shots.isEmpty ? [0] : Array(shots.indices)) {
                 let bounds = shot(index)
-                for i in grid.points.indices where grid.points[i].start >= bounds.start - epsilon
-                    && grid.end(before: i + 1) <= bounds.end + epsilon && allows(grid.points[i].start) && allows(grid.end(before: i + 1)) {
+                for i in grid.points.indices
+                where grid.points[i].start >= bounds.start - epsilon
+                    && grid.end(before: i + 1) <= bounds.end + epsilon && allows(grid.points[i].start) && allows(grid.end(before: i + 1))
+                {
                     let start = grid.points[i].start, end = grid.end(before: i + 1)
-                    openings.append((Segment(start: start, end: end, score: score(start, end), reasons: ["fills the highlight"], shot: index),
-                                     CopyRange(first: i, end: i + 1), bounds))
+                    openings.append(
+                        (
+                            Segment(start: start, end: end, score: score(start, end), reasons: ["fills the highlight"], shot: index),
+                            CopyRange(first: i, end: i + 1), bounds
+                        ))
                 }
             }
             while abs(target - total) > tolerance {
@@ -98,7 +105,9 @@ extension SegmentSelector {
                     if rules.floorIsPromise, range != nil, new < old, new < rules.shortest - slack { return }
                     if index >= kept.count, kept.count >= rules.count ?? .max { return }
                     // Grow what scores well, shrink what scores badly.
-                    let preference = index < kept.count ? (new > old ? 1 : -1) * kept[index].segment.score
+                    let preference =
+                        index < kept.count
+                        ? (new > old ? 1 : -1) * kept[index].segment.score
                         : openings[index - kept.count].segment.score - 0.1
 
                     if best == nil || miss < best!.miss - epsilon || (abs(miss - best!.miss) <= epsilon && preference > best!.preference) {

@@ -169,8 +169,10 @@ extension SegmentSelector {
                 if length > high + 1e-9 { break }
                 guard length >= low - 1e-9 else { continue }
                 let penalty = a.inner || b.inner ? 0.7 : 1
-                result.append(Segment(start: a.time, end: b.time, score: meanScore(analysis, a.time, b.time) * penalty, reasons: [],
-                                      shot: shot(containing: a.time, b.time, in: analysis.shots)))
+                result.append(
+                    Segment(
+                        start: a.time, end: b.time, score: meanScore(analysis, a.time, b.time) * penalty, reasons: [],
+                        shot: shot(containing: a.time, b.time, in: analysis.shots)))
             }
         }
         return result
@@ -183,8 +185,10 @@ extension SegmentSelector {
 
     /// The best-scoring window inside `range` between two of `points`, of a length in `lengths`
     /// (nearest `near` first, to a quarter second, then by score).
-    static func window(among points: [EdgePoint], in range: ClosedRange<Double>, lengths: ClosedRange<Double>, near: Double,
-                       score: (Double, Double) -> Double) -> (Double, Double)? {
+    static func window(
+        among points: [EdgePoint], in range: ClosedRange<Double>, lengths: ClosedRange<Double>, near: Double,
+        score: (Double, Double) -> Double
+    ) -> (Double, Double)? {
         let inside = points.map(\.time).filter { range.contains($0) }
         var best: (start: Double, end: Double, miss: Double, score: Double)?
         for (k, start) in inside.enumerated() {

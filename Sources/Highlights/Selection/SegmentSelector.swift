@@ -23,11 +23,13 @@ public enum SegmentSelector {
         let points = pauses.isEmpty ? [] : pauses.edgePoints(shots: shots, duration: duration, longest: rules.longest)
         var candidates = makeCandidates(analysis, rules: rules)
         if !points.isEmpty {
-            candidates = speechCandidates(analysis, points: points, rules: rules) + candidates.map { c in
-                var c = c
-                if !pauses.keepsWhole(c.start) || !pauses.keepsWhole(c.end) { c.score *= 0.5 }
-                return c
-            }
+            candidates =
+                speechCandidates(analysis, points: points, rules: rules)
+                + candidates.map { c in
+                    var c = c
+                    if !pauses.keepsWhole(c.start) || !pauses.keepsWhole(c.end) { c.score *= 0.5 }
+                    return c
+                }
         }
         let topCandidates = Array(candidates.sorted { ($0.score, -$0.start) > ($1.score, -$1.start) }.prefix(20))
         var target = target
@@ -96,15 +98,15 @@ public enum SegmentSelector {
         // Nothing fits the rules (its usable parts are shorter than the shortest segment allowed):
         // the best stretch of the length the rules and the target agree on, cuts or not.
         if chosen.isEmpty {
-            chosen = snap([bestWindow(analysis, length: max(rules.shortest, min(target, rules.longest)))], to: analysis.frameTimes,
-                          target: nil, shots: shots, rules: rules)
+            chosen = snap(
+                [bestWindow(analysis, length: max(rules.shortest, min(target, rules.longest)))], to: analysis.frameTimes,
+                target: nil, shots: shots, rules: rules)
         }
         var selection = Selection(segments: chosen, candidates: topCandidates)
         selection.pauses = pauses
         selection.edgesMovedIntoPauses = moved
         return selection
     }
-
 
     // MARK: Candidates
 
@@ -257,8 +259,11 @@ public enum SegmentSelector {
         }
         parts = parts.filter { $0.duration >= 0.5 }
         if parts.isEmpty {
-            parts = [Segment(start: 0, end: analysis.info.duration, score: meanScore(analysis, 0, analysis.info.duration),
-                             reasons: ["the whole video"], shot: 0)]
+            parts = [
+                Segment(
+                    start: 0, end: analysis.info.duration, score: meanScore(analysis, 0, analysis.info.duration),
+                    reasons: ["the whole video"], shot: 0)
+            ]
         }
         return snap(parts, to: analysis.frameTimes, target: nil, shots: analysis.shots, rules: .standard)
     }
@@ -275,8 +280,9 @@ public enum SegmentSelector {
         // Still short: no free stretch holds the user's shortest segment where the greedy pass
         // left its segments. The target asks for nearly all the footage: lay the segments out afresh.
         if target - chosen.reduce(0, { $0 + $1.duration }) > tolerance, rules.floorIsPromise,
-           let packed = pack(to: target, analysis: analysis, rules: rules),
-           abs(packed.reduce(0, { $0 + $1.duration }) - target) < abs(chosen.reduce(0, { $0 + $1.duration }) - target) {
+            let packed = pack(to: target, analysis: analysis, rules: rules),
+            abs(packed.reduce(0, { $0 + $1.duration }) - target) < abs(chosen.reduce(0, { $0 + $1.duration }) - target)
+        {
             chosen = packed
         }
         // A filler no shorter than the user's shortest segment may overshoot: shrink the others
@@ -287,10 +293,11 @@ public enum SegmentSelector {
         return chosen
     }
 
-
     /// Lengthens (or shortens) segments inside their shots until the total is the target.
-    static func fit(_ segments: [Segment], to target: Double, shots: [Shot], duration: Double,
-                    rules: SegmentRules = .standard) -> [Segment] {
+    static func fit(
+        _ segments: [Segment], to target: Double, shots: [Shot], duration: Double,
+        rules: SegmentRules = .standard
+    ) -> [Segment] {
         var result = segments
         var delta = target - result.reduce(0) { $0 + $1.duration }
         // Grow: end first (towards the next cut), then start, never into a neighbour.
@@ -362,8 +369,9 @@ public enum SegmentSelector {
             let shortest = rules.floorIsPromise ? rules.shortest : min(rules.shortest, max(0.25, gap.end - gap.start))
             let length = min(max(delta, shortest), rules.longest, gap.end - gap.start)
             guard length >= shortest - 1e-6 else { break }
-            var best = Segment(start: gap.start, end: gap.start + length, score: meanScore(analysis, gap.start, gap.start + length),
-                               reasons: ["fills the highlight"], shot: acrossShots)
+            var best = Segment(
+                start: gap.start, end: gap.start + length, score: meanScore(analysis, gap.start, gap.start + length),
+                reasons: ["fills the highlight"], shot: acrossShots)
             var start = gap.start + step
             while start + length <= gap.end + 1e-9 {
                 let score = meanScore(analysis, start, start + length)
@@ -396,8 +404,10 @@ public enum SegmentSelector {
                 let each: Double = min(rules.longest, (length - Double(k - 1) * gap) / Double(k))
                 for n in 0..<k {
                     let start = shot.start + Double(n) * (each + gap)
-                    slots.append(Segment(start: start, end: start + each, score: meanScore(analysis, start, start + each),
-                                         reasons: [], shot: index))
+                    slots.append(
+                        Segment(
+                            start: start, end: start + each, score: meanScore(analysis, start, start + each),
+                            reasons: [], shot: index))
                 }
             }
             if let count = rules.count, slots.count > count {
@@ -421,8 +431,10 @@ public enum SegmentSelector {
     /// Puts every edge on a frame (start on a frame, end on the frame after the last one shown) and
     /// corrects the total for the rounding.
     /// `allows`: where an end may go to correct the total (not into speech).
-    static func snap(_ segments: [Segment], to frames: [Double], target: Double?, shots: [Shot],
-                     rules: SegmentRules = .standard, allows: (Double) -> Bool = { _ in true }) -> [Segment] {
+    static func snap(
+        _ segments: [Segment], to frames: [Double], target: Double?, shots: [Shot],
+        rules: SegmentRules = .standard, allows: (Double) -> Bool = { _ in true }
+    ) -> [Segment] {
         guard !frames.isEmpty else { return segments }
         func frameAtOrAfter(_ t: Double) -> Double {
             let index = frames.firstIndex(atOrAfter: t)

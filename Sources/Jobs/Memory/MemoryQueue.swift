@@ -111,8 +111,9 @@ public actor MemoryQueue: JobQueueDriver {
     public func stats() throws -> QueueStats {
         try check()
         let oldest = ready.first.map { (ContinuousClock.now - $0.readySince).inSeconds } ?? 0
-        return QueueStats(ready: ready.count, delayed: delayed.count, inFlight: leases.count, deadLettered: dead.count,
-                          oldestReadySeconds: oldest, consumers: consumers.count, paused: paused == true)
+        return QueueStats(
+            ready: ready.count, delayed: delayed.count, inFlight: leases.count, deadLettered: dead.count,
+            oldestReadySeconds: oldest, consumers: consumers.count, paused: paused == true)
     }
 
     public func pruneConsumers(idleFor: Duration) throws -> Int {

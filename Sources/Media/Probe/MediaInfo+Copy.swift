@@ -31,7 +31,8 @@ extension MediaInfo {
             return String(format: "the pixels are not square (sample aspect ratio %.3f)", sampleAspectRatio)
         }
         guard max(displayWidth, displayHeight) <= quality.maxLongSide else {
-            return "the source is \(displayWidth)×\(displayHeight) and quality \(quality.rawValue) allows \(quality.maxLongSide) px; it must be scaled down"
+            return
+                "the source is \(displayWidth)×\(displayHeight) and quality \(quality.rawValue) allows \(quality.maxLongSide) px; it must be scaled down"
         }
         return nil
     }

@@ -68,7 +68,6 @@ public struct MediaInfo: Sendable, Codable, Equatable {
     /// Bytes of one decoded picture's luma plane (two a sample above 8 bits).
     public var pictureBytes: Int { width * height * (bitDepth > 8 ? 2 : 1) }
 
-
     public init(container: String, fileSize: Int64, duration: Double, video: MediaStream, audio: MediaStream?) {
         self.container = container
         self.fileSize = fileSize
@@ -90,11 +89,12 @@ public struct MediaInfo: Sendable, Codable, Equatable {
         colorTransfer = color.transfer.name
         colorSpace = color.space.name
         colorRange = color.range.name
-        dynamicRange = switch color.transfer {
-        case .hlg: "hlg"
-        case .pq: "pq"
-        default: "sdr"
-        }
+        dynamicRange =
+            switch color.transfer {
+            case .hlg: "hlg"
+            case .pq: "pq"
+            default: "sdr"
+            }
         audioCodec = audio?.codecName
         audioSampleRate = audio?.sampleRate
         audioChannels = audio?.channels

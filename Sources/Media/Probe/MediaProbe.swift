@@ -10,12 +10,15 @@ public enum MediaProbe {
     }
 
     /// Opens `path`, picks the streams and checks them against `limits`.
-    public static func open(_ path: String, limits: MediaLimits) throws(MomentsError) -> (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?) {
+    public static func open(_ path: String, limits: MediaLimits) throws(MomentsError) -> (
+        InputFile, MediaInfo, video: MediaStream, audio: MediaStream?
+    ) {
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: path)
         } catch {
-            throw MomentsError(.ioError, "The file \(URL(fileURLWithPath: path).lastPathComponent) could not be read: it does not exist or is not accessible.")
+            throw MomentsError(
+                .ioError, "The file \(URL(fileURLWithPath: path).lastPathComponent) could not be read: it does not exist or is not accessible.")
         }
         if (attributes[.type] as? FileAttributeType) == .typeDirectory {
             throw MomentsError(.ioError, "\(URL(fileURLWithPath: path).lastPathComponent) is a folder, not a video file.")
@@ -42,7 +45,9 @@ public enum MediaProbe {
     }
 
     /// Opens `source` through custom I/O, picks the streams and checks them against `limits`.
-    public static func open(_ source: any RandomAccessInput, name: String, limits: MediaLimits) throws(MomentsError) -> (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?) {
+    public static func open(_ source: any RandomAccessInput, name: String, limits: MediaLimits) throws(MomentsError) -> (
+        InputFile, MediaInfo, video: MediaStream, audio: MediaStream?
+    ) {
         if source.size == 0 { throw MomentsError(.notAVideo, "The file is empty (0 bytes). Upload the video again.") }
         let input: InputFile
         do {
@@ -62,34 +67,48 @@ public enum MediaProbe {
             return MomentsError(.ioError, "The file could not be read (\(error.reason)).")
         }
         if looksLikeVideoContainer(head) {
-            return MomentsError(.corruptMedia, "This video file is damaged or incomplete (it may have been cut off while uploading or copying). Export it again and retry.")
+            return MomentsError(
+                .corruptMedia,
+                "This video file is damaged or incomplete (it may have been cut off while uploading or copying). Export it again and retry.")
         }
         return MomentsError(.notAVideo, notAVideoSentence)
     }
 
     /// Picks the streams of an opened input and checks them against `limits`.
-    static func inspect(_ input: InputFile, size: Int64, limits: MediaLimits) throws(MomentsError) -> (InputFile, MediaInfo, video: MediaStream, audio: MediaStream?) {
+    static func inspect(_ input: InputFile, size: Int64, limits: MediaLimits) throws(MomentsError) -> (
+        InputFile, MediaInfo, video: MediaStream, audio: MediaStream?
+    ) {
         // Demuxers that claim any bytes (raw text, images) are not videos for us.
-        let rejectedFormats: Set<String> = ["tty", "image2", "image2pipe", "txt", "srt", "ass", "webvtt", "lrc", "microdvd", "subviewer", "mpl2", "jacosub", "sami", "vplayer", "pjs", "realtext", "stl", "aqtitle"]
+        let rejectedFormats: Set<String> = [
+            "tty", "image2", "image2pipe", "txt", "srt", "ass", "webvtt", "lrc", "microdvd", "subviewer", "mpl2", "jacosub", "sami", "vplayer", "pjs",
+            "realtext", "stl", "aqtitle",
+        ]
         if rejectedFormats.contains(input.formatName) { throw MomentsError(.notAVideo, notAVideoSentence) }
 
         let videoStreams = input.streams.filter { $0.mediaType == .video && !$0.isAttachedPicture }
         let audio = input.bestStream(.audio)
-        guard let video = input.bestStream(.video).flatMap({ best in videoStreams.contains { $0.index == best.index } ? best : nil }) ?? videoStreams.first else {
+        guard
+            let video = input.bestStream(.video).flatMap({ best in videoStreams.contains { $0.index == best.index } ? best : nil })
+                ?? videoStreams.first
+        else {
             if audio != nil {
                 throw MomentsError(.noVideoStream, "This file has sound but no picture. Choose a video, not an audio recording.")
             }
             throw MomentsError(.noVideoStream, "This file has no video in it. Choose a video from your library.")
         }
         if !video.hasDecoder {
-            throw MomentsError(.unsupportedCodec, "This video is encoded as \(video.codecName), which Moments cannot decode. Export it as H.264 or HEVC (MP4 or MOV) and try again.")
+            throw MomentsError(
+                .unsupportedCodec,
+                "This video is encoded as \(video.codecName), which Moments cannot decode. Export it as H.264 or HEVC (MP4 or MOV) and try again.")
         }
         if video.width <= 0 || video.height <= 0 {
             throw MomentsError(.corruptMedia, "The video's picture size could not be read; the file looks damaged. Export it again and retry.")
         }
         let long = max(video.width, video.height), short = min(video.width, video.height)
         if long > limits.maximumLongSide || short > limits.maximumShortSide {
-            throw MomentsError(.resolutionTooLarge, "The video is \(video.width)×\(video.height); Moments accepts up to 8K (7680×4320). Export it at a lower resolution.")
+            throw MomentsError(
+                .resolutionTooLarge,
+                "The video is \(video.width)×\(video.height); Moments accepts up to 8K (7680×4320). Export it at a lower resolution.")
         }
         let usableAudio = audio.flatMap { $0.hasDecoder ? $0 : nil }
         let duration = input.duration ?? video.duration ?? 0
@@ -111,10 +130,16 @@ public enum MediaProbe {
     public static func checkDuration(_ duration: Double, limits: MediaLimits, known: Bool = true) throws(MomentsError) {
         guard known else { return }
         if duration < limits.minimumDuration {
-            throw MomentsError(.tooShort, String(format: "The video is %.1f s long; a highlight needs at least %.0f s of footage.", duration, limits.minimumDuration))
+            throw MomentsError(
+                .tooShort, String(format: "The video is %.1f s long; a highlight needs at least %.0f s of footage.", duration, limits.minimumDuration)
+            )
         }
         if duration > limits.maximumDuration {
-            throw MomentsError(.tooLong, String(format: "The video is %@ long; Moments accepts videos up to %@. Trim it and try again.", clock(duration), clock(limits.maximumDuration)))
+            throw MomentsError(
+                .tooLong,
+                String(
+                    format: "The video is %@ long; Moments accepts videos up to %@. Trim it and try again.", clock(duration),
+                    clock(limits.maximumDuration)))
         }
     }
 

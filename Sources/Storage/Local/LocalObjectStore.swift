@@ -91,14 +91,21 @@ public struct LocalObjectStore: ObjectStore {
         // Only the folder the prefix names is walked.
         let folder = prefix.contains("/") ? root.appendingPathComponent(String(prefix[..<prefix.lastIndex(of: "/")!])) : root
         return await BlockingWork.run { () -> [StoredObject] in
-            guard let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey, .fileSizeKey,
-                                                                                                   .contentModificationDateKey]) else { return [] }
+            guard
+                let walker = FileManager.default.enumerator(
+                    at: folder,
+                    includingPropertiesForKeys: [
+                        .isRegularFileKey, .fileSizeKey,
+                        .contentModificationDateKey,
+                    ])
+            else { return [] }
             var found: [StoredObject] = []
             for case let url as URL in walker {
                 let key = String(url.standardizedFileURL.path.dropFirst(root.path.count + 1))
                 guard key.hasPrefix(prefix), after.map({ key > $0 }) ?? true, !url.lastPathComponent.hasPrefix("."),
-                      let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey, .contentModificationDateKey]),
-                      values.isRegularFile == true else { continue }
+                    let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey, .contentModificationDateKey]),
+                    values.isRegularFile == true
+                else { continue }
                 found.append(StoredObject(key: key, size: Int64(values.fileSize ?? 0), lastModified: values.contentModificationDate ?? Date()))
             }
             return Array(found.sorted { $0.key < $1.key }.prefix(limit))

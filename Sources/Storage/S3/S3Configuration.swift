@@ -29,9 +29,11 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     /// Seconds a transfer may move no byte before it is abandoned and tried again (`S3_STALL_SECONDS`).
     public var stallSeconds: Int = 30
 
-    public init(endpoint: URL, bucket: String, region: String = "us-east-1", credentials: SigV4Credentials,
-                addressing: Addressing = .path, multipartThreshold: Int64 = 32 << 20, partSize: Int64 = 16 << 20,
-                maxAttempts: Int = 5) {
+    public init(
+        endpoint: URL, bucket: String, region: String = "us-east-1", credentials: SigV4Credentials,
+        addressing: Addressing = .path, multipartThreshold: Int64 = 32 << 20, partSize: Int64 = 16 << 20,
+        maxAttempts: Int = 5
+    ) {
         self.endpoint = endpoint
         self.bucket = bucket
         self.region = region
@@ -92,11 +94,13 @@ public enum StorageConfiguration {
         case "virtual": addressing = .virtualHosted
         default: throw StorageError(.invalidConfiguration, "S3_ADDRESSING must be path or virtual.")
         }
-        let credentials = SigV4Credentials(accessKeyID: try required("S3_ACCESS_KEY_ID"),
-                                           secretAccessKey: try required("S3_SECRET_ACCESS_KEY"),
-                                           sessionToken: environment["S3_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
-        var configuration = S3Configuration(endpoint: endpoint, bucket: bucket, region: environment["S3_REGION"] ?? "us-east-1",
-                                            credentials: credentials, addressing: addressing)
+        let credentials = SigV4Credentials(
+            accessKeyID: try required("S3_ACCESS_KEY_ID"),
+            secretAccessKey: try required("S3_SECRET_ACCESS_KEY"),
+            sessionToken: environment["S3_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
+        var configuration = S3Configuration(
+            endpoint: endpoint, bucket: bucket, region: environment["S3_REGION"] ?? "us-east-1",
+            credentials: credentials, addressing: addressing)
         if let text = environment["S3_PUBLIC_ENDPOINT"], !text.isEmpty {
             guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
                 throw StorageError(.invalidConfiguration, "S3_PUBLIC_ENDPOINT must be an http:// or https:// URL.")

@@ -27,8 +27,9 @@ public struct S3ObjectStore: ResumableObjectStore {
             try await multipartUpload(key: key, file: file, size: size, contentType: contentType)
         } else {
             let hash = try await BlockingWork.run { () throws(StorageError) in try Self.sha256(file, offset: 0, length: size) }
-            _ = try await send("PUT", key: key, headers: [("Content-Type", contentType)], payloadHash: hash,
-                               body: .file(file, offset: 0, length: size), what: "store \(key)")
+            _ = try await send(
+                "PUT", key: key, headers: [("Content-Type", contentType)], payloadHash: hash,
+                body: .file(file, offset: 0, length: size), what: "store \(key)")
         }
         return ObjectInfo(key: key, size: size, contentType: contentType)
     }
@@ -52,8 +53,9 @@ public struct S3ObjectStore: ResumableObjectStore {
     public func read(key: String, offset: Int64, length: Int) async throws(StorageError) -> [UInt8] {
         try ObjectKey.validate(key)
         guard offset >= 0, length > 0 else { return [] }
-        let response = try await send("GET", key: key, headers: [("Range", "bytes=\(offset)-\(offset + Int64(length) - 1)")],
-                                      sink: .bytes(limit: length), what: "read \(key)")
+        let response = try await send(
+            "GET", key: key, headers: [("Range", "bytes=\(offset)-\(offset + Int64(length) - 1)")],
+            sink: .bytes(limit: length), what: "read \(key)")
         return response.body
     }
 
@@ -79,7 +81,8 @@ public struct S3ObjectStore: ResumableObjectStore {
         return text.components(separatedBy: "<Contents>").dropFirst().compactMap { entry in
             let bytes = Array(entry.utf8)
             guard let key = Self.xmlValue("Key", in: bytes).map(Self.unescapeXML),
-                  let modified = Self.xmlValue("LastModified", in: bytes).flatMap(Self.timestamp) else { return nil }
+                let modified = Self.xmlValue("LastModified", in: bytes).flatMap(Self.timestamp)
+            else { return nil }
             return StoredObject(key: key, size: Self.xmlValue("Size", in: bytes).flatMap(Int64.init) ?? 0, lastModified: modified)
         }
     }
@@ -106,7 +109,8 @@ public struct S3ObjectStore: ResumableObjectStore {
             let named: [Substring: String] = ["lt": "<", "gt": ">", "quot": "\"", "apos": "'", "amp": "&"]
             if let value = named[name] {
                 out += value
-            } else if name.hasPrefix("#x") || name.hasPrefix("#X"), let code = UInt32(name.dropFirst(2), radix: 16), let scalar = Unicode.Scalar(code) {
+            } else if name.hasPrefix("#x") || name.hasPrefix("#X"), let code = UInt32(name.dropFirst(2), radix: 16), let scalar = Unicode.Scalar(code)
+            {
                 out.unicodeScalars.append(scalar)
             } else if name.hasPrefix("#"), let code = UInt32(name.dropFirst()), let scalar = Unicode.Scalar(code) {
                 out.unicodeScalars.append(scalar)
@@ -121,15 +125,16 @@ public struct S3ObjectStore: ResumableObjectStore {
     public func head(key: String) async throws(StorageError) -> ObjectInfo {
         try ObjectKey.validate(key)
         let response = try await send("HEAD", key: key, what: "look up \(key)")
-        return ObjectInfo(key: key, size: response.headers["content-length"].flatMap(Int64.init) ?? 0,
-                          contentType: response.headers["content-type"])
+        return ObjectInfo(
+            key: key, size: response.headers["content-length"].flatMap(Int64.init) ?? 0,
+            contentType: response.headers["content-type"])
     }
 
     public func delete(key: String) async throws(StorageError) {
         try ObjectKey.validate(key)
         do {
             _ = try await send("DELETE", key: key, what: "delete \(key)")
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             // Already gone.
         }
     }
@@ -146,8 +151,10 @@ public struct S3ObjectStore: ResumableObjectStore {
     /// A URL anyone can use with plain HTTP to GET (download) or PUT (upload) the object until it
     /// expires. S3 allows at most 7 days. With `contentLength`, the length is a signed header: a
     /// PUT of any other length fails the signature check.
-    public func presignedURL(key: String, method: String = "GET", expires: Duration, contentLength: Int64? = nil,
-                             query: [(name: String, value: String)] = [], date: Date = Date()) throws(StorageError) -> URL {
+    public func presignedURL(
+        key: String, method: String = "GET", expires: Duration, contentLength: Int64? = nil,
+        query: [(name: String, value: String)] = [], date: Date = Date()
+    ) throws(StorageError) -> URL {
         try ObjectKey.validate(key)
         let seconds = Int(expires.components.seconds)
         guard (1...604_800).contains(seconds) else {
@@ -155,8 +162,9 @@ public struct S3ObjectStore: ResumableObjectStore {
         }
         let target = location(key: key, query: [], endpoint: configuration.publicEndpoint ?? configuration.endpoint)
         let length = contentLength.map { [("Content-Length", String($0))] } ?? []
-        let request = SigV4Request(method: method, path: target.path, query: query, headers: [("Host", target.host)] + length,
-                                   payloadHash: SigV4Signer.unsignedPayload)
+        let request = SigV4Request(
+            method: method, path: target.path, query: query, headers: [("Host", target.host)] + length,
+            payloadHash: SigV4Signer.unsignedPayload)
         let signature = signer.presign(request, date: date, expires: seconds)
         return URL(string: target.url(query: query + signature.additions))!
     }
@@ -169,8 +177,9 @@ public struct S3ObjectStore: ResumableObjectStore {
     }
 
     public func signedPartURL(key: String, uploadID: String, part: Int, expires: Duration, contentLength: Int64) throws(StorageError) -> URL {
-        try presignedURL(key: key, method: "PUT", expires: expires, contentLength: contentLength,
-                         query: [("partNumber", String(part)), ("uploadId", uploadID)])
+        try presignedURL(
+            key: key, method: "PUT", expires: expires, contentLength: contentLength,
+            query: [("partNumber", String(part)), ("uploadId", uploadID)])
     }
 
     public func uploadedParts(key: String, uploadID: String) async throws(StorageError) -> [UploadedPart] {
@@ -184,12 +193,14 @@ public struct S3ObjectStore: ResumableObjectStore {
             for chunk in text.components(separatedBy: "<Part>").dropFirst() {
                 let bytes = Array(chunk.utf8)
                 guard let number = Self.xmlValue("PartNumber", in: bytes).flatMap(Int.init),
-                      let etag = Self.xmlValue("ETag", in: bytes).map(Self.unescapeXML),
-                      let size = Self.xmlValue("Size", in: bytes).flatMap(Int64.init) else { continue }
+                    let etag = Self.xmlValue("ETag", in: bytes).map(Self.unescapeXML),
+                    let size = Self.xmlValue("Size", in: bytes).flatMap(Int64.init)
+                else { continue }
                 parts.append(UploadedPart(number: number, size: size, etag: etag))
             }
             guard Self.xmlValue("IsTruncated", in: response.body) == "true",
-                  let next = Self.xmlValue("NextPartNumberMarker", in: response.body) else { break }
+                let next = Self.xmlValue("NextPartNumberMarker", in: response.body)
+            else { break }
             marker = next
         }
         return parts.sorted { $0.number < $1.number }
@@ -198,9 +209,10 @@ public struct S3ObjectStore: ResumableObjectStore {
     public func completeUpload(key: String, uploadID: String, parts: [UploadedPart]) async throws(StorageError) {
         let items = parts.map { "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(Self.escapeXML($0.etag))</ETag></Part>" }
         let xml = Array("<CompleteMultipartUpload>\(items.joined())</CompleteMultipartUpload>".utf8)
-        let completed = try await send("POST", key: key, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")],
-                                       payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
-                                       what: "finish the upload of \(key)")
+        let completed = try await send(
+            "POST", key: key, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")],
+            payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
+            what: "finish the upload of \(key)")
         // S3 may answer 200 and still report an error in the body.
         if let code = Self.xmlValue("Code", in: completed.body) {
             throw StorageError(.ioError, "The storage service could not assemble \(key) (\(code)).")
@@ -216,8 +228,10 @@ public struct S3ObjectStore: ResumableObjectStore {
 
     /// Multipart uploads started under `prefix` and neither completed nor aborted (a crashed
     /// process leaves them; they cost storage until aborted or expired by a lifecycle rule).
-    public func unfinishedUploads(prefix: String, after marker: UploadListMarker?,
-                                  limit: Int) async throws(StorageError) -> (uploads: [UnfinishedUpload], next: UploadListMarker?) {
+    public func unfinishedUploads(
+        prefix: String, after marker: UploadListMarker?,
+        limit: Int
+    ) async throws(StorageError) -> (uploads: [UnfinishedUpload], next: UploadListMarker?) {
         var query = [("uploads", ""), ("prefix", prefix), ("max-uploads", String(max(1, min(limit, 1000))))]
         if let key = marker?.key { query.append(("key-marker", key)) }
         if let uploadID = marker?.uploadID { query.append(("upload-id-marker", uploadID)) }
@@ -233,16 +247,18 @@ public struct S3ObjectStore: ResumableObjectStore {
         let fields = Array((sections.first ?? "").utf8) + Array((sections.last?.components(separatedBy: "</Upload>").last ?? "").utf8)
         guard Self.xmlValue("IsTruncated", in: fields) == "true", !uploads.isEmpty else { return (uploads, nil) }
         let nonEmpty = { (value: String?) in value.flatMap { $0.isEmpty ? nil : $0 } }
-        let next = UploadListMarker(key: nonEmpty(Self.xmlValue("NextKeyMarker", in: fields)).map(Self.unescapeXML),
-                                    uploadID: nonEmpty(Self.xmlValue("NextUploadIdMarker", in: fields)))
+        let next = UploadListMarker(
+            key: nonEmpty(Self.xmlValue("NextKeyMarker", in: fields)).map(Self.unescapeXML),
+            uploadID: nonEmpty(Self.xmlValue("NextUploadIdMarker", in: fields)))
         // A server that names no place to go on, or the same again, ends the listing there.
         return (uploads, next == UploadListMarker(key: nil, uploadID: nil) || next == marker ? nil : next)
     }
 
     /// Starts a multipart upload; returns its id.
     func startMultipartUpload(key: String, contentType: String) async throws(StorageError) -> String {
-        let created = try await send("POST", key: key, query: [("uploads", "")], headers: [("Content-Type", contentType)],
-                                     what: "start the upload of \(key)")
+        let created = try await send(
+            "POST", key: key, query: [("uploads", "")], headers: [("Content-Type", contentType)],
+            what: "start the upload of \(key)")
         guard let uploadID = Self.xmlValue("UploadId", in: created.body) else {
             throw StorageError(.unavailable, "The storage service did not start a multipart upload for \(key).")
         }
@@ -264,9 +280,10 @@ public struct S3ObjectStore: ResumableObjectStore {
                 let length = min(partSize, size - offset)
                 let number = etags.count + 1
                 let hash = try await BlockingWork.run { [offset] () throws(StorageError) in try Self.sha256(file, offset: offset, length: length) }
-                let response = try await send("PUT", key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
-                                              payloadHash: hash, body: .file(file, offset: offset, length: length),
-                                              what: "upload part \(number) of \(key)")
+                let response = try await send(
+                    "PUT", key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
+                    payloadHash: hash, body: .file(file, offset: offset, length: length),
+                    what: "upload part \(number) of \(key)")
                 guard let etag = response.headers["etag"] else {
                     throw StorageError(.unavailable, "The storage service returned no ETag for part \(number) of \(key).")
                 }
@@ -275,10 +292,11 @@ public struct S3ObjectStore: ResumableObjectStore {
             }
             let parts = etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>" }
             let xml = Array("<CompleteMultipartUpload>\(parts.joined())</CompleteMultipartUpload>".utf8)
-            let completed = try await send("POST", key: key, query: [("uploadId", uploadID)],
-                                           headers: [("Content-Type", "application/xml")],
-                                           payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
-                                           what: "finish the upload of \(key)")
+            let completed = try await send(
+                "POST", key: key, query: [("uploadId", uploadID)],
+                headers: [("Content-Type", "application/xml")],
+                payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
+                what: "finish the upload of \(key)")
             // S3 may answer 200 and still report an error in the body.
             if let code = Self.xmlValue("Code", in: completed.body) {
                 throw StorageError(.unavailable, "The storage service could not assemble \(key) (\(code)).")
@@ -301,7 +319,8 @@ public struct S3ObjectStore: ResumableObjectStore {
             let encodedQuery = query.map { item in
                 "\(SigV4Signer.encode(item.name, keepSlash: false))=\(SigV4Signer.encode(item.value, keepSlash: false))"
             }
-            return "\(scheme)://\(host)\(SigV4Signer.encode(path, keepSlash: true))" + (query.isEmpty ? "" : "?" + encodedQuery.joined(separator: "&"))
+            return "\(scheme)://\(host)\(SigV4Signer.encode(path, keepSlash: true))"
+                + (query.isEmpty ? "" : "?" + encodedQuery.joined(separator: "&"))
         }
     }
 
@@ -321,18 +340,22 @@ public struct S3ObjectStore: ResumableObjectStore {
     }
 
     /// Signs and sends one request, retrying transient failures. Throws for anything but 2xx.
-    func send(_ method: String, key: String?, query: [(name: String, value: String)] = [],
-              headers: [(name: String, value: String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
-              body: CurlRequest.Body = .none, sink: CurlRequest.Sink = .memory, what: String) async throws(StorageError) -> CurlResponse {
+    func send(
+        _ method: String, key: String?, query: [(name: String, value: String)] = [],
+        headers: [(name: String, value: String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
+        body: CurlRequest.Body = .none, sink: CurlRequest.Sink = .memory, what: String
+    ) async throws(StorageError) -> CurlResponse {
         let target = location(key: key, query: query)
         var attempt = 1
         while true {
-            let signed = SigV4Request(method: method, path: target.path, query: query,
-                                      headers: [("Host", target.host)] + headers, payloadHash: payloadHash)
+            let signed = SigV4Request(
+                method: method, path: target.path, query: query,
+                headers: [("Host", target.host)] + headers, payloadHash: payloadHash)
             let signature = signer.signHeaders(signed, date: Date(), includeContentHashHeader: true)
-            let request = CurlRequest(method: method, url: target.url(query: query),
-                                      headers: headers + signature.additions, body: body, sink: sink,
-                                      stallTimeout: configuration.stallSeconds)
+            let request = CurlRequest(
+                method: method, url: target.url(query: query),
+                headers: headers + signature.additions, body: body, sink: sink,
+                stallTimeout: configuration.stallSeconds)
             let retryable: String
             switch await Curl.perform(request) {
             case .success(let response) where (200..<300).contains(response.status):
@@ -367,7 +390,8 @@ public struct S3ObjectStore: ResumableObjectStore {
         case (403, "RequestTimeTooSkewed"):
             return StorageError(.forbidden, "The storage service says this machine's clock is wrong by more than 15 minutes; fix the clock (NTP).")
         case (403, "AccessDenied"), (403, ""):
-            return StorageError(.forbidden, "The storage service refused to let us \(what): check the credentials, the clock and the bucket's permissions.")
+            return StorageError(
+                .forbidden, "The storage service refused to let us \(what): check the credentials, the clock and the bucket's permissions.")
         case (403, _):
             return StorageError(.forbidden, "The storage service refused to let us \(what) (\(code)).")
         case (404, "NoSuchBucket"):
@@ -396,8 +420,9 @@ public struct S3ObjectStore: ResumableObjectStore {
     static func fileSize(_ file: URL) throws(StorageError) -> Int64 {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-              let attributes = try? FileManager.default.attributesOfItem(atPath: file.path),
-              let size = attributes[.size] as? NSNumber else {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: file.path),
+            let size = attributes[.size] as? NSNumber
+        else {
             throw StorageError(.ioError, "The file \(file.lastPathComponent) does not exist or is not a regular file.")
         }
         return size.int64Value

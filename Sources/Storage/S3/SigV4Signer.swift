@@ -28,8 +28,10 @@ public struct SigV4Request: Sendable {
     /// Lower-case hex SHA-256 of the body, or `UNSIGNED-PAYLOAD` (S3 presigned URLs, streamed uploads).
     public var payloadHash: String
 
-    public init(method: String, path: String, query: [(name: String, value: String)] = [],
-                headers: [(name: String, value: String)], payloadHash: String = SigV4Signer.emptyPayloadHash) {
+    public init(
+        method: String, path: String, query: [(name: String, value: String)] = [],
+        headers: [(name: String, value: String)], payloadHash: String = SigV4Signer.emptyPayloadHash
+    ) {
         self.method = method
         self.path = path
         self.query = query
@@ -54,8 +56,10 @@ public struct SigV4Signer: Sendable {
     /// Add the session token after signing instead of signing it (some STS-style services want that).
     public var omitSessionTokenFromSignature: Bool
 
-    public init(credentials: SigV4Credentials, region: String, service: String = "s3",
-                normalizePath: Bool = false, omitSessionTokenFromSignature: Bool = false) {
+    public init(
+        credentials: SigV4Credentials, region: String, service: String = "s3",
+        normalizePath: Bool = false, omitSessionTokenFromSignature: Bool = false
+    ) {
         self.credentials = credentials
         self.region = region
         self.service = service
@@ -91,14 +95,21 @@ public struct SigV4Signer: Sendable {
             additions.append(("X-Amz-Security-Token", token))
         }
         let (canonicalHeaders, signedHeaders) = Self.canonicalHeaders(headers)
-        let canonical = [request.method, canonicalPath(request.path), Self.canonicalQuery(request.query),
-                         canonicalHeaders, signedHeaders, request.payloadHash].joined(separator: "\n")
+        let canonical = [
+            request.method, canonicalPath(request.path), Self.canonicalQuery(request.query),
+            canonicalHeaders, signedHeaders, request.payloadHash,
+        ].joined(separator: "\n")
         let scope = self.scope(shortDate)
         let (toSign, signature) = sign(canonical, longDate: longDate, shortDate: shortDate)
         if let token = credentials.sessionToken, omitSessionTokenFromSignature { additions.append(("X-Amz-Security-Token", token)) }
-        additions.append(("Authorization", "\(Self.algorithm) Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"))
-        return Signature(canonicalRequest: canonical, stringToSign: toSign, signature: signature,
-                         signedHeaders: signedHeaders, additions: additions)
+        additions.append(
+            (
+                "Authorization",
+                "\(Self.algorithm) Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"
+            ))
+        return Signature(
+            canonicalRequest: canonical, stringToSign: toSign, signature: signature,
+            signedHeaders: signedHeaders, additions: additions)
     }
 
     // MARK: Presigning
@@ -116,13 +127,16 @@ public struct SigV4Signer: Sendable {
         ]
         if let token = credentials.sessionToken, !omitSessionTokenFromSignature { parameters.append(("X-Amz-Security-Token", token)) }
         parameters.append(("X-Amz-SignedHeaders", signedHeaders))
-        let canonical = [request.method, canonicalPath(request.path), Self.canonicalQuery(request.query + parameters),
-                         canonicalHeaders, signedHeaders, request.payloadHash].joined(separator: "\n")
+        let canonical = [
+            request.method, canonicalPath(request.path), Self.canonicalQuery(request.query + parameters),
+            canonicalHeaders, signedHeaders, request.payloadHash,
+        ].joined(separator: "\n")
         let (toSign, signature) = sign(canonical, longDate: longDate, shortDate: shortDate)
         if let token = credentials.sessionToken, omitSessionTokenFromSignature { parameters.append(("X-Amz-Security-Token", token)) }
         parameters.append(("X-Amz-Signature", signature))
-        return Signature(canonicalRequest: canonical, stringToSign: toSign, signature: signature,
-                         signedHeaders: signedHeaders, additions: parameters)
+        return Signature(
+            canonicalRequest: canonical, stringToSign: toSign, signature: signature,
+            signedHeaders: signedHeaders, additions: parameters)
     }
 
     // MARK: Canonical forms
@@ -176,7 +190,7 @@ public struct SigV4Signer: Sendable {
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             case UInt8(ascii: "/") where keepSlash:
                 out.append("/")

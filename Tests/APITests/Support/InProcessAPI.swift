@@ -4,8 +4,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JobStore
-import MomentsModel
 import Jobs
+import MomentsModel
 import Prometheus
 import ServiceTestSupport
 import Storage
@@ -29,9 +29,11 @@ struct InProcessAPI: Sendable {
     /// With `live`, the API listens on a port of its own (`client.port`) with the server
     /// `moments api` runs, so requests cross its channel pipeline (`StatusPollHandler`) too.
     /// `routes` may add routes of the test's own to the router.
-    static func run(_ settings: [String: String] = [:], presigning: Bool = false, live: Bool = false,
-                    routes: @escaping @Sendable (Router<MomentsRequestContext>) -> Void = { _ in },
-                    _ body: @Sendable (InProcessAPI) async throws -> Void) async throws {
+    static func run(
+        _ settings: [String: String] = [:], presigning: Bool = false, live: Bool = false,
+        routes: @escaping @Sendable (Router<MomentsRequestContext>) -> Void = { _ in },
+        _ body: @Sendable (InProcessAPI) async throws -> Void
+    ) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-inprocess-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         try await TestServices.withDatabase { store, _ in
@@ -45,11 +47,14 @@ struct InProcessAPI: Sendable {
             let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
             try await jobs.prepare()
             let storage = try LocalObjectStore(root: folder.appendingPathComponent("objects"))
-            let services = APIServices(jobs: jobs, storage: presigning ? SigningLocalStore(local: storage) : storage, reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore())
+            let services = APIServices(
+                jobs: jobs, storage: presigning ? SigningLocalStore(local: storage) : storage, reservations: MemoryPersistStore(),
+                rateLimits: MemoryRateLimitStore())
             let router = buildRouter(configuration: configuration, services: services, metrics: PrometheusCollectorRegistry())
             routes(router)
-            let app = Application(router: router, server: apiServer(configuration: configuration, store: store, logger: TestServices.logger),
-                                  configuration: .init(serverName: serverName), logger: TestServices.logger)
+            let app = Application(
+                router: router, server: apiServer(configuration: configuration, store: store, logger: TestServices.logger),
+                configuration: .init(serverName: serverName), logger: TestServices.logger)
             try await app.test(live ? .live : .router) { client in
                 try await body(InProcessAPI(client: client, store: store, queue: queue, storage: storage, uploads: uploads))
             }
@@ -96,8 +101,10 @@ struct InProcessAPI: Sendable {
 
     /// A multipart upload to `/api/v1/upload`, as the app sends it: `fields`, then the file (if any)
     /// declared `video/mp4` whatever it holds.
-    func upload(_ file: Data?, filename: String = "IMG_0001.MOV", fields: [String: String] = [:],
-                headers: HTTPFields = [:]) async throws -> Reply {
+    func upload(
+        _ file: Data?, filename: String = "IMG_0001.MOV", fields: [String: String] = [:],
+        headers: HTTPFields = [:]
+    ) async throws -> Reply {
         let boundary = "moments-\(UUID().uuidString)"
         var body = Data()
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {

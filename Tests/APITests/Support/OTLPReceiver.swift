@@ -86,8 +86,9 @@ enum OTLPTraceDecoder {
     }
 
     private static func decodeSpan(_ bytes: ArraySlice<UInt8>, service: String) throws -> ExportedSpan {
-        var span = ExportedSpan(service: service, traceID: "", spanID: "", parentSpanID: "", name: "", kind: 0, attributes: [:],
-                                statusCode: 0)
+        var span = ExportedSpan(
+            service: service, traceID: "", spanID: "", parentSpanID: "", name: "", kind: 0, attributes: [:],
+            statusCode: 0)
         for (field, value) in try fields(bytes) {
             switch (field, value) {
             case (1, .bytes(let id)): span.traceID = hex(id)

@@ -74,17 +74,21 @@ enum Fixtures {
 
     /// Shots with every kind of change at known frames: cuts after a still, a pan and a shaky shot,
     /// a 16-frame dissolve, a 20-frame fade through black. 20 s at 30 fps, 320×180.
-    static func scenes(codec: String = "libx264", pixelFormat: String = "yuv420p", gop: Int = 30,
-                       variableFrameRate: Bool = false, options: [String: String] = ["preset": "veryfast"]) -> SyntheticVideo {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: 90, camera: .still, toneHz: 220),
-            .init(frames: 90, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
-            .init(frames: 120, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
-            .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 16), toneHz: 370),
-            .init(frames: 90, camera: .pan(pixelsPerFrame: -2), transitionIn: .fadeThroughBlack(frames: 20), toneHz: 415),
-            .init(frames: 60, camera: .still, transitionIn: .cut, toneHz: 494),
-            .init(frames: 60, camera: .still, transitionIn: .cut, toneHz: 554),
-        ])
+    static func scenes(
+        codec: String = "libx264", pixelFormat: String = "yuv420p", gop: Int = 30,
+        variableFrameRate: Bool = false, options: [String: String] = ["preset": "veryfast"]
+    ) -> SyntheticVideo {
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [
+                .init(frames: 90, camera: .still, toneHz: 220),
+                .init(frames: 90, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 277),
+                .init(frames: 120, camera: .shaky(amplitude: 3), transitionIn: .cut, toneHz: 330),
+                .init(frames: 90, camera: .still, transitionIn: .dissolve(frames: 16), toneHz: 370),
+                .init(frames: 90, camera: .pan(pixelsPerFrame: -2), transitionIn: .fadeThroughBlack(frames: 20), toneHz: 415),
+                .init(frames: 60, camera: .still, transitionIn: .cut, toneHz: 494),
+                .init(frames: 60, camera: .still, transitionIn: .cut, toneHz: 554),
+            ])
         video.videoCodec = codec
         video.pixelFormat = pixelFormat
         video.gopSize = gop
@@ -97,9 +101,11 @@ enum Fixtures {
     /// repeats (noise bursts throughout), as H.264 (closed GOPs, BT.709 tags) or 10-bit HEVC with
     /// open GOPs (CRA pictures each led by RASL pictures, HLG tags) in a MOV.
     static func phone(hevc: Bool) -> SyntheticVideo {
-        var video = scenes(codec: hevc ? "libx265" : "libx264", pixelFormat: hevc ? "yuv420p10le" : "yuv420p", gop: 30,
-                           options: hevc ? ["preset": "ultrafast", "x265-params": "open-gop=1:keyint=30:min-keyint=30:scenecut=0:bframes=3:log-level=none"]
-                                         : ["preset": "veryfast"])
+        var video = scenes(
+            codec: hevc ? "libx265" : "libx264", pixelFormat: hevc ? "yuv420p10le" : "yuv420p", gop: 30,
+            options: hevc
+                ? ["preset": "ultrafast", "x265-params": "open-gop=1:keyint=30:min-keyint=30:scenecut=0:bframes=3:log-level=none"]
+                : ["preset": "veryfast"])
         video.container = "mov"
         video.saturation = 0.5  // colours a camera records (inside BT.709), as the HLG conversion expects
         video.colorTags = hevc ? .hlg : .bt709
@@ -109,21 +115,27 @@ enum Fixtures {
 
     /// 40 s of calm shots with one planted event (fast motion and loud bursts) at 25.0–27.5 s.
     static var event: SyntheticVideo {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: (0..<8).map { index in
-            SyntheticVideo.Scene(frames: 150, camera: index % 2 == 0 ? .still : .pan(pixelsPerFrame: 1), toneHz: 200 + Double(index) * 50)
-        })
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: (0..<8).map { index in
+                SyntheticVideo.Scene(frames: 150, camera: index % 2 == 0 ? .still : .pan(pixelsPerFrame: 1), toneHz: 200 + Double(index) * 50)
+            })
         video.events = [.init(startFrame: 750, frames: 75)]
         video.gopSize = 30
         return video
     }
 
     /// A short clip with one cut in the middle (1.5 s + 1.5 s).
-    static func clip(codec: String, pixelFormat: String = "yuv420p", audio: SyntheticVideo.AudioCodec?, container: String?,
-                     options: [String: String] = [:], frames: Int = 45) -> SyntheticVideo {
-        var video = SyntheticVideo(width: 320, height: 180, frameRate: 30, scenes: [
-            .init(frames: frames, camera: .still, toneHz: 300),
-            .init(frames: frames, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 450),
-        ])
+    static func clip(
+        codec: String, pixelFormat: String = "yuv420p", audio: SyntheticVideo.AudioCodec?, container: String?,
+        options: [String: String] = [:], frames: Int = 45
+    ) -> SyntheticVideo {
+        var video = SyntheticVideo(
+            width: 320, height: 180, frameRate: 30,
+            scenes: [
+                .init(frames: frames, camera: .still, toneHz: 300),
+                .init(frames: frames, camera: .pan(pixelsPerFrame: 2), transitionIn: .cut, toneHz: 450),
+            ])
         video.videoCodec = codec
         video.pixelFormat = pixelFormat
         video.audio = audio

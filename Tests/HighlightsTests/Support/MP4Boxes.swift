@@ -61,7 +61,8 @@ struct MP4File {
     /// The handler of a `trak` (`vide`, `soun`).
     static func handler(of trak: MP4Box) -> String? {
         guard let hdlr = trak.children.first(where: { $0.type == "mdia" })?.children.first(where: { $0.type == "hdlr" })?.payload,
-              hdlr.count >= 12 else { return nil }
+            hdlr.count >= 12
+        else { return nil }
         return String(decoding: hdlr[8..<12], as: UTF8.self)
     }
 

@@ -36,8 +36,9 @@ enum Sounds {
         var spans: [ClosedRange<Double>] = []
         var t = Double.random(in: 0.3...1.5, using: &rng)
         while true {
-            let sentence = try spoken(sentences.randomElement(using: &rng)!, voice: voices.randomElement(using: &rng)!,
-                                      speed: Int.random(in: 130...190, using: &rng), pitch: Int.random(in: 25...75, using: &rng))
+            let sentence = try spoken(
+                sentences.randomElement(using: &rng)!, voice: voices.randomElement(using: &rng)!,
+                speed: Int.random(in: 130...190, using: &rng), pitch: Int.random(in: 25...75, using: &rng))
             let length = Double(sentence.count) / Double(rate)
             guard t + length < seconds - 0.3 else { break }
             let at = Int(t * Double(rate))
@@ -89,7 +90,9 @@ enum Sounds {
             let pitch = root * pow(2, Double(scale.randomElement(using: &rng)!) / 12)
             add(note(pitch, seconds: length, harmonics: 6, decay: Double.random(in: 0.5...4, using: &rng)), at: t)
             if Bool.random(using: &rng) {
-                add(note(root / 2 * pow(2, Double([0, 4, 7].randomElement(using: &rng)!) / 12), seconds: length, harmonics: 8, decay: 1), at: t, gain: 0.7)
+                add(
+                    note(root / 2 * pow(2, Double([0, 4, 7].randomElement(using: &rng)!) / 12), seconds: length, harmonics: 8, decay: 1), at: t,
+                    gain: 0.7)
             }
             t += length
         }
@@ -100,7 +103,9 @@ enum Sounds {
                 return Float(1.5 * sin(2 * Double.pi * (60 + 100 * exp(-k * 30)) * k) * exp(-k * 20))
             }
             add(kick, at: t)
-            let hat = (0..<Int(0.04 * Double(rate))).map { n in Float(Double.random(in: -0.5...0.5, using: &rng) * exp(-Double(n) / Double(rate) * 60)) }
+            let hat = (0..<Int(0.04 * Double(rate))).map { n in
+                Float(Double.random(in: -0.5...0.5, using: &rng) * exp(-Double(n) / Double(rate) * 60))
+            }
             add(hat, at: t + beat / 2)
             t += beat
         }
@@ -131,7 +136,9 @@ enum Sounds {
             }
             add(kick, at: t)
             if k + 1 < beats.count {
-                let hat = (0..<Int(0.04 * Double(rate))).map { n in Float(Double.random(in: -0.5...0.5, using: &rng) * exp(-Double(n) / Double(rate) * 60)) }
+                let hat = (0..<Int(0.04 * Double(rate))).map { n in
+                    Float(Double.random(in: -0.5...0.5, using: &rng) * exp(-Double(n) / Double(rate) * 60))
+                }
                 add(hat, at: t + swing * (beats[k + 1] - t))
             }
         }
@@ -158,8 +165,11 @@ enum Sounds {
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("sound-\(UUID().uuidString).f32")
         defer { try? FileManager.default.removeItem(at: raw) }
         try samples.withUnsafeBufferPointer { try Data(buffer: $0).write(to: raw) }
-        let result = try captured("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "f32le", "-ar", "\(rate)", "-ac", "1", "-i", raw.path] + arguments + [path])
-        guard result.status == 0 else { throw SoundError.tool("ffmpeg exited with \(result.status): \(String(decoding: result.errors, as: UTF8.self))") }
+        let result = try captured(
+            "/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "f32le", "-ar", "\(rate)", "-ac", "1", "-i", raw.path] + arguments + [path])
+        guard result.status == 0 else {
+            throw SoundError.tool("ffmpeg exited with \(result.status): \(String(decoding: result.errors, as: UTF8.self))")
+        }
     }
 
     /// Wind: low rumbling noise in gusts.
@@ -201,8 +211,9 @@ enum Sounds {
         for _ in 0..<8 {
             var t = Double.random(in: -2...0, using: &rng)
             while t < seconds {
-                let sentence = try spoken(sentences.randomElement(using: &rng)!, voice: voices.randomElement(using: &rng)!,
-                                          speed: Int.random(in: 140...200, using: &rng), pitch: Int.random(in: 20...80, using: &rng))
+                let sentence = try spoken(
+                    sentences.randomElement(using: &rng)!, voice: voices.randomElement(using: &rng)!,
+                    speed: Int.random(in: 140...200, using: &rng), pitch: Int.random(in: 20...80, using: &rng))
                 let at = Int(t * Double(rate))
                 for (i, s) in sentence.enumerated() where at + i >= 0 && at + i < track.count { track[at + i] += s }
                 t += Double(sentence.count) / Double(rate) + Double.random(in: 0...0.5, using: &rng)
