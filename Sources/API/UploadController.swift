@@ -154,8 +154,8 @@ struct UploadController: Sendable {
         try? await storage.delete(key: sourceKey)
     }
 
-    /// Seconds until the highlight is likely ready. Measured: about 8x real time at 1080p on two
-    /// cores, plus queueing and transfers.
+    /// Seconds until the highlight is likely ready: the engine's speed at 1080p on two cores
+    /// (docs/benchmarks.md), plus queueing and transfers.
     static func estimatedTime(_ info: MediaInfo) -> Int { Int(saturating: (info.duration / 8).rounded(.up)) + 5 }
 
     /// Streams the body through `FormReader`: the `file` part goes to `file`, the other parts are

@@ -26,8 +26,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     public var maximumConnections: Int
     /// How many status-poll statements may run at once in a lane (`JobStore.pollStatus`; a lane's
     /// statements share its one connection); polls beyond wait and go together in the next. One is
-    /// best measured (scripts/bench-api, when lanes had pools: 16,000 polls/s at 32 connections
-    /// against 13,600 with two): each statement then answers more polls.
+    /// best: each statement then answers more polls (docs/benchmarks.md, status poll).
     public var pollConcurrency = 1
 
     public init(

@@ -164,8 +164,8 @@ final class VideoScanner {
         self.nominalInterval = nominalInterval
         detector = SceneDetector(frameInterval: nominalInterval)
         // Larger pictures than 8-bit 1080p (10-bit HDR, 4K, 8K): one runner decoding on two slice
-        // threads instead of two runners, one decoder's pictures fewer (measured: as fast on
-        // 10-bit HEVC with wavefront rows, 40 MB less).
+        // threads instead of two runners: one decoder's pictures fewer, and as fast where the
+        // codec decodes rows in parallel (10-bit HEVC's wavefronts).
         let runnerCount = info.pictureBytes > MediaLimits.frameThreadingBytes ? 1 : 2
         runners = try (0..<runnerCount).map {
             try SampleRunner(

@@ -17,8 +17,7 @@ struct FrameRatePlan: Sendable, Equatable {
     }
 
     /// The plan for `analysis`'s source: its rate counted (pictures over length), not the rate the
-    /// container states, which for uneven timestamps in MPEG-TS can be four times the real one
-    /// (seed 5eed4607: 120 for pictures 25 and 42 ms apart).
+    /// container states, which for uneven timestamps in MPEG-TS can be four times the real one.
     init(analysis: Analysis, choice: FrameRateChoice) {
         let counted = analysis.info.duration > 0 && analysis.totalFrames > 1 ? Double(analysis.totalFrames) / analysis.info.duration : 0
         self.init(sourceRate: counted > 0 ? counted : analysis.info.frameRate, choice: choice)

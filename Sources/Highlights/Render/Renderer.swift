@@ -76,8 +76,8 @@ final class Renderer {
             frameRate: Self.rational(frames.outputRate),
             options: ["preset": Self.preset, "crf": Self.crf(quality), "profile": "high"])
         settings.threads = 2
-        // Beyond 4K the source's decoder already holds 300+ MB: x264 splits each picture between its
-        // threads instead of keeping two pictures in flight (measured at 1080p: 115 MB instead of 165).
+        // Beyond 4K the source's decoder already holds hundreds of MB: x264 splits each picture
+        // between its threads instead of keeping two pictures in flight, a third less memory.
         if lean { settings.options["x264-params"] = "sliced-threads=1" }
         // SDR BT.709, limited range, said explicitly (HDR sources arrive here tone-mapped).
         settings.color = .bt709

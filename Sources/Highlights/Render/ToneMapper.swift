@@ -6,13 +6,13 @@ import Synchronization
 /// The conversion itself is libavfilter's: `zscale` to linear light with the HDR reference white
 /// (203 cd/m², ITU-R BT.2408) as 1.0, BT.2020 to BT.709 primaries, `tonemap` with a Möbius curve
 /// that leaves everything up to 80 % of reference white as it is and rolls the highlights above
-/// it off smoothly, then the BT.709 transfer and limited-range Y′CbCr. Running that chain on every
-/// 1080p picture costs ~30 ms; instead it runs once, at start-up, over a picture holding every
+/// it off smoothly, then the BT.709 transfer and limited-range Y′CbCr. That chain is too slow to
+/// run on every picture (docs/engine.md); instead it runs once, at start-up, over a picture holding every
 /// point of a 256 × 64 × 64 grid of (Y, Cb, Cr) codes, and the result is applied as a table:
 /// every sample at its own 8 bits of luma, interpolated between the grid's chroma points. Against
 /// the chain itself (`ToneMappingTests`) luma is within a code on average and chroma within two;
 /// single pixels on sharp colour edges differ more, where zscale interpolates chroma between
-/// samples and the table uses each 2 × 2 block's own (7 ms a 1080p picture instead of 30).
+/// samples and the table uses each 2 × 2 block's own.
 final class ToneMapper: Sendable {
     /// What becomes of light above 80 % of the reference white.
     enum Highlights: Sendable {

@@ -201,8 +201,7 @@ struct PauseFit {
                 }
             }
             // Still beyond the tolerance: two segments give way to one window elsewhere (sentences
-            // kept whole make lengths coarse; seed 9910333208646637201 stopped 1.2 s over, where
-            // leaving out one of its four and moving another came to 0.2 s under).
+            // kept whole make the lengths coarse, and one move at a time may not reach the target).
             if abs(target - total) > tolerance, (best?.rank ?? .infinity) > tolerance,
                 let (left, move) = bestExchange(target: target, total: total), move.beats(best)
             {

@@ -286,7 +286,7 @@ public enum SegmentSelector {
             chosen = packed
         }
         // A filler no shorter than the user's shortest segment may overshoot: shrink the others
-        // back towards their shortest (seed 5eed4492: 7.8 s more, when 4.75 s were missing).
+        // back towards their shortest.
         if chosen.reduce(0, { $0 + $1.duration }) > target + tolerance {
             chosen = fit(chosen, to: target, shots: shots, duration: duration, rules: rules)
         }
@@ -386,8 +386,8 @@ public enum SegmentSelector {
 
     /// As many segments as the shots hold, each as long as the rules allow, a quarter second apart:
     /// the layout that comes nearest a target that asks for nearly all the footage under a user's
-    /// shortest segment (seed 5eed45cd: 48 s of 51.7 s in segments of 5.9-9.1 s, where the greedy
-    /// pass's 9.1 s windows left no gap of 5.9 s and stopped at 36.4 s). When the shots cannot hold
+    /// shortest segment (where the greedy pass's long windows leave no gap as long as that
+    /// shortest segment). When the shots cannot hold
     /// the target, the whole video is laid out, cuts or not. With `max_segments`, the longest
     /// segments are kept. Nil when nothing fits.
     static func pack(to target: Double, analysis: Analysis, rules: SegmentRules) -> [Segment]? {
