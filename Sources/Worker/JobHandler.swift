@@ -31,7 +31,7 @@ extension JobHandler {
 /// `progressInterval` and at once when the stage changes.
 public final class JobContext: Sendable {
     public let lease: JobLease
-    let store: JobStore
+    let jobs: Jobs
     let logger: Logger
     let progressInterval: Duration
     private let state = Mutex<(lastWrite: ContinuousClock.Instant?, stage: String?)>((nil, nil))
@@ -39,9 +39,9 @@ public final class JobContext: Sendable {
     private let watch = Mutex<(lastActivity: ContinuousClock.Instant, expected: (from: ContinuousClock.Instant, duration: Duration)?)>(
         (.now, nil))
 
-    init(lease: JobLease, store: JobStore, logger: Logger, progressInterval: Duration) {
+    init(lease: JobLease, jobs: Jobs, logger: Logger, progressInterval: Duration) {
         self.lease = lease
-        self.store = store
+        self.jobs = jobs
         self.logger = logger
         self.progressInterval = progressInterval
     }
@@ -58,7 +58,7 @@ public final class JobContext: Sendable {
         }
         guard due else { return }
         do {
-            _ = try await store.progress(lease, percent: percent, stage: stage, message: message)
+            _ = try await jobs.progress(lease, percent: percent, stage: stage, message: message)
         } catch {
             logger.warning("progress not recorded", metadata: ["error": "\(error)"])
         }

@@ -47,7 +47,7 @@ public final class QueueWorker: Sendable {
         let finished = counts.withLock { $0.finished }
         await Task { [jobs, configuration, logger] in
             do {
-                try await jobs.store.workerStopped(configuration.name, finished: finished)
+                try await jobs.workerStopped(configuration.name, finished: finished)
             } catch {
                 logger.notice("clean stop not recorded in the registry", metadata: ["error": "\(error)"])
             }
@@ -67,10 +67,10 @@ public final class QueueWorker: Sendable {
             do {
                 let (running, finished) = counts.withLock { ($0.running, $0.finished) }
                 if registered {
-                    registered = try await jobs.store.workerHeartbeat(identity.id, running: running, finished: finished)
+                    registered = try await jobs.workerHeartbeat(identity.id, running: running, finished: finished)
                 }
                 if !registered {
-                    try await jobs.store.registerWorker(identity)
+                    try await jobs.registerWorker(identity)
                     registered = true
                 }
             } catch {
@@ -85,7 +85,7 @@ public final class QueueWorker: Sendable {
     // MARK: Slots
 
     private func slotLoop(_ slot: Int) async {
-        let consumer = jobs.queue.consumer(named: "\(configuration.name)/\(slot)")
+        let consumer = jobs.consumer(named: "\(configuration.name)/\(slot)")
         defer { consumer.close() }
         var backoff = Backoff(first: .milliseconds(100), cap: .seconds(5))
         var lastLapsedCheck = ContinuousClock.now - .seconds(60)
@@ -110,7 +110,7 @@ public final class QueueWorker: Sendable {
                 backoff.reset()
                 // Paused while this slot was waiting in a blocking read: the job goes back, untouched.
                 if let delivery, try await jobs.isPaused() {
-                    try await jobs.queue.retry(delivery, after: .zero)
+                    try await jobs.putBack(delivery)
                     continue
                 }
                 if let delivery { await handle(delivery, consumer: consumer.name) }
@@ -128,7 +128,7 @@ public final class QueueWorker: Sendable {
         var sinceReconcile = configuration.reconcileInterval  // reconcile soon after start
         while !Task.isCancelled {
             do {
-                try await jobs.queue.promoteDue()
+                try await jobs.promoteDueRetries()
                 if sinceReconcile >= configuration.reconcileInterval {
                     sinceReconcile = .zero
                     _ = try await jobs.reconcile(quiet: configuration.reconcileQuiet, grace: configuration.takeoverGrace)
@@ -192,7 +192,7 @@ public final class QueueWorker: Sendable {
 
     private func run(_ job: JobRecord, lease: JobLease, delivery: Delivery, consumer: String, logger: Logger) async -> AttemptEnd {
         logger.info("job started", metadata: ["attempt": "\(lease.attempt)", "max_attempts": "\(job.maxAttempts)"])
-        let context = JobContext(lease: lease, store: jobs.store, logger: logger, progressInterval: configuration.progressInterval)
+        let context = JobContext(lease: lease, jobs: jobs, logger: logger, progressInterval: configuration.progressInterval)
         let interruption = Interrupted()
         let handler = self.handler
         let started = ContinuousClock.now
@@ -328,7 +328,7 @@ public final class QueueWorker: Sendable {
     private func letGo(of job: JobRecord, logger: Logger) async {
         guard await handler.completed(job) else { return }
         do {
-            _ = try await jobs.store.markSourceDeleted(job.id)
+            _ = try await jobs.sourceDeleted(job.id)
         } catch {
             logger.warning("deleted source not recorded", metadata: ["error": "\(error)"])
         }
