@@ -35,6 +35,8 @@ struct SpeechDetector {
     static let closure = 6
     /// How far above the quiet around it (dB) a consonant's burst after a closure is.
     static let burst: Float = 12
+    /// `longestExtension` in frames.
+    static let reachFrames = Int(longestExtension / frameSeconds)
 
     private static let hop = 160
     private static let spectrumSize = 512
@@ -178,35 +180,17 @@ struct SpeechDetector {
         }
 
         // Runs of voiced frames in speechy windows; those of a word's length or more grow.
-        var cores: [Range<Int>] = []
-        var k = 0
-        while k < n {
-            guard voiced[k] && speechy[k] else { k += 1; continue }
-            var end = k
-            while end < n && voiced[end] && speechy[end] { end += 1 }
-            cores.append(k..<end)
-            k = end
-        }
+        var cores = Self.runs(count: n) { voiced[$0] && speechy[$0] }
         // A word said apart from the rest (a first "Look," or a last "three" after a breath):
         // voiced frames of a word's length, their pitch gliding, within `longestExtension` of a
         // voice the windows heard. Too short to fill a fifth of a window with voice, the windows
         // miss it; a held note (no glide) or a hum with no speech near it stays out.
-        let heard = cores
-        let reachFrames = Int(Self.longestExtension / Self.frameSeconds)
-        k = 0
-        var apart: [Range<Int>] = []
-        while k < n {
-            guard voiced[k] && !speechy[k] else { k += 1; continue }
-            var end = k
-            while end < n && voiced[end] && !speechy[end] { end += 1 }
-            let run = k..<end
-            k = end
+        let apart = Self.runs(count: n) { voiced[$0] && !speechy[$0] }.filter { run in
             guard run.count >= Self.shortestWord,
-                heard.contains(where: { max($0.lowerBound - run.upperBound, run.lowerBound - $0.upperBound) <= reachFrames })
-            else { continue }
+                cores.contains(where: { max($0.lowerBound - run.upperBound, run.lowerBound - $0.upperBound) <= Self.reachFrames })
+            else { return false }
             let glides = run.dropFirst().map { motion[$0] }.filter { !$0.isNaN }.sorted()
-            guard glides.count >= Self.shortestWord - 1, (2...80).contains(glides[glides.count / 2]) else { continue }
-            apart.append(run)
+            return glides.count >= Self.shortestWord - 1 && (2...80).contains(glides[glides.count / 2])
         }
         if !apart.isEmpty { cores = (cores + apart).sorted { $0.lowerBound < $1.lowerBound } }
         let words = cores.filter { $0.count >= Self.shortestWord }
@@ -245,30 +229,15 @@ struct SpeechDetector {
             // Unvoiced sounds at the ends (s, t, f) and a sentence's fading last syllable: the
             // frames next to the voiced ones 4 dB above both the floor and the quietest frame
             // between them and the next words (over a steady background, the growth ends where
-            // the voice does).
+            // the voice does), up to 120 ms before and 250 ms after (`grown`).
             var from = min(core.lowerBound, first)
             let start = from
             let quietBefore = max(floor, loudness[max(0, before, start - 50)..<max(1, start)].min() ?? floor)
-            // The growth bridges a stop's closure (up to `closure` frames: the silence before a
-            // final "t" or inside "st") to a burst `burst` dB over the quiet; a louder background
-            // that rises and falls in a pause (traffic) is not one.
-            if grows {
-                var k = from - 1
-                while k >= 0, start - k <= 12, from - 1 - k <= Self.closure {
-                    if loudness[k] > quietBefore + (k == from - 1 ? 4 : Self.burst) { from = k }
-                    k -= 1
-                }
-            }
+            if grows { from = Self.grown(from, by: -1, to: max(0, start - 12), loudness: loudness, quiet: quietBefore) }
             var to = max(core.upperBound, last + 1)
             let stop = to
             let quietAfter = max(floor, loudness[min(stop, n - 1)..<min(n, after, stop + 50)].min() ?? floor)
-            if grows {
-                var k = to
-                while k < n, k - stop < 25, k - to <= Self.closure {
-                    if loudness[k] > quietAfter + (k == to ? 4 : Self.burst) { to = k + 1 }
-                    k += 1
-                }
-            }
+            if grows { to = Self.grown(to - 1, by: 1, to: min(n - 1, stop + 24), loudness: loudness, quiet: quietAfter) + 1 }
             if let last = runs.last, from - last.upperBound < mergeGap {
                 runs[runs.count - 1] = last.lowerBound..<max(last.upperBound, to)
             } else {
@@ -284,6 +253,34 @@ struct SpeechDetector {
 }
 
 extension SpeechDetector {
+    /// The runs of frames `0..<count` for which `holds` is true.
+    static func runs(count: Int, where holds: (Int) -> Bool) -> [Range<Int>] {
+        var result: [Range<Int>] = []
+        var k = 0
+        while k < count {
+            guard holds(k) else { k += 1; continue }
+            var end = k
+            while end < count && holds(end) { end += 1 }
+            result.append(k..<end)
+            k = end
+        }
+        return result
+    }
+
+    /// How far a span whose outermost frame is `edge` grows (stepping by `step`, no farther than
+    /// `limit`): over a frame next to it 4 dB above `quiet`, or across a stop's closure of up to
+    /// `closure` frames (the silence before a final "t" or inside "st") to a burst `burst` dB above
+    /// it; a louder background that rises and falls in a pause (traffic) is no burst. Answers the
+    /// new outermost frame.
+    static func grown(_ edge: Int, by step: Int, to limit: Int, loudness: [Float], quiet: Float) -> Int {
+        var edge = edge, k = edge + step
+        while step > 0 ? k <= limit : k >= limit, abs(k - edge) <= closure + 1 {
+            if loudness[k] > quiet + (abs(k - edge) == 1 ? 4 : burst) { edge = k }
+            k += step
+        }
+        return edge
+    }
+
     /// The farthest frame from `origin` (stepping by `step`, at most `longestExtension`) that
     /// ends three `word` frames in a row, reached through `sound` with no gap of `shortestPause`
     /// or more; `origin - step` if none.
@@ -291,7 +288,7 @@ extension SpeechDetector {
         from origin: Int, by step: Int, within frames: Range<Int>,
         through sound: (Int) -> Bool, to word: (Int) -> Bool
     ) -> Int {
-        let longest = Int(longestExtension / frameSeconds), gap = Int(shortestPause / frameSeconds)
+        let longest = reachFrames, gap = Int(shortestPause / frameSeconds)
         var reached = origin - step, heard = origin - step, k = origin, run = 0
         while frames.contains(k), abs(k - origin) < longest, abs(k - heard) <= gap {
             if sound(k) { heard = k }

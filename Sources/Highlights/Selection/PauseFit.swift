@@ -156,7 +156,7 @@ struct PauseFit {
     }
 
     /// The best pair of changes where no single one will do: segment `left` left out, and another
-    /// moved to a window elsewhere (its `Move`, indices as they are before `left` goes).
+    /// moved to a window elsewhere (its `Move`, an index into the segments once `left` is gone).
     private func bestExchange(target: Double, total: Double) -> (left: Int, move: Move)? {
         guard segments.count > 2 else { return nil }
         var best: (left: Int, move: Move)?
@@ -166,13 +166,11 @@ struct PauseFit {
             let rest = total - segments[left].duration
             for j in without.segments.indices {
                 guard let move = without.bestWindow(for: j, target: target, total: rest, elsewhere: true) else { continue }
-                let index = j >= left ? j + 1 : j
                 // Only a pair that lands nearer the target than where it stands now.
                 guard let (s, e) = move.window, abs(target - (rest - without.segments[j].duration + e - s)) < abs(target - total) - 0.05 else {
                     continue
                 }
-                let candidate = Move(rank: move.rank, score: move.score, index: index, window: move.window)
-                if candidate.beats(best?.move) { best = (left, candidate) }
+                if move.beats(best?.move) { best = (left, move) }
             }
         }
         return best
@@ -207,7 +205,7 @@ struct PauseFit {
             {
                 total -= segments[left].duration
                 segments.remove(at: left)
-                best = Move(rank: move.rank, score: move.score, index: move.index > left ? move.index - 1 : move.index, window: move.window)
+                best = move
             }
             guard let move = best else { break }
             if let (s, e) = move.window {
