@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 /// Who may share this small machine (2 cores) while the whole suite runs in one `swift test`.
@@ -21,14 +22,14 @@ public struct MachineShare: SuiteTrait, TestTrait, TestScoping {
         for test: Test, testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        await MachineGate.shared.enter(kind)
+        let ticket = await MachineGate.shared.enter(kind, test.displayName ?? test.name)
         do {
             try await function()
         } catch {
-            await MachineGate.shared.leave()
+            await MachineGate.shared.leave(ticket)
             throw error
         }
-        await MachineGate.shared.leave()
+        await MachineGate.shared.leave(ticket)
     }
 }
 
@@ -42,31 +43,54 @@ extension Trait where Self == MachineShare {
 }
 
 /// First come, first served between the kinds; any number of quiet or of heavy suites at once.
+///
+/// With `MOMENTS_TEST_STATE` set, every change is written to that file: which suites hold the
+/// machine and which wait (scripts/watch-tests prints it when it stops a run that hangs).
 actor MachineGate {
     static let shared = MachineGate()
 
     private var running: MachineShare.Kind?
-    private var count = 0
-    private var waiting: [(kind: MachineShare.Kind, resume: CheckedContinuation<Void, Never>)] = []
+    private var tickets = 0
+    private var holders: [Int: (name: String, since: Date)] = [:]
+    private var waiting: [(kind: MachineShare.Kind, ticket: Int, name: String, resume: CheckedContinuation<Void, Never>)] = []
+    private let stateFile = ProcessInfo.processInfo.environment["MOMENTS_TEST_STATE"]
 
-    func enter(_ kind: MachineShare.Kind) async {
-        if waiting.isEmpty && (count == 0 || (running == kind && kind != .alone)) {
+    /// Waits for the suite's turn; the answer is the ticket to leave with.
+    func enter(_ kind: MachineShare.Kind, _ name: String) async -> Int {
+        tickets += 1
+        let ticket = tickets
+        if waiting.isEmpty && (holders.isEmpty || (running == kind && kind != .alone)) {
             running = kind
-            count += 1
-            return
+            holders[ticket] = (name, Date())
+            writeState()
+            return ticket
         }
-        await withCheckedContinuation { waiting.append((kind, $0)) }
+        await withCheckedContinuation {
+            waiting.append((kind, ticket, name, $0))
+            writeState()
+        }
+        return ticket
     }
 
-    func leave() {
-        count -= 1
-        guard count == 0, let next = waiting.first?.kind else { return }
+    func leave(_ ticket: Int) {
+        holders[ticket] = nil
+        defer { writeState() }
+        guard holders.isEmpty, let next = waiting.first?.kind else { return }
         // The next kind in line, and every suite of that kind at the front of the line with it.
         running = next
-        while let first = waiting.first, first.kind == next, count == 0 || next != .alone {
+        while let first = waiting.first, first.kind == next, holders.isEmpty || next != .alone {
             waiting.removeFirst()
-            count += 1
+            holders[first.ticket] = (first.name, Date())
             first.resume.resume()
         }
+    }
+
+    private func writeState() {
+        guard let stateFile else { return }
+        let held = holders.values.sorted { $0.since < $1.since }.map {
+            "  holds (\(running.map { "\($0)" } ?? "?"), since \($0.since.formatted(.iso8601.time(includingFractionalSeconds: false)))): \($0.name)"
+        }
+        let queued = waiting.map { "  waits (\($0.kind)): \($0.name)" }
+        try? (held + queued).joined(separator: "\n").appending("\n").write(toFile: stateFile, atomically: true, encoding: .utf8)
     }
 }
