@@ -50,26 +50,27 @@ let package = Package(
         // C only: hiredis (Redis) and libcurl (S3 transport), with shims for variadic calls.
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // Shared vocabulary: qualities, error codes. Depends on nothing of ours.
+        // Shared vocabulary only: qualities, choices, job states, error codes. Depends on nothing of ours.
         .target(name: "MomentsModel"),
-        // Small support with no vocabulary of ours: what Linux's /proc says of a process.
-        .target(name: "MomentsSupport"),
+        // Small utilities the server's targets share: settings, backoff, blocking work, threads of
+        // their own, saturating conversions, leftover scratch files, what Linux's /proc says.
+        .target(name: "MomentsSupport", dependencies: ["MomentsModel"]),
         // Owners of FFmpeg handles: demux, decode, scale, resample, encode, mux.
-        .target(name: "Media", dependencies: ["CFFmpeg", "MomentsModel"]),
+        .target(name: "Media", dependencies: ["CFFmpeg", "MomentsModel", "MomentsSupport"]),
         // Synthetic footage with known ground truth (samples, fixtures, benchmarks).
         .target(name: "MediaSynth", dependencies: ["Media"]),
         // Frontal faces with OpenCV's Haar cascade. Optimised in debug builds too: its scan runs on
         // every sampled picture, in tests as well, and is twenty times slower unoptimised.
         .target(name: "FaceDetection", swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // The highlight engine: analysis, selection, render. Knows nothing of HTTP, SQL or Redis.
-        .target(name: "Highlights", dependencies: ["FaceDetection", "Media", "MomentsModel"]),
+        .target(name: "Highlights", dependencies: ["FaceDetection", "Media", "MomentsModel", "MomentsSupport"]),
         // HTTP over libcurl: one exchange streaming from and to files, for S3, webhooks and health checks.
-        .target(name: "CurlHTTP", dependencies: ["CCurl", "MomentsModel"]),
+        .target(name: "CurlHTTP", dependencies: ["CCurl", "MomentsModel", "MomentsSupport"]),
         // Object storage: S3-compatible (our own SigV4 signer) and local files.
         .target(
             name: "Storage",
             dependencies: [
-                "CurlHTTP", "MomentsModel", .product(name: "Crypto", package: "swift-crypto", condition: server),
+                "CurlHTTP", "MomentsModel", "MomentsSupport", .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
             ]),
         // A highlight as an editor's timeline: CMX 3600 EDL, FCPXML 1.10, OpenTimelineIO. Foundation only.
@@ -82,7 +83,7 @@ let package = Package(
         .target(
             name: "JobStore",
             dependencies: [
-                "MomentsModel", "MomentsContract", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                "MomentsModel", "MomentsContract", "MomentsSupport", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),
@@ -93,12 +94,13 @@ let package = Package(
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "MomentsModel", "Storage", .product(name: "Logging", package: "swift-log", condition: server),
+                "JobStore", "MomentsModel", "MomentsSupport", "Storage", .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
             ]),
         // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).
         .target(
-            name: "JobQueue", dependencies: ["CHiredis", "Jobs", "MomentsModel", .product(name: "Logging", package: "swift-log", condition: server)]),
+            name: "JobQueue",
+            dependencies: ["CHiredis", "Jobs", "MomentsModel", "MomentsSupport", .product(name: "Logging", package: "swift-log", condition: server)]),
         // The worker loop: lease, heartbeat, cancel, retry, reconcile; the job's work is pluggable, and
         // the highlight engine runs in a child process per attempt.
         .target(
@@ -117,7 +119,7 @@ let package = Package(
             name: "API",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
-                "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "CurlHTTP", "Timelines",
+                "JobStore", "Jobs", "Storage", "Media", "MomentsContract", "MomentsModel", "MomentsSupport", "CurlHTTP", "Timelines",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
@@ -148,21 +150,25 @@ let package = Package(
         // whole highlight (selection, render, stills, timelines) with settings the input chooses
         // (scripts/fuzz builds it with libFuzzer and AddressSanitizer; the plain build writes seeds
         // and replays).
-        .executableTarget(name: "moments-fuzz", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel", "Timelines"]),
+        .executableTarget(name: "moments-fuzz", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel", "MomentsSupport", "Timelines"]),
         // Generated sources and settings, and what every highlight of them must keep: the suite's
         // fixed set (HighlightsTests) and the long soak (`moments-soak`, run by scripts/soak).
-        .target(name: "HighlightChecks", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel", "Timelines"]),
+        .target(name: "HighlightChecks", dependencies: ["Highlights", "Media", "MediaSynth", "MomentsModel", "MomentsSupport", "Timelines"]),
         .executableTarget(name: "moments-soak", dependencies: ["HighlightChecks"]),
         .testTarget(name: "TimelinesTests", dependencies: ["Timelines"]),
-        .testTarget(name: "MomentsModelTests", dependencies: ["MomentsModel", "ServiceTestSupport"]),
-        .testTarget(name: "MomentsSupportTests", dependencies: ["MomentsSupport"]),
+        .testTarget(name: "MomentsSupportTests", dependencies: ["MomentsSupport", "MomentsModel", "TestSupport"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaSynth", "ServiceTestSupport"]),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "CurlHTTP", "MomentsModel", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "Storage", "CurlHTTP", "MomentsModel", "MomentsSupport", "ServiceTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        // Test support with no dependency: who may share the machine while the suite runs (MachineShare).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test support: where the services of scripts/services are, fresh databases and key prefixes.
         .target(
-            name: "ServiceTestSupport", dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth", "MomentsSupport", "Storage"],
+            name: "ServiceTestSupport",
+            dependencies: ["JobStore", "Jobs", "JobQueue", "Media", "MediaSynth", "MomentsSupport", "Storage", "TestSupport"],
             path: "Tests/ServiceTestSupport"),
         .testTarget(
             name: "APITests",
@@ -177,12 +183,13 @@ let package = Package(
             dependencies: [
                 "JobStore", "MomentsModel", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
             ]),
-        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "Jobs", "JobStore", "MomentsModel", "ServiceTestSupport"]),
+        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "Jobs", "JobStore", "MomentsModel", "MomentsSupport", "ServiceTestSupport"]),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "JobQueue", "JobStore", "Worker", "MomentsModel", "ServiceTestSupport"]),
         .testTarget(
             name: "WorkerTests",
             dependencies: [
-                "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "CurlHTTP", "MediaSynth", "Media", "MomentsModel", "ServiceTestSupport",
+                "Worker", "Jobs", "JobQueue", "JobStore", "Storage", "CurlHTTP", "MediaSynth", "Media", "MomentsModel", "MomentsSupport",
+                "ServiceTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
@@ -194,7 +201,7 @@ let package = Package(
         // The `moments` command: the client commands and the operator's commands, as separate processes.
         .testTarget(
             name: "momentsTests",
-            dependencies: ["JobQueue", "JobStore", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
+            dependencies: ["JobQueue", "JobStore", "MomentsSupport", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
         .testTarget(
             name: "HighlightsTests",
             dependencies: [

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import JobStore
 import MomentsModel
+import MomentsSupport
 import NIOCore
 
 /// The API's own settings, from the environment: `PORT` (8000, as Railway and Render set it),

@@ -6,6 +6,7 @@ import JobStore
 import Jobs
 import Logging
 import MomentsModel
+import MomentsSupport
 import Prometheus
 import ServiceLifecycle
 import Storage

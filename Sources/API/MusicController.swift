@@ -4,6 +4,7 @@ import Hummingbird
 import JobStore
 import MomentsContract
 import MomentsModel
+import MomentsSupport
 
 extension MusicLibraryList: ResponseEncodable {}
 

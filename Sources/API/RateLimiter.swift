@@ -5,6 +5,7 @@ import Hummingbird
 import Jobs
 import Logging
 import MomentsModel
+import MomentsSupport
 import NIOCore
 
 /// Upload rate limits per owner and per client address, shared by every API node through the

@@ -7,6 +7,7 @@ import Logging
 import Media
 import MomentsContract
 import MomentsModel
+import MomentsSupport
 import NIOCore
 import Storage
 

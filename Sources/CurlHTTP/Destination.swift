@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// Where the server may send requests that a user chose the address of (webhooks): http or https,
 /// an allowed port, and a host whose every address is public. What a user names must not reach

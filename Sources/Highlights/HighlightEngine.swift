@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MomentsModel
+import MomentsSupport
 
 /// What to make.
 public struct HighlightSettings: Sendable {

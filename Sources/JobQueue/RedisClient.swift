@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MomentsModel
+import MomentsSupport
 import Synchronization
 
 /// A small pool of Redis connections for ordinary commands, retrying with backoff while Redis is

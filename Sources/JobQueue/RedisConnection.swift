@@ -2,6 +2,7 @@ import CHiredis
 import Dispatch
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// A reply from Redis.
 public enum RedisValue: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import Jobs
+import MomentsSupport
 
 /// A `PersistStore` on Redis: each value a JSON string under `<prefix>:<key>`, expiring with `PX`.
 public struct RedisPersistStore: PersistStore {

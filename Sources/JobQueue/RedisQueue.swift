@@ -2,6 +2,7 @@ import Foundation
 import Jobs
 import Logging
 import MomentsModel
+import MomentsSupport
 
 /// The Redis keys of one queue.
 public struct QueueKeys: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import Jobs
 import MomentsModel
+import MomentsSupport
 
 /// A `RateLimitStore` on Redis: each key a sorted set of the admitted requests' times (Redis's
 /// own clock, so API nodes with skewed clocks agree), checked and counted in one script.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MomentsModel
+import MomentsSupport
 import PostgresNIO
 
 /// What the reconciler, the health checks and the metrics read.

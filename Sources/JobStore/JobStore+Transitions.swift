@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MomentsModel
+import MomentsSupport
 import PostgresNIO
 
 /// A worker's transitions, each fenced by the attempt its claim started, and cancel.

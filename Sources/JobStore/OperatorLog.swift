@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 import PostgresNIO
 
 /// What an operator can do to jobs and the queue.

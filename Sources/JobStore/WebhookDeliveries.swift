@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 import PostgresNIO
 
 /// One webhook to send: a job reached a terminal status and has a `callback_url`. The row is

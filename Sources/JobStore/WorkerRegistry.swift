@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 import PostgresNIO
 
 /// One worker process as the registry knows it.

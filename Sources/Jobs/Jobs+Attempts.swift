@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import Logging
 import MomentsModel
+import MomentsSupport
 
 /// How an attempt ended, as the worker saw it.
 public enum AttemptOutcome: Sendable {

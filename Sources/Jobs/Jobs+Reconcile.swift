@@ -1,6 +1,7 @@
 import Foundation
 import JobStore
 import Logging
+import MomentsSupport
 
 /// What one reconciliation pass repaired.
 public struct ReconcileReport: Sendable, Equatable, CustomStringConvertible {

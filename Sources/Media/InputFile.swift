@@ -1,4 +1,5 @@
 import CFFmpeg
+import MomentsSupport
 
 /// Owns an opened input (`AVFormatContext`): probes the container and hands out its packets in file order.
 public final class InputFile {

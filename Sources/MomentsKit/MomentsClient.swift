@@ -279,7 +279,8 @@ public struct MomentsClient: Sendable {
                 }
                 return result
             } catch  where error.isTransient && attempt < maxAttempts {
-                let delay = Backoff.delay(afterAttempt: attempt, first: .milliseconds(500), cap: .seconds(8), jitter: false)
+                // 0.5 s, then twice as long each time, at most 8 s.
+                let delay = min(Duration.milliseconds(500) * (1 << min(attempt - 1, 4)), .seconds(8))
                 do { try await Task.sleep(for: delay) } catch {
                     throw MomentsClientError(kind: .cancelled, code: "cancelled", message: "The request was cancelled.")
                 }

@@ -43,7 +43,8 @@ public enum FrameRateChoice: String, Sendable, Codable, CaseIterable {
     /// to `fastestOutput` or under.
     public func pictureStep(sourceRate: Double) -> Int {
         guard self == .upTo30, sourceRate.isFinite, sourceRate > Self.fastestKept else { return 1 }
-        return max(2, Int(saturating: (sourceRate / Self.fastestOutput).rounded(.up)))
+        // Held under a billion: a file may state any rate, and `Int(_:)` traps past its range.
+        return max(2, Int(min((sourceRate / Self.fastestOutput).rounded(.up), 1e9)))
     }
 }
 

@@ -5,6 +5,7 @@ import Jobs
 import Media
 import MomentsContract
 import MomentsModel
+import MomentsSupport
 import Storage
 import Synchronization
 import Tracing

@@ -3,6 +3,7 @@ import JobStore
 import Jobs
 import Logging
 import MomentsModel
+import MomentsSupport
 import Synchronization
 import Tracing
 

@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import Logging
 import MomentsModel
+import MomentsSupport
 import Storage
 
 /// How long Moments keeps what it stores.

@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// How a worker takes, holds and gives back jobs. The defaults suit real highlight jobs; tests and
 /// the fault demonstration shorten the times.

@@ -1,5 +1,6 @@
 import Foundation
 import MomentsKit
+import MomentsSupport
 import Synchronization
 
 /// A progress line on standard error: live on a terminal (bytes, rate, time left), a line per 10 % otherwise.

@@ -3,6 +3,7 @@ import Foundation
 import JobQueue
 import JobStore
 import MomentsModel
+import MomentsSupport
 import Worker
 
 extension QueueCommand {

@@ -6,6 +6,7 @@ import JobStore
 import Jobs
 import Logging
 import MomentsModel
+import MomentsSupport
 import ServiceLifecycle
 import Storage
 import Worker

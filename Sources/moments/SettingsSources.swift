@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import MomentsModel
+import MomentsSupport
 import SystemPackage
 
 /// Where `moments` reads its settings, through swift-configuration, first match wins:

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MomentsModel
+import MomentsSupport
 import OTel
 import ServiceLifecycle
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MomentsModel
+import MomentsSupport
 import Storage
 import Worker
 

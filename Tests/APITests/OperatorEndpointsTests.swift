@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import JobStore
 import MomentsModel
+import MomentsSupport
 import ServiceTestSupport
 import Testing
 

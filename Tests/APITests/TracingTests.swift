@@ -1,6 +1,7 @@
 import Foundation
 import JobStore
 import MomentsModel
+import MomentsSupport
 import ServiceTestSupport
 import Testing
 

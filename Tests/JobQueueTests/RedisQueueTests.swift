@@ -2,6 +2,7 @@ import Foundation
 import JobQueue
 import Jobs
 import MomentsModel
+import MomentsSupport
 import ServiceTestSupport
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import JobQueue
 import JobStore
 import Jobs
 import MomentsModel
+import MomentsSupport
 import ServiceTestSupport
 import Storage
 import Testing

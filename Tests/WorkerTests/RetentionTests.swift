@@ -1,6 +1,7 @@
 import Foundation
 import Jobs
 import MomentsModel
+import MomentsSupport
 import PostgresNIO
 import ServiceTestSupport
 import Storage

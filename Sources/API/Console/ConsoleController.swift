@@ -6,6 +6,7 @@ import Jobs
 import Logging
 import MomentsContract
 import MomentsModel
+import MomentsSupport
 import NIOCore
 import Storage
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// A signed-in operator. The session lives in a cookie signed with a key derived from
 /// `ADMIN_TOKEN`, so every API node checks it without shared state, and changing the token signs

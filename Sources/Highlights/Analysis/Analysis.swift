@@ -1,4 +1,5 @@
 import Media
+import MomentsSupport
 
 /// Features of one second of video, each on a scale that means something on its own.
 public struct SecondFeatures: Sendable, Codable, Equatable {

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MomentsModel
+import MomentsSupport
 
 /// Runs the single streaming analysis pass over a file.
 enum Analyzer {

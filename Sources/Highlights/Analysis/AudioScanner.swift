@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import MomentsSupport
 
 /// The audio half of the analysis pass: decodes the soundtrack to 16 kHz mono and keeps one
 /// loudness value per 50 ms window and the speech detector's four numbers per 10 ms (a few

@@ -2,6 +2,7 @@ import FaceDetection
 import Foundation
 import Media
 import MomentsModel
+import MomentsSupport
 import Synchronization
 
 /// A face the analysis saw: where it is, as fractions of the stored picture (so a crop window can

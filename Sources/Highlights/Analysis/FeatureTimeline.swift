@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import MomentsSupport
 
 /// Turns the scanners' raw observations into per-second features, shots and scores.
 enum FeatureTimeline {

@@ -2,6 +2,7 @@ import Dispatch
 import FaceDetection
 import Media
 import MomentsModel
+import MomentsSupport
 
 /// One sample run: a keyframe and the packet after it, handed from the demuxing thread to a runner.
 /// The scanner fills `packets` and then never touches the job again until `wait()` returns.

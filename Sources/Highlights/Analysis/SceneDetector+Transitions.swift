@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 
 /// Gradual changes: dissolves (every frame a blend of the ends) and fades through black or white.
 extension SceneDetector {

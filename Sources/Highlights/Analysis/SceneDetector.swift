@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 
 /// How one shot gives way to the next.
 public enum TransitionKind: String, Sendable, Codable { case cut, dissolve, fade }

@@ -1,6 +1,7 @@
 import FaceDetection
 import Foundation
 import Media
+import MomentsSupport
 
 /// The video half of the analysis pass. Sees every packet once, in file order, but decodes sparsely:
 ///

@@ -1,4 +1,5 @@
 import Media
+import MomentsSupport
 
 /// Places decoded audio on the output timeline, sample-exact, with fades at every joint, and feeds
 /// the AAC encoder whole frames.

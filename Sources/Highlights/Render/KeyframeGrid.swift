@@ -1,4 +1,5 @@
 import Media
+import MomentsSupport
 
 /// Where a stream can be cut without re-encoding: its random access points in decode order, each
 /// with the time a segment that starts there first shows and the time a segment that ends just

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MomentsModel
+import MomentsSupport
 
 /// Where the crop window of a highlight cut to another shape (9:16 of a landscape clip) is at each
 /// moment: a window of one size, sliding along one axis of the stored picture, per segment.

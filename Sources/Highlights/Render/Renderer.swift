@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MomentsModel
+import MomentsSupport
 
 /// Renders the chosen segments into one MP4: H.264 (yuv420p) and AAC-LC 48 kHz stereo, `moov` first.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import MomentsSupport
 
 /// The reading side of a render: seeks to each segment, decodes only its frames and audio, scales
 /// the pictures (HDR ones tone-mapped by the writer), resamples the sound, and queues them in output order.

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import MomentsSupport
 
 /// The still pictures of a highlight: a poster (the best-scoring picture the highlight shows that
 /// is neither dark nor blurred) and a thumbnail strip (one picture per segment, left to right), as

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MomentsModel
+import MomentsSupport
 
 /// How reports are written: pretty, keys sorted, so two runs diff cleanly.
 public enum ReportJSON {

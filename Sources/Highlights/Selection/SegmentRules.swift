@@ -1,4 +1,5 @@
 import MomentsModel
+import MomentsSupport
 
 /// The bounds the selector works within: the window lengths it tries, the shortest and longest a
 /// segment may become, and how many segments there may be. `standard` is the engine's own

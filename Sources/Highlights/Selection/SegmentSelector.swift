@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 
 /// Chooses the segments of a highlight from an analysis.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// A `JobQueueDriver` in memory, for fast tests of the service, the API and the worker. It keeps
 /// the Redis queue's rules: enqueueing twice is one job, a delivery stays leased until acknowledged

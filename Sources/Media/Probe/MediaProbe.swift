@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// Opens inputs and turns every way they can be unusable into a `MomentsError`.
 public enum MediaProbe {

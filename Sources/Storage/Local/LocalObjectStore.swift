@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// Objects as files under one root folder, for single-machine installs.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// Where an S3-compatible bucket is and how to sign for it. `description` never shows the secret.
 public struct S3Configuration: Sendable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import Crypto
 import CurlHTTP
 import Foundation
 import MomentsModel
+import MomentsSupport
 
 /// Objects in an S3-compatible bucket (AWS S3, Cloudflare R2, SeaweedFS, MinIO), over libcurl with
 /// our own SigV4 signer.

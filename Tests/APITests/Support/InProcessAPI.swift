@@ -6,6 +6,7 @@ import HummingbirdTesting
 import JobStore
 import Jobs
 import MomentsModel
+import MomentsSupport
 import Prometheus
 import ServiceTestSupport
 import Storage

@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
 import MomentsModel
-import ServiceTestSupport
+import MomentsSupport
+import TestSupport
 import Testing
 
 /// Blocking work must leave the cooperative pool free: eight jobs that each hold their thread for

@@ -1,5 +1,6 @@
 import Dispatch
 import MomentsModel
+import MomentsSupport
 import Synchronization
 import Testing
 

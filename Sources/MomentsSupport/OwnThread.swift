@@ -1,4 +1,5 @@
 import Dispatch
+import MomentsModel
 import Synchronization
 
 #if canImport(Glibc)

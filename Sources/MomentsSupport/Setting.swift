@@ -1,10 +1,4 @@
-/// A missing or malformed setting; the message names the variable.
-public struct SettingError: CodedError, Equatable {
-    public var codeName: String { "invalid_configuration" }
-    public var message: String
-
-    public init(_ message: String) { self.message = message }
-}
+import MomentsModel
 
 /// Settings read from the environment (what Railway, Render and Kubernetes inject).
 public enum Setting {

@@ -1,4 +1,5 @@
 import MomentsModel
+import MomentsSupport
 import Testing
 
 /// Timestamps and durations come from files: converting one to an integer must never trap.

@@ -1,5 +1,6 @@
 import Foundation
 import MomentsModel
+import MomentsSupport
 import Testing
 
 @Suite("Leftovers of crashed processes")

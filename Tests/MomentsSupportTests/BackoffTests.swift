@@ -1,5 +1,6 @@
 import MomentsModel
-import ServiceTestSupport
+import MomentsSupport
+import TestSupport
 import Testing
 
 /// The one retry policy: waits double up to a cap, counted or timed, with or without jitter.

@@ -1,4 +1,5 @@
 import MomentsModel
+import MomentsSupport
 import Testing
 
 /// Settings by name, and the checks that name the variable they refuse.
