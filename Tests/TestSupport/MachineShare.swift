@@ -45,7 +45,9 @@ extension Trait where Self == MachineShare {
 /// First come, first served between the kinds; any number of quiet or of heavy suites at once.
 ///
 /// With `MOMENTS_TEST_STATE` set, every change is written to that file: which suites hold the
-/// machine and which wait (scripts/watch-tests prints it when it stops a run that hangs).
+/// machine and which wait (scripts/watch-tests prints it when it stops a run that hangs). With
+/// `MOMENTS_TEST_TIMES` set, each suite that leaves adds a line there: seconds held, kind, name
+/// (scripts/test prints the longest).
 actor MachineGate {
     static let shared = MachineGate()
 
@@ -54,6 +56,7 @@ actor MachineGate {
     private var holders: [Int: (name: String, since: Date)] = [:]
     private var waiting: [(kind: MachineShare.Kind, ticket: Int, name: String, resume: CheckedContinuation<Void, Never>)] = []
     private let stateFile = ProcessInfo.processInfo.environment["MOMENTS_TEST_STATE"]
+    private let timesFile = ProcessInfo.processInfo.environment["MOMENTS_TEST_TIMES"]
 
     /// Waits for the suite's turn; the answer is the ticket to leave with.
     func enter(_ kind: MachineShare.Kind, _ name: String) async -> Int {
@@ -73,6 +76,14 @@ actor MachineGate {
     }
 
     func leave(_ ticket: Int) {
+        if let timesFile, let holder = holders[ticket], let kind = running {
+            let line = String(format: "%.1f", Date().timeIntervalSince(holder.since)) + "\t\(kind)\t\(holder.name)\n"
+            if let file = FileHandle(forWritingAtPath: timesFile) {
+                file.seekToEndOfFile()
+                file.write(Data(line.utf8))
+                try? file.close()
+            }
+        }
         holders[ticket] = nil
         defer { writeState() }
         guard holders.isEmpty, let next = waiting.first?.kind else { return }
