@@ -83,18 +83,19 @@ let package = Package(
         .target(
             name: "JobStore",
             dependencies: [
-                "MomentsModel", "MomentsContract", "MomentsSupport", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                "MomentsModel", "MomentsSupport", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ]),
         // Every job operation (submit, cancel, retry, record an outcome, reconcile, pause) over the job
         // store and a queue driver; the driver seams (queue, reservations, rate limits) and their
-        // in-memory implementations for tests.
+        // in-memory implementations for tests; a job as clients see it (the contract's JSON).
         .target(
             name: "Jobs",
             dependencies: [
-                "JobStore", "MomentsModel", "MomentsSupport", "Storage", .product(name: "Logging", package: "swift-log", condition: server),
+                "JobStore", "MomentsContract", "MomentsModel", "MomentsSupport", "Storage",
+                .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
             ]),
         // Redis: connection, and the drivers of `Jobs` on it (the leased job queue, reservations, rate limits).

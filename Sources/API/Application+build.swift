@@ -15,19 +15,24 @@ import Storage
 /// stores shared by every API node (upload reservations, rate-limit counters). Production wires
 /// Redis and S3 (`moments api`); tests may wire the in-memory drivers of `Jobs`.
 public struct APIServices: Sendable {
-    public var jobs: Jobs
+    /// Every change to a job (submit, cancel, retry, pause) goes through here.
+    public let jobs: Jobs
+    /// What the API reads, and keeps beside the jobs: devices, uploads, music, job pages, the audit.
+    public let store: JobStore
     public var storage: any ObjectStore
     public var reservations: any PersistStore
     public var rateLimits: any RateLimitStore
 
-    public init(jobs: Jobs, storage: any ObjectStore, reservations: any PersistStore, rateLimits: any RateLimitStore) {
-        self.jobs = jobs
+    public init(
+        store: JobStore, queue: any JobQueueDriver, storage: any ObjectStore, reservations: any PersistStore,
+        rateLimits: any RateLimitStore, logger: Logger
+    ) {
+        self.store = store
+        self.jobs = Jobs(store: store, queue: queue, logger: logger)
         self.storage = storage
         self.reservations = reservations
         self.rateLimits = rateLimits
     }
-
-    var store: JobStore { jobs.store }
 }
 
 /// Builds the API: the routes of docs/client-contract.md, health checks, one error shape. The job
@@ -94,16 +99,16 @@ public func buildRouter(
     router.add(middleware: RequestMetricsMiddleware())
     let errors = ErrorMiddleware<MomentsRequestContext>()
     router.add(middleware: errors)
-    MetricsController(registry: metrics, jobs: services.jobs, token: configuration.metricsToken).addRoutes(to: router)
+    MetricsController(registry: metrics, jobs: services.jobs, store: store, token: configuration.metricsToken).addRoutes(to: router)
     OpenAPIDocument().addRoutes(to: router)
-    HealthController(jobs: services.jobs, storage: services.storage).addRoutes(to: router)
-    let quota = Quota(jobs: services.jobs, freeMonthlyHighlights: configuration.freeMonthlyHighlights)
+    HealthController(jobs: services.jobs, store: store, storage: services.storage).addRoutes(to: router)
+    let quota = Quota(jobs: services.jobs, store: store, freeMonthlyHighlights: configuration.freeMonthlyHighlights)
     let limiter = RateLimiter(store: services.rateLimits, limits: configuration.rateLimit, trustedProxyHops: configuration.trustedProxyHops)
     let api = router.group("api/v1").add(middleware: AuthenticationMiddleware(store: store, required: configuration.authRequired))
     DevicesController(store: store, quota: quota, limiter: limiter).addRoutes(to: api)
-    UploadController(storage: services.storage, configuration: configuration, quota: quota, limiter: limiter).addRoutes(to: api)
+    UploadController(store: store, storage: services.storage, configuration: configuration, quota: quota, limiter: limiter).addRoutes(to: api)
     MusicController(store: store).addRoutes(to: api)
-    let jobs = JobsController(jobs: services.jobs, storage: services.storage, configuration: configuration, hub: hub)
+    let jobs = JobsController(jobs: services.jobs, store: store, storage: services.storage, configuration: configuration, hub: hub)
     jobs.addRoutes(to: api.group("jobs"))
     jobs.addStatusRoute(to: router, authRequired: configuration.authRequired)
     DirectUploadController(
@@ -112,7 +117,7 @@ public func buildRouter(
     ).addRoutes(to: api)
     if let console = configuration.console {
         ConsoleController(
-            jobs: services.jobs, storage: services.storage,
+            jobs: services.jobs, store: store, storage: services.storage,
             keys: ConsoleKeys(token: console.adminToken, lifetime: console.sessionLifetime), limiter: limiter, hub: hub,
             linkLifetime: configuration.downloadLinkLifetime, traceURL: console.traceURL,
             secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false

@@ -16,8 +16,8 @@ struct HealthController: Sendable {
     let readiness: CachedValue<Readiness>
     static let readinessMaxAge: Duration = .seconds(2)
 
-    init(jobs: Jobs, storage: any ObjectStore) {
-        readiness = CachedValue(maxAge: Self.readinessMaxAge) { await Self.check(jobs: jobs, storage: storage) }
+    init(jobs: Jobs, store: JobStore, storage: any ObjectStore) {
+        readiness = CachedValue(maxAge: Self.readinessMaxAge) { await Self.check(jobs: jobs, store: store, storage: storage) }
     }
 
     struct Health: ResponseEncodable {
@@ -61,8 +61,8 @@ struct HealthController: Sendable {
         return value == "1" || value.lowercased() == "true"
     }
 
-    private static func check(jobs: Jobs, storage: any ObjectStore) async -> Readiness {
-        async let database = jobs.store.isReachable()
+    private static func check(jobs: Jobs, store: JobStore, storage: any ObjectStore) async -> Readiness {
+        async let database = store.isReachable()
         async let redis = jobs.isQueueReachable()
         async let objects = storageReachable(storage)
         async let paused = try? jobs.isPaused()

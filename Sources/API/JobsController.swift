@@ -22,7 +22,7 @@ extension UploadParts: ResponseEncodable {}
 /// The device's job history; status, details, download and cancel of one job.
 struct JobsController: Sendable {
     let jobs: Jobs
-    var store: JobStore { jobs.store }
+    let store: JobStore
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let hub: JobEventsHub

@@ -17,14 +17,13 @@ struct MetricsController: Sendable {
     let jobs: Jobs
     let token: String?
     private let refreshed: CachedValue<Void>
-    var store: JobStore { jobs.store }
     static let refreshInterval: Duration = .seconds(5)
 
-    init(registry: PrometheusCollectorRegistry, jobs: Jobs, token: String?) {
+    init(registry: PrometheusCollectorRegistry, jobs: Jobs, store: JobStore, token: String?) {
         self.registry = registry
         self.jobs = jobs
         self.token = token
-        refreshed = CachedValue(maxAge: Self.refreshInterval) { await Self.refresh(registry: registry, jobs: jobs) }
+        refreshed = CachedValue(maxAge: Self.refreshInterval) { await Self.refresh(registry: registry, jobs: jobs, store: store) }
     }
 
     func addRoutes(to router: Router<MomentsRequestContext>) {
@@ -55,8 +54,7 @@ struct MetricsController: Sendable {
         return difference == 0
     }
 
-    private static func refresh(registry: PrometheusCollectorRegistry, jobs: Jobs) async {
-        let store = jobs.store
+    private static func refresh(registry: PrometheusCollectorRegistry, jobs: Jobs, store: JobStore) async {
         if let stats = try? await jobs.stats() {
             registry.makeGauge(name: "moments_queue_ready", help: "Jobs ready to start, not yet taken").set(to: Double(stats.ready))
             registry.makeGauge(name: "moments_queue_delayed", help: "Jobs waiting out a retry delay").set(to: Double(stats.delayed))

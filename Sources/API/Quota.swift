@@ -7,8 +7,8 @@ import MomentsModel
 /// The monthly highlight quota of the free plan.
 struct Quota: Sendable {
     let jobs: Jobs
+    let store: JobStore
     let freeMonthlyHighlights: Int
-    var store: JobStore { jobs.store }
 
     /// Highlights per month for a plan; nil is unlimited.
     func limit(for plan: Plan) -> Int? {

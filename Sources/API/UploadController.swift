@@ -18,6 +18,7 @@ import Storage
 /// job row written, and only then the job queued: a client never gets the id of a job that does
 /// not exist.
 struct UploadController: Sendable {
+    let store: JobStore
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let quota: Quota
@@ -53,7 +54,7 @@ struct UploadController: Sendable {
             throw APIError(.badRequest, .invalidRequest, "Send the video as multipart/form-data with a part named 'file'.")
         }
         let owner = context.identity.owner
-        let idempotency = Idempotency(store: quota.store)
+        let idempotency = Idempotency(store: store)
         let key = try Idempotency.key(of: request)
         // Refused before a byte of the video is read: over quota, too fast, or too large. (The
         // retry of a request that took the owner's last highlight is not over quota.)
@@ -88,7 +89,7 @@ struct UploadController: Sendable {
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
         var music = try await MusicController.choice(
             id: form.fields["music_id"], volume: form.fields["music_volume"],
-            keepSourceAudio: form.fields["keep_source_audio"], store: quota.store,
+            keepSourceAudio: form.fields["keep_source_audio"], store: store,
             uploaded: form.musicFilename.map { Self.sanitize($0) })
         if music?.filename != nil { try await MusicController.probe(musicFile, bytes: form.musicBytes) }
         let info = try await Self.probe(temporary)
@@ -100,7 +101,7 @@ struct UploadController: Sendable {
             let music = form.musicFilename.map { [" music": "\($0):\(form.musicBytes)"] } ?? [:]
             let fingerprint = Idempotency.fingerprint(fields: form.fields.merging(["": filename].merging(music) { $1 }) { $1 }, fileDigest: digest)
             id = try await idempotency.claim(owner: owner, key: key, endpoint: "upload", fingerprint: fingerprint, proposed: id)
-            if try await quota.store.job(id) != nil {
+            if try await store.job(id) != nil {
                 context.logger.info("upload repeated under its idempotency key", metadata: ["job_id": "\(id.uuidString.lowercased())"])
                 return EditedResponse(
                     headers: [Idempotency.replayed: "true"],
@@ -127,8 +128,8 @@ struct UploadController: Sendable {
                     sourceSize: form.fileBytes, sourceDuration: info.duration, targetDuration: Double(duration), quality: quality,
                     codec: codec, callbackURL: callbackURL, choices: choices, music: music), identity: context.identity)
         } catch {
-            await Self.removeUnclaimed(sourceKey, of: id, after: error, store: quota.store, storage: storage)
-            if let key = music?.uploadedKey { await Self.removeUnclaimed(key, of: id, after: error, store: quota.store, storage: storage) }
+            await Self.removeUnclaimed(sourceKey, of: id, after: error, store: store, storage: storage)
+            if let key = music?.uploadedKey { await Self.removeUnclaimed(key, of: id, after: error, store: store, storage: storage) }
             throw error
         }
         context.logger.info(

@@ -1,5 +1,4 @@
 import Foundation
-import MomentsContract
 import MomentsModel
 
 /// The proof that a worker holds a job: the job and the attempt its claim started. Every later
@@ -44,13 +43,29 @@ public enum LeaseState: Sendable, Equatable {
     case completed
 }
 
+/// A part of the source the highlight plays, as the `segments` column keeps it (JSON: start, end,
+/// score). The API shows it as its own type (`SelectedSegment`).
+public struct ResultSegment: Codable, Equatable, Sendable {
+    /// Where the part starts and ends in the source, in seconds.
+    public var start: Double
+    public var end: Double
+    /// 0–1: how good the part scored.
+    public var score: Double
+
+    public init(start: Double, end: Double, score: Double) {
+        self.start = start
+        self.end = end
+        self.score = score
+    }
+}
+
 /// What a worker's job produced, recorded with `complete`.
 public struct JobResult: Sendable, Equatable {
     public var resultKey: String
     public var resultSize: Int64
     public var sourceDuration: Double?
     public var segmentsSelected: Int?
-    public var segments: [SelectedSegment]?
+    public var segments: [ResultSegment]?
     public var sourceMedia: SourceMedia?
     /// The poster JPEG and the thumbnail strip this attempt stored.
     public var posterKey: String?
@@ -58,7 +73,7 @@ public struct JobResult: Sendable, Equatable {
 
     public init(
         resultKey: String, resultSize: Int64, sourceDuration: Double? = nil, segmentsSelected: Int? = nil,
-        segments: [SelectedSegment]? = nil, sourceMedia: SourceMedia? = nil, posterKey: String? = nil, thumbnailsKey: String? = nil
+        segments: [ResultSegment]? = nil, sourceMedia: SourceMedia? = nil, posterKey: String? = nil, thumbnailsKey: String? = nil
     ) {
         self.resultKey = resultKey
         self.resultSize = resultSize

@@ -1,5 +1,4 @@
 import Foundation
-import MomentsContract
 import MomentsModel
 
 /// What the API knows when it creates a job.
@@ -103,7 +102,7 @@ public struct JobRecord: Sendable, Equatable {
     public var completedAt: Date?
     public var updatedAt: Date
     /// The parts of the source the highlight shows, once completed.
-    public var segments: [SelectedSegment]?
+    public var segments: [ResultSegment]?
     public var callbackURL: String?
     /// When the source was deleted from storage (after success, or by the retention sweep).
     public var sourceDeletedAt: Date?

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import MomentsContract
 import MomentsModel
 import NIOCore
 import NIOPosix
@@ -172,7 +171,7 @@ public struct JobStore: Sendable {
             leaseOwner: try r["lease_owner"].decode(String?.self), leaseExpiresAt: try r["lease_expires_at"].decode(Date?.self),
             createdAt: try r["created_at"].decode(Date.self), startedAt: try r["started_at"].decode(Date?.self),
             completedAt: try r["completed_at"].decode(Date?.self), updatedAt: try r["updated_at"].decode(Date.self),
-            segments: try r["segments"].decode(String?.self).flatMap { try? JSONDecoder().decode([SelectedSegment].self, from: Data($0.utf8)) },
+            segments: try r["segments"].decode(String?.self).flatMap { try? JSONDecoder().decode([ResultSegment].self, from: Data($0.utf8)) },
             callbackURL: try r["callback_url"].decode(String?.self),
             sourceDeletedAt: try r["source_deleted_at"].decode(Date?.self),
             resultExpiredAt: try r["result_expired_at"].decode(Date?.self),

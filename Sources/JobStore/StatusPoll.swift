@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import MomentsContract
 import MomentsModel
 import NIOCore
 import NIOPosix

@@ -9,8 +9,8 @@ import Tracing
 /// touches both. PostgreSQL is always written first; the queue follows, and where a queue call
 /// fails the reconciler repairs it from PostgreSQL, so such a failure is logged, never thrown.
 public struct Jobs: Sendable {
-    public let store: JobStore
-    public let queue: any JobQueueDriver
+    let store: JobStore
+    let queue: any JobQueueDriver
     let logger: Logger
 
     public init(store: JobStore, queue: any JobQueueDriver, logger: Logger) {
@@ -107,6 +107,14 @@ public struct Jobs: Sendable {
     }
 
     public func stats() async throws -> QueueStats { try await queue.stats() }
+
+    /// The job's row as it is now (nil when there is none).
+    public func job(_ id: UUID) async throws(JobStoreError) -> JobRecord? { try await store.job(id) }
+
+    /// Applies the database's migrations that are not applied yet (at start-up; idempotent, one
+    /// process at a time); answers the versions it applied.
+    @discardableResult
+    public func migrate() async throws(JobStoreError) -> [Int] { try await store.migrate() }
 
     public func isQueueReachable() async -> Bool { await queue.isReachable() }
 

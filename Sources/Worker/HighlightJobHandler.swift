@@ -100,7 +100,7 @@ public struct HighlightJobHandler: JobHandler {
         // store, whether the job is still this attempt's, and deletes the result if not.
         return JobResult(
             resultKey: key, resultSize: stored.size, sourceDuration: report.input.duration,
-            segments: report.segments.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) },
+            segments: report.segments.map { ResultSegment(start: $0.start, end: $0.end, score: $0.score) },
             sourceMedia: SourceMedia(
                 frameRate: report.input.frameRate, startTimecode: report.input.startTimecode,
                 hasAudio: report.input.hasAudio, width: report.input.displayWidth,

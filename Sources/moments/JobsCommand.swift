@@ -159,7 +159,7 @@ struct JobsCommand: AsyncParsableCommand {
                 try await selection.act(.cancel) { controls, id in
                     switch try await controls.cancel(id) {
                     case .cancelled(let from):
-                        if selection.json, let job = try await controls.jobs.store.job(id) {
+                        if selection.json, let job = try await controls.jobs.job(id) {
                             print(try JobsCommand.json(JobStatusReport(job, links: JobLinks(base: nil))))
                         } else {
                             print("job \(id.uuidString.lowercased()) cancelled (it was \(from.rawValue))")

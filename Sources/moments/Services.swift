@@ -52,8 +52,8 @@ struct Services {
     /// counters in Redis (under the queue's prefix, where earlier versions kept them).
     func api(storage: any ObjectStore) -> APIServices {
         APIServices(
-            jobs: jobs, storage: storage, reservations: RedisPersistStore(client: redis, prefix: queue.keys.stream),
-            rateLimits: RedisRateLimitStore(client: redis, prefix: queue.keys.stream))
+            store: store, queue: queue, storage: storage, reservations: RedisPersistStore(client: redis, prefix: queue.keys.stream),
+            rateLimits: RedisRateLimitStore(client: redis, prefix: queue.keys.stream), logger: logger)
     }
 
     /// Runs `body` while the database pool runs; stops the pool afterwards.
@@ -133,7 +133,7 @@ struct WorkerService: Service {
     let jobs: Jobs
 
     func run() async throws {
-        try await jobs.store.migrate()
+        try await jobs.migrate()
         try await jobs.prepare()
         await cancelWhenGracefulShutdown {
             // Both until shutdown cancels them (the sender returns at once when webhooks are off).

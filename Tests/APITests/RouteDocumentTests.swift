@@ -20,8 +20,8 @@ struct RouteDocumentTests {
         let store = JobStore(configuration: try DatabaseConfiguration(url: "postgres://u:p@127.0.0.1:1/none"), logger: logger)
         let storage = try LocalObjectStore(root: FileManager.default.temporaryDirectory)
         let services = APIServices(
-            jobs: Jobs(store: store, queue: MemoryQueue(), logger: logger), storage: storage,
-            reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore())
+            store: store, queue: MemoryQueue(), storage: storage, reservations: MemoryPersistStore(),
+            rateLimits: MemoryRateLimitStore(), logger: logger)
         let router = buildRouter(configuration: APIConfiguration(), services: services, metrics: PrometheusCollectorRegistry())
         // The operator console (/admin) is HTML pages for people, not the API; docs/operating.md documents it.
         let routed = Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" }.filter { !$0.contains(" /admin") })

@@ -1,10 +1,11 @@
 import Foundation
 import JobStore
-import Jobs
 import MomentsModel
 import ServiceTestSupport
 import Testing
 import Worker
+
+@testable import Jobs
 
 /// The job service over real PostgreSQL and the in-memory queue: PostgreSQL first, the queue after.
 @Suite("Jobs service (real PostgreSQL, in-memory queue)", .quiet)

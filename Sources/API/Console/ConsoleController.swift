@@ -16,6 +16,7 @@ import Storage
 /// which writes the audit log.
 struct ConsoleController: Sendable {
     let jobs: Jobs
+    let store: JobStore
     let storage: any ObjectStore
     let keys: ConsoleKeys
     let views: ConsoleViews
@@ -27,13 +28,13 @@ struct ConsoleController: Sendable {
     /// Whether the session cookie is marked Secure (the API is served over HTTPS).
     let secureCookie: Bool
     private let figures: CachedValue<ConsoleFigures>
-    var store: JobStore { jobs.store }
 
     init(
-        jobs: Jobs, storage: any ObjectStore, keys: ConsoleKeys, limiter: RateLimiter, hub: JobEventsHub, linkLifetime: Duration,
+        jobs: Jobs, store: JobStore, storage: any ObjectStore, keys: ConsoleKeys, limiter: RateLimiter, hub: JobEventsHub, linkLifetime: Duration,
         traceURL: @escaping @Sendable (String?) -> String? = { _ in nil }, secureCookie: Bool
     ) {
         self.jobs = jobs
+        self.store = store
         self.storage = storage
         self.keys = keys
         self.views = ConsoleViews()
@@ -42,7 +43,7 @@ struct ConsoleController: Sendable {
         self.linkLifetime = linkLifetime
         self.traceURL = traceURL
         self.secureCookie = secureCookie
-        figures = CachedValue(maxAge: .seconds(2)) { await ConsoleFigures.read(jobs) }
+        figures = CachedValue(maxAge: .seconds(2)) { await ConsoleFigures.read(jobs, store) }
     }
 
     func addRoutes(to router: Router<MomentsRequestContext>) {

@@ -13,10 +13,10 @@ struct ConsoleFigures: Sendable {
     var workersAlive: Int
     var paused: Bool { queue?.paused ?? false }
 
-    static func read(_ jobs: Jobs) async -> ConsoleFigures {
+    static func read(_ jobs: Jobs, _ store: JobStore) async -> ConsoleFigures {
         async let queue = try? jobs.stats()
-        async let counts = try? jobs.store.countsByStatus()
-        async let workers = try? jobs.store.workers(within: JobStore.workerLivenessWindow)
+        async let counts = try? store.countsByStatus()
+        async let workers = try? store.workers(within: JobStore.workerLivenessWindow)
         let stats = await queue
         return ConsoleFigures(queue: stats, counts: await counts ?? [:], workersAlive: (await workers ?? []).filter(\.alive).count)
     }

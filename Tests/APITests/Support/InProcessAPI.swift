@@ -43,14 +43,14 @@ struct InProcessAPI: Sendable {
             let environment = ["AUTH_REQUIRED": "false", "UPLOAD_DIR": uploads.path]
                 .merging(settings) { $1 }
             var configuration = try APIConfiguration(environment: Settings(environment))
-            configuration.tracing = !live  // as `moments api` without an exporter: the status poll's handler is in place
+            configuration.tracing = !live  // live: as `moments api` without an exporter
             let queue = MemoryQueue()
-            let jobs = Jobs(store: store, queue: queue, logger: TestServices.logger)
-            try await jobs.prepare()
             let storage = try LocalObjectStore(root: folder.appendingPathComponent("objects"))
             let services = APIServices(
-                jobs: jobs, storage: presigning ? SigningLocalStore(local: storage) : storage, reservations: MemoryPersistStore(),
-                rateLimits: MemoryRateLimitStore())
+                store: store, queue: queue, storage: presigning ? SigningLocalStore(local: storage) : storage,
+                reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore(), logger: TestServices.logger)
+            let jobs = services.jobs
+            try await jobs.prepare()
             let router = buildRouter(configuration: configuration, services: services, metrics: PrometheusCollectorRegistry())
             routes(router)
             let app = Application(

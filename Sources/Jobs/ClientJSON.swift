@@ -1,4 +1,5 @@
 import Foundation
+import JobStore
 import MomentsContract
 
 // A job row as clients see it: the contract's types (MomentsContract, shared with MomentsKit) made
@@ -46,7 +47,8 @@ extension JobDetails {
             report: JobStatusReport(job, links: links), stage: job.stage, quality: job.quality,
             targetDuration: job.targetDuration, errorCode: job.errorCode, errorMessage: job.errorMessage, attempt: job.attempt,
             maxAttempts: job.maxAttempts, startedAt: job.startedAt, updatedAt: job.updatedAt, sourceSize: job.sourceSize,
-            resultSize: job.resultSize, segments: job.segments, codec: job.codec, choices: job.choices,
+            resultSize: job.resultSize,
+            segments: job.segments?.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) }, codec: job.codec, choices: job.choices,
             thumbnailsURL: links.thumbnails(job), music: job.music)
     }
 }
