@@ -51,6 +51,10 @@ public struct APIConfiguration: Sendable {
     /// Whether requests are traced (a span each): `moments api` turns it off when no OTLP exporter
     /// is configured, so a node without tracing spends nothing on spans nobody exports.
     public var tracing = true
+    /// Whether the status poll is answered in the channel pipeline, before the router
+    /// (`STATUS_FAST_PATH`, true): the same answers and metrics at a fraction of the cost, but no
+    /// span; false sends every poll through the router (to trace each one).
+    public var statusFastPath = true
 
     /// The console's settings: `ADMIN_TOKEN` (at least 24 characters; what an operator types to
     /// sign in), `ADMIN_SESSION_HOURS` (12: how long a sign-in lasts) and `TRACE_URL_TEMPLATE`
@@ -166,6 +170,7 @@ public struct APIConfiguration: Sendable {
             callbacks: try DestinationPolicy(environment: environment),
             metricsToken: try Self.metricsToken(environment), console: try Console.from(environment))
         continueIncomingTraces = try Setting.boolean("TRACE_CONTINUE_INCOMING", in: environment, default: false)
+        statusFastPath = try Setting.boolean("STATUS_FAST_PATH", in: environment, default: true)
         uploadPartBytes = Int64(try Setting.integer("UPLOAD_PART_MIB", in: environment, default: 8, range: 5...512)) << 20
     }
 

@@ -71,12 +71,12 @@ public func buildApplication(
     return app
 }
 
-/// The API's HTTP/1 server: the status poll is answered before the router (`StatusPollHandler`),
-/// unless tracing is on (then every request gets its span through the router).
+/// The API's HTTP/1 server: the status poll is answered before the router (`StatusPollHandler`)
+/// unless `STATUS_FAST_PATH` is false.
 public func apiServer(configuration: APIConfiguration, store: JobStore, logger: Logger) -> HTTPServerBuilder {
     let polls =
-        configuration.tracing
-        ? nil : StatusPollRoute(store: store, configuration: configuration, serverName: serverName, logger: logger)
+        configuration.statusFastPath
+        ? StatusPollRoute(store: store, configuration: configuration, serverName: serverName, logger: logger) : nil
     return .http1(configuration: .init(additionalChannelHandlers: polls.map { [$0.handler()] } ?? []))
 }
 

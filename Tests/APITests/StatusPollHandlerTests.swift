@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MomentsModel
 import ServiceTestSupport
 import Testing
 
@@ -117,6 +118,31 @@ struct StatusPollHandlerTests {
                 #expect(answer.map(\.status) == [200])
                 let garbled = try await RawHTTP.exchange(port: port, poll(jobs[1]) + "NOT HTTP AT ALL\r\n\r\n")
                 #expect(garbled.map(\.status) == [200, 400])
+            }
+        }
+    }
+
+    @Test(
+        "STATUS_FAST_PATH: on by default, the pipeline answers the poll before the router; false, the router does",
+        arguments: [nil, "true", "false"])
+    func fastPathSetting(_ setting: String?) async throws {
+        #expect(throws: SettingError("STATUS_FAST_PATH must be true or false, not 'maybe'.")) {
+            try APIConfiguration(environment: ["STATUS_FAST_PATH": "maybe"])
+        }
+        // The test's own route at the poll's path stands in for the router's: whoever answers shows.
+        let routes: @Sendable (Router<MomentsRequestContext>) -> Void = { router in
+            router.get("api/v1/jobs/{id}/status") { _, _ -> String in "the router" }
+        }
+        try await InProcessAPI.run(setting.map { ["STATUS_FAST_PATH": $0] } ?? [:], live: true, routes: routes) { api in
+            let port = try #require(api.client.port)
+            let ann = try await api.device(name: "Ann")
+            let job = try #require(try await api.upload(try InProcessAPI.footage, headers: ann).json()["job_id"] as? String)
+            let answer = try await RawHTTP.get(
+                port: port, path: "/api/v1/jobs/\(job)/status", headers: ["Authorization: \(try #require(ann[.authorization]))"])
+            if setting == "false" {
+                #expect(answer.body == "the router")
+            } else {
+                #expect(answer.status == 200 && answer.body.contains("\"job_id\":\"\(job)\""), "\(answer.text)")
             }
         }
     }
