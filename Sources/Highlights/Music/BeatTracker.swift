@@ -302,26 +302,42 @@ struct BeatTracker {
         return (0..<n).map { k in smoothed[min(smoothed.count - 1, max(0, (k - window / 2) / hop))] }
     }
 
-    /// The beats found forwards up to the middle and backwards from there: a path's last beat is
-    /// chosen on the score so far alone (at the end of a song, the off-beat's hi-hat sometimes
-    /// wins and the last few beats follow it), its first with the whole track behind it. The two
-    /// meet at a beat they share after the middle.
+    /// The beats found forwards up to the middle, then whichever of the two paths (forwards, or
+    /// backwards from the end) does better after it by the paths' own measure (`pathScore`): a
+    /// path's last beats are chosen on the score so far alone (at the end of a song the off-beat's
+    /// hi-hat sometimes wins and the last few beats follow it), and the backwards path's are its
+    /// first, which it may reach off the beat at a song's end. The two meet at a beat they share
+    /// after the middle.
     static func beatsBothWays(in envelope: [Double], periods: [Double]) -> [Int] {
         let n = envelope.count
         let forwards = beats(in: envelope, periods: periods)
-        let backwards = beats(in: envelope.reversed(), periods: periods.reversed()).map { n - 1 - $0 }.reversed()
+        let backwards = Array(beats(in: envelope.reversed(), periods: periods.reversed()).map { n - 1 - $0 }.reversed())
         guard let join = forwards.firstIndex(where: { f in f >= n / 2 && backwards.contains { abs($0 - f) <= 2 } }),
             let from = backwards.firstIndex(where: { abs($0 - forwards[join]) <= 2 })
         else { return forwards }
-        return Array(forwards[...join]) + Array(backwards[backwards.index(after: from)...])
+        let ahead = Array(forwards[join...]), behind = [forwards[join]] + backwards[(from + 1)...]
+        let tail = pathScore(behind, in: envelope, periods: periods) > pathScore(ahead, in: envelope, periods: periods) ? behind : ahead
+        return Array(forwards[..<join]) + tail
+    }
+
+    /// How far each step may stray from the period: a step of half or twice it costs as much as
+    /// ten beats' worth of onset.
+    static let tightness = 100.0
+
+    /// What `beats` maximises, over one path: the onset at its beats less the cost of its steps.
+    static func pathScore(_ frames: [Int], in envelope: [Double], periods: [Double]) -> Double {
+        let onset = frames.reduce(0.0) { $0 + envelope[$1] }
+        let steps = zip(frames, frames.dropFirst()).reduce(0.0) { sum, pair in
+            let step = log(Double(pair.1 - pair.0) / periods[pair.1])
+            return sum + tightness * step * step
+        }
+        return onset - steps
     }
 
     /// The frames of the beats: the path through the envelope that collects the most onset while
-    /// each step stays near the period there (a step of half or twice it costs as much as ten
-    /// beats' worth of onset).
+    /// each step stays near the period there (`tightness`).
     static func beats(in envelope: [Double], periods: [Double]) -> [Int] {
         let n = envelope.count
-        let tightness = 100.0
         var score = envelope
         var back = [Int](repeating: -1, count: n)
         for t in 0..<n {
