@@ -74,10 +74,13 @@ public func buildApplication(
 /// The API's HTTP/1 server: the status poll is answered before the router (`StatusPollHandler`)
 /// unless `STATUS_FAST_PATH` is false.
 public func apiServer(configuration: APIConfiguration, store: JobStore, logger: Logger) -> HTTPServerBuilder {
-    let polls =
-        configuration.statusFastPath
-        ? StatusPollRoute(store: store, configuration: configuration, serverName: serverName, logger: logger) : nil
+    let polls = statusFastPath(configuration: configuration, store: store, logger: logger)
     return .http1(configuration: .init(additionalChannelHandlers: polls.map { [$0.handler()] } ?? []))
+}
+
+/// The status poll's fast path, which gives each connection its handler; nil when it is off.
+func statusFastPath(configuration: APIConfiguration, store: JobStore, logger: Logger) -> StatusPollRoute? {
+    configuration.statusFastPath ? StatusPollRoute(store: store, configuration: configuration, serverName: serverName, logger: logger) : nil
 }
 
 /// The `Server` header of every answer.
