@@ -9,7 +9,7 @@ struct CurlCancellationTests {
     /// A TCP port that accepts connections (the kernel's backlog) and never answers.
     static func silentPort() throws -> (Int32, Int) { try Loopback.listen() }
 
-    @Test("A request to a server that never answers ends within 2 s of its task's cancellation, marked cancelled")
+    @Test("A request to a server that never answers ends within seconds of its task's cancellation (not its 60 s stall limit), marked cancelled")
     func cancelStalledRequest() async throws {
         let (listener, port) = try Self.silentPort()
         defer { close(listener) }
@@ -25,7 +25,9 @@ struct CurlCancellationTests {
             return
         }
         #expect(failure.isCancelled, "\(failure.message)")
-        #expect(took < .seconds(2), "stopped \(took) after the cancellation")
+        // Curl's next progress call notices, about a second later when idle; a loaded machine has
+        // taken 3.2 s.
+        #expect(took < .seconds(6), "stopped \(took) after the cancellation")
     }
 
     @Test("A task cancelled before the transfer starts makes no request")
