@@ -327,11 +327,15 @@ struct BeatTracker {
     /// What `beats` maximises, over one path: the onset at its beats less the cost of its steps.
     static func pathScore(_ frames: [Int], in envelope: [Double], periods: [Double]) -> Double {
         let onset = frames.reduce(0.0) { $0 + envelope[$1] }
-        let steps = zip(frames, frames.dropFirst()).reduce(0.0) { sum, pair in
-            let step = log(Double(pair.1 - pair.0) / periods[pair.1])
-            return sum + tightness * step * step
-        }
+        let steps = zip(frames, frames.dropFirst()).reduce(0.0) { $0 + stepCost(from: $1.0, to: $1.1, period: periods[$1.1]) }
         return onset - steps
+    }
+
+    /// What a step from beat `from` to beat `to` costs where the period is `period` frames.
+    @inline(__always)
+    static func stepCost(from: Int, to: Int, period: Double) -> Double {
+        let step = log(Double(to - from) / period)
+        return tightness * step * step
     }
 
     /// The frames of the beats: the path through the envelope that collects the most onset while
@@ -345,8 +349,7 @@ struct BeatTracker {
             let nearest = max(1, Int((period / 2).rounded())), farthest = Int((period * 2).rounded())
             var best = -Double.infinity, from = -1
             for previous in max(0, t - farthest)...max(0, t - nearest) where previous < t {
-                let step = log(Double(t - previous) / period)
-                let value = score[previous] - tightness * step * step
+                let value = score[previous] - stepCost(from: previous, to: t, period: period)
                 if value > best { best = value; from = previous }
             }
             if from >= 0 { score[t] += best; back[t] = from }
