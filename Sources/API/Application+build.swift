@@ -45,8 +45,20 @@ public func buildApplication(
     telemetry: [any Service] = [], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
     logger: Logger
 ) -> some ApplicationProtocol {
+    buildApplication(
+        configuration: configuration, services: services, background: background, telemetry: telemetry, metrics: metrics,
+        logger: logger, routes: { _ in })
+}
+
+/// `buildApplication`, with `routes` adding routes of a test's own to the router.
+func buildApplication(
+    configuration: APIConfiguration, services: APIServices, background: [any Service] = [],
+    telemetry: [any Service] = [], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+    logger: Logger, routes: (Router<MomentsRequestContext>) -> Void
+) -> some ApplicationProtocol {
     let hub = JobEventsHub()
     let router = buildRouter(configuration: configuration, services: services, hub: hub, metrics: metrics)
+    routes(router)
     let store = services.store
     var own: [any Service] = [JobStoreService(store), JobEventsListener(store: store, hub: hub, logger: logger)]
     if configuration.console != nil {

@@ -1,4 +1,3 @@
-import API
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -12,8 +11,11 @@ import ServiceTestSupport
 import Storage
 import Testing
 
-/// The API in this process: the real router over a fresh PostgreSQL database, with the in-memory
-/// queue, reservations and rate limits and local storage in a scratch folder. Requests go straight
+@testable import API
+
+/// The API in this process, built by `buildApplication` as `moments api` builds it (its services,
+/// its migrations), over a fresh PostgreSQL database, with the in-memory queue, reservations and
+/// rate limits and local storage in a scratch folder. Requests go straight
 /// to the router (HummingbirdTesting's `.router`), so a contract, error or access test takes
 /// milliseconds and starts no process. The end-to-end tests use `LiveSystem` instead.
 struct InProcessAPI: Sendable {
@@ -37,7 +39,7 @@ struct InProcessAPI: Sendable {
     ) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-inprocess-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await TestServices.withDatabase { store, _ in
+        try await TestServices.withDatabase(migrated: false) { store, databaseURL in
             let uploads = folder.appendingPathComponent("uploads")
             try FileManager.default.createDirectory(at: uploads, withIntermediateDirectories: true)
             let environment = ["AUTH_REQUIRED": "false", "UPLOAD_DIR": uploads.path]
@@ -46,16 +48,15 @@ struct InProcessAPI: Sendable {
             configuration.tracing = !live  // live: as `moments api` without an exporter
             let queue = MemoryQueue()
             let storage = try LocalObjectStore(root: folder.appendingPathComponent("objects"))
+            // The application runs its own pool over the test's database and migrates it before
+            // the first request, as `moments api` does; the test reads through `store`.
             let services = APIServices(
-                store: store, queue: queue, storage: presigning ? SigningLocalStore(local: storage) : storage,
+                store: JobStore(configuration: try DatabaseConfiguration(url: databaseURL), logger: TestServices.logger),
+                queue: queue, storage: presigning ? SigningLocalStore(local: storage) : storage,
                 reservations: MemoryPersistStore(), rateLimits: MemoryRateLimitStore(), logger: TestServices.logger)
-            let jobs = services.jobs
-            try await jobs.prepare()
-            let router = buildRouter(configuration: configuration, services: services, metrics: PrometheusCollectorRegistry())
-            routes(router)
-            let app = Application(
-                router: router, server: apiServer(configuration: configuration, store: store, logger: TestServices.logger),
-                configuration: .init(serverName: serverName), logger: TestServices.logger)
+            let app = buildApplication(
+                configuration: configuration, services: services, metrics: PrometheusCollectorRegistry(),
+                logger: TestServices.logger, routes: routes)
             try await app.test(live ? .live : .router) { client in
                 try await body(InProcessAPI(client: client, store: store, queue: queue, storage: storage, uploads: uploads))
             }
