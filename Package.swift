@@ -199,14 +199,25 @@ let package = Package(
             dependencies: [
                 "MomentsKit", "MomentsContract", "ServiceTestSupport", .product(name: "Hummingbird", package: "hummingbird"),
             ]),
-        // The `moments` command: the client commands and the operator's commands, as separate processes.
+        // Suites that start `moments` processes (the API, workers, the command line) against the
+        // real services; the other targets start none.
         .testTarget(
-            name: "momentsTests",
-            dependencies: ["JobQueue", "JobStore", "MomentsSupport", "ServiceTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
+            name: "EndToEndTests",
+            dependencies: [
+                "Highlights", "Jobs", "JobQueue", "JobStore", "Media", "MediaSynth", "MediaTestSupport", "MomentsKit", "MomentsModel",
+                "MomentsSupport", "ServiceTestSupport", "Storage",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]),
+        // Test support for media: fixtures made on demand, generated sounds and faces, ffmpeg's view of an output.
+        .target(
+            name: "MediaTestSupport", dependencies: ["HighlightChecks", "Media", "MediaSynth", "ServiceTestSupport"],
+            path: "Tests/MediaTestSupport"),
         .testTarget(
             name: "HighlightsTests",
             dependencies: [
-                "FaceDetection", "Highlights", "HighlightChecks", "MediaSynth", "Media", "MomentsModel", "MomentsSupport", "ServiceTestSupport",
+                "FaceDetection", "Highlights", "HighlightChecks", "MediaSynth", "MediaTestSupport", "Media", "MomentsModel", "MomentsSupport",
+                "ServiceTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import FaceDetection
 import Foundation
 import MediaSynth
+import MediaTestSupport
 import Testing
 
 @testable import Highlights

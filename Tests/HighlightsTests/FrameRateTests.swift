@@ -1,5 +1,6 @@
 import Foundation
 import HighlightChecks
+import MediaTestSupport
 import MomentsModel
 import Testing
 

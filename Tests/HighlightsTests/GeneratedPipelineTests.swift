@@ -1,6 +1,7 @@
 import Foundation
 import HighlightChecks
 import MediaSynth
+import MediaTestSupport
 import ServiceTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import MediaSynth
+import MediaTestSupport
 import ServiceTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import MediaSynth
+import MediaTestSupport
 import MomentsModel
 import ServiceTestSupport
 import Testing
@@ -77,27 +78,6 @@ struct MusicAnalysisTests {
         try Sounds.write(music, to: file)
         let sections = try MusicAnalyzer.analyse(path: file).loudSections
         #expect(sections.count == 1 && abs(sections[0].start - 12) <= 1 && abs(sections[0].end - 20) <= 1, "\(sections)")
-    }
-
-    @Test("moments music analyze prints the analysis, as JSON too, and refuses a text file by its code")
-    func command() throws {
-        var source = SplitMix64(seed: 21)
-        let truth = BeatTrackerTests.steady(100, seconds: 16)
-        let file = Self.path("command.mp3")
-        try Sounds.write(Sounds.normalised(Sounds.song(beats: truth, seconds: 16, swing: 0.5, using: &source), decibels: -14), to: file)
-        let text = try run(momentsBinary, ["music", "analyze", file])
-        #expect(text.status == 0 && text.stdout.contains(" a minute (strength ") && text.stdout.contains(": 16.0 s"), "\(text)")
-        let json = try run(momentsBinary, ["music", "analyze", file, "--json"])
-        try #require(json.status == 0, "\(json)")
-        let analysis = try JSONDecoder().decode(MusicAnalysis.self, from: Data(json.stdout.utf8))
-        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-        #expect(
-            Set(object?.keys.map { $0 } ?? []) == ["duration", "tempo", "beat_strength", "beats", "downbeats", "onsets", "loudness", "loud_sections"])
-        #expect(abs((analysis.tempo ?? 0) - 100) < 1 && analysis.beats.count >= 24, "\(analysis)")
-        let notes = Self.path("notes.mp3")
-        try Data("Buy milk, eggs and bread.\n".utf8).write(to: URL(fileURLWithPath: notes))
-        let refused = try run(momentsBinary, ["music", "analyze", notes])
-        #expect(refused.status == 1 && refused.stderr.hasPrefix("error: not_audio: ") && refused.stdout.isEmpty, "\(refused)")
     }
 
     enum Bad: String, CaseIterable, Sendable {

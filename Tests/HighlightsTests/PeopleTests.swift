@@ -2,6 +2,7 @@ import FaceDetection
 import Foundation
 import Media
 import MediaSynth
+import MediaTestSupport
 import MomentsModel
 import ServiceTestSupport
 import Testing

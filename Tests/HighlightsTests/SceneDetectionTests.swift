@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MediaSynth
+import MediaTestSupport
 import MomentsSupport
 import ServiceTestSupport
 import Testing

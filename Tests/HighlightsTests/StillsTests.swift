@@ -1,5 +1,6 @@
 import Foundation
 import MediaSynth
+import MediaTestSupport
 import MomentsModel
 import ServiceTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import MediaSynth
+import MediaTestSupport
 import MomentsModel
 import ServiceTestSupport
 import Testing

@@ -5,17 +5,17 @@ import MediaSynth
 /// frontal faces (an oval of skin under a cap of hair; dark eyes under brows, a nose's shadow and a
 /// mouth, in a face's proportions) at chosen places and sizes, over backgrounds with no face
 /// (sensor noise, gradients, blocks and stripes like walls, windows and foliage).
-enum Faces {
-    struct Picture {
-        var width: Int
-        var height: Int
-        var luma: [UInt8]
+public enum Faces {
+    public struct Picture {
+        public var width: Int
+        public var height: Int
+        public var luma: [UInt8]
         /// The faces drawn: centre and width (pixels).
-        var faces: [(x: Double, y: Double, size: Double)]
+        public var faces: [(x: Double, y: Double, size: Double)]
     }
 
     /// A background with no face: a gradient, blocks and stripes of random tones, and noise.
-    static func background(width: Int, height: Int, using rng: inout SplitMix64) -> [Double] {
+    public static func background(width: Int, height: Int, using rng: inout SplitMix64) -> [Double] {
         var plane = [Double](repeating: 0, count: width * height)
         let base = Double.random(in: 60...170, using: &rng), slope = Double.random(in: -60...60, using: &rng)
         for y in 0..<height { for x in 0..<width { plane[y * width + x] = base + slope * Double(x) / Double(width) } }
@@ -34,12 +34,12 @@ enum Faces {
     }
 
     /// Draws a face centred at (`cx`, `cy`), `size` wide, with skin of tone `skin`.
-    static func draw(face cx: Double, _ cy: Double, size: Double, skin: Double, on plane: inout [Double], width: Int, height: Int) {
+    public static func draw(face cx: Double, _ cy: Double, size: Double, skin: Double, on plane: inout [Double], width: Int, height: Int) {
         FacePainter.draw(cx: cx, cy: cy, size: size, skin: skin, width: width, height: height) { x, y, value in plane[y * width + x] = value }
     }
 
     /// A picture of `count` faces (none overlapping, each 16–40 % of the shorter side: the detector looks for faces from 15 %) over a background.
-    static func picture(width: Int, height: Int, faces count: Int, using rng: inout SplitMix64) -> Picture {
+    public static func picture(width: Int, height: Int, faces count: Int, using rng: inout SplitMix64) -> Picture {
         var plane = background(width: width, height: height, using: &rng)
         var faces: [(x: Double, y: Double, size: Double)] = []
         var tries = 0
@@ -55,7 +55,7 @@ enum Faces {
         return Picture(width: width, height: height, luma: plane.map { UInt8(max(0, min(255, $0.rounded()))) }, faces: faces)
     }
 
-    static func gaussian(using rng: inout SplitMix64) -> Double {
+    public static func gaussian(using rng: inout SplitMix64) -> Double {
         let u = Double.random(in: Double.ulpOfOne...1, using: &rng), v = Double.random(in: 0...1, using: &rng)
         return (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
     }

@@ -6,20 +6,20 @@ import ServiceTestSupport
 /// Soundtracks made for the speech tests, 16 kHz mono, each with what it holds known by
 /// construction: sentences spoken by espeak-ng (its voices, speeds and pitches varied) with pauses
 /// between them, and sounds with no speech at all (music, wind, traffic, a crowd's babble).
-enum Sounds {
-    static let rate = 16_000
+public enum Sounds {
+    public static let rate = 16_000
 
-    static let sentences = [
+    public static let sentences = [
         "The boat left the harbour early in the morning.", "We watched it go, and then we walked back along the beach.",
         "Look at that, she is jumping into the water!", "Happy birthday to you, my dear friend.",
         "I can't believe how cold it is today.", "Come over here and see what the dog found.",
         "This is the best day of the whole summer holiday.", "Do you want to try again, or shall we go home?",
         "Wait, wait, let me get my camera ready first.", "Everyone say cheese, one, two, three.",
     ]
-    static let voices = ["en-us", "en-gb", "en-us+f2", "en-gb+m3", "en-us+f4", "de", "fr", "es", "en-gb-scotland+f3"]
+    public static let voices = ["en-us", "en-gb", "en-us+f2", "en-gb+m3", "en-us+f4", "de", "fr", "es", "en-gb-scotland+f3"]
 
     /// One sentence as espeak-ng speaks it, trimmed to where it is audible.
-    static func spoken(_ text: String, voice: String, speed: Int, pitch: Int) throws -> [Float] {
+    public static func spoken(_ text: String, voice: String, speed: Int, pitch: Int) throws -> [Float] {
         let result = try captured("/usr/bin/espeak-ng", ["-v", voice, "-s", "\(speed)", "-p", "\(pitch)", "--stdout", text])
         guard result.status == 0 else { throw SoundError.tool("espeak-ng exited with \(result.status)") }
         let (samples, sourceRate) = try pcm16(result.output)
@@ -31,7 +31,7 @@ enum Sounds {
     }
 
     /// Sentences with pauses of 0.35–1.5 s between them over `seconds`; the sentences' spans (seconds).
-    static func speech(seconds: Double, using rng: inout SplitMix64) throws -> (samples: [Float], sentences: [ClosedRange<Double>]) {
+    public static func speech(seconds: Double, using rng: inout SplitMix64) throws -> (samples: [Float], sentences: [ClosedRange<Double>]) {
         var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
         var spans: [ClosedRange<Double>] = []
         var t = Double.random(in: 0.3...1.5, using: &rng)
@@ -50,7 +50,7 @@ enum Sounds {
     }
 
     /// Pink noise (the hum of a room).
-    static func pinkNoise(seconds: Double, using rng: inout SplitMix64) -> [Float] {
+    public static func pinkNoise(seconds: Double, using rng: inout SplitMix64) -> [Float] {
         // Voss-McCartney: the sum of white sources renewed at halving rates.
         var rows = [Double](repeating: 0, count: 12)
         return (0..<Int(seconds * Double(rate))).map { n in
@@ -69,13 +69,13 @@ enum Sounds {
     }
 
     /// Music: a melody on a scale over chords, with kick drum and hi-hat on the beat.
-    static func music(seconds: Double, using rng: inout SplitMix64) -> [Float] {
+    public static func music(seconds: Double, using rng: inout SplitMix64) -> [Float] {
         song(seconds: seconds, using: &rng).samples
     }
 
     /// `music`, with its beat: a kick at every multiple of `beat` seconds from 0 (70–160 a
     /// minute), a hi-hat half way between, notes of half a beat to two beats.
-    static func song(seconds: Double, using rng: inout SplitMix64) -> (samples: [Float], beat: Double) {
+    public static func song(seconds: Double, using rng: inout SplitMix64) -> (samples: [Float], beat: Double) {
         var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
         func add(_ sound: [Float], at t: Double, gain: Float = 1) {
             let at = Int(t * Double(rate))
@@ -115,7 +115,7 @@ enum Sounds {
     /// Music on given beats (seconds), so that its tempo may change: a kick on each beat, a
     /// hi-hat `swing` of the way to the next (a half straight, two thirds swung), and a chord that
     /// changes on the first beat of every bar of four (beats 0, 4, 8, …).
-    static func song(beats: [Double], seconds: Double, swing: Double, using rng: inout SplitMix64) -> [Float] {
+    public static func song(beats: [Double], seconds: Double, swing: Double, using rng: inout SplitMix64) -> [Float] {
         var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
         func add(_ sound: [Float], at t: Double, gain: Float = 1) {
             let at = Int(t * Double(rate))
@@ -146,7 +146,7 @@ enum Sounds {
     }
 
     /// A metronome: a 20 ms click of 1 kHz on each beat, of 1.5 kHz and louder on each bar's first.
-    static func clicks(beats: [Double], seconds: Double, beatsPerBar: Int = 4) -> [Float] {
+    public static func clicks(beats: [Double], seconds: Double, beatsPerBar: Int = 4) -> [Float] {
         var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
         for (k, t) in beats.enumerated() {
             let downbeat = k % beatsPerBar == 0
@@ -161,7 +161,7 @@ enum Sounds {
 
     /// Writes 16 kHz mono samples to `path` with ffmpeg, in the format its extension names
     /// (`arguments` choose the codec where the extension allows several).
-    static func write(_ samples: [Float], to path: String, arguments: [String] = []) throws {
+    public static func write(_ samples: [Float], to path: String, arguments: [String] = []) throws {
         let raw = FileManager.default.temporaryDirectory.appendingPathComponent("sound-\(UUID().uuidString).f32")
         defer { try? FileManager.default.removeItem(at: raw) }
         try samples.withUnsafeBufferPointer { try Data(buffer: $0).write(to: raw) }
@@ -173,7 +173,7 @@ enum Sounds {
     }
 
     /// Wind: low rumbling noise in gusts.
-    static func wind(seconds: Double, using rng: inout SplitMix64) -> [Float] {
+    public static func wind(seconds: Double, using rng: inout SplitMix64) -> [Float] {
         let noise = pinkNoise(seconds: seconds, using: &rng)
         let gusts = (0..<(Int(seconds * 2) + 2)).map { _ in Double.random(in: 0.2...1.5, using: &rng) }
         var smooth = 0.0
@@ -185,7 +185,7 @@ enum Sounds {
     }
 
     /// Traffic: rumble, engines passing (harmonic hum that glides as it passes) and a car horn.
-    static func traffic(seconds: Double, using rng: inout SplitMix64) -> [Float] {
+    public static func traffic(seconds: Double, using rng: inout SplitMix64) -> [Float] {
         var track = wind(seconds: seconds, using: &rng).map { $0 * 3 }
         for _ in 0...Int(seconds / 4) {
             let centre = Double.random(in: 0...seconds, using: &rng), hz = Double.random(in: 30...90, using: &rng)
@@ -206,7 +206,7 @@ enum Sounds {
     }
 
     /// A crowd: eight voices at once, never one alone.
-    static func crowd(seconds: Double, using rng: inout SplitMix64) throws -> [Float] {
+    public static func crowd(seconds: Double, using rng: inout SplitMix64) throws -> [Float] {
         var track = [Float](repeating: 0, count: Int(seconds * Double(rate)))
         for _ in 0..<8 {
             var t = Double.random(in: -2...0, using: &rng)
@@ -223,19 +223,19 @@ enum Sounds {
     }
 
     /// `samples` scaled to an RMS level of `decibels` dBFS.
-    static func normalised(_ samples: [Float], decibels: Double) -> [Float] {
+    public static func normalised(_ samples: [Float], decibels: Double) -> [Float] {
         let rms = (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
         let gain = Float(pow(10, decibels / 20) / max(rms, 1e-12))
         return samples.map { $0 * gain }
     }
 
-    static func mix(_ a: [Float], _ b: [Float]) -> [Float] { (0..<min(a.count, b.count)).map { a[$0] + b[$0] } }
+    public static func mix(_ a: [Float], _ b: [Float]) -> [Float] { (0..<min(a.count, b.count)).map { a[$0] + b[$0] } }
 
     // MARK: WAV
 
-    enum SoundError: Error { case tool(String), format(String) }
+    public enum SoundError: Error { case tool(String), format(String) }
 
-    static func pcm16(_ wav: Data) throws -> (samples: [Float], rate: Int) {
+    public static func pcm16(_ wav: Data) throws -> (samples: [Float], rate: Int) {
         let bytes = [UInt8](wav)
         func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
         guard bytes.count > 44, bytes[0..<4] == [0x52, 0x49, 0x46, 0x46] else { throw SoundError.format("not a RIFF file") }
@@ -256,7 +256,7 @@ enum Sounds {
         throw SoundError.format("no data chunk")
     }
 
-    static func resample(_ samples: [Float], from source: Int, to target: Int) -> [Float] {
+    public static func resample(_ samples: [Float], from source: Int, to target: Int) -> [Float] {
         guard source != target, !samples.isEmpty else { return samples }
         let count = Int(Double(samples.count) * Double(target) / Double(source))
         return (0..<count).map { n in

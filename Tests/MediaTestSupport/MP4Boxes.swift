@@ -2,18 +2,25 @@ import Foundation
 
 /// An MP4/MOV file as a tree of boxes, to damage one field precisely and write the file again
 /// (sizes recomputed). Our writer puts `moov` after `mdat`, so resizing the index moves no sample.
-struct MP4Box {
-    var type: String
+public struct MP4Box {
+    public var type: String
     /// The bytes after the header (a leaf), or nil for a container of `children`.
-    var payload: [UInt8]?
-    var children: [MP4Box] = []
+    public var payload: [UInt8]?
+    public var children: [MP4Box] = []
     /// Where the box started in the file it was read from.
-    var offset: Int
+    public var offset: Int
 
-    static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl", "edts", "dinf", "mvex", "udta"]
+    public init(type: String, payload: [UInt8]?, children: [MP4Box] = [], offset: Int) {
+        self.type = type
+        self.payload = payload
+        self.children = children
+        self.offset = offset
+    }
+
+    public static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl", "edts", "dinf", "mvex", "udta"]
 
     /// The boxes of `bytes[range]`; a box whose size runs past the end is kept to the end.
-    static func parse(_ bytes: [UInt8], _ range: Range<Int>) -> [MP4Box] {
+    public static func parse(_ bytes: [UInt8], _ range: Range<Int>) -> [MP4Box] {
         var boxes: [MP4Box] = []
         var offset = range.lowerBound
         while offset + 8 <= range.upperBound {
@@ -37,29 +44,29 @@ struct MP4Box {
         return boxes
     }
 
-    var bytes: [UInt8] {
+    public var bytes: [UInt8] {
         let body = payload ?? children.flatMap(\.bytes)
         let size = UInt32(body.count + 8)
         return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + body
     }
 
     /// Every box offset in the tree (for truncating at each one).
-    var offsets: [Int] { [offset] + children.flatMap(\.offsets) }
+    public var offsets: [Int] { [offset] + children.flatMap(\.offsets) }
 }
 
 /// A whole file of boxes.
-struct MP4File {
-    var boxes: [MP4Box]
+public struct MP4File {
+    public var boxes: [MP4Box]
 
-    init(_ path: String) throws {
+    public init(_ path: String) throws {
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         boxes = MP4Box.parse(bytes, 0..<bytes.count)
     }
 
-    var bytes: [UInt8] { boxes.flatMap(\.bytes) }
+    public var bytes: [UInt8] { boxes.flatMap(\.bytes) }
 
     /// The handler of a `trak` (`vide`, `soun`).
-    static func handler(of trak: MP4Box) -> String? {
+    public static func handler(of trak: MP4Box) -> String? {
         guard let hdlr = trak.children.first(where: { $0.type == "mdia" })?.children.first(where: { $0.type == "hdlr" })?.payload,
             hdlr.count >= 12
         else { return nil }
@@ -69,13 +76,13 @@ struct MP4File {
     /// Changes the leaf at `path` (`["moov", "trak:vide", "mdia", "mdhd"]`; `trak:vide` is the
     /// video track) with `edit`. False, and nothing changed, when the path is missing.
     @discardableResult
-    mutating func edit(_ path: [String], _ edit: (inout [UInt8]) -> Void) -> Bool {
+    public mutating func edit(_ path: [String], _ edit: (inout [UInt8]) -> Void) -> Bool {
         Self.edit(&boxes, path[...], edit)
     }
 
     /// Changes the children of the container at `path`; false when the path is missing.
     @discardableResult
-    mutating func editChildren(_ path: [String], _ edit: (inout [MP4Box]) -> Void) -> Bool {
+    public mutating func editChildren(_ path: [String], _ edit: (inout [MP4Box]) -> Void) -> Bool {
         Self.editChildren(&boxes, path[...], edit)
     }
 
@@ -106,13 +113,13 @@ struct MP4File {
 }
 
 extension Array where Element == UInt8 {
-    func u32(at offset: Int) -> UInt32 { self[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+    public func u32(at offset: Int) -> UInt32 { self[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
 
-    mutating func put(_ value: UInt32, at offset: Int) {
+    public mutating func put(_ value: UInt32, at offset: Int) {
         for i in 0..<4 { self[offset + i] = UInt8(value >> (24 - 8 * UInt32(i)) & 0xFF) }
     }
 
-    mutating func put16(_ value: UInt16, at offset: Int) {
+    public mutating func put16(_ value: UInt16, at offset: Int) {
         self[offset] = UInt8(value >> 8)
         self[offset + 1] = UInt8(value & 0xFF)
     }

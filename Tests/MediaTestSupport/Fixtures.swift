@@ -1,13 +1,14 @@
 import Foundation
 import Media
 import MediaSynth
+import ServiceTestSupport
 import Synchronization
 
 /// Test footage made with the project's own encoder, once per test run, shared between tests.
-enum Fixtures {
+public enum Fixtures {
     /// The pictures of `path`'s video at `indices` (counted from 0 in the order the decoder gives
     /// them, ascending), decoded until the last of them.
-    static func pictures(of path: String, at indices: [Int]) throws -> [Frame] {
+    public static func pictures(of path: String, at indices: [Int]) throws -> [Frame] {
         let input = try InputFile(path: path)
         guard let stream = input.bestStream(.video), let last = indices.last else { return [] }
         let decoder = try Decoder(stream: stream)
@@ -26,20 +27,21 @@ enum Fixtures {
 
     /// Under `.build` (git-ignored), kept between runs: a fixture's file name carries a hash of its
     /// description, so a changed fixture is made anew.
-    static let directory: URL = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/test-fixtures")
+    public static let directory: URL = {
+        let url = TestServices.repository.appendingPathComponent(".build/test-fixtures")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         FFmpegLog.quiet()
-        // Scratch folders of earlier runs.
+        // Scratch folders of earlier runs (`scratch-<pid>-…`), not of a run still going on beside this one.
         for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] where name.hasPrefix("scratch-") {
+            let pid = name.split(separator: "-").dropFirst().first.flatMap { pid_t($0) }
+            if let pid, pid != getpid(), kill(pid, 0) == 0 { continue }
             try? FileManager.default.removeItem(at: url.appendingPathComponent(name))
         }
         return url
     }()
 
     /// FNV-1a of the fixture's description: stable across runs and machines.
-    static func fingerprint(_ video: SyntheticVideo) -> String {
+    public static func fingerprint(_ video: SyntheticVideo) -> String {
         var hash: UInt64 = 0xcbf29ce484222325
         for byte in "\(SyntheticVideo.writerVersion) \(video)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100000001b3 }
         return String(hash, radix: 16)
@@ -48,7 +50,7 @@ enum Fixtures {
     private static let made = Mutex<Set<String>>([])
 
     /// The path of fixture `name`, writing it from `video` the first time.
-    static func path(_ name: String, _ video: SyntheticVideo) throws -> String {
+    public static func path(_ name: String, _ video: SyntheticVideo) throws -> String {
         let file = "\(fingerprint(video))-\(name)"
         let path = directory.appendingPathComponent(file).path
         try made.withLock { made in
@@ -63,8 +65,14 @@ enum Fixtures {
         return path
     }
 
+    /// `count` bytes of noise, the same for the same seed.
+    public static func randomBytes(seed: UInt64, count: Int = 200_000) -> Data {
+        var generator = SplitMix64(seed: seed)
+        return Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
     /// A fresh, empty scratch folder for one test.
-    static func scratch() -> URL {
+    public static func scratch() -> URL {
         let url = directory.appendingPathComponent("scratch-\(getpid())-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
@@ -74,7 +82,7 @@ enum Fixtures {
 
     /// Shots with every kind of change at known frames: cuts after a still, a pan and a shaky shot,
     /// a 16-frame dissolve, a 20-frame fade through black. 20 s at 30 fps, 320×180.
-    static func scenes(
+    public static func scenes(
         codec: String = "libx264", pixelFormat: String = "yuv420p", gop: Int = 30,
         variableFrameRate: Bool = false, options: [String: String] = ["preset": "veryfast"]
     ) -> SyntheticVideo {
@@ -100,7 +108,7 @@ enum Fixtures {
     /// Phone-like footage for the copy path: the `scenes` shots with 1 s GOPs and sound that never
     /// repeats (noise bursts throughout), as H.264 (closed GOPs, BT.709 tags) or 10-bit HEVC with
     /// open GOPs (CRA pictures each led by RASL pictures, HLG tags) in a MOV.
-    static func phone(hevc: Bool) -> SyntheticVideo {
+    public static func phone(hevc: Bool) -> SyntheticVideo {
         var video = scenes(
             codec: hevc ? "libx265" : "libx264", pixelFormat: hevc ? "yuv420p10le" : "yuv420p", gop: 30,
             options: hevc
@@ -114,7 +122,7 @@ enum Fixtures {
     }
 
     /// 40 s of calm shots with one planted event (fast motion and loud bursts) at 25.0–27.5 s.
-    static var event: SyntheticVideo {
+    public static var event: SyntheticVideo {
         var video = SyntheticVideo(
             width: 320, height: 180, frameRate: 30,
             scenes: (0..<8).map { index in
@@ -126,7 +134,7 @@ enum Fixtures {
     }
 
     /// A short clip with one cut in the middle (1.5 s + 1.5 s).
-    static func clip(
+    public static func clip(
         codec: String, pixelFormat: String = "yuv420p", audio: SyntheticVideo.AudioCodec?, container: String?,
         options: [String: String] = [:], frames: Int = 45
     ) -> SyntheticVideo {

@@ -1,5 +1,6 @@
 import Foundation
 import MediaSynth
+import MediaTestSupport
 import MomentsSupport
 import ServiceTestSupport
 import Synchronization

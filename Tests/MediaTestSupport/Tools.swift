@@ -5,33 +5,30 @@ import ServiceTestSupport
 /// Runs a program (by path, or found on `PATH`) and returns its exit status, standard output and
 /// standard error (through files: see `captured`).
 @discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+public func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
     let result = executable.hasPrefix("/") ? try captured(executable, arguments) : try captured("/usr/bin/env", [executable] + arguments)
     return (result.status, String(decoding: result.output, as: UTF8.self), String(decoding: result.errors, as: UTF8.self))
 }
 
 /// The `moments` executable built beside the tests.
-var momentsBinary: String {
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/moments").path
-}
+public var momentsBinary: String { TestServices.momentsBinary.path }
 
 /// ffprobe's view of a file's streams and format, as flat key=value pairs per section.
-struct Probe {
-    var streams: [[String: String]] = []
-    var format: [String: String] = [:]
+public struct Probe {
+    public var streams: [[String: String]] = []
+    public var format: [String: String] = [:]
 
-    init(_ path: String) throws {
+    public init(_ path: String) throws {
         (streams, format) = MediaInspection.sections(try run("ffprobe", ["-v", "error", "-show_streams", "-show_format", path]).stdout)
     }
 
-    var video: [String: String]? { streams.first { $0["codec_type"] == "video" } }
-    var audio: [String: String]? { streams.first { $0["codec_type"] == "audio" } }
-    var duration: Double { Double(format["duration"] ?? "") ?? 0 }
+    public var video: [String: String]? { streams.first { $0["codec_type"] == "video" } }
+    public var audio: [String: String]? { streams.first { $0["codec_type"] == "audio" } }
+    public var duration: Double { Double(format["duration"] ?? "") ?? 0 }
 }
 
 /// Top-level MP4 box types in file order.
-func topLevelBoxes(_ path: String) throws -> [String] {
+public func topLevelBoxes(_ path: String) throws -> [String] {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
     var boxes: [String] = []
     var offset = 0
@@ -48,7 +45,7 @@ func topLevelBoxes(_ path: String) throws -> [String] {
 }
 
 /// Decodes a file's audio to mono 8 kHz floats with ffmpeg (an independent decoder).
-func decodedAudio(_ path: String) throws -> [Float] {
+public func decodedAudio(_ path: String) throws -> [Float] {
     let raw = FileManager.default.temporaryDirectory.appendingPathComponent("audio-\(UUID().uuidString).f32")
     defer { try? FileManager.default.removeItem(at: raw) }
     try run("ffmpeg", ["-v", "error", "-y", "-i", path, "-ac", "1", "-ar", "8000", "-f", "f32le", raw.path])
@@ -57,21 +54,21 @@ func decodedAudio(_ path: String) throws -> [Float] {
 }
 
 /// Decodes the first video frame to 8-bit grey with ffmpeg: (width, height, pixels).
-func firstFrameGrey(_ path: String, width: Int, height: Int) throws -> [UInt8] {
+public func firstFrameGrey(_ path: String, width: Int, height: Int) throws -> [UInt8] {
     let raw = FileManager.default.temporaryDirectory.appendingPathComponent("frame-\(UUID().uuidString).gray")
     defer { try? FileManager.default.removeItem(at: raw) }
     try run("ffmpeg", ["-v", "error", "-y", "-i", path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", raw.path])
     return [UInt8](try Data(contentsOf: raw))
 }
 
-func rms(_ samples: ArraySlice<Float>) -> Double {
+public func rms(_ samples: ArraySlice<Float>) -> Double {
     guard !samples.isEmpty else { return 0 }
     return (samples.reduce(0.0) { $0 + Double($1 * $1) } / Double(samples.count)).squareRoot()
 }
 
 /// Every decoded video frame's time (seconds from the first frame) and MD5, by ffmpeg's `framemd5`
 /// (an independent decoder; the display matrix is applied as players do).
-func frameHashes(_ path: String) throws -> [(time: Double, hash: String)] {
+public func frameHashes(_ path: String) throws -> [(time: Double, hash: String)] {
     let result = try run("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-vsync", "passthrough", "-f", "framemd5", "-"])
     var timeBase = 1.0
     var frames: [(time: Double, hash: String)] = []
@@ -92,7 +89,7 @@ func frameHashes(_ path: String) throws -> [(time: Double, hash: String)] {
 
 /// The lag (seconds, positive when `b` is late) within ±`range` that best lines `b` up with `a`,
 /// by normalised cross-correlation; and how well they then match (1 = identical).
-func bestLag(_ a: ArraySlice<Float>, _ b: ArraySlice<Float>, rate: Double, range: Double) -> (lag: Double, correlation: Double) {
+public func bestLag(_ a: ArraySlice<Float>, _ b: ArraySlice<Float>, rate: Double, range: Double) -> (lag: Double, correlation: Double) {
     let maxShift = Int(range * rate)
     let a = Array(a), b = Array(b)
     var best = (lag: 0.0, correlation: -1.0)
@@ -114,7 +111,7 @@ func bestLag(_ a: ArraySlice<Float>, _ b: ArraySlice<Float>, rate: Double, range
 /// Runs a program to its end and returns its exit status and peak resident memory in MB, as GNU
 /// time measures it (it forks the program from its own small process: a child spawned straight
 /// from this large test process would inherit its high-water mark at exec).
-func runMeasuringMemory(_ executable: String, _ arguments: [String]) throws -> (status: Int32, peakMB: Double) {
+public func runMeasuringMemory(_ executable: String, _ arguments: [String]) throws -> (status: Int32, peakMB: Double) {
     let report = FileManager.default.temporaryDirectory.appendingPathComponent("rss-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: report) }
     let result = try run("/usr/bin/time", ["-f", "%M", "-o", report.path, executable] + arguments)
