@@ -16,8 +16,10 @@ struct MusicAnalysisTests {
     @Test("each format gives the beat and the bars the music was made on", arguments: ["mp3", "m4a", "ogg", "opus", "flac", "wav"])
     func formats(format: String) throws {
         var rng = SystemRandomNumberGenerator()
-        for _ in 0..<2 {
-            let seed = rng.next()
+        // A seed that once failed (Vorbis silenced the moment before a bar, and the beat there
+        // was dropped), then two new ones; `MOMENTS_BEAT_SEED=a,b` replays given seeds instead.
+        let listed = ProcessInfo.processInfo.environment["MOMENTS_BEAT_SEED"]?.split(separator: ",").compactMap { UInt64($0) }
+        for seed in listed ?? [3_377_838_435_203_511_526, rng.next(), rng.next()] {
             var source = SplitMix64(seed: seed)
             let tempo = Double.random(in: 80...150, using: &source)
             let truth = BeatTrackerTests.steady(tempo, seconds: 24)

@@ -122,9 +122,10 @@ struct BeatTracker {
         guard let (period, strength) = Self.tempo(of: envelope), strength >= Self.weakest,
             Double(n) >= 4 * period
         else { return nil }
-        // Beats only where there is music: not in the silence before or after it.
-        let sounding = loudness.map { $0 > peak - 50 }
-        let frames = Self.beatsBothWays(in: envelope, periods: Self.periods(of: envelope, near: period)).filter { sounding[$0] }
+        // Beats only where there is music: not in the silence before or after it. A beat inside
+        // it stays, however quiet its frame (a lossy encoder may silence the moment before a bar).
+        guard let first = loudness.firstIndex(where: { $0 > peak - 50 }), let last = loudness.lastIndex(where: { $0 > peak - 50 }) else { return nil }
+        let frames = Self.beatsBothWays(in: envelope, periods: Self.periods(of: envelope, near: period)).filter { (first...last).contains($0) }
         guard frames.count >= 4 else { return nil }
         let time = { (frame: Int) in startTime + Double(frame) * Self.frameSeconds + Self.lead }
         return BeatGrid(
