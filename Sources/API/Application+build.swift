@@ -117,18 +117,21 @@ public func buildRouter(
     MetricsController(registry: metrics, jobs: services.jobs, store: store, token: configuration.metricsToken).addRoutes(to: router)
     OpenAPIDocument().addRoutes(to: router)
     HealthController(jobs: services.jobs, store: store, storage: services.storage).addRoutes(to: router)
-    let quota = Quota(jobs: services.jobs, store: store, freeMonthlyHighlights: configuration.freeMonthlyHighlights)
+    let quota = Quota(jobs: services.jobs, freeMonthlyHighlights: configuration.freeMonthlyHighlights)
+    let idempotency = Idempotency(jobs: services.jobs)
     let limiter = RateLimiter(store: services.rateLimits, limits: configuration.rateLimit, trustedProxyHops: configuration.trustedProxyHops)
     let api = router.group("api/v1").add(middleware: AuthenticationMiddleware(store: store, required: configuration.authRequired))
     DevicesController(store: store, quota: quota, limiter: limiter).addRoutes(to: api)
-    UploadController(store: store, storage: services.storage, configuration: configuration, quota: quota, limiter: limiter).addRoutes(to: api)
+    UploadController(
+        store: store, storage: services.storage, configuration: configuration, quota: quota, idempotency: idempotency, limiter: limiter
+    ).addRoutes(to: api)
     MusicController(store: store).addRoutes(to: api)
     let jobs = JobsController(jobs: services.jobs, store: store, storage: services.storage, configuration: configuration, hub: hub)
     jobs.addRoutes(to: api.group("jobs"))
     jobs.addStatusRoute(to: router, authRequired: configuration.authRequired)
     DirectUploadController(
         store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
-        quota: quota, limiter: limiter
+        quota: quota, idempotency: idempotency, limiter: limiter
     ).addRoutes(to: api)
     if let console = configuration.console {
         ConsoleController(

@@ -33,6 +33,7 @@ struct DirectUploadController: Sendable {
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let quota: Quota
+    let idempotency: Idempotency
     let limiter: RateLimiter
 
     struct Reservation: Codable {
@@ -109,7 +110,6 @@ struct DirectUploadController: Sendable {
                 .conflict, .directUploadUnavailable,
                 "Direct uploads need S3-compatible storage; upload with POST /api/v1/upload instead.")
         }
-        let idempotency = Idempotency(store: store)
         let key = try Idempotency.key(of: request)
         if try await idempotency.earlierJob(owner: context.identity.owner, key: key) == nil { try await quota.checkRoom(context.identity) }
         try await limiter.admitUpload(request, context: context)

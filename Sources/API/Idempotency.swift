@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
-import JobStore
+import Jobs
 
 /// `Idempotency-Key` on the submissions (`POST /api/v1/upload`, `POST /api/v1/uploads`), as
 /// Stripe and the IETF draft define it: a client that lost the answer (a dropped connection, a
@@ -15,7 +15,7 @@ import JobStore
 /// id, so a request that died half-way is finished by its retry under the same id: the job row
 /// and its source key follow from the id, and the store creates a job once.
 struct Idempotency: Sendable {
-    let store: JobStore
+    let jobs: Jobs
 
     static let header = HTTPField.Name("Idempotency-Key")!
     /// Set on an answer that repeats an earlier request's job.
@@ -36,13 +36,13 @@ struct Idempotency: Sendable {
     /// early check: the retry of a request that took the last highlight must not be refused).
     func earlierJob(owner: String?, key: String?) async throws -> UUID? {
         guard let key else { return nil }
-        return try await store.idempotencyKey(owner: owner, key: key)?.jobID
+        return try await jobs.earlierJob(owner: owner, idempotencyKey: key)
     }
 
     /// The job id this request works under: `proposed` when the key is new (or expired), else the
     /// id the key was first given, if the request is the same (endpoint and fingerprint).
     func claim(owner: String?, key: String, endpoint: String, fingerprint: String, proposed: UUID) async throws -> UUID {
-        let record = try await store.claimIdempotencyKey(owner: owner, key: key, endpoint: endpoint, fingerprint: fingerprint, jobID: proposed)
+        let record = try await jobs.claim(idempotencyKey: key, owner: owner, endpoint: endpoint, fingerprint: fingerprint, proposed: proposed)
         guard record.endpoint == endpoint, record.fingerprint == fingerprint else {
             throw APIError(
                 .unprocessableContent, .idempotencyKeyReused,

@@ -7,7 +7,6 @@ import MomentsModel
 /// The monthly highlight quota of the free plan.
 struct Quota: Sendable {
     let jobs: Jobs
-    let store: JobStore
     let freeMonthlyHighlights: Int
 
     /// Highlights per month for a plan; nil is unlimited.
@@ -23,7 +22,7 @@ struct Quota: Sendable {
     /// Refuses early (before any bytes are taken) when the owner has no highlight left this month.
     func checkRoom(_ identity: Identity) async throws {
         guard let owner = identity.owner, let limit = limit(for: identity) else { return }
-        let usage = try await store.monthlyUsage(owner: owner)
+        let usage = try await jobs.monthlyUsage(owner: owner)
         if usage.used >= limit { throw Self.exceeded(used: usage.used, limit: limit, resetsAt: usage.periodEnd) }
     }
 
@@ -33,7 +32,7 @@ struct Quota: Sendable {
         case .created(let record):
             return record
         case .quotaExceeded(let used, let limit):
-            let usage = try? await store.monthlyUsage(owner: job.owner ?? "")
+            let usage = try? await jobs.monthlyUsage(owner: job.owner ?? "")
             throw Self.exceeded(used: used, limit: limit, resetsAt: usage?.periodEnd)
         }
     }

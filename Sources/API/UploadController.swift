@@ -22,6 +22,7 @@ struct UploadController: Sendable {
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let quota: Quota
+    let idempotency: Idempotency
     let limiter: RateLimiter
     static let accepted =
         "We accept MP4, MOV, M4V, 3GP, MKV, WebM and AVI videos from \(HighlightLimits.minimumSourceDuration) second "
@@ -54,7 +55,6 @@ struct UploadController: Sendable {
             throw APIError(.badRequest, .invalidRequest, "Send the video as multipart/form-data with a part named 'file'.")
         }
         let owner = context.identity.owner
-        let idempotency = Idempotency(store: store)
         let key = try Idempotency.key(of: request)
         // Refused before a byte of the video is read: over quota, too fast, or too large. (The
         // retry of a request that took the owner's last highlight is not over quota.)

@@ -56,6 +56,27 @@ public struct Jobs: Sendable {
         return outcome
     }
 
+    /// How many highlights `owner` has made this month, and when the month ends (the quota's
+    /// early check, before an upload's bytes are taken; `submit` checks it again atomically).
+    public func monthlyUsage(owner: String) async throws(JobStoreError) -> MonthlyUsage {
+        try await store.monthlyUsage(owner: owner)
+    }
+
+    /// The job id an earlier request with `owner`'s idempotency `key` was given (within the key's
+    /// day), if any.
+    public func earlierJob(owner: String?, idempotencyKey key: String) async throws(JobStoreError) -> UUID? {
+        try await store.idempotencyKey(owner: owner, key: key)?.jobID
+    }
+
+    /// Records `owner`'s idempotency `key` for a request (its endpoint and fingerprint) under job
+    /// id `proposed`, before anything is made under that id, unless a live record holds the key
+    /// already: the answer is the record that holds it, this request's or an earlier one's.
+    public func claim(
+        idempotencyKey key: String, owner: String?, endpoint: String, fingerprint: String, proposed: UUID
+    ) async throws(JobStoreError) -> IdempotencyRecord {
+        try await store.claimIdempotencyKey(owner: owner, key: key, endpoint: endpoint, fingerprint: fingerprint, jobID: proposed)
+    }
+
     /// Cancels a pending or processing job (of `owner`, when given). A pending job leaves the
     /// queue; a running one hears it from its lease.
     public func cancel(_ id: UUID, owner: String? = nil, detail: String = "cancelled on request") async throws(JobStoreError) -> CancelOutcome {
