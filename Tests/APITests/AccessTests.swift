@@ -90,7 +90,7 @@ struct AccessTests {
             #expect(try await api.upload(try Self.video, headers: auth).status == 200)
             #expect(try await api.upload(try Self.video, headers: auth).error().code == "quota_exceeded")
 
-            // Pro, set with SQL as docs/operations.md says: unlimited.
+            // Pro, set with SQL as docs/data-plane.md says: unlimited.
             let device = try #require(me["device_id"] as? String)
             try await api.store.client.query("UPDATE devices SET plan = 'pro' WHERE id = \(UUID(uuidString: device)!)")
             me = try await api.get("/api/v1/me", headers: auth).json()

@@ -211,7 +211,7 @@ struct TransitionTests {
         }
     }
 
-    @Test("The admin views answer the questions of docs/operations.md")
+    @Test("The admin views answer the questions of docs/data-plane.md")
     func adminViews() async throws {
         try await TestServices.withDatabase { store, _ in
             for index in 0..<3 {
