@@ -21,7 +21,8 @@ struct MusicMixTests {
 
     @Test("over 500 generated selections: each cut on a beat, each segment inside its shot and no shorter than a second, the total on the target")
     func fitsOnTheBeat() {
-        var rng = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var rng = SplitMix64(seed: seed)
         for _ in 0..<500 {
             let tempo = Double.random(in: 60...180, using: &rng)
             let target = Double(Int.random(in: 5...60, using: &rng))
@@ -52,7 +53,7 @@ struct MusicMixTests {
                 }
             }
             let fitted = BeatFit.fit(segments, plan: plan, target: target, bounds: bounds, shortest: 1)
-            let context = "tempo \(tempo), target \(target), \(segments.map { ($0.start, $0.end) })"
+            let context = "seed \(seed): tempo \(tempo), target \(target), \(segments.map { ($0.start, $0.end) })"
             var elapsed = 0.0
             for (i, (before, after)) in zip(segments, fitted.segments).enumerated() {
                 // The end moves; the start only when the end is at its bound.
@@ -74,6 +75,20 @@ struct MusicMixTests {
                 #expect(elapsed <= fewest + 1e-6, "\(context): \(elapsed), the fewest beats being \(fewest)")
             }
         }
+    }
+
+    @Test("a target out of reach gets the fewest beats the segments allow, not the cuts nearest where they were")
+    func fewestBeatsWhenShort() {
+        // At 64.5 a minute a segment of a second or more is two beats (1.86 s): three make 5.58 s
+        // at the least, over a 5 s target. Moving the middle cut a beat later costs the cuts as
+        // little as moving it a beat earlier; the total must decide (seen: 7 beats, 6.51 s).
+        let plan = Self.plan(tempo: 64.46783674084007, seconds: 7)
+        let segments = [(1.279, 3.356), (6.741, 9.509), (10.815, 12.315)].map {
+            Segment(start: $0.0, end: $0.1, score: 1, reasons: [], shot: -1)
+        }
+        let fitted = BeatFit.fit(segments, plan: plan, target: 5, bounds: segments.map { ($0.start - 2)...($0.end + 2) }, shortest: 1)
+        let period = 60 / 64.46783674084007
+        #expect(abs((fitted.cuts.last?.time ?? 0) - 6 * period) < 1e-9, "\(fitted.cuts.map(\.time))")
     }
 
     @Test("a segment of a bar or more ends on a bar's first beat when one is within a beat of its end")

@@ -65,7 +65,8 @@ enum BeatFit {
             for b in options[i] {
                 var c = abs(b - wanted[i])
                 if last {
-                    if abs(b - goal) > tolerance { c += 100 }
+                    // Off the target: the nearest total first (ten a second), then the cuts.
+                    if abs(b - goal) > tolerance { c += 100 + 10 * abs(b - goal) }
                     if isDownbeat(b) && abs(b - goal) <= tolerance { c -= period }
                 }
                 var chosen = (cost: Double.infinity, from: -1)
