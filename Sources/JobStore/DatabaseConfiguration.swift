@@ -28,6 +28,9 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     /// statements share its one connection); polls beyond wait and go together in the next. One is
     /// best: each statement then answers more polls (docs/benchmarks.md, status poll).
     public var pollConcurrency = 1
+    /// How long a job-store call may take before its caller hears `unavailable` (10 s; a few
+    /// calls that scan or migrate take longer and say so). See `JobStore.database`.
+    public var callTimeout: Duration = .seconds(10)
 
     public init(
         host: String, port: Int = 5432, username: String, password: String?, database: String,

@@ -14,6 +14,8 @@ import Synchronization
 public struct JobStore: Sendable {
     let client: PostgresClient
     let logger: Logger
+    /// What a call gets when it does not say (`DatabaseConfiguration.callTimeout`).
+    let callTimeout: Duration
     /// Status polls on their way to the database (`pollStatus`), by event loop.
     let polls: StatusPollLanes
 
@@ -26,6 +28,7 @@ public struct JobStore: Sendable {
         let client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: background)
         self.client = client
         self.logger = logger
+        callTimeout = configuration.callTimeout
         polls = StatusPollLanes(configuration: configuration, client: client, logger: logger)
     }
 
@@ -203,7 +206,7 @@ public struct JobStore: Sendable {
     /// whose message says what could not be done; the full error (SQL state, server message) goes
     /// to the log only.
     ///
-    /// A call gets `timeout` (10 s) to finish, and then it ends: while PostgreSQL is down the pool
+    /// A call gets `timeout` (the configuration's `callTimeout`, 10 s) to finish, and then it ends: while PostgreSQL is down the pool
     /// keeps requests waiting for a connection, and when it goes silent (a frozen machine, a
     /// failover that black-holes the old primary) a statement already sent is never answered, and
     /// PostgresNIO does not give it up when its task is cancelled. So when the time is up the
@@ -211,10 +214,10 @@ public struct JobStore: Sendable {
     /// statement at once and gives the pool room for a new connection; the caller gets
     /// `unavailable` (503 `service_unavailable` from the API). Two tasks and one timer per call.
     func database<T: Sendable>(
-        _ what: String, timeout: Duration = .seconds(10),
+        _ what: String, timeout: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
     ) async throws(JobStoreError) -> T {
-        try await Self.database(what, timeout: timeout, client: client, logger: logger, body)
+        try await Self.database(what, timeout: timeout ?? callTimeout, client: client, logger: logger, body)
     }
 
     static func database<T: Sendable>(

@@ -62,6 +62,11 @@ public enum TestServices {
             let testURL = components.string!
             var configuration = try DatabaseConfiguration(url: testURL)
             configuration.maximumConnections = 20
+            // The test's own store watches the system: a heavy suite's synchronous test may hold
+            // both of the cooperative pool's threads (2 cores) for a minute, and a call left
+            // waiting that long must not fail the test beside it (a fresh-clone run once did).
+            // The stores under test, in `moments` processes or built by the test, keep 10 s.
+            configuration.callTimeout = .seconds(180)
             let store = JobStore(configuration: configuration, logger: logger)
             let result: Result<T, any Error>
             do {

@@ -174,11 +174,11 @@ final class StatusPollConnection: @unchecked Sendable {
     /// What a lane's read does, in its errors and log lines (as `JobStore.database` names calls).
     private static let what = "read the jobs"
 
-    init(configuration: DatabaseConfiguration, eventLoop: any EventLoop, logger: Logger, timeout: Duration = .seconds(10)) {
+    init(configuration: DatabaseConfiguration, eventLoop: any EventLoop, logger: Logger, timeout: Duration? = nil) {
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
-        self.timeout = TimeAmount(timeout)
+        self.timeout = TimeAmount(timeout ?? configuration.callTimeout)
     }
 
     /// `StatusPolls.Answer`: reads `polls` and calls `done` on the event loop.
