@@ -8,8 +8,8 @@ import Testing
 
 /// The beat tracker on music made here, whose beat is known by construction (a kick every beat, a
 /// hi-hat half way between, notes of half a beat to two), new seeds every run, and on sounds with
-/// no beat (where the strongest repetition measured 0.03–0.16, speech once 0.2, against 0.26–0.71
-/// in the music).
+/// no beat (where the strongest repetition measured 0.03–0.16, speech now and then up to 0.26,
+/// against 0.26–0.71 in the music, and speech's does not go on, where music's does).
 @Suite("Beats: found on the kicks, and none in noise", .heavy)
 struct BeatTrackerTests {
     static func grid(of samples: [Float], chunk: Int = 4_000, startTime: Double = 0) -> BeatGrid? {
@@ -178,10 +178,14 @@ struct BeatTrackerTests {
                 tracker.grid() == nil && tracker.strongOnsets().isEmpty,
                 "\(name): \(String(describing: tracker.grid())), onsets \(tracker.strongOnsets())")
         }
-        var heardInSpeech = 0
+        // Speech included: its even syllables now and then repeat once as plainly as music (0.26),
+        // but not two to four beats on (`BeatTracker.sustained`); `MOMENTS_BEAT_SEED` replays.
+        let listed = ProcessInfo.processInfo.environment["MOMENTS_BEAT_SEED"]?.split(separator: ",").compactMap { UInt64($0) }
         for kind in ["pink", "wind", "traffic", "speech"] {
-            for _ in 0..<4 {
-                let seed = rng.next()
+            let fresh = (0..<4).map { _ in rng.next() }
+            // The speech a run once heard a beat in (0.26 at 103 a minute), and new seeds.
+            let seeds = kind == "speech" ? [18_399_554_964_586_154_487] + (listed ?? fresh) : fresh
+            for seed in seeds {
                 var source = SplitMix64(seed: seed)
                 let sound: [Float]
                 switch kind {
@@ -191,17 +195,8 @@ struct BeatTrackerTests {
                 default: sound = try Sounds.speech(seconds: 20, using: &source).samples
                 }
                 let grid = Self.grid(of: Sounds.normalised(sound, decibels: -20))
-                let detail = "seed \(seed), \(kind): \(grid.map { "\($0.tempo) a minute, strength \($0.strength)" } ?? "")"
-                if kind == "speech", let grid {
-                    // A speaker's even pace now and then repeats just plainly enough (1 seed in 40
-                    // measured 0.204, the rest 0.03–0.16; music 0.26–0.71): a weak beat, rarely.
-                    #expect(grid.strength < 0.25, "\(detail)")
-                    heardInSpeech += 1
-                } else {
-                    #expect(grid == nil, "\(detail)")
-                }
+                #expect(grid == nil, "seed \(seed), \(kind): \(grid.map { "\($0.tempo) a minute, strength \($0.strength)" } ?? "")")
             }
         }
-        #expect(heardInSpeech <= 1, "speech heard as music in \(heardInSpeech) of 4 seeds")
     }
 }
