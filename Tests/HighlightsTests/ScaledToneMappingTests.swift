@@ -19,13 +19,14 @@ struct ScaledToneMappingTests {
     /// of colours far apart, highlights beside shadows: a tone curve is not linear, so the mean of
     /// two tone-mapped stripes is not the tone-mapped mean of the two). Footage measured 0.985–0.998
     /// on an AMD EPYC without AVX-512 and, in Cb, 0.977–0.979 on one with it (the fixture is
-    /// encoded and converted on the machine that runs the test); the worst pictures 0.85–0.99 over
-    /// 80 of them, and down to 0.76 (Cr, one 4K picture in a fresh-clone run) on the EPYC with
-    /// AVX-512. Of the scalers swscale offers for the first
-    /// step, bicubic (kept) came closest: on the same 12 pictures it gave 0.92–0.98 in luma, area
-    /// 0.89–0.98, fast bilinear 0.78–0.97, and tone-mapping at full size before the same bicubic scale 0.988–0.999.
+    /// encoded and converted on the machine that runs the test); the worst pictures 0.89–0.998 over
+    /// 240 of them (colours a camera records and an SDR picture holds; with any codes, down to
+    /// 0.65 in Cr, where both tone maps clip: see `painted`). Of the scalers swscale offers for
+    /// the first step, bicubic (kept) came closest: on 12 pictures it gave 0.92–0.98 in luma, area
+    /// 0.89–0.98, fast bilinear 0.78–0.97, and tone-mapping at full size before the same bicubic
+    /// scale 0.988–0.999.
     static let footageSSIM = 0.97
-    static let worstCaseSSIM = 0.70
+    static let worstCaseSSIM = 0.85
 
     static func reference(_ width: Int, _ height: Int, into geometry: OutputGeometry) throws -> FilterGraph {
         try FilterGraph(
@@ -82,8 +83,12 @@ struct ScaledToneMappingTests {
         }
     }
 
-    /// Pictures per size: new seeds every run (printed with any failure), fewer for the largest.
+    /// Pictures per size: new seeds every run (printed with any failure), fewer for the largest;
+    /// `MOMENTS_PICTURE_SEED=a,b` paints those instead.
     static func seeds(width: Int) -> [UInt64] {
+        if let listed = ProcessInfo.processInfo.environment["MOMENTS_PICTURE_SEED"] {
+            return listed.split(separator: ",").compactMap { UInt64($0) }
+        }
         var random = SystemRandomNumberGenerator()
         return (0..<(width > 2560 ? 2 : 4)).map { _ in random.next() }
     }
@@ -101,14 +106,43 @@ struct ScaledToneMappingTests {
             return (UnsafeMutableRawPointer(base).assumingMemoryBound(to: UInt16.self), stride / 2)
         }
         let (y, ys) = rows(0), (cb, cbs) = rows(1), (cr, crs) = rows(2)
-        func colour() -> (UInt16, UInt16, UInt16) {
-            (
-                UInt16.random(in: 64...940, using: &random), UInt16.random(in: 352...672, using: &random),
-                UInt16.random(in: 352...672, using: &random)
-            )
+        // A colour a camera can record (its BT.2020 R′G′B′ inside [0, 1]) that an SDR picture can
+        // hold: the reference maps it inside the legal codes (16–235, 16–240). Random codes are
+        // often neither, and there both tone maps clip chroma at code 0 or 255, the reference
+        // exactly and the table's interpolation across the clip up to 28 codes from it, which
+        // SSIM's mean term reads as 0.01 (28 against 0; 128 against 100 as 0.97): a measure of
+        // the clip (noted in docs/engine.md), not of the scaling this suite holds.
+        let single = try Frame.video(width: 2, height: 2, format: .yuv420p10)
+        single.color = .bt2020(transfer: .hlg)
+        let mapping = try FilterGraph(width: 2, height: 2, format: .yuv420p10, description: ToneMapper.chain(.rolledOff))
+        func holdable(_ codes: (UInt16, UInt16, UInt16)) throws -> Bool {
+            for (plane, value) in [(0, codes.0), (1, codes.1), (2, codes.2)] {
+                let (base, stride) = single.plane(plane)
+                for row in 0..<(plane == 0 ? 2 : 1) {
+                    let line = UnsafeMutableRawPointer(base + row * stride).assumingMemoryBound(to: UInt16.self)
+                    for column in 0..<(plane == 0 ? 2 : 1) { line[column] = value }
+                }
+            }
+            var legal = false
+            try mapping.filter(single) { out in
+                let (y, cb, cr) = (out.plane(0).0[0], out.plane(1).0[0], out.plane(2).0[0])
+                legal = (16...235).contains(y) && (16...240).contains(cb) && (16...240).contains(cr)
+            }
+            return legal
+        }
+        func colour() throws -> (UInt16, UInt16, UInt16) {
+            while true {
+                let codes = (
+                    UInt16.random(in: 64...940, using: &random), UInt16.random(in: 352...672, using: &random),
+                    UInt16.random(in: 352...672, using: &random)
+                )
+                let (l, b, r) = ((Double(codes.0) - 64) / 876, (Double(codes.1) - 512) / 896, (Double(codes.2) - 512) / 896)
+                let signal = [l + 1.4746 * r, l - 0.16455 * b - 0.57135 * r, l + 1.8814 * b]
+                if signal.allSatisfy({ (0...1).contains($0) }), try holdable(codes) { return codes }
+            }
         }
         // A gradient from top to bottom, one colour to another.
-        let (top, bottom) = (colour(), colour())
+        let (top, bottom) = (try colour(), try colour())
         func mix(_ a: UInt16, _ b: UInt16, _ t: Int, _ n: Int) -> UInt16 { UInt16((Int(a) * (n - t) + Int(b) * t) / n) }
         for row in 0..<height {
             let luma = mix(top.0, bottom.0, row, height)
@@ -124,7 +158,7 @@ struct ScaledToneMappingTests {
                 Int.random(in: width / 16...width / 3, using: &random) & ~1, Int.random(in: height / 16...height / 3, using: &random) & ~1
             )
             let (x0, y0) = (Int.random(in: 0...(width - bw), using: &random) & ~1, Int.random(in: 0...(height - bh), using: &random) & ~1)
-            let (a, b) = (colour(), colour())
+            let (a, b) = (try colour(), try colour())
             let stripe = Int.random(in: 0...5, using: &random)
             let across = Bool.random(using: &random)
             for row in y0..<(y0 + bh) {
