@@ -14,14 +14,14 @@ struct APIEndToEndTests {
     @Test("Upload → poll status → download: the contract's fields and formats, a playable highlight of the asked length")
     func happyPath() async throws {
         try await System.withSystem(settings: ["AUTH_REQUIRED": "true"]) { base in
-            let auth = try System.device(base)
+            let auth = try CurlAPI.device(base)
             let upload = try curl(
                 auth + [
                     "-F", "file=@\(TestFootage.twentySeconds);filename=IMG_0042.MOV;type=video/mp4",
                     "-F", "target_duration=8", "-F", "quality=low", "\(base)/api/v1/upload",
                 ])
             #expect(upload.status == 200, "\(upload.body)")
-            let accepted = try System.json(upload.body)
+            let accepted = try CurlAPI.json(upload.body)
             let id = try #require(accepted["job_id"] as? String)
             #expect(accepted["message"] as? String == "Video uploaded, processing started")
             #expect(accepted["estimated_time"] is Int)
@@ -30,7 +30,7 @@ struct APIEndToEndTests {
             var status: [String: Any] = [:]
             var polls = 0
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
-                status = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
+                status = try CurlAPI.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
                 polls += 1
                 if let value = status["progress"] as? Int { progress.append(value) }
                 return ["completed", "failed", "cancelled"].contains(status["status"] as? String ?? "")
@@ -58,7 +58,7 @@ struct APIEndToEndTests {
             #expect(try curl(auth + ["-L", "-o", file.path, resultURL]).status == 200)
             #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
 
-            let details = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
+            let details = try CurlAPI.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["quality"] as? String == "low" && details["target_duration"] as? Double == 8 && details["attempt"] as? Int == 1)
             #expect(details["codec"] as? String == "auto")
             let segments = try #require(details["segments"] as? [[String: Double]], "\(details)")
@@ -66,7 +66,7 @@ struct APIEndToEndTests {
             let shown = segments.reduce(0.0) { $0 + ($1["end"] ?? 0) - ($1["start"] ?? 0) }
             #expect(abs(shown - 8) <= 0.5, "the segments add up to the highlight: \(segments)")
             #expect(segments.allSatisfy { ($0["start"] ?? -1) >= 0 && ($0["end"] ?? 99) <= 20.1 })
-            let cancel = try System.error(try curl(auth + ["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
+            let cancel = try CurlAPI.error(try curl(auth + ["-X", "DELETE", "\(base)/api/v1/jobs/\(id)"]))
             #expect(cancel.status == 409 && cancel.code == "already_finished")
 
             // Polls answered before the router (StatusPollHandler) count as the router's do.
@@ -100,16 +100,16 @@ struct APIEndToEndTests {
                 "\(base)/api/v1/uploads",
             ])
             #expect(reserve.status == 200, "\(reserve.body)")
-            let reserved = try System.json(reserve.body)
+            let reserved = try CurlAPI.json(reserve.body)
             let id = try #require(reserved["job_id"] as? String)
             let url = try #require(reserved["upload_url"] as? String)
-            let early = try System.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
+            let early = try CurlAPI.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
             #expect(early.status == 409 && early.code == "upload_missing")
             // The length is signed into the URL: SeaweedFS refuses any other.
             #expect(try curl(["-X", "PUT", "--upload-file", "/etc/hostname", url]).status == 403)
             #expect(try curl(["-X", "PUT", "--upload-file", TestFootage.twentySeconds, url]).status == 200)
             let started = try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"])
-            let startedID = try System.json(started.body)["job_id"] as? String
+            let startedID = try CurlAPI.json(started.body)["job_id"] as? String
             #expect(started.status == 200 && startedID == id, "\(started.body)")
             #expect(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]).status == 200, "starting twice is harmless")
             // The URL is still valid, but a PUT after the start lands where the job never reads.
@@ -118,10 +118,10 @@ struct APIEndToEndTests {
             defer { try? FileManager.default.removeItem(at: garbage) }
             #expect(try curl(["-X", "PUT", "--upload-file", garbage.path, url]).status == 200)
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
-                (try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
+                (try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
             }
             #expect(done)
-            let details = try System.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
+            let details = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body)
             #expect(details["original_filename"] as? String == "big.mov" && details["target_duration"] as? Double == 6)
             #expect(details["codec"] as? String == "h264", "the codec asked for is kept with the job")
 
@@ -131,22 +131,22 @@ struct APIEndToEndTests {
                 "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
                 "-F", "codec=h264", "\(base)/api/v1/upload",
             ])
-            let second = try #require((try System.json(upload.body))["job_id"] as? String)
+            let second = try #require((try CurlAPI.json(upload.body))["job_id"] as? String)
             // Two minutes: on a loaded machine (a build beside the suite) the worker was seen to take
             // over a minute to reach 5 %; the job is still well short of done then.
             var seen: [String: Any] = [:]
             let running = try await TestServices.eventually(timeout: .seconds(120)) {
-                seen = try System.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body)
+                seen = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(second)/status"]).body)
                 return seen["status"] as? String == "processing" && (seen["progress"] as? Int ?? 0) >= 5
             }
             try #require(running, "the second job is mid-run; last seen \(seen)")
             let cancel = try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(second)"])
-            let cancelledStatus = try System.json(cancel.body)["status"] as? String
+            let cancelledStatus = try CurlAPI.json(cancel.body)["status"] as? String
             #expect(cancel.status == 200 && cancelledStatus == "cancelled", "\(cancel.body)")
             try await Task.sleep(for: .seconds(3))
-            let after = try System.json(try curl(["\(base)/api/v1/jobs/\(second)"]).body)
+            let after = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(second)"]).body)
             #expect(after["status"] as? String == "cancelled" && after["result_size"] is NSNull, "\(after)")
-            let notReady = try System.error(try curl(["\(base)/api/v1/jobs/\(second)/download"]))
+            let notReady = try CurlAPI.error(try curl(["\(base)/api/v1/jobs/\(second)/download"]))
             #expect(notReady.status == 409 && notReady.code == "not_ready")
         }
     }
@@ -155,13 +155,13 @@ struct APIEndToEndTests {
         "Retention: the source goes once the highlight is stored; past RESULT_RETENTION_DAYS a worker's sweep deletes the highlight and the download answers 410 result_expired"
     )
     func retention() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             try await System.withSystem(workers: 1, settings: ["RETENTION_SWEEP_SECONDS": "10"], databaseURL: databaseURL) { base in
                 let upload = try curl([
                     "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
                     "-F", "quality=low", "\(base)/api/v1/upload",
                 ])
-                let jobID = try System.json(upload.body)["job_id"] as? String
+                let jobID = try CurlAPI.json(upload.body)["job_id"] as? String
                 let id = try #require(jobID.flatMap(UUID.init(uuidString:)), "\(upload.body)")
                 #expect(try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.sourceDeletedAt != nil })
                 let job = try #require(try await store.job(id))
@@ -172,9 +172,9 @@ struct APIEndToEndTests {
                 #expect(
                     try await TestServices.eventually(timeout: .seconds(30)) { try await store.job(id)?.resultExpiredAt != nil },
                     "the worker's next sweep (every 10 s here) expired it")
-                let expired = try System.error(try curl(["\(base)/api/v1/jobs/\(id)/download"]))
+                let expired = try CurlAPI.error(try curl(["\(base)/api/v1/jobs/\(id)/download"]))
                 #expect(expired.status == 410 && expired.code == "result_expired" && !expired.message.isEmpty)
-                let status = try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
+                let status = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
                 #expect(status["status"] as? String == "completed", "the job's record stays until JOB_RETENTION_DAYS")
             }
         }
@@ -187,12 +187,12 @@ struct APIEndToEndTests {
                 "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8",
                 "-F", "quality=low", "\(base)/api/v1/upload",
             ])
-            let id = try #require(try System.json(upload.body)["job_id"] as? String)
+            let id = try #require(try CurlAPI.json(upload.body)["job_id"] as? String)
             // curl returns when the server closes the stream: at the terminal state.
             let stream = try curl(["-N", "--max-time", "90", "\(base)/api/v1/jobs/\(id)/events"])
             #expect(stream.status == 200)
             let events = try stream.body.components(separatedBy: "\n\n").filter { $0.hasPrefix("event: status") }.map { block in
-                try System.json(String(block.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6) ?? ""))
+                try CurlAPI.json(String(block.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6) ?? ""))
             }
             let progress = events.compactMap { $0["progress"] as? Int }
             #expect(!events.isEmpty && events.last?["status"] as? String == "completed", "\(stream.body)")
@@ -225,16 +225,16 @@ struct APIEndToEndTests {
                 "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
                 "-F", "quality=low", "\(base)/api/v1/upload",
             ])
-            let id = try #require(try System.json(upload.body)["job_id"] as? String, "\(upload.body)")
+            let id = try #require(try CurlAPI.json(upload.body)["job_id"] as? String, "\(upload.body)")
             let done = try await TestServices.eventually(timeout: .seconds(90)) {
-                (try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
+                (try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body))["status"] as? String == "completed"
             }
             #expect(done)
             let url = "\(base)/api/v1/jobs/\(id)/download"
             let whole = folder.appendingPathComponent("whole.mp4")
             #expect(try curl(["-o", whole.path, url]).status == 200)
             let size = try #require(try FileManager.default.attributesOfItem(atPath: whole.path)[.size] as? Int)
-            #expect(size == (try System.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body))["result_size"] as? Int)
+            #expect(size == (try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(id)"]).body))["result_size"] as? Int)
             #expect(abs(try TestFootage.duration(whole.path) - 6) <= 0.5)
             let part = folder.appendingPathComponent("part.bin")
             let ranged = try curl(["-D", "-", "-o", part.path, "-H", "Range: bytes=100-1099", url])
@@ -251,7 +251,7 @@ struct APIEndToEndTests {
 
     @Test("SIGTERM: a worker gives its running job back at once and another worker finishes it")
     func sigtermGivesTheJobBack() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL, ["WORKER_SHUTDOWN_GRACE_SECONDS": "0"])
             let (api, base) = try await System.startAPI(environment)
             defer { api.stop() }
@@ -274,7 +274,7 @@ struct APIEndToEndTests {
 
     @Test("SIGKILL: a worker killed mid-job; the other takes the job over when the lease lapses and completes it once")
     func sigkillMidJob() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let metricsPort = Int.random(in: 30_000..<32_000)
             var environment = try System.environment(databaseURL: databaseURL, ["WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1"])
             let (api, base) = try await System.startAPI(environment)
@@ -314,7 +314,7 @@ struct APIEndToEndTests {
             let formats = try curl(["\(base)/api/v1/upload/formats"])
             #expect(formats.status == 200)
             let registration = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", "{}", "\(base)/api/v1/devices"])
-            let token = try #require(try System.json(registration.body)["token"] as? String, "\(registration)")
+            let token = try #require(try CurlAPI.json(registration.body)["token"] as? String, "\(registration)")
             try postgres.stop()
             var readiness: (status: Int, body: String) = (0, "")
             let down = try await TestServices.eventually(timeout: .seconds(20)) {
@@ -324,11 +324,11 @@ struct APIEndToEndTests {
             #expect(down, "\(readiness)")
             let shallow = try curl(["--max-time", "10", "\(base)/ready"])
             #expect(
-                shallow.status == 200 && (try? System.json(shallow.body)["status"] as? String) == "ready",
+                shallow.status == 200 && (try? CurlAPI.json(shallow.body)["status"] as? String) == "ready",
                 "the readiness probe keeps a node that can answer in the service: \(shallow)")
-            let checks = try System.json(readiness.body)["checks"] as? [String: String]
+            let checks = try CurlAPI.json(readiness.body)["checks"] as? [String: String]
             #expect(checks?["postgresql"] == "unreachable" && checks?["redis"] == "ok", "\(readiness.body)")
-            let status = try System.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
+            let status = try CurlAPI.error(try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
             #expect(status.status == 503 && status.code == "service_unavailable", "\(status)")
             #expect(!status.message.lowercased().contains("postgres") && !status.message.contains("SELECT"), "no internals: \(status)")
             // Polls with a token, several at once (they share statements): each is answered 503 within the database timeout.
@@ -336,7 +336,7 @@ struct APIEndToEndTests {
             let polls = try await withThrowingTaskGroup(of: (status: Int, code: String, message: String).self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        try System.error(
+                        try CurlAPI.error(
                             try curl(["--max-time", "30", "-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
                     }
                 }
@@ -347,8 +347,8 @@ struct APIEndToEndTests {
             try postgres.start()
             let back = try await TestServices.eventually(timeout: .seconds(30)) { (try? curl(["\(base)/ready?deep=1"]).status) == 200 }
             #expect(back, "ready again once PostgreSQL is back")
-            #expect(try System.error(try curl(["\(base)/api/v1/jobs/\(UUID().uuidString)/status"])).code == "job_not_found")
-            let polled = try System.error(try curl(["-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
+            #expect(try CurlAPI.error(try curl(["\(base)/api/v1/jobs/\(UUID().uuidString)/status"])).code == "job_not_found")
+            let polled = try CurlAPI.error(try curl(["-H", "Authorization: Bearer \(token)", "\(base)/api/v1/jobs/\(UUID().uuidString)/status"]))
             #expect(polled.code == "job_not_found", "polls with a token work again: \(polled)")
         }
     }

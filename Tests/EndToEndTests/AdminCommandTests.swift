@@ -11,7 +11,7 @@ import Testing
 struct AdminCommandTests {
     @Test("list, show, retry and cancel: tables and JSON, and clear refusals")
     func adminCommands() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let prefix = TestServices.uniquePrefix()
             let environment = [
                 "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9),
@@ -78,7 +78,7 @@ struct AdminCommandTests {
 
     @Test("Bulk retry, cancel and delete by filter (a count first, then --yes), queue pause and resume, workers, webhook redelivery; all audited")
     func bulkCommands() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let objects = FileManager.default.temporaryDirectory.appendingPathComponent("moments-cli-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: objects.appendingPathComponent("sources"), withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: objects) }
@@ -157,7 +157,7 @@ struct AdminCommandTests {
 
     @Test("Logs are one JSON object per line when standard error is not a terminal; LOG_FORMAT is checked")
     func jsonLogs() async throws {
-        try await TestServices.withDatabase(migrated: false) { _, databaseURL in
+        try await TestServices.withDatabase(migrated: false, callTimeout: LiveSystem.watching) { _, databaseURL in
             let environment = ["DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 9), "LOG_LEVEL": "info"]
             let migrate = try TestServices.moments(["migrate"], environment: environment)
             #expect(migrate.status == 0, "\(migrate.err)")

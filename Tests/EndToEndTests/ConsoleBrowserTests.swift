@@ -35,7 +35,7 @@ struct ConsoleBrowserTests {
         defer { hookServer.cancel() }
         let hook = "http://127.0.0.1:\(port)/hook"
 
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             try await System.withSystem(
                 workers: 1,
                 settings: [
@@ -57,7 +57,7 @@ struct ConsoleBrowserTests {
         ]
         if let callback { arguments += ["-F", "callback_url=\(callback)"] }
         let reply = try curl(arguments + ["\(base)/api/v1/upload"])
-        guard let id = UUID(uuidString: try System.json(reply.body)["job_id"] as? String ?? "") else {
+        guard let id = UUID(uuidString: try CurlAPI.json(reply.body)["job_id"] as? String ?? "") else {
             throw System.Failure("upload refused: \(reply.status) \(reply.body)")
         }
         return id
@@ -119,7 +119,7 @@ struct ConsoleBrowserTests {
         try await browser.wait("the paused state") { try browser.text("#queue-state") == "Queue paused" }
         #expect(
             try await TestServices.eventually(timeout: .seconds(5)) {
-                try System.json(try curl(["\(base)/ready?deep=1"]).body)["queue"] as? String == "paused"
+                try CurlAPI.json(try curl(["\(base)/ready?deep=1"]).body)["queue"] as? String == "paused"
             })
         #expect(try curl(["\(base)/metrics"]).body.contains("moments_queue_paused 1"))
         let waits = try upload(base, name: "waits.mp4")
@@ -235,7 +235,7 @@ struct ConsoleBrowserTests {
                 try await TestServices.eventually(timeout: .seconds(5)) { try curl(["\(base)/ready?deep=1"]).body.contains("\"queue\":\"paused\"") })
         }
         try await System.withSystem(workers: 0) { base in
-            let off = try System.error(try curl(["\(base)/admin"]))
+            let off = try CurlAPI.error(try curl(["\(base)/admin"]))
             #expect(off.status == 404 && off.code == "console_disabled")
         }
     }

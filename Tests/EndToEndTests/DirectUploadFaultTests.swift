@@ -24,7 +24,7 @@ struct DirectUploadFaultTests {
             #"{"filename": "late.mov", "target_duration": 6, "quality": "low", "size_bytes": \#(footageSize)"#
             + (resumable ? #", "resumable": true}"# : "}")
         let reply = try curl(json + ["-d", body, "\(base)/api/v1/uploads"])
-        let answer = try System.json(reply.body)
+        let answer = try CurlAPI.json(reply.body)
         return (try #require(answer["job_id"] as? String, "\(reply.status) \(reply.body)"), answer)
     }
 
@@ -32,7 +32,7 @@ struct DirectUploadFaultTests {
     static func completesOnce(_ id: String, base: String, store: JobStore, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         var last: [String: Any] = [:]
         let done = try await TestServices.eventually(timeout: .seconds(180)) {
-            last = try System.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
+            last = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(id)/status"]).body)
             return ["completed", "failed"].contains(last["status"] as? String ?? "")
         }
         #expect(done && last["status"] as? String == "completed", "\(last)", sourceLocation: sourceLocation)
@@ -42,7 +42,7 @@ struct DirectUploadFaultTests {
 
     @Test("A PUT that begins before its 60 s URL expires and ends 30 s after it: the start still finds the reservation, and the job completes")
     func putEndsAfterTheURL() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             try await System.withSystem(workers: 1, settings: ["DIRECT_UPLOAD_URL_SECONDS": "60"], databaseURL: databaseURL) { base in
                 let reserved = ContinuousClock.now
                 let (id, answer) = try Self.reserve(base)
@@ -64,7 +64,7 @@ struct DirectUploadFaultTests {
         "PostgreSQL refuses the job between the copy and the submit: start answers 503, nothing sent is lost, and the start asked again creates the job, which completes",
         arguments: [false, true])
     func startAfterRefusal(resumable: Bool) async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             try await System.withSystem(workers: 1, databaseURL: databaseURL) { base in
                 let (id, answer) = try Self.reserve(base, resumable: resumable)
                 if resumable {
@@ -91,7 +91,7 @@ struct DirectUploadFaultTests {
                     BEGIN RAISE EXCEPTION 'refused by the test'; END $$
                     """)
                 try await store.client.query("CREATE TRIGGER refuse BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION moments_test_refuse()")
-                let refused = try System.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
+                let refused = try CurlAPI.error(try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
                 #expect(refused.status == 503 && refused.code == "service_unavailable", "\(refused)")
                 try await store.client.query("DROP TRIGGER refuse ON jobs")
                 let started = try curl(["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"])

@@ -19,7 +19,7 @@ struct EngineIsolationTests {
             "--max-time", "60", "-F", "file=@\(file);type=video/mp4", "-F", "target_duration=\(target)",
             "-F", "quality=low", "\(base)/api/v1/upload",
         ])
-        guard let id = UUID(uuidString: (try? System.json(reply.body)["job_id"] as? String) ?? "") else {
+        guard let id = UUID(uuidString: (try? CurlAPI.json(reply.body)["job_id"] as? String) ?? "") else {
             throw System.Failure("the upload was refused: \(reply.status) \(reply.body)")
         }
         return id
@@ -51,7 +51,7 @@ struct EngineIsolationTests {
         _ settings: [String: String] = [:], together: Bool = false,
         _ body: @Sendable (Running) async throws -> Void
     ) async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL, settings)
             let (api, base) = try await System.startAPI(environment, command: together ? "dev" : "api")
             defer { api.stop() }

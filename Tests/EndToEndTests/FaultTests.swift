@@ -26,7 +26,7 @@ struct FaultTests {
             "--max-time", "60", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=\(Int(target))",
             "-F", "quality=low", "\(base)/api/v1/upload",
         ])
-        return (reply.status, (try? System.json(reply.body)["job_id"] as? String).flatMap { UUID(uuidString: $0) }, reply.body)
+        return (reply.status, (try? CurlAPI.json(reply.body)["job_id"] as? String).flatMap { UUID(uuidString: $0) }, reply.body)
     }
 
     /// The job's events, and the highlight downloaded through the API with its duration.
@@ -95,9 +95,9 @@ struct FaultTests {
                 try postgres.stop()
                 let refused = try Self.upload(base)
                 #expect(refused.status == 503, "\(refused.status) \(refused.body)")
-                #expect((try? System.error((refused.status, refused.body)).code) == "service_unavailable", "\(refused.body)")
+                #expect((try? CurlAPI.error((refused.status, refused.body)).code) == "service_unavailable", "\(refused.body)")
                 let polled = try curl(["--max-time", "30", "\(base)/api/v1/jobs/\(accepted[0])/status"])
-                #expect(polled.status == 503 && (try? System.error(polled).code) == "service_unavailable", "\(polled)")
+                #expect(polled.status == 503 && (try? CurlAPI.error(polled).code) == "service_unavailable", "\(polled)")
                 try await Task.sleep(for: .seconds(3))
                 try postgres.start()
                 // The client tries again, as the app does, and the API has recovered by itself.
@@ -126,7 +126,7 @@ struct FaultTests {
             databaseURL: postgres.url
         ) { base in
             try await Self.withStore(postgres.url) { store in
-                let device = try System.device(base)
+                let device = try CurlAPI.device(base)
                 let accepted = try await Self.uploadThreeUntilOneProcesses(base, store: store)
                 let frozenAt = ContinuousClock.now
                 postgres.freeze()
@@ -147,7 +147,7 @@ struct FaultTests {
                         }
                     }
                     for try await (name, reply, took) in group {
-                        #expect(reply.status == 503 && (try? System.error(reply).code) == "service_unavailable", "\(name): \(reply)")
+                        #expect(reply.status == 503 && (try? CurlAPI.error(reply).code) == "service_unavailable", "\(name): \(reply)")
                         #expect(took < .seconds(13), "\(name) answered after \(took)")
                     }
                 }
@@ -174,7 +174,7 @@ struct FaultTests {
             }
         }
         defer { proxy.close() }
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL)
             let (api, base) = try await System.startAPI(environment)  // the API reaches storage directly
             defer { api.stop() }
@@ -209,7 +209,7 @@ struct FaultTests {
         let size = (sourceSize + (16 << 10) + 4095) / 4096 * 4096
         try TestServices.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", workFolder.path])
         defer { try? TestServices.run("/usr/bin/umount", ["-l", workFolder.path]) }
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL)
             let (api, base) = try await System.startAPI(environment)
             defer { api.stop() }
@@ -250,7 +250,7 @@ struct FaultTests {
         "A worker frozen (SIGSTOP) past its lease: another takes the job over; when the frozen one wakes, the job stays completed once and its highlight intact"
     )
     func frozenWorker() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             let environment = try System.environment(databaseURL: databaseURL, ["WORKER_LEASE_SECONDS": "5", "WORKER_HEARTBEAT_SECONDS": "1"])
             let (api, base) = try await System.startAPI(environment)
             defer { api.stop() }

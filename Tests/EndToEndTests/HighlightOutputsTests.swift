@@ -17,10 +17,10 @@ struct HighlightOutputsTests {
         let form = fields.sorted { $0.key < $1.key }.flatMap { ["-F", "\($0.key)=\($0.value)"] }
         let upload = try curl(auth + ["-F", "file=@\(file);filename=IMG_0007.MOV;type=video/mp4"] + form + ["\(base)/api/v1/upload"])
         try #require(upload.status == 200, "\(upload.body)")
-        let id = try #require(try System.json(upload.body)["job_id"] as? String)
+        let id = try #require(try CurlAPI.json(upload.body)["job_id"] as? String)
         var details: [String: Any] = [:]
         let ended = try await TestServices.eventually(timeout: .seconds(120)) {
-            details = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
+            details = try CurlAPI.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)"]).body)
             return ["completed", "failed", "cancelled"].contains(details["status"] as? String ?? "")
         }
         try #require(ended && details["status"] as? String == "completed", "\(details)")
@@ -31,7 +31,7 @@ struct HighlightOutputsTests {
     func segmentChoices() async throws {
         // Twelve uploads from one device in a minute: more than the default limit of ten.
         try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true", "RATE_LIMIT_UPLOADS_PER_OWNER": "20"]) { base in
-            let auth = try System.device(base)
+            let auth = try CurlAPI.device(base)
             let (_, details) = try await Self.highlight(
                 base, auth,
                 fields: [
@@ -64,13 +64,13 @@ struct HighlightOutputsTests {
                 (["max_segment": "2", "max_segments": "3", "target_duration": "30"], "invalid_segments"),
             ] {
                 let form = fields.flatMap { ["-F", "\($0.key)=\($0.value)"] }
-                let refused = try System.error(
+                let refused = try CurlAPI.error(
                     try curl(
                         auth + ["-F", "file=@\(TestFootage.sixSeconds);type=video/mp4"] + form
                             + ["\(base)/api/v1/upload"]))
                 #expect(refused.status == 422 && refused.code == code && !refused.message.isEmpty, "\(fields): \(refused)")
             }
-            let direct = try System.error(
+            let direct = try CurlAPI.error(
                 try curl(
                     auth + [
                         "-X", "POST", "-H", "Content-Type: application/json", "-d",
@@ -78,7 +78,7 @@ struct HighlightOutputsTests {
                         "\(base)/api/v1/uploads",
                     ]))
             #expect(direct.status == 422 && direct.code == "invalid_segments", "\(direct)")
-            let rate = try System.error(
+            let rate = try CurlAPI.error(
                 try curl(
                     auth + [
                         "-X", "POST", "-H", "Content-Type: application/json", "-d",
@@ -91,12 +91,12 @@ struct HighlightOutputsTests {
     @Test("Poster and thumbnail strip: the best picture, not a black or blurred one, on a clip that opens in the dark")
     func posterAndThumbnails() async throws {
         try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
-            let auth = try System.device(base)
+            let auth = try CurlAPI.device(base)
             let (id, details) = try await Self.highlight(base, auth, file: TestFootage.blackOpening, fields: ["target_duration": "6"])
             let posterURL = try #require(details["poster_url"] as? String, "\(details)")
             #expect(posterURL.hasSuffix("/api/v1/jobs/\(id)/poster"))
             #expect((details["thumbnails_url"] as? String)?.hasSuffix("/api/v1/jobs/\(id)/thumbnails") == true)
-            let status = try System.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
+            let status = try CurlAPI.json(try curl(auth + ["\(base)/api/v1/jobs/\(id)/status"]).body)
             #expect(status["poster_url"] as? String == posterURL)
 
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-stills-\(UUID().uuidString)")
@@ -127,7 +127,7 @@ struct HighlightOutputsTests {
             let size = try TestFootage.pictureSize(strip)
             #expect(size.height == 180 && size.width == 320 * segments.count, "\(size) for \(segments.count) segments")
 
-            let notReady = try System.error(try curl(auth + ["\(base)/api/v1/jobs/\(UUID().uuidString.lowercased())/poster"]))
+            let notReady = try CurlAPI.error(try curl(auth + ["\(base)/api/v1/jobs/\(UUID().uuidString.lowercased())/poster"]))
             #expect(notReady.status == 404 && notReady.code == "job_not_found", "\(notReady)")
         }
     }
@@ -135,7 +135,7 @@ struct HighlightOutputsTests {
     @Test("Timeline export: EDL, FCPXML and OTIO of the highlight, read back by OpenTimelineIO's adapters and xmllint")
     func timelines() async throws {
         try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
-            let auth = try System.device(base)
+            let auth = try CurlAPI.device(base)
             let (id, details) = try await Self.highlight(base, auth, fields: ["target_duration": "8", "quality": "low"])
             let segments = try #require(details["segments"] as? [[String: Double]])
             try #require(segments.count >= 2, "a cut of several segments: \(segments)")
@@ -170,9 +170,9 @@ struct HighlightOutputsTests {
                     #expect(video.allSatisfy { $0.targetURL?.hasSuffix("IMG_0007.MOV") == true }, "\(format): the source by name")
                 }
             }
-            let wrong = try System.error(try curl(auth + ["\(base)/api/v1/jobs/\(id)/timeline?format=aaf"]))
+            let wrong = try CurlAPI.error(try curl(auth + ["\(base)/api/v1/jobs/\(id)/timeline?format=aaf"]))
             #expect(wrong.status == 400 && wrong.code == "invalid_format", "\(wrong)")
-            let missing = try System.error(try curl(auth + ["\(base)/api/v1/jobs/\(id)/timeline"]))
+            let missing = try CurlAPI.error(try curl(auth + ["\(base)/api/v1/jobs/\(id)/timeline"]))
             #expect(missing.status == 400 && missing.code == "invalid_format", "\(missing)")
         }
     }
@@ -180,7 +180,7 @@ struct HighlightOutputsTests {
     @Test("aspect=9:16 of a landscape clip: the crop follows a moving subject, its centre inside the middle third of every frame")
     func reframesToPortrait() async throws {
         try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true"]) { base in
-            let auth = try System.device(base)
+            let auth = try CurlAPI.device(base)
             let (id, details) = try await Self.highlight(
                 base, auth, file: TestFootage.movingSubject,
                 fields: ["target_duration": "10", "aspect": "9:16", "quality": "low"])

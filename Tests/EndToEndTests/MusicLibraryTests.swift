@@ -50,7 +50,7 @@ struct MusicLibraryTests {
             let id = try #require(UUID(uuidString: added.out.trimmingCharacters(in: .whitespacesAndNewlines)), "\(added.out)")
             let listed = try curl(["\(base)/api/v1/music"])
             #expect(listed.status == 200, "\(listed.body)")
-            let tracks = try #require(try LiveSystem.json(listed.body)["tracks"] as? [[String: Any]])
+            let tracks = try #require(try CurlAPI.json(listed.body)["tracks"] as? [[String: Any]])
             let entry = try #require(tracks.first { ($0["id"] as? String) == id.uuidString.lowercased() }, "\(listed.body)")
             #expect(entry["title"] as? String == "Clicks" && entry["artist"] as? String == "The Metronome" && entry["license"] as? String == "CC0")
             #expect(abs((entry["duration"] as? Double ?? 0) - 40) < 0.1)
@@ -66,7 +66,7 @@ struct MusicLibraryTests {
             ] {
                 let reply = try curl(
                     ["-F", "file=@\(TestFootage.twentySeconds);type=video/mp4"] + fields.flatMap { ["-F", $0] } + ["\(base)/api/v1/upload"])
-                let error = try LiveSystem.error(reply)
+                let error = try CurlAPI.error(reply)
                 #expect(error.status == 422 && error.code == code, "\(fields): \(reply.body)")
             }
 
@@ -75,12 +75,12 @@ struct MusicLibraryTests {
                 "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=10",
                 "-F", "music_id=\(id)", "-F", "music_volume=-3", "-F", "keep_source_audio=false", "\(base)/api/v1/upload",
             ])
-            let job = try #require(UUID(uuidString: try LiveSystem.json(upload.body)["job_id"] as? String ?? ""), "\(upload.status) \(upload.body)")
+            let job = try #require(UUID(uuidString: try CurlAPI.json(upload.body)["job_id"] as? String ?? ""), "\(upload.status) \(upload.body)")
             let done = try await TestServices.eventually(timeout: .seconds(180)) {
-                let status = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(job)"]).body)["status"] as? String
+                let status = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(job)"]).body)["status"] as? String
                 return status == "completed" || status == "failed"
             }
-            let details = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(job)"]).body)
+            let details = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(job)"]).body)
             #expect(done && details["status"] as? String == "completed", "\(details)")
             #expect(
                 details["music_id"] as? String == id.uuidString.lowercased() && details["music_volume"] as? Double == -3
@@ -123,13 +123,13 @@ struct MusicLibraryTests {
             }
 
             // A track of the app's own, in a `music` part: a text file is refused (415), a track is used.
-            let notes = try LiveSystem.error(
+            let notes = try CurlAPI.error(
                 try curl([
                     "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(text.path)",
                     "\(base)/api/v1/upload",
                 ]))
             #expect(notes.status == 415 && notes.code == "not_audio", "\(notes)")
-            let both = try LiveSystem.error(
+            let both = try CurlAPI.error(
                 try curl([
                     "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music=@\(track)",
                     "-F", "music_id=\(id)", "\(base)/api/v1/upload",
@@ -139,12 +139,12 @@ struct MusicLibraryTests {
                 "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=8", "-F", "music=@\(track)",
                 "\(base)/api/v1/upload",
             ])
-            let ownJob = try #require(UUID(uuidString: try LiveSystem.json(own.body)["job_id"] as? String ?? ""), "\(own.status) \(own.body)")
+            let ownJob = try #require(UUID(uuidString: try CurlAPI.json(own.body)["job_id"] as? String ?? ""), "\(own.status) \(own.body)")
             let ownDone = try await TestServices.eventually(timeout: .seconds(180)) {
-                let status = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)["status"] as? String
+                let status = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)["status"] as? String
                 return status == "completed" || status == "failed"
             }
-            let ownDetails = try LiveSystem.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)
+            let ownDetails = try CurlAPI.json(try curl(["\(base)/api/v1/jobs/\(ownJob)"]).body)
             #expect(
                 ownDone && ownDetails["status"] as? String == "completed" && ownDetails["music_filename"] as? String == "clicks.wav"
                     && ownDetails["music_id"] == nil && ownDetails["keep_source_audio"] as? Bool == true, "\(ownDetails)")
@@ -153,7 +153,7 @@ struct MusicLibraryTests {
             let removed = try TestServices.moments(["music", "remove", id.uuidString], environment: system.environment)
             #expect(removed.status == 0 && removed.out.contains("removed Clicks"), "\(removed.err)")
             #expect(!(try curl(["\(base)/api/v1/music"]).body.contains(id.uuidString.lowercased())))
-            let after = try LiveSystem.error(
+            let after = try CurlAPI.error(
                 try curl([
                     "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "music_id=\(id)",
                     "\(base)/api/v1/upload",

@@ -18,12 +18,12 @@ struct NeverReadingClientTests {
 
     @Test("50 connections pipeline polls for 30 s and never read: the API's peak RSS stays near idle; a client polling beside them keeps its p99")
     func neverReading() async throws {
-        try await TestServices.withDatabase { _, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { _, databaseURL in
             let environment = try LiveSystem.environment(databaseURL: databaseURL)
             let (api, base) = try await LiveSystem.startAPI(environment)
             defer { api.stop() }
             let port = try #require(Int(base.split(separator: ":").last ?? ""))
-            let device = try LiveSystem.device(base)
+            let device = try CurlAPI.device(base)
             let token = try #require(device.last)
             // The well-behaved client: its own token, a job that is not there (404 from the poll's lane).
             let polite = "/api/v1/jobs/\(UUID().uuidString.lowercased())/status"

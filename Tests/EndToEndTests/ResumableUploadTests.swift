@@ -15,7 +15,7 @@ struct ResumableUploadTests {
     @Test("Interrupted after half its parts, resumed by a new process: the missing parts only, one job, one quota slot")
     func interruptedAndResumed() async throws {
         try await System.withSystem(workers: 1, settings: ["AUTH_REQUIRED": "true", "UPLOAD_PART_MIB": "5"]) { base in
-            let auth = try System.device(base)
+            let auth = try CurlAPI.device(base)
             let token = try #require(auth.last?.replacingOccurrences(of: "Authorization: Bearer ", with: ""))
             let size = try #require(try FileManager.default.attributesOfItem(atPath: TestFootage.large)[.size] as? NSNumber).int64Value
             let partSize = Int64(5 << 20)
@@ -32,18 +32,18 @@ struct ResumableUploadTests {
             let first = try TestServices.moments(submit + ["--stop-after-parts", "\(count / 2)"], environment: [:])
             #expect(first.status == 75, "\(first.out) \(first.err)")
             let saved = try #require(try FileManager.default.contentsOfDirectory(atPath: state.path).first { $0.hasSuffix(".json") })
-            let record = try System.json(String(decoding: try Data(contentsOf: state.appendingPathComponent(saved)), as: UTF8.self))
+            let record = try CurlAPI.json(String(decoding: try Data(contentsOf: state.appendingPathComponent(saved)), as: UTF8.self))
             let id = try #require(record["job_id"] as? String, "\(record)").lowercased()
 
-            let parts = try System.json(try curl(auth + ["\(base)/api/v1/uploads/\(id)/parts"]).body)
+            let parts = try CurlAPI.json(try curl(auth + ["\(base)/api/v1/uploads/\(id)/parts"]).body)
             let listed = try #require(parts["parts"] as? [[String: Any]])
             #expect(parts["part_size"] as? Int64 == partSize || (parts["part_size"] as? Int).map(Int64.init) == partSize)
             #expect(listed.count == count && listed.filter { $0["received"] as? Bool == true }.count == count / 2, "\(listed)")
             #expect(listed.allSatisfy { ($0["received"] as? Bool == true) == ($0["url"] == nil) }, "URLs only for missing parts")
-            let early = try System.error(try curl(auth + ["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
+            let early = try CurlAPI.error(try curl(auth + ["-X", "POST", "\(base)/api/v1/jobs/\(id)/start"]))
             #expect(early.status == 409 && early.code == "upload_incomplete" && early.message.contains("\(count / 2) of \(count) parts"), "\(early)")
-            let stranger = try System.device(base)
-            #expect(try System.error(try curl(stranger + ["\(base)/api/v1/uploads/\(id)/parts"])).code == "job_not_found")
+            let stranger = try CurlAPI.device(base)
+            #expect(try CurlAPI.error(try curl(stranger + ["\(base)/api/v1/uploads/\(id)/parts"])).code == "job_not_found")
 
             // A new process resumes: it sends only the missing parts, then starts the job.
             let second = try TestServices.moments(
@@ -55,11 +55,11 @@ struct ResumableUploadTests {
             #expect(
                 try FileManager.default.contentsOfDirectory(atPath: state.path).allSatisfy { !$0.hasSuffix(".json") && !$0.contains("-part-") },
                 "the state is gone once started")
-            let history = try System.json(try curl(auth + ["\(base)/api/v1/jobs"]).body)
+            let history = try CurlAPI.json(try curl(auth + ["\(base)/api/v1/jobs"]).body)
             #expect((history["jobs"] as? [Any])?.count == 1, "one job: \(history)")
-            let me = try System.json(try curl(auth + ["\(base)/api/v1/me"]).body)
+            let me = try CurlAPI.json(try curl(auth + ["\(base)/api/v1/me"]).body)
             #expect((me["usage"] as? [String: Any])?["used"] as? Int == 1, "one highlight of the quota: \(me)")
-            let after = try System.error(try curl(auth + ["\(base)/api/v1/uploads/\(id)/parts"]))
+            let after = try CurlAPI.error(try curl(auth + ["\(base)/api/v1/uploads/\(id)/parts"]))
             #expect(after.status == 409 && after.code == "already_started", "\(after)")
         }
     }
@@ -67,9 +67,9 @@ struct ResumableUploadTests {
     @Test("Refused clearly: no size, local storage; repeated under its key, the same multipart upload; gone once aborted")
     func refusalsAndSweep() async throws {
         try await System.withSystem(workers: 0, settings: ["AUTH_REQUIRED": "true", "UPLOAD_PART_MIB": "5"]) { base in
-            let auth = try System.device(base)
+            let auth = try CurlAPI.device(base)
             let json = auth + ["-X", "POST", "-H", "Content-Type: application/json"]
-            let noSize = try System.error(try curl(json + ["-d", #"{"resumable": true}"#, "\(base)/api/v1/uploads"]))
+            let noSize = try CurlAPI.error(try curl(json + ["-d", #"{"resumable": true}"#, "\(base)/api/v1/uploads"]))
             #expect(noSize.status == 400 && noSize.code == "size_bytes_required", "\(noSize)")
             let reply = try curl(
                 json + [
@@ -77,12 +77,12 @@ struct ResumableUploadTests {
                     "\(base)/api/v1/uploads",
                 ])
             #expect(reply.status == 200, "\(reply.body)")
-            let reserved = try System.json(reply.body)
+            let reserved = try CurlAPI.json(reply.body)
             let id = try #require(reserved["job_id"] as? String)
             #expect(reserved["part_count"] as? Int == 3 && (reserved["parts"] as? [Any])?.count == 3, "\(reserved)")
             #expect((reserved["upload_url"] as? String) == ((reserved["parts"] as? [[String: Any]])?.first?["url"] as? String))
             // The same request again under its key: the same job and the same multipart upload.
-            let again = try System.json(
+            let again = try CurlAPI.json(
                 try curl(
                     json + [
                         "-H", "Idempotency-Key: sweep-1", "-d", #"{"resumable": true, "size_bytes": 12000000}"#,
@@ -98,14 +98,14 @@ struct ResumableUploadTests {
             #expect(unfinished.count == 1, "one multipart upload for both requests")
             // What the retention sweep does a day later (RetentionTests): abort it.
             for upload in unfinished { try await resumable.abortUpload(key: upload.key, uploadID: upload.uploadID) }
-            let gone = try System.error(try curl(auth + ["\(base)/api/v1/uploads/\(id)/parts"]))
+            let gone = try CurlAPI.error(try curl(auth + ["\(base)/api/v1/uploads/\(id)/parts"]))
             #expect(gone.status == 404 && gone.code == "job_not_found", "\(gone)")
         }
         try await System.withSystem(
             storageURL: "file://\(FileManager.default.temporaryDirectory.path)/moments-local-\(UUID().uuidString)",
             workers: 0, settings: ["AUTH_REQUIRED": "false"]
         ) { base in
-            let local = try System.error(
+            let local = try CurlAPI.error(
                 try curl([
                     "-X", "POST", "-H", "Content-Type: application/json", "-d",
                     #"{"resumable": true, "size_bytes": 1000}"#, "\(base)/api/v1/uploads",

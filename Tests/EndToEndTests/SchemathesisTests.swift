@@ -24,7 +24,7 @@ struct SchemathesisTests {
             "REGISTRATIONS_PER_IP_PER_DAY": "1000000", "FREE_MONTHLY_HIGHLIGHTS": "100000",
         ]
         try await LiveSystem.withSystem(workers: 0, settings: settings) { base in
-            let auth = try LiveSystem.device(base)
+            let auth = try CurlAPI.device(base)
             let arguments =
                 [
                     "run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",

@@ -15,7 +15,7 @@ struct SettingsSourcesTests {
 
     @Test("The API starts with DATABASE_URL from a secret file and PORT from .env; the environment wins over both")
     func sourcesAndPrecedence() async throws {
-        try await TestServices.withDatabase { _, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { _, databaseURL in
             let folder = try Self.folder()
             defer { try? FileManager.default.removeItem(at: folder) }
             // Secret files end in a newline, as `kubectl create secret` and editors write them.

@@ -21,7 +21,7 @@ struct TracingEndToEndTests {
         defer { try? FileManager.default.removeItem(at: logs) }
         let endpoint = await receiver.endpoint
 
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             try await System.withSystem(
                 workers: 1,
                 settings: [
@@ -37,7 +37,7 @@ struct TracingEndToEndTests {
                     "-H", "traceparent: \(hostile)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=5",
                     "-F", "quality=low", "-F", "callback_url=\(endpoint)/hook", "\(base)/api/v1/upload",
                 ])
-                let id = try #require(UUID(uuidString: try System.json(upload.body)["job_id"] as? String ?? ""), "\(upload.body)")
+                let id = try #require(UUID(uuidString: try CurlAPI.json(upload.body)["job_id"] as? String ?? ""), "\(upload.body)")
                 let done = try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.status == .completed }
                 try #require(done, "the job completed")
                 let hooked = try await TestServices.eventually(timeout: .seconds(30)) { await !receiver.hooks.isEmpty }

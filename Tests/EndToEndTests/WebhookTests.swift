@@ -44,7 +44,7 @@ struct WebhookTests {
         defer { server.cancel() }
         let hook = "http://127.0.0.1:\(port)/hook"
 
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             try await System.withSystem(
                 workers: 1,
                 settings: [
@@ -56,17 +56,17 @@ struct WebhookTests {
             ) { base in
                 let upload = "\(base)/api/v1/upload"
                 let video = "file=@\(TestFootage.twentySeconds);type=video/mp4"
-                let bad = try System.error(try curl(["-F", video, "-F", "callback_url=ftp://example.com/x", upload]))
+                let bad = try CurlAPI.error(try curl(["-F", video, "-F", "callback_url=ftp://example.com/x", upload]))
                 #expect(bad.status == 422 && bad.code == "invalid_callback_url")
 
                 let done = try #require(
-                    try System.json(
+                    try CurlAPI.json(
                         try curl([
                             "-F", video, "-F", "target_duration=5", "-F", "quality=low",
                             "-F", "callback_url=\(hook)", upload,
                         ]).body)["job_id"] as? String)
                 let cancelled = try #require(
-                    try System.json(try curl(["-F", video, "-F", "callback_url=\(hook)", upload]).body)["job_id"] as? String)
+                    try CurlAPI.json(try curl(["-F", video, "-F", "callback_url=\(hook)", upload]).body)["job_id"] as? String)
                 #expect(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(cancelled)"]).status == 200)
 
                 let arrived = try await TestServices.eventually(timeout: .seconds(90)) { await receiver.requests.count >= 4 }

@@ -12,7 +12,7 @@ import Testing
 struct WorkerProcessTests {
     @Test("A worker process killed with SIGKILL mid-job: the job is redelivered after the lease, not before, and completes once")
     func sigkillMidJob() async throws {
-        try await TestServices.withDatabase { store, databaseURL in
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
             try await TestServices.withQueue(database: 8) { queue in
                 let environment = [
                     "DATABASE_URL": databaseURL, "REDIS_URL": try TestServices.redisURL(database: 8),
@@ -22,7 +22,7 @@ struct WorkerProcessTests {
                     "queue", "drill-worker", "--job-ms", "4000", "--concurrency", "1", "--lease-ms", "2000",
                     "--heartbeat-ms", "500", "--takeover-grace-ms", "300", "--reconcile-ms", "500",
                 ]
-                let id = try await Self.submit(store, queue)
+                let id = try await TestServices.submitJobs(store, queue)[0]
                 let doomed = try DrillProcess(arguments: arguments + ["--name", "doomed"], environment: environment)
                 #expect(
                     try await TestServices.eventually {
@@ -40,13 +40,6 @@ struct WorkerProcessTests {
                 #expect(events.filter { $0.to == .completed }.count == 1)
             }
         }
-    }
-
-    /// Submits one job, as the API does (row, then queue).
-    static func submit(_ store: JobStore, _ queue: RedisQueue) async throws -> UUID {
-        let job = NewJob(sourceKey: "sources/\(UUID()).mp4")
-        _ = try await Jobs(store: store, queue: queue, logger: TestServices.logger).submit(job)
-        return job.id
     }
 }
 

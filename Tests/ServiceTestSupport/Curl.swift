@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 
 /// Plain curl, as a client outside our code would call: returns the HTTP status, the body (when
 /// not written to a file with `-o`) and the response headers.
@@ -6,6 +7,39 @@ public func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
     let text = String(decoding: try capturedOutput("/usr/bin/curl", ["-s", "-w", "\n%{http_code}"] + arguments), as: UTF8.self)
     let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
     return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+}
+
+/// curl off the cooperative pool, for tests whose API answers in this process (on that pool).
+public func curlOffPool(_ arguments: [String]) async throws -> (status: Int, body: String) {
+    try await BlockingWork.run { try curl(arguments) }
+}
+
+/// The API's conventions as seen through curl: a device's token, JSON bodies, the error shape.
+public enum CurlAPI {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    /// Registers a device and returns the header arguments that send its token.
+    public static func device(_ base: String, name: String = "Test iPhone") throws -> [String] {
+        let reply = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"name": "\#(name)"}"#, "\(base)/api/v1/devices"])
+        guard let token = try json(reply.body)["token"] as? String else { throw Failure("no token: \(reply.status) \(reply.body)") }
+        return ["-H", "Authorization: Bearer \(token)"]
+    }
+
+    public static func json(_ text: String) throws -> [String: Any] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw Failure("not a JSON object: \(text)")
+        }
+        return object
+    }
+
+    /// The one error shape: the status, `error.code` and `error.message`.
+    public static func error(_ reply: (status: Int, body: String)) throws -> (status: Int, code: String, message: String) {
+        guard let error = try json(reply.body)["error"] as? [String: Any] else { throw Failure("not the error shape: \(reply.body)") }
+        return (reply.status, error["code"] as? String ?? "", error["message"] as? String ?? "")
+    }
 }
 
 /// Runs `executable` to the end: its exit status and what it wrote to standard output and error.

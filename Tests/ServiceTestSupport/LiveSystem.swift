@@ -12,6 +12,13 @@ public enum LiveSystem {
         public init(_ description: String) { self.description = description }
     }
 
+    /// How long the test's own job store waits for a call when it only watches the system (as
+    /// `TestServices.withDatabase(callTimeout:)`): a heavy suite's synchronous test may hold both
+    /// threads of this process's cooperative pool (2 cores) for a minute, and a read left waiting
+    /// that long must not fail the test beside it (a fresh-clone run once did, at 10 s). The
+    /// stores under test, in the `moments` processes, keep 10 s.
+    public static let watching: Duration = .seconds(180)
+
     /// Starts the API and `workers` workers on a fresh database (or `databaseURL`) and Redis
     /// database 9; stops them after. `settings` are added to the environment (anonymous use
     /// unless they say `AUTH_REQUIRED`). With `logs`, each process writes its standard error to a
@@ -118,7 +125,7 @@ public enum LiveSystem {
             "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=15",
             "-F", "quality=high", "\(base)/api/v1/upload",
         ])
-        guard let id = UUID(uuidString: try json(upload.body)["job_id"] as? String ?? "") else {
+        guard let id = UUID(uuidString: try CurlAPI.json(upload.body)["job_id"] as? String ?? "") else {
             throw Failure("the upload was refused: \(upload.status) \(upload.body)")
         }
         let working = try await TestServices.eventually(timeout: .seconds(60)) {
@@ -135,26 +142,6 @@ public enum LiveSystem {
         defer { try? FileManager.default.removeItem(at: file) }
         let status = try curl(headers + ["-L", "-o", file.path, "\(base)/api/v1/jobs/\(id)/download"]).status
         return (status, FileManager.default.fileExists(atPath: file.path) ? try TestFootage.duration(file.path) : -1)
-    }
-
-    /// Registers a device and returns the header arguments that send its token.
-    public static func device(_ base: String, name: String = "Test iPhone") throws -> [String] {
-        let reply = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"name": "\#(name)"}"#, "\(base)/api/v1/devices"])
-        guard let token = try json(reply.body)["token"] as? String else { throw Failure("no token: \(reply.status) \(reply.body)") }
-        return ["-H", "Authorization: Bearer \(token)"]
-    }
-
-    public static func json(_ text: String) throws -> [String: Any] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            throw Failure("not a JSON object: \(text)")
-        }
-        return object
-    }
-
-    /// The one error shape: the status, `error.code` and `error.message`.
-    public static func error(_ reply: (status: Int, body: String)) throws -> (status: Int, code: String, message: String) {
-        guard let error = try json(reply.body)["error"] as? [String: Any] else { throw Failure("not the error shape: \(reply.body)") }
-        return (reply.status, error["code"] as? String ?? "", error["message"] as? String ?? "")
     }
 }
 

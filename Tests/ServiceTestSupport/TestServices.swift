@@ -1,5 +1,6 @@
 import Foundation
 import JobQueue
+import Jobs
 import Logging
 
 @testable import JobStore
@@ -45,9 +46,10 @@ public enum TestServices {
     // MARK: PostgreSQL
 
     /// Runs `body` with a job store on a fresh, empty database that is dropped afterwards.
-    /// `migrated` applies the migrations first.
+    /// `migrated` applies the migrations first; `callTimeout` is the store's (`LiveSystem.watching`
+    /// for a store that only watches a system of processes).
     public static func withDatabase<T: Sendable>(
-        migrated: Bool = true,
+        migrated: Bool = true, callTimeout: Duration = .seconds(10),
         _ body: @Sendable (JobStore, String) async throws -> T
     ) async throws -> T {
         let url = try environment("DATABASE_URL")
@@ -62,11 +64,7 @@ public enum TestServices {
             let testURL = components.string!
             var configuration = try DatabaseConfiguration(url: testURL)
             configuration.maximumConnections = 20
-            // The test's own store watches the system: a heavy suite's synchronous test may hold
-            // both of the cooperative pool's threads (2 cores) for a minute, and a call left
-            // waiting that long must not fail the test beside it (a fresh-clone run once did).
-            // The stores under test, in `moments` processes or built by the test, keep 10 s.
-            configuration.callTimeout = .seconds(180)
+            configuration.callTimeout = callTimeout
             let store = JobStore(configuration: configuration, logger: logger)
             let result: Result<T, any Error>
             do {
@@ -113,6 +111,18 @@ public enum TestServices {
         do { result = .success(try await body(queue)) } catch { result = .failure(error) }
         try? await queue.destroy()
         return try result.get()
+    }
+
+    /// Submits `count` jobs (row, then queue) for workers under test; their sources are never read.
+    public static func submitJobs(_ store: JobStore, _ queue: RedisQueue, count: Int = 1, maxAttempts: Int = 3) async throws -> [UUID] {
+        let jobs = Jobs(store: store, queue: queue, logger: logger)
+        var ids: [UUID] = []
+        for _ in 0..<count {
+            let job = NewJob(sourceKey: "sources/\(UUID()).mp4", maxAttempts: maxAttempts)
+            _ = try await jobs.submit(job)
+            ids.append(job.id)
+        }
+        return ids
     }
 
     /// Empties one of Redis's databases (tests that flush use a database of their own).

@@ -42,16 +42,6 @@ struct QueueWorkerTests {
         Jobs(store: store, queue: queue, logger: TestServices.logger)
     }
 
-    static func submit(_ store: JobStore, _ queue: RedisQueue, count: Int, maxAttempts: Int = 3) async throws -> [UUID] {
-        var ids: [UUID] = []
-        for _ in 0..<count {
-            let job = NewJob(sourceKey: "sources/\(UUID()).mp4", maxAttempts: maxAttempts)
-            _ = try await jobs(store, queue).submit(job)
-            ids.append(job.id)
-        }
-        return ids
-    }
-
     static func statuses(_ store: JobStore, _ ids: [UUID]) async throws -> [JobStatus] {
         var statuses: [JobStatus] = []
         for id in ids { statuses.append(try await store.job(id)?.status ?? .failed) }
@@ -63,7 +53,7 @@ struct QueueWorkerTests {
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
                 let handler = CountingHandler()
-                let ids = try await Self.submit(store, queue, count: 30)
+                let ids = try await TestServices.submitJobs(store, queue, count: 30)
                 try await Self.withWorkers(store, queue, count: 3, handler: handler) {
                     let done = try await TestServices.eventually { try await Self.statuses(store, ids).allSatisfy { $0 == .completed } }
                     #expect(done)
@@ -81,9 +71,9 @@ struct QueueWorkerTests {
     func retries() async throws {
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
-                let flaky = try await Self.submit(store, queue, count: 1)[0]
-                let broken = try await Self.submit(store, queue, count: 1)[0]
-                let hopeless = try await Self.submit(store, queue, count: 1, maxAttempts: 2)[0]
+                let flaky = try await TestServices.submitJobs(store, queue)[0]
+                let broken = try await TestServices.submitJobs(store, queue)[0]
+                let hopeless = try await TestServices.submitJobs(store, queue, maxAttempts: 2)[0]
                 let handler = CountingHandler(failures: [
                     flaky: [JobFailure(code: "storage_error", message: "R2 timed out", retryable: true)],
                     broken: [JobFailure(MomentsError(.corruptMedia, "This file is damaged."))],
@@ -112,7 +102,7 @@ struct QueueWorkerTests {
     func renewalsUnderSlowDatabase() async throws {
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
-                let id = try await Self.submit(store, queue, count: 1)[0]
+                let id = try await TestServices.submitJobs(store, queue)[0]
                 // Runs for 8 s; the lease is 1.5 s, renewed every 0.4 s.
                 try await Self.withWorkers(store, queue, handler: CountingHandler(workFor: .seconds(8))) {
                     #expect(try await TestServices.eventually(timeout: .seconds(5)) { try await store.job(id)?.status == .processing })
@@ -156,7 +146,7 @@ struct QueueWorkerTests {
             defer { group.cancelAll() }
             try await store.migrate()
             try await TestServices.withQueue { queue in
-                let id = try await Self.submit(store, queue, count: 1)[0]
+                let id = try await TestServices.submitJobs(store, queue)[0]
                 let handler = CountingHandler(workFor: .seconds(3))
                 try await Self.withWorkers(store, queue, handler: handler) {
                     #expect(try await TestServices.eventually(timeout: .seconds(10)) { try await store.job(id)?.status == .processing })
@@ -185,8 +175,8 @@ struct QueueWorkerTests {
     func watchdog() async throws {
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
-                let stalled = try await Self.submit(store, queue, count: 1, maxAttempts: 1)[0]
-                let overtime = try await Self.submit(store, queue, count: 1, maxAttempts: 1)[0]
+                let stalled = try await TestServices.submitJobs(store, queue, maxAttempts: 1)[0]
+                let overtime = try await TestServices.submitJobs(store, queue, maxAttempts: 1)[0]
                 let handler = WatchdogHandler(stalls: stalled)
                 try await Self.withWorkers(
                     store, queue, handler: handler,
@@ -216,11 +206,11 @@ struct QueueWorkerTests {
     func cancel() async throws {
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
-                let waiting = try await Self.submit(store, queue, count: 1)[0]
+                let waiting = try await TestServices.submitJobs(store, queue)[0]
                 #expect(try await store.cancel(waiting) == .cancelled(from: .pending))
                 let handler = CountingHandler(workFor: .seconds(30))
                 try await Self.withWorkers(store, queue, handler: handler) {
-                    let running = try await Self.submit(store, queue, count: 1)[0]
+                    let running = try await TestServices.submitJobs(store, queue)[0]
                     #expect(try await TestServices.eventually { try await store.job(running)?.status == .processing })
                     let cancelledAt = ContinuousClock.now
                     #expect(try await store.cancel(running) == .cancelled(from: .processing))
@@ -259,7 +249,7 @@ struct QueueWorkerTests {
         try await TestServices.withDatabase { store, _ in
             try await TestServices.withQueue { queue in
                 let handler = CancelledAtTheEnd(store: store)
-                let id = try await Self.submit(store, queue, count: 1)[0]
+                let id = try await TestServices.submitJobs(store, queue)[0]
                 try await Self.withWorkers(store, queue, handler: handler) {
                     let discarded = try await TestServices.eventually { handler.discarded == ["results/\(id).mp4"] }
                     #expect(discarded, "\(handler.discarded)")
@@ -275,7 +265,7 @@ struct QueueWorkerTests {
         try await TestServices.withDatabase { store, _ in
             // Database 7 of Redis is this test's alone: it flushes it.
             try await TestServices.withQueue(database: 7) { queue in
-                let ids = try await Self.submit(store, queue, count: 20)
+                let ids = try await TestServices.submitJobs(store, queue, count: 20)
                 let unqueued = try await store.create(NewJob(sourceKey: "sources/lost-push.mp4")).id  // INSERT done, push lost
                 try await TestServices.flushRedis(database: 7)
                 #expect(try await queue.stats().ready == 0)
@@ -299,7 +289,7 @@ struct QueueWorkerTests {
             try await TestServices.withQueue { queue in
                 let jobs = Self.jobs(store, queue)
                 try await jobs.pause()
-                let ids = try await Self.submit(store, queue, count: 2)
+                let ids = try await TestServices.submitJobs(store, queue, count: 2)
                 let handler = CountingHandler()
                 try await Self.withWorkers(store, queue, handler: handler, configure: { $0.pausedCheck = .milliseconds(100) }) {
                     // Redis restarted empty (FLUSHALL, for this queue's keys): no pause, no jobs. The
@@ -346,7 +336,7 @@ struct QueueWorkerTests {
                 leaving.shutdownGrace = .milliseconds(300)
                 let first = QueueWorker(configuration: leaving, jobs: Self.jobs(store, queue), handler: handler, logger: TestServices.logger)
                 let firstTask = Task { await first.run() }
-                let id = try await Self.submit(store, queue, count: 1)[0]
+                let id = try await TestServices.submitJobs(store, queue)[0]
                 let started = try await TestServices.eventually { try await store.job(id)?.status == .processing }
                 #expect(started)
                 firstTask.cancel()  // what SIGTERM does
