@@ -8,8 +8,9 @@ import Testing
 
 /// `Idempotency-Key` on submissions, through the API in this process listening on a port of its
 /// own: a client whose connection dropped after the server made the job sends the same request
-/// again and gets that job, and the quota counts it once.
-@Suite("Idempotent submissions")
+/// again and gets that job, and the quota counts it once. Alone: its uploads (footage probed and
+/// stored in this process) beside the lease tests made their renewals late (3 runs in 4).
+@Suite("Idempotent submissions", .alone)
 struct IdempotencyTests {
     @Test("A retry after a dropped answer returns the same job and spends one quota slot; another request under the key is 422")
     func retryAfterDroppedConnection() async throws {
@@ -17,7 +18,7 @@ struct IdempotencyTests {
             let store = api.store
             let port = try #require(api.client.port)
             let base = "http://127.0.0.1:\(port)"
-            let auth = try await BlockingWork.run { try LiveSystem.device(base) }
+            let auth = try await BlockingWork.run { try CurlAPI.device(base) }
             // The first upload reaches the API, which makes the job; its answer never reaches the client.
             let proxy = try FaultProxy(upstreamPort: port) { method, path, earlier in
                 method == "POST" && path == "/api/v1/upload" && !earlier.contains { $0.fault == .dropResponse } ? .dropResponse : .pass
@@ -41,14 +42,14 @@ struct IdempotencyTests {
             let retried = try await upload(key: key, through: viaProxy)
             #expect(retried.status == 200, "\(retried.body)")
             #expect(retried.headers["idempotent-replayed"] == "true")
-            let id = try #require(try LiveSystem.json(retried.body)["job_id"] as? String)
+            let id = try #require(try CurlAPI.json(retried.body)["job_id"] as? String)
             #expect(try await Self.jobIDs(store) == [id], "one job, the one the retry names")
             let owner = try #require(try await store.job(UUID(uuidString: id)!)?.owner)
             #expect(try await store.monthlyUsage(owner: owner).used == 1, "one quota slot")
             #expect(try await upload(key: key, through: base).body == retried.body, "the same answer again, byte for byte")
 
-            let reused = try LiveSystem.error(
-                try await Self.call(
+            let reused = try CurlAPI.error(
+                try await curlOffPool(
                     auth + [
                         "-H", "Idempotency-Key: \(key)", "-F",
                         "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=6",
@@ -57,8 +58,8 @@ struct IdempotencyTests {
             #expect(reused.status == 422 && reused.code == "idempotency_key_reused", "\(reused)")
             // The same settings and file name with another file (its SHA-256 is part of the request) is another request too.
             let sameName = URL(fileURLWithPath: TestFootage.twentySeconds).lastPathComponent
-            let otherFile = try LiveSystem.error(
-                try await Self.call(
+            let otherFile = try CurlAPI.error(
+                try await curlOffPool(
                     auth + [
                         "-H", "Expect:", "-H", "Idempotency-Key: \(key)", "-F",
                         "file=@\(TestFootage.sixSeconds);type=video/mp4;filename=\(sameName)", "-F", "target_duration=5",
@@ -70,8 +71,8 @@ struct IdempotencyTests {
             let second = UUID().uuidString
             let made = try await upload(key: second, through: base)
             #expect(made.status == 200 && made.headers["idempotent-replayed"] == nil)
-            let full = try LiveSystem.error(
-                try await Self.call(
+            let full = try CurlAPI.error(
+                try await curlOffPool(
                     auth + [
                         "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4",
                         "\(base)/api/v1/upload",
@@ -82,8 +83,8 @@ struct IdempotencyTests {
             #expect(try await store.monthlyUsage(owner: owner).used == 2)
 
             for bad in ["has space", String(repeating: "k", count: 256)] {
-                let refused = try LiveSystem.error(
-                    try await Self.call(
+                let refused = try CurlAPI.error(
+                    try await curlOffPool(
                         auth + [
                             "-H", "Idempotency-Key: \(bad)", "-F",
                             "file=@\(TestFootage.twentySeconds);type=video/mp4", "\(base)/api/v1/upload",
@@ -108,19 +109,19 @@ struct IdempotencyTests {
             let first = try await reserve(body, key: key)
             let second = try await reserve(body, key: key)
             #expect(first.status == 200 && second.status == 200, "\(first.body) \(second.body)")
-            let firstID = try LiveSystem.json(first.body)["job_id"] as? String
-            let secondID = try LiveSystem.json(second.body)["job_id"] as? String
+            let firstID = try CurlAPI.json(first.body)["job_id"] as? String
+            let secondID = try CurlAPI.json(second.body)["job_id"] as? String
             #expect(firstID != nil && firstID == secondID)
             #expect(first.headers["idempotent-replayed"] == nil && second.headers["idempotent-replayed"] == "true")
-            let other = try LiveSystem.error(
-                try await Self.call([
+            let other = try CurlAPI.error(
+                try await curlOffPool([
                     "-X", "POST", "-H", "Content-Type: application/json", "-H", "Idempotency-Key: \(key)",
                     "-d", #"{"filename": "other.mov"}"#, "\(base)/api/v1/uploads",
                 ]))
             #expect(other.status == 422 && other.code == "idempotency_key_reused")
             // A key used for an upload reservation cannot stand for a multipart upload either.
-            let crossed = try LiveSystem.error(
-                try await Self.call([
+            let crossed = try CurlAPI.error(
+                try await curlOffPool([
                     "-H", "Idempotency-Key: \(key)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4",
                     "\(base)/api/v1/upload",
                 ]))
@@ -128,12 +129,7 @@ struct IdempotencyTests {
         }
     }
 
-    /// curl, off the cooperative pool: the API that answers runs on that pool in this process.
-    static func call(_ arguments: [String]) async throws -> (status: Int, body: String) {
-        try await BlockingWork.run { try curl(arguments) }
-    }
-
-    /// `Reply`, off the cooperative pool.
+    /// `Reply`, off the cooperative pool (the API that answers runs on that pool in this process).
     static func exchange(_ arguments: [String]) async throws -> Reply {
         try await BlockingWork.run { try Reply(arguments) }
     }

@@ -5,7 +5,7 @@ import MomentsModel
 import Testing
 
 /// `GET /api/v1/jobs`: a device's history, through the API in this process.
-@Suite("Job history")
+@Suite("Job history", .quiet)
 struct JobHistoryTests {
     @Test("120 jobs page by cursor, newest first, without gaps or repeats; filtered by status; only the device's own")
     func pagesOverADevicesJobs() async throws {
