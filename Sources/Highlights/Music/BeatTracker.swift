@@ -29,11 +29,9 @@ struct BeatTracker {
     static let tempos = 50.0...220.0
     /// Weaker repetition than this is no beat (noise, speech, ambient sound).
     static let weakest = 0.2
-    /// A beat goes on: two, three or four beats on, the envelope must still repeat at least this
-    /// plainly at one of them. A speaker's even syllables now and then repeat once as plainly as
-    /// music (0.26 in one of 130 espeak-ng speeches of 20 s), not again: at most 0.16 two to four
-    /// beats on. Generated music repeats there at 0.24 and more, the Debian soundtracks with a
-    /// beat at 0.23 and more, bar one jingle of 10 s (0.13); noise at most 0.06.
+    /// A beat goes on: two, three or four beats later the envelope still repeats at least this
+    /// plainly. Speech's even syllables can repeat once as plainly as music, not again (the
+    /// figures are in docs/engine.md).
     static let sustained = 0.18
     /// A rise of the bands (summed, weighed dB) under this is no onset: in their loudest hundredth
     /// of frames a steady tone or hum rises by 7–22, game soundtracks by 26–256 (30 and more
