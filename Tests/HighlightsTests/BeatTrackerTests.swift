@@ -92,7 +92,7 @@ struct BeatTrackerTests {
     func beatsOnKicks(batch: Int) throws {
         var rng = SystemRandomNumberGenerator()
         var shares: [Double] = []
-        let listed = ProcessInfo.processInfo.environment["MOMENTS_BEAT_SEED"]?.split(separator: ",").compactMap { UInt64($0) }
+        let listed = Seeds.replayed("MOMENTS_BEAT_SEED")
         let seeds = listed ?? ((batch == 0 ? Self.remembered : []) + (0..<8).map { _ in rng.next() })
         for seed in seeds {
             var source = SplitMix64(seed: seed)
@@ -180,7 +180,7 @@ struct BeatTrackerTests {
         }
         // Speech included: its even syllables now and then repeat once as plainly as music (0.26),
         // but not two to four beats on (`BeatTracker.sustained`); `MOMENTS_BEAT_SEED` replays.
-        let listed = ProcessInfo.processInfo.environment["MOMENTS_BEAT_SEED"]?.split(separator: ",").compactMap { UInt64($0) }
+        let listed = Seeds.replayed("MOMENTS_BEAT_SEED")
         for kind in ["pink", "wind", "traffic", "speech"] {
             let fresh = (0..<4).map { _ in rng.next() }
             // The speech a run once heard a beat in (0.26 at 103 a minute), and new seeds.

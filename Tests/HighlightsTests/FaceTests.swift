@@ -13,7 +13,7 @@ struct FaceTests {
     static let cascade: FaceCascade? = try? FaceCascade(contentsOf: FaceCascade.standardPath)
 
     static func seeds(_ count: Int) -> [UInt64] {
-        if let seed = ProcessInfo.processInfo.environment["MOMENTS_FACE_SEED"].flatMap(UInt64.init) { return [seed] }
+        if let listed = Seeds.replayed("MOMENTS_FACE_SEED") { return listed }
         var rng = SystemRandomNumberGenerator()
         let factor = ProcessInfo.processInfo.environment["MOMENTS_FACE_SEEDS"].flatMap(Int.init) ?? 1
         return (0..<count * max(1, factor)).map { _ in rng.next() }

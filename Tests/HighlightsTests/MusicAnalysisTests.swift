@@ -18,8 +18,7 @@ struct MusicAnalysisTests {
         var rng = SystemRandomNumberGenerator()
         // A seed that once failed (Vorbis silenced the moment before a bar, and the beat there
         // was dropped), then two new ones; `MOMENTS_BEAT_SEED=a,b` replays given seeds instead.
-        let listed = ProcessInfo.processInfo.environment["MOMENTS_BEAT_SEED"]?.split(separator: ",").compactMap { UInt64($0) }
-        for seed in listed ?? [3_377_838_435_203_511_526, rng.next(), rng.next()] {
+        for seed in Seeds.replayed("MOMENTS_BEAT_SEED") ?? [3_377_838_435_203_511_526, rng.next(), rng.next()] {
             var source = SplitMix64(seed: seed)
             let tempo = Double.random(in: 80...150, using: &source)
             let truth = BeatTrackerTests.steady(tempo, seconds: 24)

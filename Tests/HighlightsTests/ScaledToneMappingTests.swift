@@ -86,9 +86,7 @@ struct ScaledToneMappingTests {
     /// Pictures per size: new seeds every run (printed with any failure), fewer for the largest;
     /// `MOMENTS_PICTURE_SEED=a,b` paints those instead.
     static func seeds(width: Int) -> [UInt64] {
-        if let listed = ProcessInfo.processInfo.environment["MOMENTS_PICTURE_SEED"] {
-            return listed.split(separator: ",").compactMap { UInt64($0) }
-        }
+        if let listed = Seeds.replayed("MOMENTS_PICTURE_SEED") { return listed }
         var random = SystemRandomNumberGenerator()
         return (0..<(width > 2560 ? 2 : 4)).map { _ in random.next() }
     }

@@ -16,9 +16,7 @@ struct SpeechTests {
     /// `MOMENTS_SPEECH_SEEDS` multiplies the count (a longer run by hand); `MOMENTS_SPEECH_SEED`
     /// replays the seeds a failure printed (one, or several separated by commas).
     static func seeds(_ count: Int) -> [UInt64] {
-        if let listed = ProcessInfo.processInfo.environment["MOMENTS_SPEECH_SEED"] {
-            return listed.split(separator: ",").compactMap { UInt64($0) }
-        }
+        if let listed = Seeds.replayed("MOMENTS_SPEECH_SEED") { return listed }
         var rng = SystemRandomNumberGenerator()
         let factor = ProcessInfo.processInfo.environment["MOMENTS_SPEECH_SEEDS"].flatMap(Int.init) ?? 1
         return (0..<count * max(1, factor)).map { _ in rng.next() }
