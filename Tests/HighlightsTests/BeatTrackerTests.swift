@@ -86,7 +86,7 @@ struct BeatTrackerTests {
 
     /// Seeds of songs a run once failed on, played every run (batch 0); `MOMENTS_BEAT_SEED=a,b`
     /// plays those instead of new ones.
-    static let remembered: [UInt64] = [10_476_472_647_241_398_418]
+    static let remembered: [UInt64] = [10_476_472_647_241_398_418, 1_117_958_152_087_097_498]
 
     @Test("on music, the tempo is the music's (or its half or double), and the beats fall on the kicks", arguments: 0..<3)
     func beatsOnKicks(batch: Int) throws {

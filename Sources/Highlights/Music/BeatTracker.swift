@@ -328,8 +328,8 @@ struct BeatTracker {
     }
 
     /// How far each step may stray from the period: a step of half or twice it costs as much as
-    /// ten beats' worth of onset.
-    static let tightness = 100.0
+    /// thirty beats' worth of onset.
+    static let tightness = 300.0
 
     /// What `beats` maximises, over one path: the onset at its beats less the cost of its steps.
     static func pathScore(_ frames: [Int], in envelope: [Double], periods: [Double]) -> Double {
