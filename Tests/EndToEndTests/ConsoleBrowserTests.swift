@@ -58,7 +58,7 @@ struct ConsoleBrowserTests {
         if let callback { arguments += ["-F", "callback_url=\(callback)"] }
         let reply = try curl(arguments + ["\(base)/api/v1/upload"])
         guard let id = UUID(uuidString: try CurlAPI.json(reply.body)["job_id"] as? String ?? "") else {
-            throw System.Failure("upload refused: \(reply.status) \(reply.body)")
+            throw TestFailure("upload refused: \(reply.status) \(reply.body)")
         }
         return id
     }
@@ -148,7 +148,7 @@ struct ConsoleBrowserTests {
             try await browser.wait("the retry to complete", timeout: .seconds(90)) { try browser.text("#job-status") == "completed" }
         } catch {
             let row = try await store.job(failing)
-            throw System.Failure("\(error); in the store the job is \(row?.status.rawValue ?? "gone") at \(row?.progress ?? -1) %")
+            throw TestFailure("\(error); in the store the job is \(row?.status.rawValue ?? "gone") at \(row?.progress ?? -1) %")
         }
 
         // Bulk-cancelling a filtered set (paused, so they wait), with progress in the audit log.

@@ -20,7 +20,7 @@ struct EngineIsolationTests {
             "-F", "quality=low", "\(base)/api/v1/upload",
         ])
         guard let id = UUID(uuidString: (try? CurlAPI.json(reply.body)["job_id"] as? String) ?? "") else {
-            throw System.Failure("the upload was refused: \(reply.status) \(reply.body)")
+            throw TestFailure("the upload was refused: \(reply.status) \(reply.body)")
         }
         return id
     }
@@ -32,7 +32,7 @@ struct EngineIsolationTests {
             found = worker.engineChild(workingOn: id)
             return found != nil
         }
-        guard let found else { throw System.Failure("no engine process of job \(id) within 90 s") }
+        guard let found else { throw TestFailure("no engine process of job \(id) within 90 s") }
         return found
     }
 

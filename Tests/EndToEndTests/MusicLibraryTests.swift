@@ -17,7 +17,7 @@ struct MusicLibraryTests {
         // (Commas inside a filter's option are escaped.)
         let escaped = expression.replacingOccurrences(of: ",", with: "\\,")
         let result = try captured("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "aevalsrc=\(escaped):s=44100:d=40", path])
-        guard result.status == 0 else { throw LiveSystem.Failure("ffmpeg: \(String(decoding: result.errors, as: UTF8.self))") }
+        guard result.status == 0 else { throw TestFailure("ffmpeg: \(String(decoding: result.errors, as: UTF8.self))") }
         return path
     }
 

@@ -244,11 +244,6 @@ func one<each Column: PostgresDecodable>(
     return rows[0]
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 extension FailOutcome {
     var retryTime: Date? { if case .willRetry(let at) = self { at } else { nil } }
 }

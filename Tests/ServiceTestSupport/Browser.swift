@@ -4,11 +4,6 @@ import Foundation
 /// `scripts/setup` installs: what an operator's browser does, page by page, with real HTML, CSS,
 /// the console's script and its Content-Security-Policy. Requests go through plain curl.
 public final class Browser: @unchecked Sendable {
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-        public init(_ description: String) { self.description = description }
-    }
-
     /// chromedriver's process (spawned and reaped with posix calls: Foundation's `Process.waitUntilExit` hung here).
     private let driver: pid_t
     private let endpoint: String
@@ -26,7 +21,7 @@ public final class Browser: @unchecked Sendable {
 
     private init() async throws {
         guard let driverPath = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].first(where: FileManager.default.isExecutableFile) else {
-            throw Failure("chromedriver is not installed: scripts/setup installs Debian's chromium and chromium-driver.")
+            throw TestFailure("chromedriver is not installed: scripts/setup installs Debian's chromium and chromium-driver.")
         }
         // A random port may be taken (chromedriver then exits at once): up to three, 30 s each on a loaded machine.
         var started: (pid_t, String)?
@@ -43,7 +38,7 @@ public final class Browser: @unchecked Sendable {
                 Self.stop(pid)
             }
         }
-        guard let (driver, endpoint) = started else { throw Failure("chromedriver did not start (three ports tried, 30 s each)") }
+        guard let (driver, endpoint) = started else { throw TestFailure("chromedriver did not start (three ports tried, 30 s each)") }
         self.driver = driver
         self.endpoint = endpoint
         let capabilities: [String: Any] = [
@@ -63,7 +58,7 @@ public final class Browser: @unchecked Sendable {
         let reply = try Self.call(endpoint, "POST", "/session", capabilities)
         guard let value = reply["value"] as? [String: Any], let session = value["sessionId"] as? String else {
             Self.stop(driver)
-            throw Failure("no WebDriver session: \(reply)")
+            throw TestFailure("no WebDriver session: \(reply)")
         }
         self.session = session
     }
@@ -112,7 +107,7 @@ public final class Browser: @unchecked Sendable {
         while true {
             do {
                 return try body()
-            } catch let failure as Failure where failure.description.contains("stale element") && attempt < 3 {
+            } catch let failure as TestFailure where failure.description.contains("stale element") && attempt < 3 {
                 attempt += 1
             }
         }
@@ -138,7 +133,7 @@ public final class Browser: @unchecked Sendable {
     @discardableResult
     public func screenshot(_ name: String) throws -> URL {
         guard let base64 = try command("GET", "screenshot") as? String, let data = Data(base64Encoded: base64) else {
-            throw Failure("no screenshot")
+            throw TestFailure("no screenshot")
         }
         try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
         let file = Self.screenshots.appendingPathComponent("\(name).png")
@@ -153,7 +148,7 @@ public final class Browser: @unchecked Sendable {
             if (try? await condition()) == true { return }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw Failure("waited \(timeout) for \(what); the page is at \((try? url) ?? "?")")
+        throw TestFailure("waited \(timeout) for \(what); the page is at \((try? url) ?? "?")")
     }
 
     // MARK: WebDriver
@@ -161,7 +156,7 @@ public final class Browser: @unchecked Sendable {
     private func element(_ css: String) throws -> String {
         let value = try command("POST", "element", ["using": "css selector", "value": css])
         guard let found = value as? [String: Any], let id = found[Self.elementKey] as? String else {
-            throw Failure("no element matches \(css) on \((try? url) ?? "?")")
+            throw TestFailure("no element matches \(css) on \((try? url) ?? "?")")
         }
         return id
     }
@@ -170,7 +165,7 @@ public final class Browser: @unchecked Sendable {
     private func command(_ method: String, _ path: String, _ body: Any? = nil) throws -> Any? {
         let reply = try Self.call(endpoint, method, "/session/\(session)/\(path)", body)
         if let value = reply["value"] as? [String: Any], let error = value["error"] as? String {
-            throw Failure("WebDriver \(method) \(path): \(error): \(value["message"] as? String ?? "")")
+            throw TestFailure("WebDriver \(method) \(path): \(error): \(value["message"] as? String ?? "")")
         }
         return reply["value"]
     }
@@ -183,7 +178,7 @@ public final class Browser: @unchecked Sendable {
         }
         let reply = try curl(arguments)
         guard let object = try? JSONSerialization.jsonObject(with: Data(reply.body.utf8)) as? [String: Any] else {
-            throw Failure("WebDriver \(method) \(path) answered \(reply.status): \(reply.body.prefix(300))")
+            throw TestFailure("WebDriver \(method) \(path) answered \(reply.status): \(reply.body.prefix(300))")
         }
         return object
     }

@@ -16,28 +16,28 @@ public func curlOffPool(_ arguments: [String]) async throws -> (status: Int, bod
 
 /// The API's conventions as seen through curl: a device's token, JSON bodies, the error shape.
 public enum CurlAPI {
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-        public init(_ description: String) { self.description = description }
-    }
-
     /// Registers a device and returns the header arguments that send its token.
     public static func device(_ base: String, name: String = "Test iPhone") throws -> [String] {
         let reply = try curl(["-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"name": "\#(name)"}"#, "\(base)/api/v1/devices"])
-        guard let token = try json(reply.body)["token"] as? String else { throw Failure("no token: \(reply.status) \(reply.body)") }
+        guard let token = try json(reply.body)["token"] as? String else { throw TestFailure("no token: \(reply.status) \(reply.body)") }
         return ["-H", "Authorization: Bearer \(token)"]
+    }
+
+    /// `device`, off the cooperative pool (as `curlOffPool`), for an API that answers in this process.
+    public static func deviceOffPool(_ base: String, name: String = "Test iPhone") async throws -> [String] {
+        try await BlockingWork.run { try device(base, name: name) }
     }
 
     public static func json(_ text: String) throws -> [String: Any] {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            throw Failure("not a JSON object: \(text)")
+            throw TestFailure("not a JSON object: \(text)")
         }
         return object
     }
 
     /// The one error shape: the status, `error.code` and `error.message`.
     public static func error(_ reply: (status: Int, body: String)) throws -> (status: Int, code: String, message: String) {
-        guard let error = try json(reply.body)["error"] as? [String: Any] else { throw Failure("not the error shape: \(reply.body)") }
+        guard let error = try json(reply.body)["error"] as? [String: Any] else { throw TestFailure("not the error shape: \(reply.body)") }
         return (reply.status, error["code"] as? String ?? "", error["message"] as? String ?? "")
     }
 }

@@ -7,11 +7,6 @@ import Synchronization
 /// the real PostgreSQL, Redis and SeaweedFS, driven over HTTP with plain curl. For the few
 /// end-to-end tests; the API's contract, error and access tests run in process (`InProcessAPI`).
 public enum LiveSystem {
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-        public init(_ description: String) { self.description = description }
-    }
-
     /// How long the test's own job store waits for a call when it only watches the system (as
     /// `TestServices.withDatabase(callTimeout:)`): a heavy suite's synchronous test may hold both
     /// threads of this process's cooperative pool (2 cores) for a minute, and a read left waiting
@@ -114,9 +109,9 @@ public enum LiveSystem {
             }
             if ready && api.isRunning { return (api, base) }
             api.stop()
-            guard ready else { throw Failure("the API did not become ready within 30 s") }
+            guard ready else { throw TestFailure("the API did not become ready within 30 s") }
         }
-        throw Failure("the API exited at start on three ports in turn (see its log)")
+        throw TestFailure("the API exited at start on three ports in turn (see its log)")
     }
 
     /// Uploads the 20 s footage for a 15 s highlight and waits until a worker is mid-job.
@@ -126,12 +121,12 @@ public enum LiveSystem {
             "-F", "quality=high", "\(base)/api/v1/upload",
         ])
         guard let id = UUID(uuidString: try CurlAPI.json(upload.body)["job_id"] as? String ?? "") else {
-            throw Failure("the upload was refused: \(upload.status) \(upload.body)")
+            throw TestFailure("the upload was refused: \(upload.status) \(upload.body)")
         }
         let working = try await TestServices.eventually(timeout: .seconds(60)) {
             try await store.job(id).map { $0.status == .processing && $0.progress >= 5 } ?? false
         }
-        guard working else { throw Failure("no worker got to 5 % of job \(id) within 60 s") }
+        guard working else { throw TestFailure("no worker got to 5 % of job \(id) within 60 s") }
         return id
     }
 

@@ -12,7 +12,7 @@ public enum Loopback {
     /// so the window the server sees is small from the start; `receiveTimeout` bounds each read.
     public static func connect(port: Int, receiveBuffer: Int32? = nil, receiveTimeout: Duration? = nil) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw LiveSystem.Failure("socket: errno \(errno)") }
+        guard descriptor >= 0 else { throw TestFailure("socket: errno \(errno)") }
         if var size = receiveBuffer {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
@@ -28,7 +28,7 @@ public enum Loopback {
         guard connected == 0 else {
             let error = errno
             close(descriptor)
-            throw LiveSystem.Failure("connect to 127.0.0.1:\(port): errno \(error)")
+            throw TestFailure("connect to 127.0.0.1:\(port): errno \(error)")
         }
         return descriptor
     }
@@ -44,7 +44,7 @@ public enum Loopback {
     /// backlog takes connections, and nothing answers on them.
     public static func listen(backlog: Int32 = 16, reuseAddress: Bool = false) throws -> (descriptor: Int32, port: Int) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw LiveSystem.Failure("socket: errno \(errno)") }
+        guard descriptor >= 0 else { throw TestFailure("socket: errno \(errno)") }
         if reuseAddress {
             var yes: Int32 = 1
             setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -59,7 +59,7 @@ public enum Loopback {
         guard listening else {
             let error = errno
             close(descriptor)
-            throw LiveSystem.Failure("listen on 127.0.0.1: errno \(error)")
+            throw TestFailure("listen on 127.0.0.1: errno \(error)")
         }
         return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }

@@ -17,14 +17,12 @@ public enum RawHTTP {
         }
     }
 
-    public struct Failure: Error, CustomStringConvertible { public var description: String }
-
     public static func get(port: Int, path: String, headers: [String]) async throws -> Reply {
         let request =
             "GET \(path) HTTP/1.1\r\n" + (headers.contains { $0.lowercased().hasPrefix("host:") } ? "" : "Host: api.test\r\n")
             + headers.map { "\($0)\r\n" }.joined() + "\r\n"
         let replies = try await exchange(port: port, request, expecting: 1)
-        guard let reply = replies.first else { throw Failure(description: "no answer to \(path)") }
+        guard let reply = replies.first else { throw TestFailure("no answer to \(path)") }
         return reply
     }
 
@@ -51,7 +49,7 @@ public enum RawHTTP {
         var sent = 0
         while sent < data.count {
             let n = data[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { throw Failure(description: "send: \(errno)") }
+            guard n > 0 else { throw TestFailure("send: \(errno)") }
             sent += n
         }
         if halfClose { shutdown(socket, Int32(SHUT_WR)) }

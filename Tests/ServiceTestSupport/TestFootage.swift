@@ -151,7 +151,7 @@ public enum TimelineReader {
         let (status, data, errors) = try captured(python, [script, format, path, String(rate)])
         let message = String(decoding: errors, as: UTF8.self)
         guard status == 0, let json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw Failure(description: "read-timeline \(format) \(path) failed: \(message)")
+            throw TestFailure("read-timeline \(format) \(path) failed: \(message)")
         }
         let tracks = (json["tracks"] as? [[String: Any]] ?? []).map { track in
             (
@@ -172,5 +172,4 @@ public enum TimelineReader {
         return status == 0 ? nil : String(decoding: errors, as: UTF8.self)
     }
 
-    public struct Failure: Error, CustomStringConvertible { public var description: String }
 }

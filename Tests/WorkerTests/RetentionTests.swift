@@ -35,7 +35,7 @@ struct RetentionTests {
         var resultKey: String?
         if status != .pending {
             guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else {
-                throw Failure(description: "could not claim \(id)")
+                throw TestFailure("could not claim \(id)")
             }
             switch status {
             case .completed:
@@ -60,8 +60,6 @@ struct RetentionTests {
             """)
         return Made(id: id, sourceKey: sourceKey, resultKey: resultKey)
     }
-
-    struct Failure: Error, CustomStringConvertible { var description: String }
 
     static func exists(_ storage: any ObjectStore, _ key: String) async throws -> Bool {
         do {
@@ -229,7 +227,7 @@ struct RetentionTests {
                 for key in keys.dropFirst(sourceGone ? 1 : 0) { _ = try await storage.put(key: key, from: file, contentType: "video/mp4") }
                 let job = try await store.create(NewJob(id: id, sourceKey: keys[0], maxAttempts: 1))
                 guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else {
-                    throw Failure(description: "could not claim")
+                    throw TestFailure("could not claim")
                 }
                 #expect(
                     try await store.complete(
@@ -261,7 +259,7 @@ struct RetentionTests {
             let name = id.uuidString.lowercased()
             let job = try await store.create(NewJob(id: id, sourceKey: "sources/\(name).mov", maxAttempts: 3))
             guard case .claimed(let lease, _) = try await store.claim(job.id, worker: "w", lease: .seconds(60)) else {
-                throw Failure(description: "could not claim")
+                throw TestFailure("could not claim")
             }
             #expect(try await store.complete(lease, result: JobResult(resultKey: "results/\(name)-1.mp4", resultSize: 10)))
             let old = Date(timeIntervalSinceNow: -3 * 86_400), hours = Date(timeIntervalSinceNow: -5 * 3600)
