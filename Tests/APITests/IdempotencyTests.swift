@@ -18,7 +18,7 @@ struct IdempotencyTests {
             let store = api.store
             let port = try #require(api.client.port)
             let base = "http://127.0.0.1:\(port)"
-            let auth = try await BlockingWork.run { try CurlAPI.device(base) }
+            let auth = try await CurlAPI.deviceOffPool(base)
             // The first upload reaches the API, which makes the job; its answer never reaches the client.
             let proxy = try FaultProxy(upstreamPort: port) { method, path, earlier in
                 method == "POST" && path == "/api/v1/upload" && !earlier.contains { $0.fault == .dropResponse } ? .dropResponse : .pass
