@@ -179,8 +179,8 @@ struct BeatTrackerTests {
                 "\(name): \(String(describing: tracker.grid())), onsets \(tracker.strongOnsets())")
         }
         // Speech included: its even syllables now and then repeat once as plainly as music (0.26),
-        // but not two to four beats on (`BeatTracker.sustained`); `MOMENTS_BEAT_SEED` replays.
-        let listed = Seeds.replayed("MOMENTS_BEAT_SEED")
+        // but not two to four beats on (`BeatTracker.sustained`); `MOMENTS_BEAT_SPEECH_SEED` replays.
+        let listed = Seeds.replayed("MOMENTS_BEAT_SPEECH_SEED")
         for kind in ["pink", "wind", "traffic", "speech"] {
             let fresh = (0..<4).map { _ in rng.next() }
             // The speech a run once heard a beat in (0.26 at 103 a minute), and new seeds.

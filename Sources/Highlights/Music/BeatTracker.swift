@@ -265,7 +265,7 @@ struct BeatTracker {
         let (a, b, c) = (correlation[lag - 1], correlation[lag], correlation[lag + 1])
         let offset = b > a && b > c ? 0.5 * (a - c) / (a - 2 * b + c) : 0
         let period = Double(lag) + max(-0.5, min(0.5, offset))
-        let later = (2...4).map { at(min(4 * longest, Int((Double($0) * period).rounded()))) }.max() ?? 0
+        let later = (2...4).map { at(min(4 * longest, Int((Double($0) * period).rounded()))) }.max()!
         return (period, max(0, b), later)
     }
 
