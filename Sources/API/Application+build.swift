@@ -114,6 +114,7 @@ public func buildRouter(
     router.add(middleware: RequestMetricsMiddleware())
     let errors = ErrorMiddleware<MomentsRequestContext>()
     router.add(middleware: errors)
+    router.add(middleware: RateLimitHeadersMiddleware())
     MetricsController(registry: metrics, jobs: services.jobs, store: store, token: configuration.metricsToken).addRoutes(to: router)
     OpenAPIDocument().addRoutes(to: router)
     HealthController(jobs: services.jobs, store: store, storage: services.storage).addRoutes(to: router)

@@ -11,6 +11,8 @@ public struct MomentsRequestContext: RequestContext, RemoteAddressRequestContext
     public var identity: Identity = .anonymous
     /// Set by the console's middleware for a signed-in operator.
     var consoleSession: ConsoleSession?
+    /// Set by `RateLimitHeadersMiddleware` on requests a limiter may count.
+    var rateLimit: RateLimitNote?
     public let remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {

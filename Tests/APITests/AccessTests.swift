@@ -120,7 +120,7 @@ struct AccessTests {
         }
     }
 
-    @Test("Rate limits per device and per address (the nearest trusted proxy's X-Forwarded-For) answer 429 with Retry-After")
+    @Test("Rate limits per device and per address (the nearest trusted proxy's X-Forwarded-For): 429 with Retry-After, RateLimit-* stated")
     func rateLimits() async throws {
         try await InProcessAPI.run(
             [
@@ -132,12 +132,23 @@ struct AccessTests {
             let file = Data("not a video\n".utf8)
             let address: HTTPFields = [HTTPField.Name("X-Forwarded-For")!: "203.0.113.7"]
             let first = try await api.device(headers: address), second = try await api.device(headers: address)
-            #expect(try await api.upload(file, headers: first).status == 415)
-            #expect(try await api.upload(file, headers: first).status == 415)
+            // Every answer of a counted request states the limit with the least room (the device's
+            // 2 before the address's 3), errors after the count included.
+            func stated(_ reply: InProcessAPI.Reply) -> [Int?] {
+                ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"].map { reply.header($0).flatMap { Int($0) } }
+            }
+            let counted = try await api.upload(file, headers: first)
+            #expect(counted.status == 415 && stated(counted)[0...1] == [2, 1], "\(stated(counted))")
+            #expect((29...30).contains(stated(counted)[2] ?? 0), "the window, from this request: \(stated(counted))")
+            let last = try await api.upload(file, headers: first)
+            #expect(last.status == 415 && stated(last)[0...1] == [2, 0], "\(stated(last))")
             let limited = try await api.upload(file, headers: first)
             #expect(try limited.error().code == "rate_limited" && limited.status == 429, "\(limited.text)")
             let retryAfter = limited.header("Retry-After").flatMap { Int($0) }
             #expect((1...30).contains(retryAfter ?? 0), "Retry-After: \(String(describing: retryAfter))")
+            #expect(stated(limited) == [2, 0, retryAfter], "\(stated(limited))")
+            // Requests no limit counts say nothing of one.
+            #expect(try await api.get("/api/v1/me", headers: first).header("RateLimit-Limit") == nil)
             // Another device from the same address has room of its own, until the address's limit (3).
             #expect(try await api.upload(file, headers: second).status == 415)
             let byAddress = try await api.upload(file, headers: second).error()
@@ -159,12 +170,19 @@ struct AccessTests {
             func register(_ address: String) async throws -> InProcessAPI.Reply {
                 try await api.post("/api/v1/devices", json: [:], headers: [HTTPField.Name("X-Forwarded-For")!: address])
             }
-            for _ in 0..<3 { #expect(try await register("203.0.113.5").status == 201) }
+            for remaining in [2, 1, 0] {
+                let registered = try await register("203.0.113.5")
+                // Of the address's two limits (30 a minute, 3 a day), the day's has less room.
+                #expect(registered.status == 201 && registered.header("RateLimit-Limit") == "3", "\(registered.text)")
+                #expect(registered.header("RateLimit-Remaining") == String(remaining))
+                #expect((86_000...86_400).contains(Int(registered.header("RateLimit-Reset") ?? "") ?? 0))
+            }
             let refused = try await register("203.0.113.5")
             let error = try refused.error()
             #expect(refused.status == 429 && error.code == "rate_limited" && error.message.contains("hour"), "\(error)")
             let wait = Int(refused.header("Retry-After") ?? "") ?? 0
             #expect(wait > 86_000 && wait <= 86_400, "a day's window: \(wait)")
+            #expect(refused.header("RateLimit-Remaining") == "0" && refused.header("RateLimit-Reset") == String(wait))
             #expect(try await register("203.0.113.6").status == 201, "another address has its own count")
 
             for host in ["1", "ffff", "abcd:1"] { #expect(try await register("2001:db8:1:2::\(host)").status == 201) }

@@ -4,16 +4,23 @@ public actor MemoryRateLimitStore: RateLimitStore {
 
     public init() {}
 
-    public func admit(_ keys: [RateLimitKey], window: Duration) -> Duration? {
+    public func admit(_ keys: [RateLimitKey], window: Duration) -> RateLimitVerdict {
+        precondition(!keys.isEmpty, "a request counts against at least one key")
         let now = ContinuousClock.now
-        var wait = Duration.zero
-        for key in keys {
-            let recent = (admitted[key.name] ?? []).filter { now - $0 < window }
-            admitted[key.name] = recent
-            if recent.count >= key.limit, let oldest = recent.first { wait = max(wait, oldest + window - now) }
+        for key in keys { admitted[key.name] = (admitted[key.name] ?? []).filter { now - $0 < window } }
+        // Refused: the fullest key's wait until its oldest request leaves the window.
+        let waits = keys.compactMap { key in
+            let recent = admitted[key.name]!
+            return recent.count >= key.limit ? (key.limit, recent.first.map { $0 + window - now } ?? window) : nil
         }
-        if wait > .zero { return wait }
+        if let (limit, wait) = waits.max(by: { $0.1 < $1.1 }) {
+            return RateLimitVerdict(admitted: false, limit: limit, remaining: 0, reset: wait)
+        }
         for key in keys { admitted[key.name, default: []].append(now) }
-        return nil
+        let verdicts = keys.map { key in
+            let recent = admitted[key.name]!
+            return RateLimitVerdict(admitted: true, limit: key.limit, remaining: key.limit - recent.count, reset: recent[0] + window - now)
+        }
+        return verdicts.dropFirst().reduce(verdicts[0], RateLimitVerdict.tightest)
     }
 }
