@@ -56,6 +56,58 @@ struct RouteDocumentTests {
         }
     }
 
+    @Test("A generator can use the document: operationIds and tags on every operation, one Error schema, Location on 302s, servers")
+    func generatorReady() throws {
+        let yaml = OpenAPIDocument.yaml
+        let blocks = Self.operationBlocks(in: yaml)
+        #expect(blocks.count == Self.operations(in: yaml).count)
+        var ids: [String] = []
+        for (operation, lines) in blocks {
+            let id = lines.first { $0.hasPrefix("      operationId: ") }.map { String($0.dropFirst("      operationId: ".count)) }
+            #expect(id?.wholeMatch(of: /[a-z][A-Za-z]+/) != nil, "\(operation) has no operationId in lowerCamelCase")
+            ids += id.map { [$0] } ?? []
+            #expect(lines.contains { $0.hasPrefix("      tags: [") }, "\(operation) has no tags")
+            for line in lines where line.contains("'302':") {
+                #expect(line.contains("Location:"), "\(operation): a 302 without its Location header")
+            }
+        }
+        #expect(Set(ids).count == ids.count, "an operationId twice: \(ids.sorted())")
+        // References name whole components (never a part of one: a response's content, a schema's property).
+        let references = yaml.matches(of: /\$ref: '#\/components\/(\w+)\/([\w.-]+)([^']*)'/)
+        #expect(!references.isEmpty)
+        for reference in references { #expect(reference.output.3.isEmpty, "a reference into a component: \(reference.output.0)") }
+        #expect(yaml.contains("\n  schemas:\n    Error:\n"), "components/schemas/Error")
+        #expect(yaml.contains("\nservers:\n") && yaml.contains("\ntags:\n"))
+        // Every component a reference names is there.
+        for reference in references {
+            let (kind, name) = (String(reference.output.1), String(reference.output.2))
+            let section = yaml.components(separatedBy: "\n  \(kind):\n").dropFirst().first ?? ""
+            #expect(section.contains("\n    \(name):") || section.hasPrefix("    \(name):"), "#/components/\(kind)/\(name) is not there")
+        }
+    }
+
+    /// Each operation's lines (from its method to the next operation, path or the end of `paths:`).
+    static func operationBlocks(in yaml: String) -> [(operation: String, lines: [Substring])] {
+        var blocks: [(operation: String, lines: [Substring])] = []
+        var path: String?
+        var inPaths = false
+        for line in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line == "paths:" { inPaths = true; continue }
+            if inPaths, !line.hasPrefix(" "), !line.isEmpty { break }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
+                path = String(line.dropFirst(2).dropLast())
+                continue
+            }
+            if let method = ["get", "post", "put", "delete", "patch"].first(where: { line == "    \($0):" }), let path {
+                blocks.append(("\(method.uppercased()) \(path)", []))
+            } else if !blocks.isEmpty {
+                blocks[blocks.count - 1].lines.append(line)
+            }
+        }
+        return blocks
+    }
+
     /// `METHOD /path` for each operation under `paths:`.
     static func operations(in yaml: String) -> [String] {
         var operations: [String] = []
