@@ -24,13 +24,13 @@ public struct APIError: HTTPResponseError, Equatable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let (fields, body) = try parts()
+        let (fields, body) = try parts(requestID: request.headers[RequestIdentifier.header])
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: body))
     }
 
-    /// The response's own headers and its JSON body.
-    func parts() throws -> (HTTPFields, ByteBuffer) {
-        let body = try MomentsJSON.encoder.encode(ErrorReply(code: code.rawValue, message: message))
+    /// The response's own headers and its JSON body, which names the request's id.
+    func parts(requestID: String?) throws -> (HTTPFields, ByteBuffer) {
+        let body = try MomentsJSON.encoder.encode(ErrorReply(code: code.rawValue, message: message, requestID: requestID))
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         return (fields, ByteBuffer(bytes: body))

@@ -105,11 +105,12 @@ public func buildRouter(
 ) -> Router<MomentsRequestContext> {
     let store = services.store
     let router = Router(context: MomentsRequestContext.self)
-    // Outermost: the request's span (a new trace, unless incoming ones are trusted; none when
+    // Outermost: the request's id, then its span (a new trace, unless incoming ones are trusted; none when
     // tracing is off), then its metrics (`HTTPMetrics` names them), then errors turned into responses.
+    router.add(middleware: RequestIdentifierMiddleware())
     if configuration.tracing {
         if !configuration.continueIncomingTraces { router.add(middleware: IncomingTraceMiddleware()) }
-        router.add(middleware: TracingMiddleware())
+        router.add(middleware: TracingMiddleware(recordingHeaders: [RequestIdentifier.header]))
     }
     router.add(middleware: RequestMetricsMiddleware())
     let errors = ErrorMiddleware<MomentsRequestContext>()

@@ -14,16 +14,25 @@ public struct ErrorReply: Codable, Equatable, Sendable {
         public var code: String
         /// A sentence to show as it is.
         public var message: String
+        /// The request's `X-Request-Id` (1.2; nil from older servers), to quote when asking for help.
+        public var requestID: String?
 
-        public init(code: String, message: String) {
+        public init(code: String, message: String, requestID: String? = nil) {
             self.code = code
             self.message = message
+            self.requestID = requestID
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case code, message, requestID = "request_id"
         }
     }
 
     public var error: Detail
 
-    public init(code: String, message: String) { error = Detail(code: code, message: message) }
+    public init(code: String, message: String, requestID: String? = nil) {
+        error = Detail(code: code, message: message, requestID: requestID)
+    }
 }
 
 /// The encoder and decoder of the contract's JSON.

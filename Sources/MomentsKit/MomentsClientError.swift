@@ -26,12 +26,16 @@ public struct MomentsClientError: Error, Equatable, Sendable, CustomStringConver
     public var code: String
     /// A sentence to show as it is.
     public var message: String
+    /// The request's id, for `server` errors from a 1.2 server: to quote when asking for help (the
+    /// server's logs name it).
+    public var requestID: String?
 
-    public init(kind: Kind, status: Int? = nil, code: String, message: String) {
+    public init(kind: Kind, status: Int? = nil, code: String, message: String, requestID: String? = nil) {
         self.kind = kind
         self.status = status
         self.code = code
         self.message = message
+        self.requestID = requestID
     }
 
     public var description: String { "\(code): \(message)" }
@@ -60,7 +64,8 @@ public struct MomentsClientError: Error, Equatable, Sendable, CustomStringConver
     /// The error of a non-2xx answer: the server's JSON error when it sent one.
     static func server(status: Int, body: Data) -> MomentsClientError {
         if let reply = try? JSONDecoder().decode(ErrorReply.self, from: body) {
-            return MomentsClientError(kind: .server, status: status, code: reply.error.code, message: reply.error.message)
+            return MomentsClientError(
+                kind: .server, status: status, code: reply.error.code, message: reply.error.message, requestID: reply.error.requestID)
         }
         let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return MomentsClientError(

@@ -38,11 +38,17 @@ struct RequestErrorTests {
                 let error = try reply.error()
                 #expect(error.status == status && error.code == code, "\(name): \(error)")
             }
+            var ids: Set<String> = []
             for (name, reply, status, code) in cases {
                 let error = try reply.error()
                 #expect(error.status == status && error.code == code, "\(name): \(error)")
                 #expect(error.message.hasSuffix("."), "\(name): a sentence: \(error.message)")
+                // Each error names its request's id, as its X-Request-Id header does.
+                let id = try #require(reply.header("X-Request-Id"), "\(name): no X-Request-Id")
+                #expect((try reply.json()["error"] as? [String: Any])?["request_id"] as? String == id, "\(name): \(reply.text)")
+                ids.insert(id)
             }
+            #expect(ids.count == cases.count, "a new id for every request")
             #expect(try await api.send(.put, "/ready").headers[.allow] == "GET", "405 names the methods the address answers")
             #expect(try await api.store.listJobs().isEmpty, "no refused request left a job")
             #expect(try await api.queue.stats().ready == 0)

@@ -38,11 +38,15 @@ struct StatusPollHandlerTests {
                 """, logger: TestServices.logger)
             let annToken = try #require(ann[.authorization])
             let bobToken = try #require(bob[.authorization])
+            // The client's request id makes both answers carry the same one (each made its own otherwise).
             let cases: [(String, [String], Int)] = [
-                ("own job", ["Authorization: \(annToken)", "Host: api.test"], 200),
-                ("completed, behind a proxy", ["Authorization: \(annToken)", "Host: moments.example", "X-Forwarded-Proto: https"], 200),
-                ("another device's job", ["Authorization: \(bobToken)"], 404),
-                ("unknown token", ["Authorization: Bearer mdt_not-a-token"], 401),
+                ("own job", ["Authorization: \(annToken)", "Host: api.test", "X-Request-Id: poll-1"], 200),
+                (
+                    "completed, behind a proxy",
+                    ["Authorization: \(annToken)", "Host: moments.example", "X-Forwarded-Proto: https", "X-Request-Id: poll-2"], 200
+                ),
+                ("another device's job", ["Authorization: \(bobToken)", "X-Request-Id: 3F2504E0-4F89-11D3-9A0C-0305E82C3301"], 404),
+                ("unknown token", ["Authorization: Bearer mdt_not-a-token", "X-Request-Id: app:ios/7.2"], 401),
             ]
             for (what, headers, status) in cases {
                 let job = what.hasPrefix("completed") ? done : own
@@ -54,10 +58,23 @@ struct StatusPollHandlerTests {
                 #expect(fast.header("date") != nil && fast.header("server") == "moments", "\(what): \(fast.text)")
             }
             let missing = "/api/v1/jobs/\(UUID().uuidString)/status"
-            let fast = try await RawHTTP.get(port: port, path: missing, headers: ["Authorization: \(annToken)"])
-            let routed = try await RawHTTP.get(port: port, path: missing + "?via=router", headers: ["Authorization: \(annToken)"])
-            #expect(fast.status == 404 && fast.body.contains("job_not_found"))
+            let asked = ["Authorization: \(annToken)", "X-Request-Id: missing-1"]
+            let fast = try await RawHTTP.get(port: port, path: missing, headers: asked)
+            let routed = try await RawHTTP.get(port: port, path: missing + "?via=router", headers: asked)
+            #expect(fast.status == 404 && fast.body.contains("job_not_found") && fast.body.contains(#""request_id":"missing-1""#))
             #expect(fast.comparable == routed.comparable)
+            // Without one (or with a malformed one), each answer makes its own, in the body of an error too.
+            var made: [String] = []
+            for headers in [["Authorization: \(annToken)"], ["Authorization: \(annToken)", "X-Request-Id: two words"]] {
+                for path in ["/api/v1/jobs/\(own.uuidString.lowercased())/status", missing] {
+                    let reply = try await RawHTTP.get(port: port, path: path, headers: headers)
+                    let id = try #require(reply.header("x-request-id"), "\(reply.text)")
+                    #expect(id.wholeMatch(of: /[0-9a-f]{32}/) != nil, "\(id)")
+                    #expect(reply.status == 200 || reply.body.contains(#""request_id":"\#(id)""#), "\(reply.text)")
+                    made.append(id)
+                }
+            }
+            #expect(Set(made).count == made.count, "\(made)")
         }
     }
 

@@ -33,10 +33,15 @@ struct TracingEndToEndTests {
             ) { base in
                 // A client's traceparent (here: unsampled, which would turn the job's tracing off) is not continued.
                 let hostile = "00-0123456789abcdef0123456789abcdef-0123456789abcdef-00"
+                // The app's request id is the request's: on the answer, in the API's log lines and on its span.
+                let requestID = "ios-\(UUID().uuidString)"
                 let upload = try curl([
-                    "-H", "traceparent: \(hostile)", "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=5",
+                    "-H", "traceparent: \(hostile)", "-H", "X-Request-Id: \(requestID)", "-D", logs.appendingPathComponent("upload.headers").path,
+                    "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4", "-F", "target_duration=5",
                     "-F", "quality=low", "-F", "callback_url=\(endpoint)/hook", "\(base)/api/v1/upload",
                 ])
+                let answered = try String(contentsOf: logs.appendingPathComponent("upload.headers"), encoding: .utf8)
+                #expect(answered.lowercased().contains("x-request-id: \(requestID.lowercased())"), "\(answered)")
                 let id = try #require(UUID(uuidString: try CurlAPI.json(upload.body)["job_id"] as? String ?? ""), "\(upload.body)")
                 let done = try await TestServices.eventually(timeout: .seconds(90)) { try await store.job(id)?.status == .completed }
                 try #require(done, "the job completed")
@@ -63,6 +68,7 @@ struct TracingEndToEndTests {
                 let attempt = try span("job attempt")
                 #expect(request.service == "moments-api" && submit.service == "moments-api")
                 #expect(request.kind == 2 && request.attributes["http.response.status_code"] == "200", "a server span: \(request)")
+                #expect(request.attributes["http.request.header.x_request_id"] == requestID, "\(request.attributes)")
                 #expect(submit.parentSpanID == request.spanID && submit.kind == 4, "a producer span under the request")
                 #expect(attempt.service == "moments-worker" && attempt.kind == 5, "a consumer span on the worker")
                 #expect(attempt.parentSpanID == submit.spanID, "the attempt continues the stored context")
@@ -88,6 +94,11 @@ struct TracingEndToEndTests {
                 #expect(signIn.status == 303 || signIn.status == 302, "signed in: \(signIn.status)")
                 let page = try curl(["-b", jar, "\(base)/admin/jobs/\(id.uuidString.lowercased())"])
                 #expect(page.status == 200 && page.body.contains("https://tempo.example.com/trace/\(traceID)"), "\(page.body.suffix(3000))")
+
+                let apiLines = try String(contentsOf: logs.appendingPathComponent("api.log"), encoding: .utf8).split(separator: "\n")
+                let created = apiLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] }
+                    .first { $0["message"] == "job created" }
+                #expect(created?["hb.request.id"] == requestID, "\(String(describing: created))")
 
                 // Log lines written inside the job's spans name the trace.
                 let lines = try String(contentsOf: logs.appendingPathComponent("worker-1.log"), encoding: .utf8).split(separator: "\n")

@@ -65,6 +65,10 @@ struct ContractTests {
         let fromServer = MomentsClientError.server(
             status: 402, body: Data(#"{"error": {"code": "quota_exceeded", "message": "No highlights left."}}"#.utf8))
         #expect(fromServer.code == "quota_exceeded" && fromServer.status == 402 && !fromServer.isTransient)
+        #expect(fromServer.requestID == nil, "a 1.1 server names no request")
+        let named = MomentsClientError.server(
+            status: 429, body: Data(#"{"error": {"code": "rate_limited", "message": "Wait.", "request_id": "ios-42"}}"#.utf8))
+        #expect(named.requestID == "ios-42" && named.code == "rate_limited")
         let proxy = MomentsClientError.server(status: 502, body: Data("<html>Bad Gateway</html>".utf8))
         #expect(proxy.code == "http_502" && proxy.isTransient)
     }

@@ -55,25 +55,29 @@ struct StatusPollRoute: Sendable {
         request.headerFields[.authorization].flatMap(DeviceToken.canonicalToken).map(DeviceToken.sha256)
     }
 
-    /// The answer to `polled`: the route's status, own headers and body.
+    /// The answer to `polled`: the route's status, own headers (`X-Request-Id` among them, where
+    /// the router's middleware puts it) and body.
     func answer(_ polled: Result<PolledJob, JobStoreError>, request: HTTPRequest) -> (HTTPResponse.Status, HTTPFields, ByteBuffer) {
+        let id = RequestIdentifier.sent(in: request.headerFields) ?? RequestIdentifier.make()
         let error: APIError
         switch polled {
         case .success(let polled):
             do throws(APIError) {
-                let (headers, body) = StatusJSON.parts(try JobsController.report(polled, request: request, configuration: configuration))
+                var (headers, body) = StatusJSON.parts(try JobsController.report(polled, request: request, configuration: configuration))
+                headers.append(HTTPField(name: RequestIdentifier.header, value: id))
                 return (.ok, headers, body)
             } catch let refusal {
                 error = refusal
             }
         case .failure(let failure):
-            logger.error("request failed", metadata: ["error": "\(failure)", "path": "\(request.path ?? "")"])
+            logger.error("request failed", metadata: ["error": "\(failure)", "path": "\(request.path ?? "")", "hb.request.id": "\(id)"])
             error = ErrorMiddleware<MomentsRequestContext>.map(failure)
         }
-        guard case (var headers, let body)? = try? error.parts() else {
-            return (.internalServerError, [.contentLength: "0"], ByteBuffer())
+        guard case (var headers, let body)? = try? error.parts(requestID: id) else {
+            return (.internalServerError, [.contentLength: "0", RequestIdentifier.header: id], ByteBuffer())
         }
         headers[.contentLength] = String(body.readableBytes)
+        headers.append(HTTPField(name: RequestIdentifier.header, value: id))
         return (error.status, headers, body)
     }
 }

@@ -1,0 +1,78 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// A request's id, `X-Request-Id`: the client's when it is well-formed (so an app's log and the
+/// server's meet on it), else one made here. Every answer carries it, an error's body says it
+/// (`error.request_id`), and every log line of the request carries it (as `hb.request.id`) and its
+/// span (as `http.request.header.x-request-id`).
+enum RequestIdentifier {
+    static let header = HTTPField.Name("X-Request-Id")!
+    /// The longest id taken from a client.
+    static let longest = 128
+
+    /// The client's id, if it is 1–128 characters of letters, digits and `-_.:+/=` (a UUID, a
+    /// ULID, base64): anything else (spaces, quotes, control characters, a second value) could
+    /// forge or break a log line, and is replaced.
+    static func sent(in fields: HTTPFields) -> String? {
+        let values = fields[values: header]
+        guard values.count == 1, let value = values.first, (1...longest).contains(value.utf8.count),
+            value.utf8.allSatisfy(isAllowed)
+        else { return nil }
+        return value
+    }
+
+    /// A new id: 32 hex digits, as Hummingbird makes them.
+    static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return hex(generator.next()) + hex(generator.next())
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    private static func isAllowed(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "+"), UInt8(ascii: "/"),
+            UInt8(ascii: "="):
+            true
+        default: false
+        }
+    }
+}
+
+/// Outermost: settles the request's id (the client's, or the one Hummingbird gave its logger),
+/// puts it in the logger and the request's headers (where the span records it), and on the answer.
+struct RequestIdentifierMiddleware: RouterMiddleware {
+    func handle(
+        _ request: Request, context: MomentsRequestContext, next: (Request, MomentsRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        let id: String
+        if let sent = RequestIdentifier.sent(in: request.headers) {
+            id = sent
+            context.logger[metadataKey: "hb.request.id"] = .string(sent)
+        } else {
+            id = context.id
+        }
+        var request = request
+        if request.headers[RequestIdentifier.header] != id {
+            var head = request.head
+            head.headerFields[values: RequestIdentifier.header] = [id]
+            request = Request(head: head, body: request.body)
+        }
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            // Made into its answer here, not by the server, so that the answer carries the id too.
+            response = try error.response(from: request, context: context)
+        }
+        response.headers[RequestIdentifier.header] = id
+        return response
+    }
+}
