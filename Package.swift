@@ -174,7 +174,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", "MomentsSupport",
+                "Jobs", "ServiceTestSupport", "JobStore", "API", "Storage", "MomentsModel", "MomentsSupport", "MomentsKit",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "PostgresNIO", package: "postgres-nio"),

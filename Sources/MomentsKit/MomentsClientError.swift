@@ -40,6 +40,10 @@ public struct MomentsClientError: Error, Equatable, Sendable, CustomStringConver
 
     public var description: String { "\(code): \(message)" }
 
+    /// `code` as a value to switch on (`.quotaExceeded`, `.notAVideo`, …; `.other` for a code this
+    /// version does not know), to say the error in the app's own words.
+    public var errorCode: MomentsErrorCode { MomentsErrorCode(rawValue: code) }
+
     /// Worth trying again later (the server or the network had trouble, not the request).
     public var isTransient: Bool {
         switch kind {

@@ -1,5 +1,7 @@
 import API
 import Foundation
+import MomentsKit
+import MomentsModel
 import ServiceTestSupport
 import Testing
 
@@ -21,6 +23,25 @@ struct ErrorCodeListTests {
         let line = try #require(OpenAPIDocument.yaml.split(separator: "\n").first { $0.contains("{type: string, enum: [invalid_request") })
         let inside = try #require(line.split(separator: "[").last?.split(separator: "]").first)
         #expect(inside.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } == Self.codes)
+    }
+
+    @Test("MomentsKit's MomentsErrorCode has a case for every code of the list and every job failure, and keeps unknown ones")
+    func sdkEnum() {
+        let known = MomentsErrorCode.allKnown.map(\.rawValue)
+        #expect(Array(known.prefix(Self.codes.count)) == Self.codes, "the API's codes first, in their order")
+        let jobCodes = ErrorCode.allCases.map(\.rawValue)
+        #expect(Set(jobCodes).isSubset(of: Set(known)), "job failures missing: \(Set(jobCodes).subtracting(known).sorted())")
+        #expect(Set(known).count == known.count, "a code twice")
+        for code in known {
+            let value = MomentsErrorCode(rawValue: code)
+            #expect(value.rawValue == code, "\(code) round trips")
+            if case .other = value { Issue.record("\(code) has no case of its own") }
+        }
+        #expect(MomentsErrorCode(rawValue: "quota_exceeded") == .quotaExceeded)
+        #expect(MomentsErrorCode(rawValue: "http_413") == .http(413) && MomentsErrorCode.http(413).rawValue == "http_413")
+        #expect(MomentsErrorCode(rawValue: "teleport_failed") == .other("teleport_failed"))
+        #expect(MomentsErrorCode(rawValue: "http_4130") == .other("http_4130"))
+        #expect(MomentsClientError(kind: .server, status: 402, code: "quota_exceeded", message: "No.").errorCode == .quotaExceeded)
     }
 
     @Test("docs/api.md names every code of the list")
