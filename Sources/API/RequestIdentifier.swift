@@ -7,7 +7,7 @@ import Synchronization
 /// A request's id, `X-Request-Id`: the client's when it is well-formed (so an app's log and the
 /// server's meet on it), else one made here. Every answer carries it, an error's body says it
 /// (`error.request_id`), and every log line of the request carries it (as `hb.request.id`) and its
-/// span (as `http.request.header.x-request-id`).
+/// span (as `http.request.header.x_request_id`).
 enum RequestIdentifier {
     static let header = HTTPField.Name("X-Request-Id")!
     /// The longest id taken from a client.
