@@ -47,34 +47,24 @@ public enum CurlAPI {
 /// many tests spawning processes at once, swift-corelibs-foundation's `Process` can close a file
 /// descriptor number another thread's pipe has just been given, and `readDataToEndOfFile` then
 /// traps on EBADF (seen once in CI).
-/// `environment` is added to this process's own; `folder` is the working directory.
+/// `environment` is added to this process's own; `folder` is the working directory. Spawned and
+/// reaped with posix calls, as `TestServices.run`: a CI run stood 25 minutes in AdminCommandTests,
+/// which runs `moments jobs …` through here, with no child process left, where Foundation's
+/// `Process.waitUntilExit` had been seen never to return (swift-corelibs-foundation#4795: it sees a
+/// child end only when a socket the child inherited closes, and another child may hold it too).
 public func captured(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:],
     in folder: URL? = nil
 ) throws -> (status: Int32, output: Data, errors: Data) {
     let base = FileManager.default.temporaryDirectory.appendingPathComponent("moments-output-\(UUID().uuidString)")
     let files = [base.appendingPathExtension("out"), base.appendingPathExtension("err")]
-    var handles: [FileHandle] = []
-    defer {
-        for handle in handles { try? handle.close() }
-        for file in files { try? FileManager.default.removeItem(at: file) }
-    }
-    for file in files {
-        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path) else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        handles.append(handle)
-    }
-    let process = try Process.launched { process in
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        if let folder { process.currentDirectoryURL = folder }
-        process.standardOutput = handles[0]
-        process.standardError = handles[1]
-    }
-    process.waitUntilExit()
-    return (process.terminationStatus, try Data(contentsOf: files[0]), try Data(contentsOf: files[1]))
+    defer { for file in files { try? FileManager.default.removeItem(at: file) } }
+    let pid = try TestServices.spawn(
+        executable, arguments, environment: environment, output: files[0].path, errors: files[1].path, in: folder?.path)
+    let status = TestServices.wait(for: pid)
+    // The exit code, or the signal that ended it (as Foundation's `terminationStatus` says).
+    let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+    return (code, try Data(contentsOf: files[0]), try Data(contentsOf: files[1]))
 }
 
 /// What `executable` wrote to standard output (see `captured`).

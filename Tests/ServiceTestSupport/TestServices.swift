@@ -158,13 +158,19 @@ public enum TestServices {
         }
     }
 
-    /// Starts a tool, its output discarded, and answers its process id (end it with `kill` and `wait(for:)`).
-    public static func spawn(_ tool: String, _ arguments: [String]) throws -> pid_t {
+    /// Starts a tool and answers its process id (end it with `kill` and `wait(for:)`). Its standard
+    /// output and error go to the files at `output` and `errors` (nil: discarded), `environment` is
+    /// added to this process's own, and it runs in `folder` (nil: this process's).
+    public static func spawn(
+        _ tool: String, _ arguments: [String], environment: [String: String] = [:], output: String? = nil, errors: String? = nil,
+        in folder: String? = nil
+    ) throws -> pid_t {
         var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for descriptor: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        for (descriptor, path) in [(Int32(0), nil), (1, output), (2, errors)] {
+            posix_spawn_file_actions_addopen(
+                &actions, descriptor, path ?? "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         }
         // The calling thread (a concurrency or dispatch thread) may block signals, and a child
         // inherits that mask: it would ignore SIGTERM. Start it with none blocked, defaults restored.
@@ -177,11 +183,16 @@ public enum TestServices {
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        // In another folder: through the shell's `cd` (glibc's addchdir is not in Swift's Glibc).
+        let (tool, arguments) = folder.map { ("/bin/sh", ["-c", #"cd "$0" && exec "$@""#, $0, tool] + arguments) } ?? (tool, arguments)
         let argv = ([tool] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { variables.forEach { free($0) } }
         var pid: pid_t = 0
-        guard posix_spawn(&pid, tool, &actions, &attributes, argv, environ) == 0 else {
-            throw TestServices.Missing(description: "\(tool) could not be started")
+        let result = posix_spawnp(&pid, tool, &actions, &attributes, argv, variables)
+        guard result == 0 else {
+            throw TestServices.Missing(description: "\(tool) could not be started (error \(result))")
         }
         return pid
     }
