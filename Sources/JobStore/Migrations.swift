@@ -414,9 +414,11 @@ private func throughputView(per unit: String) -> String {
 extension JobStore {
     /// Applies every migration this database lacks, in order, in one transaction under an advisory
     /// lock: concurrent callers wait, then find nothing left to do. Returns the versions applied now.
+    /// It gets two minutes, or the store's `callTimeout` where that is longer (a test's store that
+    /// only watches a system of processes, whose calls may wait for a busy test process's threads).
     @discardableResult
     public func migrate() async throws(JobStoreError) -> [Int] {
-        try await database("migrate", timeout: .seconds(120)) { connection, logger in
+        try await database("migrate", timeout: max(.seconds(120), callTimeout)) { connection, logger in
             try await connection.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Migrations.advisoryLockKey))", logger: logger)
                 try await connection.query(

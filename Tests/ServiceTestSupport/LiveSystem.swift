@@ -7,12 +7,13 @@ import Synchronization
 /// the real PostgreSQL, Redis and SeaweedFS, driven over HTTP with plain curl. For the few
 /// end-to-end tests; the API's contract, error and access tests run in process (`InProcessAPI`).
 public enum LiveSystem {
-    /// How long the test's own job store waits for a call when it only watches the system (as
-    /// `TestServices.withDatabase(callTimeout:)`): a heavy suite's synchronous test may hold both
-    /// threads of this process's cooperative pool (2 cores) for a minute, and a read left waiting
-    /// that long must not fail the test beside it (a fresh-clone run once did, at 10 s). The
-    /// stores under test, in the `moments` processes, keep 10 s.
-    public static let watching: Duration = .seconds(180)
+    /// How long the test's own job store waits for a call, its migration included, when it only
+    /// watches the system (as `TestServices.withDatabase(callTimeout:)`): the heavy suites'
+    /// synchronous tests may hold both threads of this process's cooperative pool (2 cores) for
+    /// minutes, and a call left waiting that long must not fail the test beside it (fresh-clone
+    /// runs did, a read at 10 s and a migration at 120 s). The stores under test, in the `moments`
+    /// processes, keep 10 s.
+    public static let watching: Duration = .seconds(300)
 
     /// Starts the API and `workers` workers on a fresh database (or `databaseURL`) and Redis
     /// database 9; stops them after. `settings` are added to the environment (anonymous use
