@@ -43,15 +43,12 @@ public enum CurlAPI {
 }
 
 /// Runs `executable` to the end: its exit status and what it wrote to standard output and error.
-/// The output goes to files, read by path once the process has exited, not through `Pipe`s: with
-/// many tests spawning processes at once, swift-corelibs-foundation's `Process` can close a file
-/// descriptor number another thread's pipe has just been given, and `readDataToEndOfFile` then
-/// traps on EBADF (seen once in CI).
 /// `environment` is added to this process's own; `folder` is the working directory. Spawned and
-/// reaped with posix calls, as `TestServices.run`: a CI run stood 25 minutes in AdminCommandTests,
-/// which runs `moments jobs …` through here, with no child process left, where Foundation's
-/// `Process.waitUntilExit` had been seen never to return (swift-corelibs-foundation#4795: it sees a
-/// child end only when a socket the child inherited closes, and another child may hold it too).
+/// reaped with posix calls, as `TestServices.run`: Foundation's `Process.waitUntilExit` was seen
+/// never to return here (a CI run stood 25 minutes in AdminCommandTests; swift-corelibs-foundation
+/// #4795: it sees a child end only when a socket the child inherited closes, and another child may
+/// hold it too). The output goes to files, read once the process has exited, so that nothing need
+/// drain a pipe while it runs.
 public func captured(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:],
     in folder: URL? = nil
@@ -62,9 +59,7 @@ public func captured(
     let pid = try TestServices.spawn(
         executable, arguments, environment: environment, output: files[0].path, errors: files[1].path, in: folder?.path)
     let status = TestServices.wait(for: pid)
-    // The exit code, or the signal that ended it (as Foundation's `terminationStatus` says).
-    let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
-    return (code, try Data(contentsOf: files[0]), try Data(contentsOf: files[1]))
+    return (status, try Data(contentsOf: files[0]), try Data(contentsOf: files[1]))
 }
 
 /// What `executable` wrote to standard output (see `captured`).

@@ -197,11 +197,12 @@ public enum TestServices {
         return pid
     }
 
-    /// Waits for a spawned process to end and answers its wait status.
+    /// Waits for a spawned process to end and answers its exit code, or the number of the signal
+    /// that ended it (as Foundation's `terminationStatus` says).
     @discardableResult
     public static func wait(for pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        return status
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
     }
 }
