@@ -142,7 +142,8 @@ struct RateLimitHeadersMiddleware: RouterMiddleware {
     static func fields(_ verdict: RateLimitVerdict) -> HTTPFields {
         [
             limit: String(verdict.limit), remaining: String(verdict.remaining),
-            reset: String(verdict.admitted ? Int(saturating: verdict.reset.inSeconds.rounded(.up)) : RateLimiter.seconds(verdict.reset)),
+            // As `Retry-After` counts, so a refusal's two agree.
+            reset: String(RateLimiter.seconds(verdict.reset)),
         ]
     }
 }
