@@ -44,6 +44,23 @@ struct ErrorCodeListTests {
         #expect(MomentsClientError(kind: .server, status: 402, code: "quota_exceeded", message: "No.").errorCode == .quotaExceeded)
     }
 
+    @Test("MomentsKit's allKnown lists every case the enum declares (a case left out would decode as .other)")
+    func sdkEnumComplete() throws {
+        let file = TestServices.repository.appendingPathComponent("Sources/MomentsKit/MomentsErrorCode.swift")
+        let source = try String(contentsOf: file, encoding: .utf8)
+        let declared = source.split(separator: "\n").filter { $0.hasPrefix("    case ") && !$0.contains("(") }
+            .flatMap { $0.dropFirst("    case ".count).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let listed = MomentsErrorCode.allKnown.map { "\($0)" }.map(Self.camelCase)
+        #expect(declared.count > 90)
+        #expect(Set(declared) == Set(listed), "declared, not listed: \(Set(declared).subtracting(listed).sorted())")
+    }
+
+    /// `invalid_callback_url` → `invalidCallbackUrl`: a case's name from its code.
+    static func camelCase(_ code: String) -> String {
+        let words = code.split(separator: "_")
+        return ([String(words[0])] + words.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }).joined()
+    }
+
     @Test("docs/api.md names every code of the list")
     func documented() throws {
         let text = try String(contentsOf: TestServices.repository.appendingPathComponent("docs/api.md"), encoding: .utf8)
