@@ -48,6 +48,7 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let invalidAspect = APIErrorCode(rawValue: "invalid_aspect")
     public static let invalidFps = APIErrorCode(rawValue: "invalid_fps")
     public static let invalidSegments = APIErrorCode(rawValue: "invalid_segments")
+    public static let invalidMetadata = APIErrorCode(rawValue: "invalid_metadata")
     public static let notFound = APIErrorCode(rawValue: "not_found")
     public static let jobNotFound = APIErrorCode(rawValue: "job_not_found")
     public static let webhookNotFound = APIErrorCode(rawValue: "webhook_not_found")
@@ -115,7 +116,7 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         .invalidFormat, .invalidRange, .invalidJobId, .invalidAction, .invalidFilter,
         .idempotencyKeyReused, .invalidTargetDuration, .invalidQuality, .invalidCodec, .invalidCallbackUrl,
         .webhooksDisabled, .invalidMusicId, .invalidMusicVolume, .invalidKeepSourceAudio, .invalidMinSegment,
-        .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .notFound,
+        .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .invalidMetadata, .notFound,
         .jobNotFound, .webhookNotFound, .operationNotFound, .methodNotAllowed, .unsupportedMediaType,
         .authRequired, .invalidToken, .metricsTokenRequired, .consoleDisabled, .consoleSignInRequired,
         .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams,

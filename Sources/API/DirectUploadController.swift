@@ -59,6 +59,8 @@ struct DirectUploadController: Sendable {
         /// Or a track of the app's own, PUT to its own staging key: its name and declared length.
         var musicFilename: String?
         var musicSize: Int64?
+        /// API 1.2: the app's own strings (`JobMetadata`).
+        var metadata: [String: String]?
         /// A resumable upload's multipart upload id and part size, and when it was reserved.
         var uploadID: String?
         var partSize: Int64?
@@ -69,7 +71,7 @@ struct DirectUploadController: Sendable {
             case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
             case uploadID = "upload_id", partSize = "part_size", reservedAt = "reserved_at"
             case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
-            case musicFilename = "music_filename", musicSize = "music_size_bytes"
+            case musicFilename = "music_filename", musicSize = "music_size_bytes", metadata
         }
 
         func music(_ store: JobStore) async throws -> MusicChoice? {
@@ -119,7 +121,11 @@ struct DirectUploadController: Sendable {
         }
         var reservation = Reservation()
         if body.readableBytes > 0 {
-            do { reservation = try JSONDecoder().decode(Reservation.self, from: Data(body.readableBytesView)) } catch {
+            do { reservation = try JSONDecoder().decode(Reservation.self, from: Data(body.readableBytesView)) } catch let error
+                as DecodingError where error.codingPath.first?.stringValue == Reservation.CodingKeys.metadata.stringValue
+            {
+                throw UploadController.invalidMetadata(JobMetadata.rule)
+            } catch {
                 throw APIError(
                     .badRequest, .invalidRequest, #"Send JSON like {"filename": "IMG_0042.MOV", "target_duration": 30, "quality": "high"}."#)
             }
@@ -128,6 +134,9 @@ struct DirectUploadController: Sendable {
         _ = try UploadController.quality(reservation.quality)
         _ = try UploadController.codec(reservation.codec)
         _ = try reservation.choices()
+        do { reservation.metadata = try reservation.metadata.flatMap(JobMetadata.check) } catch {
+            throw UploadController.invalidMetadata(error.message)
+        }
         reservation.musicFilename = reservation.musicFilename.map(UploadController.sanitize)
         _ = try await reservation.music(store)
         if reservation.musicFilename != nil {
@@ -358,7 +367,7 @@ struct DirectUploadController: Sendable {
                         sourceKey: sourceKey, sourceSize: staged.size, sourceDuration: info.duration,
                         targetDuration: Double(targetDuration),
                         quality: quality, codec: codec, callbackURL: reservation.callbackURL, choices: choices,
-                        music: music),
+                        music: music, metadata: reservation.metadata),
                     identity: context.identity)
             } catch {
                 if let key = music?.uploadedKey { await UploadController.removeUnclaimed(key, of: id, after: error, store: store, storage: storage) }
@@ -460,4 +469,15 @@ struct DirectUploadController: Sendable {
     static func reservationKey(_ id: UUID) -> String { "upload:\(id.uuidString.lowercased())" }
 
     static func startKey(_ id: UUID) -> String { "upload-start:\(id.uuidString.lowercased())" }
+}
+
+extension DecodingError {
+    /// Where in the document the decoder stopped.
+    var codingPath: [any CodingKey] {
+        switch self {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context):
+            context.codingPath
+        @unknown default: []
+        }
+    }
 }

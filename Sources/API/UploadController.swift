@@ -87,6 +87,7 @@ struct UploadController: Sendable {
             maxSegments: form.fields["max_segments"], aspect: form.fields["aspect"],
             fps: form.fields["fps"], targetDuration: duration, quality: quality)
         let callbackURL = try await Self.callbackURL(form.fields["callback_url"], configuration: configuration)
+        let metadata = try Self.metadata(form.fields["metadata"])
         var music = try await MusicController.choice(
             id: form.fields["music_id"], volume: form.fields["music_volume"],
             keepSourceAudio: form.fields["keep_source_audio"], store: store,
@@ -126,7 +127,7 @@ struct UploadController: Sendable {
                 NewJob(
                     id: id, owner: context.identity.owner, originalFilename: name, sourceKey: sourceKey,
                     sourceSize: form.fileBytes, sourceDuration: info.duration, targetDuration: Double(duration), quality: quality,
-                    codec: codec, callbackURL: callbackURL, choices: choices, music: music), identity: context.identity)
+                    codec: codec, callbackURL: callbackURL, choices: choices, music: music, metadata: metadata), identity: context.identity)
         } catch {
             await Self.removeUnclaimed(sourceKey, of: id, after: error, store: store, storage: storage)
             if let key = music?.uploadedKey { await Self.removeUnclaimed(key, of: id, after: error, store: store, storage: storage) }
@@ -259,6 +260,8 @@ struct UploadController: Sendable {
             APIError(.badRequest, .partHeadersTooLarge, "A part's headers are longer than \(limit / 1024) KiB, the most we accept.")
         case .tooManyParts(let limit):
             APIError(.badRequest, .tooManyParts, "The form has more than \(limit) parts: send the 'file' part and the documented fields only.")
+        case .fieldTooLong("metadata", let limit):
+            invalidMetadata("\(JobMetadata.rule) This one is longer than \(limit) bytes.")
         case .fieldTooLong(let name, _):
             APIError(.badRequest, .invalidRequest, "The form field '\(name)' is too long.")
         case .fieldsTooLarge(let limit):
@@ -340,6 +343,13 @@ struct UploadController: Sendable {
             throw APIError(.unprocessableContent, code, error.message)
         }
     }
+
+    /// The app's own strings (`JobMetadata`) as a form field's JSON text; nil when absent or empty.
+    static func metadata(_ text: String?) throws -> [String: String]? {
+        do { return try JobMetadata.parse(text) } catch { throw invalidMetadata(error.message) }
+    }
+
+    static func invalidMetadata(_ message: String) -> APIError { APIError(.unprocessableContent, .invalidMetadata, message) }
 
     /// An absolute http(s) URL of at most 2,000 characters on an allowed port, whose host resolves
     /// to public addresses only (`DestinationPolicy`), or nothing.

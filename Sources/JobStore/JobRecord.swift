@@ -24,13 +24,15 @@ public struct NewJob: Sendable {
     public var choices: HighlightChoices
     /// The soundtrack asked for; nil: the video's own sound.
     public var music: MusicChoice?
+    /// The app's own strings (`JobMetadata`); nil when none were sent.
+    public var metadata: [String: String]?
 
     public init(
         id: UUID = UUID(), owner: String? = nil, originalFilename: String? = nil, sourceKey: String,
         sourceSize: Int64? = nil, sourceDuration: Double? = nil, targetDuration: Double = Double(HighlightLimits.defaultTargetDuration),
         quality: Quality = .high, codec: VideoCodecChoice = .auto,
         maxAttempts: Int = 3, callbackURL: String? = nil, traceContext: [String: String]? = nil,
-        choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil
+        choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, metadata: [String: String]? = nil
     ) {
         self.id = id
         self.owner = owner
@@ -46,6 +48,7 @@ public struct NewJob: Sendable {
         self.traceContext = traceContext
         self.choices = choices
         self.music = music
+        self.metadata = metadata
     }
 }
 
@@ -119,6 +122,8 @@ public struct JobRecord: Sendable, Equatable {
     public var sourceMedia: SourceMedia? = nil
     /// The soundtrack asked for; nil: the video's own sound.
     public var music: MusicChoice? = nil
+    /// The app's own strings (`JobMetadata`); nil when none were sent.
+    public var metadata: [String: String]? = nil
 
     /// The trace id (32 hex digits) of `traceContext`'s W3C `traceparent`, for people to look up.
     public var traceID: String? { traceContext?["traceparent"].flatMap(Self.traceID(of:)) }

@@ -71,13 +71,14 @@ public struct JobStore: Sendable {
                     WITH t AS (
                         INSERT INTO jobs (id, owner, original_filename, source_key, source_size, source_duration, target_duration, quality,
                                           codec, max_attempts, stage, message, callback_url, trace_context,
-                                          min_segment, max_segment, max_segments, aspect, fps, music_id, music_key, music_filename, music_volume, keep_source_audio)
+                                          min_segment, max_segment, max_segments, aspect, fps, music_id, music_key, music_filename, music_volume, keep_source_audio,
+                                          metadata)
                         VALUES (\(job.id), \(job.owner), \(job.originalFilename), \(job.sourceKey), \(job.sourceSize),
                                 \(job.sourceDuration.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }), \(job.targetDuration), \(job.quality.rawValue), \(job.codec.rawValue), \(job.maxAttempts), 'queued', 'Waiting for a worker',
                                 \(job.callbackURL), \(Self.traceJSON(job.traceContext))::jsonb,
                                 \(job.choices.minSegment), \(job.choices.maxSegment), \(job.choices.maxSegments), \(job.choices.aspect.rawValue),
                                 \(job.choices.fps.rawValue), \(job.music?.trackID), \(job.music?.uploadedKey), \(job.music?.uploadedKey == nil ? nil : job.music?.filename), \(job.music?.volume),
-                                \(job.music?.keepSourceAudio ?? true))
+                                \(job.music?.keepSourceAudio ?? true), \(job.metadata.map(JobMetadata.json))::jsonb)
                         ON CONFLICT (id) DO NOTHING
                         RETURNING \(unescaped: Self.columns)),
                     e AS (INSERT INTO job_events (job_id, to_status, attempt, detail) SELECT id, 'pending', 0, 'created' FROM t)
@@ -134,7 +135,7 @@ public struct JobStore: Sendable {
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
         callback_url, source_deleted_at, result_expired_at, trace_context::text AS trace_context,
         min_segment, max_segment, max_segments, aspect, poster_key, thumbnails_key, source_media::text AS source_media, fps,
-        music_id, music_key, music_filename, music_volume, keep_source_audio
+        music_id, music_key, music_filename, music_volume, keep_source_audio, metadata::text AS metadata
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
@@ -190,7 +191,13 @@ public struct JobStore: Sendable {
             music: try Self.music(
                 id: try r["music_id"].decode(UUID?.self), key: try r["music_key"].decode(String?.self),
                 filename: try r["music_filename"].decode(String?.self),
-                volume: try r["music_volume"].decode(Double?.self), keep: try r["keep_source_audio"].decode(Bool.self)))
+                volume: try r["music_volume"].decode(Double?.self), keep: try r["keep_source_audio"].decode(Bool.self)),
+            metadata: try r["metadata"].decode(String?.self).flatMap(Self.metadata))
+    }
+
+    /// `jobs.metadata` as PostgreSQL writes jsonb; nil when there is none.
+    static func metadata(_ text: String) -> [String: String]? {
+        try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))
     }
 
     /// A job's soundtrack from its columns: a library track, an uploaded one, or none.

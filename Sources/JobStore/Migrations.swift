@@ -390,6 +390,12 @@ public enum Migrations {
                 "COMMENT ON COLUMN jobs.music_volume IS 'The music''s loudness against the video''s sound, in dB (-6: 6 dB under it).'",
                 "COMMENT ON COLUMN jobs.keep_source_audio IS 'With music: false leaves the video''s own sound out.'",
             ]),
+        Migration(
+            version: 17, name: "job metadata",
+            statements: [
+                "ALTER TABLE jobs ADD COLUMN metadata jsonb CHECK (jsonb_typeof(metadata) = 'object')",
+                "COMMENT ON COLUMN jobs.metadata IS 'The app''s own strings for the job (the upload''s metadata, at most 1 KB as JSON), returned wherever the job is shown; NULL when none were sent. Query with metadata->>''key''.'",
+            ]),
     ]
 }
 

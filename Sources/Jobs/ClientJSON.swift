@@ -37,7 +37,7 @@ extension JobStatusReport {
             jobID: job.id, status: job.status, progress: job.progress, message: job.message,
             resultURL: completed ? links.url(job.id, "download") : nil, createdAt: job.createdAt, completedAt: job.completedAt,
             originalFilename: job.originalFilename, duration: job.sourceDuration, segmentsSelected: job.segmentsSelected,
-            posterURL: completed && job.hasPoster ? links.url(job.id, "poster") : nil)
+            posterURL: completed && job.hasPoster ? links.url(job.id, "poster") : nil, metadata: job.metadata)
     }
 }
 

@@ -19,10 +19,13 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
     public var segmentsSelected: Int?
     /// Set once completed (API 1.1): the highlight's poster JPEG. Left out until then.
     public var posterURL: String?
+    /// API 1.2: the app's own strings sent with the upload (`JobMetadata`). Left out when none were.
+    public var metadata: [String: String]?
 
     public init(
         jobID: UUID, status: JobStatus, progress: Int, message: String?, resultURL: String?, createdAt: Date,
-        completedAt: Date?, originalFilename: String?, duration: Double?, segmentsSelected: Int?, posterURL: String? = nil
+        completedAt: Date?, originalFilename: String?, duration: Double?, segmentsSelected: Int?, posterURL: String? = nil,
+        metadata: [String: String]? = nil
     ) {
         self.jobID = jobID
         self.status = status
@@ -35,12 +38,13 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
         self.duration = duration
         self.segmentsSelected = segmentsSelected
         self.posterURL = posterURL
+        self.metadata = metadata
     }
 
     enum CodingKeys: String, CodingKey {
         case jobID = "job_id", status, progress, message, resultURL = "result_url", createdAt = "created_at"
         case completedAt = "completed_at", originalFilename = "original_filename", duration, segmentsSelected = "segments_selected"
-        case posterURL = "poster_url"
+        case posterURL = "poster_url", metadata
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -57,6 +61,7 @@ public struct JobStatusReport: Codable, Equatable, Sendable {
         try c.encode(segmentsSelected, forKey: .segmentsSelected)
         // New in 1.1 and only when there is one, so the seed's answers stay byte for byte.
         try c.encodeIfPresent(posterURL, forKey: .posterURL)
+        try c.encodeIfPresent(metadata, forKey: .metadata)
     }
 }
 

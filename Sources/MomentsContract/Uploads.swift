@@ -103,13 +103,16 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
     /// length (the URL accepts exactly that many bytes).
     public var musicFilename: String?
     public var musicSizeBytes: Int64?
+    /// API 1.2: the app's own strings (`JobMetadata`), returned wherever the job is shown.
+    public var metadata: [String: String]?
 
     public init(
         filename: String?, targetDuration: Int?, quality: String?, callbackURL: String? = nil, codec: String? = nil,
         sizeBytes: Int64? = nil, choices: HighlightChoices = HighlightChoices(), resumable: Bool? = nil, music: MusicChoice? = nil,
-        musicSizeBytes: Int64? = nil
+        musicSizeBytes: Int64? = nil, metadata: [String: String]? = nil
     ) {
         self.filename = filename
+        self.metadata = metadata
         musicID = music?.trackID
         musicFilename = music?.filename
         self.musicSizeBytes = music?.filename == nil ? nil : musicSizeBytes
@@ -132,7 +135,7 @@ public struct DirectUploadRequest: Codable, Equatable, Sendable {
         case filename, targetDuration = "target_duration", quality, codec, callbackURL = "callback_url", sizeBytes = "size_bytes"
         case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps, resumable
         case musicID = "music_id", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
-        case musicFilename = "music_filename", musicSizeBytes = "music_size_bytes"
+        case musicFilename = "music_filename", musicSizeBytes = "music_size_bytes", metadata
     }
 }
 

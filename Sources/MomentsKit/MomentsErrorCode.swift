@@ -16,7 +16,7 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
     case invalidCursor, invalidIdempotencyKey, invalidFormat, invalidRange, invalidJobId, invalidAction
     case invalidFilter, idempotencyKeyReused, invalidTargetDuration, invalidQuality, invalidCodec
     case invalidCallbackUrl, webhooksDisabled, invalidMusicId, invalidMusicVolume, invalidKeepSourceAudio
-    case invalidMinSegment, invalidMaxSegment, invalidMaxSegments, invalidAspect, invalidFps, invalidSegments
+    case invalidMinSegment, invalidMaxSegment, invalidMaxSegments, invalidAspect, invalidFps, invalidSegments, invalidMetadata
     case notFound, jobNotFound, webhookNotFound, operationNotFound, methodNotAllowed, unsupportedMediaType
     case authRequired, invalidToken, metricsTokenRequired, consoleDisabled, consoleSignInRequired, csrfTokenInvalid
     case crossOriginRequest, quotaExceeded, rateLimited, tooManyStreams, notReady, alreadyFinished, alreadyStarted
@@ -81,6 +81,7 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         case .invalidAspect: "invalid_aspect"
         case .invalidFps: "invalid_fps"
         case .invalidSegments: "invalid_segments"
+        case .invalidMetadata: "invalid_metadata"
         case .notFound: "not_found"
         case .jobNotFound: "job_not_found"
         case .webhookNotFound: "webhook_not_found"
@@ -161,7 +162,8 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         .musicTooLarge, .sizeBytesRequired, .uploadSizeMismatch, .invalidStatus, .invalidLimit, .invalidCursor, .invalidIdempotencyKey,
         .invalidFormat, .invalidRange, .invalidJobId, .invalidAction, .invalidFilter, .idempotencyKeyReused, .invalidTargetDuration, .invalidQuality,
         .invalidCodec, .invalidCallbackUrl, .webhooksDisabled, .invalidMusicId, .invalidMusicVolume, .invalidKeepSourceAudio, .invalidMinSegment,
-        .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .notFound, .jobNotFound, .webhookNotFound,
+        .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .invalidMetadata, .notFound, .jobNotFound,
+        .webhookNotFound,
         .operationNotFound, .methodNotAllowed, .unsupportedMediaType, .authRequired, .invalidToken, .metricsTokenRequired, .consoleDisabled,
         .consoleSignInRequired, .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams, .notReady, .alreadyFinished,
         .alreadyStarted, .notFailed, .notFinished, .nothingToDo, .uploadMissing, .musicMissing, .uploadIncomplete, .startInProgress,

@@ -46,7 +46,15 @@ struct StatusJSONTests {
             createdAt: date(&random), completedAt: Bool.random(using: &random) ? date(&random) : nil,
             originalFilename: text(&random), duration: durations.randomElement(using: &random)!,
             segmentsSelected: Bool.random(using: &random) ? Int.random(in: 0...60, using: &random) : nil,
-            posterURL: Bool.random(using: &random) ? "http://127.0.0.1:8000/api/v1/jobs/x/poster" : nil)
+            posterURL: Bool.random(using: &random) ? "http://127.0.0.1:8000/api/v1/jobs/x/poster" : nil,
+            metadata: Bool.random(using: &random) ? nil : metadata(&random))
+    }
+
+    /// An app's metadata: up to five keys and values made of the same pieces.
+    static func metadata(_ random: inout Generator) -> [String: String] {
+        var values: [String: String] = [:]
+        for _ in 0..<Int.random(in: 0...5, using: &random) { values[text(&random) ?? "k"] = text(&random) ?? "" }
+        return values
     }
 
     static func written(_ report: JobStatusReport) -> String {

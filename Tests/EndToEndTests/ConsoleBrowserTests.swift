@@ -50,12 +50,13 @@ struct ConsoleBrowserTests {
         }
     }
 
-    static func upload(_ base: String, name: String, callback: String? = nil) throws -> UUID {
+    static func upload(_ base: String, name: String, callback: String? = nil, metadata: String? = nil) throws -> UUID {
         var arguments = [
             "-F", "file=@\(TestFootage.twentySeconds);type=video/mp4;filename=\(name)", "-F", "target_duration=5",
             "-F", "quality=low",
         ]
         if let callback { arguments += ["-F", "callback_url=\(callback)"] }
+        if let metadata { arguments += ["--form-string", "metadata=\(metadata)"] }
         let reply = try curl(arguments + ["\(base)/api/v1/upload"])
         guard let id = UUID(uuidString: try CurlAPI.json(reply.body)["job_id"] as? String ?? "") else {
             throw TestFailure("upload refused: \(reply.status) \(reply.body)")
@@ -81,7 +82,7 @@ struct ConsoleBrowserTests {
 
         // A job appears and completes on the overview without a reload (the marker survives).
         try browser.execute("window.stillTheSamePage = true")
-        let first = try upload(base, name: "beach-day.mp4", callback: hook)
+        let first = try upload(base, name: "beach-day.mp4", callback: hook, metadata: #"{"album": "<b>Beach</b>"}"#)
         let row = "#latest tr[data-job=\"\(first.uuidString.lowercased())\"]"
         try await browser.wait("the new job on the overview") { try browser.exists(row) }
         try await browser.wait("the job to complete live", timeout: .seconds(90)) { try browser.text("\(row) .badge") == "completed" }
@@ -105,6 +106,9 @@ struct ConsoleBrowserTests {
         try await browser.wait("the job page") { try browser.url.hasSuffix(first.uuidString.lowercased()) }
         #expect(try browser.text("#job-status") == "completed")
         #expect(try browser.text("#timeline").contains("completed"))
+        // The app's metadata shown as text, never as markup.
+        let fields = try browser.text("dl.fields")
+        #expect(fields.contains(#"{"album":"<b>Beach</b>"}"#), "\(fields)")
         try await browser.wait("the first webhook delivered") { await receiver.deliveries.count == 1 }
         try browser.go(try browser.url)
         try browser.screenshot("job")

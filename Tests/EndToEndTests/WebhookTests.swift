@@ -65,8 +65,11 @@ struct WebhookTests {
                             "-F", video, "-F", "target_duration=5", "-F", "quality=low",
                             "-F", "callback_url=\(hook)", upload,
                         ]).body)["job_id"] as? String)
+                // The app's metadata comes back in the webhook's job.
                 let cancelled = try #require(
-                    try CurlAPI.json(try curl(["-F", video, "-F", "callback_url=\(hook)", upload]).body)["job_id"] as? String)
+                    try CurlAPI.json(
+                        try curl(["-F", video, "-F", "callback_url=\(hook)", "--form-string", #"metadata={"album": "a/1"}"#, upload]).body)["job_id"]
+                        as? String)
                 #expect(try curl(["-X", "DELETE", "\(base)/api/v1/jobs/\(cancelled)"]).status == 200)
 
                 let arrived = try await TestServices.eventually(timeout: .seconds(90)) { await receiver.requests.count >= 4 }
@@ -88,6 +91,8 @@ struct WebhookTests {
                         #expect(body["event"] as? String == event)
                         let status = (body["job"] as? [String: Any])?["status"] as? String
                         #expect(status == String(event.dropFirst(4)))
+                        let metadata = (body["job"] as? [String: Any])?["metadata"] as? [String: String]
+                        #expect(metadata == (job == cancelled ? ["album": "a/1"] : nil), "\(event): \(String(describing: metadata))")
                     }
                     // The worker records the answer after the receiver has seen the request.
                     var deliveries = try await store.webhookDeliveries(job: UUID(uuidString: job)!)

@@ -181,6 +181,8 @@ enum ConsolePages {
             ("ended", job.completedAt.map { ConsoleFormat.time($0) }, nil),
             ("took", job.startedAt.flatMap { start in job.completedAt.map { ConsoleFormat.span($0.timeIntervalSince(start)) } }, nil),
             ("callback", job.callbackURL, nil),
+            // The app's own strings, as the API shows them (Mustache escapes them for HTML).
+            ("metadata", job.metadata.map(JobMetadata.json), nil),
             ("trace", job.traceID, traceURL),
         ]
         fields.removeAll { $0.1 == nil || $0.1 == "" }

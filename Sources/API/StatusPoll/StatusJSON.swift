@@ -6,7 +6,7 @@ import NIOCore
 
 /// `/status`'s JSON, written straight into the response buffer: byte for byte what
 /// `MomentsJSON.encoder` writes for a `JobStatusReport` (keys sorted, `null` for what is not set,
-/// `poster_url` only when there is one, whole-second UTC dates, slashes unescaped, numbers as
+/// `poster_url` and `metadata` only when there are, whole-second UTC dates, slashes unescaped, numbers as
 /// JSONEncoder prints them). The poll is most of the API's traffic, and `JSONEncoder` (with its
 /// dates through a formatter) was a tenth of its CPU time. `StatusJSONTests` holds the two
 /// encoders to the same bytes.
@@ -39,6 +39,11 @@ enum StatusJSON {
         writeUUID(report.jobID, to: &buffer)
         buffer.writeStaticString("\",\"message\":")
         writeString(report.message, to: &buffer)
+        if let metadata = report.metadata {
+            // Rare and small: the encoder's own bytes, so its key order is the same by construction.
+            buffer.writeStaticString(",\"metadata\":")
+            buffer.writeBytes((try? MomentsJSON.encoder.encode(metadata)) ?? Data("{}".utf8))
+        }
         buffer.writeStaticString(",\"original_filename\":")
         writeString(report.originalFilename, to: &buffer)
         if let poster = report.posterURL {

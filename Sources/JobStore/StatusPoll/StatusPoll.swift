@@ -32,10 +32,12 @@ public struct JobStatusRow: Sendable, Equatable {
     public var sourceDuration: Double?
     public var segmentsSelected: Int?
     public var hasPoster: Bool
+    /// The app's own strings (`JobMetadata`).
+    public var metadata: [String: String]?
 
     public init(
         id: UUID, status: JobStatus, progress: Int, message: String?, createdAt: Date, completedAt: Date?,
-        originalFilename: String?, sourceDuration: Double?, segmentsSelected: Int?, hasPoster: Bool
+        originalFilename: String?, sourceDuration: Double?, segmentsSelected: Int?, hasPoster: Bool, metadata: [String: String]? = nil
     ) {
         self.id = id
         self.status = status
@@ -47,6 +49,7 @@ public struct JobStatusRow: Sendable, Equatable {
         self.sourceDuration = sourceDuration
         self.segmentsSelected = segmentsSelected
         self.hasPoster = hasPoster
+        self.metadata = metadata
     }
 
     /// The same columns of a whole job row.
@@ -54,7 +57,7 @@ public struct JobStatusRow: Sendable, Equatable {
         self.init(
             id: job.id, status: job.status, progress: job.progress, message: job.message, createdAt: job.createdAt,
             completedAt: job.completedAt, originalFilename: job.originalFilename, sourceDuration: job.sourceDuration,
-            segmentsSelected: job.segmentsSelected, hasPoster: job.posterKey != nil)
+            segmentsSelected: job.segmentsSelected, hasPoster: job.posterKey != nil, metadata: job.metadata)
     }
 }
 
@@ -124,7 +127,7 @@ struct DevicePolls: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try Self.decode(row) }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        try decode(try row.decode((Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?).self))
+        try decode(try row.decode((Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?, String?).self))
     }
 
     /// A row of `PreparedQuery.execute` (the lanes' future-based path). Its values come in binary,
@@ -136,20 +139,23 @@ struct DevicePolls: PostgresPreparedStatement {
                 bytes: $0.bytes, dataType: $0.dataType, format: .binary, columnName: $0.columnName,
                 columnIndex: $0.columnIndex)
         }
-        guard cells.count == 12 else { throw JobStoreError(.unavailable, "The status poll statement returned \(cells.count) columns, not 12.") }
+        guard cells.count == 13 else { throw JobStoreError(.unavailable, "The status poll statement returned \(cells.count) columns, not 13.") }
         return try decode(
             (
                 try cells[0].decode(Int.self), try cells[1].decode(Bool.self), try cells[2].decode(UUID?.self),
                 try cells[3].decode(String?.self), try cells[4].decode(Int?.self), try cells[5].decode(String?.self),
                 try cells[6].decode(Date?.self), try cells[7].decode(Date?.self), try cells[8].decode(String?.self),
-                try cells[9].decode(Double?.self), try cells[10].decode(Int?.self), try cells[11].decode(Bool?.self)
+                try cells[9].decode(Double?.self), try cells[10].decode(Int?.self), try cells[11].decode(Bool?.self),
+                try cells[12].decode(String?.self)
             ))
     }
 
-    private static func decode(_ columns: (Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?)) -> Row {
-        let (index, known, id, status, progress, message, created, completed, filename, duration, segments, poster) = columns
+    private static func decode(
+        _ columns: (Int, Bool, UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?, String?)
+    ) -> Row {
+        let (index, known, id, status, progress, message, created, completed, filename, duration, segments, poster, metadata) = columns
         guard known else { return (index, .unknownToken) }
-        let job = statusRow((id, status, progress, message, created, completed, filename, duration, segments, poster))
+        let job = statusRow((id, status, progress, message, created, completed, filename, duration, segments, poster, metadata))
         return (index, job.map(PolledJob.found) ?? .notFound)
     }
 }
@@ -174,17 +180,17 @@ struct AnonymousPoll: PostgresPreparedStatement {
 /// The poll's columns, from `jobs j`.
 let statusColumns = """
     j.id, j.status, j.progress, j.message, j.created_at, j.completed_at, j.original_filename, j.source_duration,
-    j.segments_selected, j.poster_key IS NOT NULL
+    j.segments_selected, j.poster_key IS NOT NULL, j.metadata::text
     """
 
-typealias StatusColumns = (UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?)
+typealias StatusColumns = (UUID?, String?, Int?, String?, Date?, Date?, String?, Double?, Int?, Bool?, String?)
 
 /// One row of `statusColumns`; nil when the outer join found no job.
 func statusRow(_ columns: StatusColumns) -> JobStatusRow? {
-    let (id, status, progress, message, created, completed, filename, duration, segments, poster) = columns
+    let (id, status, progress, message, created, completed, filename, duration, segments, poster, metadata) = columns
     guard let id, let status, let progress, let created else { return nil }
     return JobStatusRow(
         id: id, status: JobStatus(rawValue: status) ?? .failed, progress: progress, message: message,
         createdAt: created, completedAt: completed, originalFilename: filename, sourceDuration: duration,
-        segmentsSelected: segments, hasPoster: poster ?? false)
+        segmentsSelected: segments, hasPoster: poster ?? false, metadata: metadata.flatMap(JobStore.metadata))
 }
