@@ -62,16 +62,17 @@ extension MomentsClient {
     ///
     /// `music` and `musicFile` (API 1.2) as for `upload`: a track of the app's own goes in one PUT
     /// to a URL of its own once the video's parts are sent (again after a relaunch if it had not
-    /// arrived).
+    /// arrived). `metadata` (API 1.2) as for `upload`.
     public func resumableUpload(
         file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high,
         codec: VideoCodecChoice = .auto, callbackURL: String? = nil,
         choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
-        options: ResumableUploadOptions,
+        metadata: [String: String]? = nil, options: ResumableUploadOptions,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(MomentsClientError) -> UploadAccepted {
         let identity = try Self.identity(of: file)
         let music = try Self.musicChoice(music, file: musicFile)
+        let metadata = try Self.checked(metadata)
         let musicSize = try musicFile.map { file throws(MomentsClientError) in try Self.size(of: file) }
         var track: (file: URL, size: Int64)? = nil
         if let musicFile, let musicSize { track = (musicFile, musicSize) }
@@ -103,13 +104,13 @@ extension MomentsClient {
                 parts = try await reserveResumable(
                     file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
                     codec: codec, callbackURL: callbackURL, choices: choices, music: music,
-                    musicSize: musicSize, state: &current, stateFile: stateFile)
+                    musicSize: musicSize, metadata: metadata, state: &current, stateFile: stateFile)
             }
         } else {
             parts = try await reserveResumable(
                 file: file, size: identity.size, targetDuration: targetDuration, quality: quality,
                 codec: codec, callbackURL: callbackURL, choices: choices, music: music,
-                musicSize: musicSize, state: &current, stateFile: stateFile)
+                musicSize: musicSize, metadata: metadata, state: &current, stateFile: stateFile)
         }
         guard let job = current.jobID else { throw MomentsClientError.invalid("The server gave the upload no job id.") }
 
@@ -153,13 +154,13 @@ extension MomentsClient {
     /// `POST /api/v1/uploads` with `resumable`, under the state's idempotency key (retried safely).
     private func reserveResumable(
         file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice,
-        callbackURL: String?, choices: HighlightChoices, music: MusicChoice?, musicSize: Int64?,
+        callbackURL: String?, choices: HighlightChoices, music: MusicChoice?, musicSize: Int64?, metadata: [String: String]?,
         state: inout ResumableUploadState, stateFile: URL
     ) async throws(MomentsClientError) -> UploadParts {
         let request = DirectUploadRequest(
             filename: file.lastPathComponent, targetDuration: targetDuration, quality: quality.rawValue,
             callbackURL: callbackURL, codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size,
-            choices: choices, resumable: true, music: music, musicSizeBytes: musicSize)
+            choices: choices, resumable: true, music: music, musicSizeBytes: musicSize, metadata: metadata)
         let reservation: DirectUpload = try await send(
             "POST", "api/v1/uploads", body: try encode(request),
             headers: ["Idempotency-Key": state.idempotencyKey], idempotent: true)

@@ -29,27 +29,39 @@ extension MomentsClient {
     /// `musicFile`, a track of the app's own (MP3, M4A, WAV, FLAC, Ogg, AIFF; 10 s to 10 min, up to
     /// 64 MiB), sent with the video; `music` then sets only its volume and whether the video's own
     /// sound stays, and names no track.
+    ///
+    /// `metadata` (API 1.2): strings of the app's own (an album, a user, a draft; up to 1 KB as
+    /// JSON), kept with the job and returned in its status, details, list, events and webhooks.
     public func upload(
         file: URL, targetDuration: Int = HighlightLimits.defaultTargetDuration, quality: Quality = .high, codec: VideoCodecChoice = .auto,
         callbackURL: String? = nil, choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil,
-        musicFile: URL? = nil, idempotencyKey: String = UUID().uuidString,
+        musicFile: URL? = nil, metadata: [String: String]? = nil, idempotencyKey: String = UUID().uuidString,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(MomentsClientError) -> UploadAccepted {
         let size = try Self.size(of: file)
         let music = try Self.musicChoice(music, file: musicFile)
+        let metadata = try Self.checked(metadata)
         if size >= directUploadThreshold {
             do {
                 return try await directUpload(
                     file: file, size: size, targetDuration: targetDuration, quality: quality,
                     codec: codec, callbackURL: callbackURL, choices: choices, music: music, musicFile: musicFile,
-                    idempotencyKey: idempotencyKey, progress: progress)
+                    metadata: metadata, idempotencyKey: idempotencyKey, progress: progress)
             } catch  where error.code == "direct_upload_unavailable" {
                 // The server stores files itself (local storage): fall back to multipart.
             }
         }
         return try await multipartUpload(
             file: file, targetDuration: targetDuration, quality: quality, codec: codec, callbackURL: callbackURL,
-            choices: choices, music: music, musicFile: musicFile, idempotencyKey: idempotencyKey, progress: progress)
+            choices: choices, music: music, musicFile: musicFile, metadata: metadata, idempotencyKey: idempotencyKey,
+            progress: progress)
+    }
+
+    /// `metadata` as the server will take it (`JobMetadata`), refused here with the server's code.
+    static func checked(_ metadata: [String: String]?) throws(MomentsClientError) -> [String: String]? {
+        do { return try metadata.flatMap(JobMetadata.check) } catch {
+            throw MomentsClientError(kind: .invalidRequest, code: "invalid_metadata", message: error.message)
+        }
     }
 
     /// The music asked for: with `file`, a track of the app's own at `choice`'s volume and with its
@@ -78,7 +90,7 @@ extension MomentsClient {
     func multipartUpload(
         file: URL, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
         choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
-        idempotencyKey: String,
+        metadata: [String: String]? = nil, idempotencyKey: String,
         progress: (@Sendable (TransferProgress) -> Void)?
     ) async throws(MomentsClientError) -> UploadAccepted {
         var fields = [("target_duration", String(targetDuration)), ("quality", quality.rawValue)]
@@ -94,6 +106,7 @@ extension MomentsClient {
             if let id = music.trackID { fields.append(("music_id", id.uuidString.lowercased())) }
             fields += [("music_volume", String(music.volume)), ("keep_source_audio", String(music.keepSourceAudio))]
         }
+        if let metadata { fields.append(("metadata", JobMetadata.json(metadata))) }
         let form = try MultipartFile.write(file: file, fields: fields, music: musicFile)
         defer { try? FileManager.default.removeItem(at: form.url) }
         var request = request("POST", "api/v1/upload")
@@ -113,7 +126,7 @@ extension MomentsClient {
     func directUpload(
         file: URL, size: Int64, targetDuration: Int, quality: Quality, codec: VideoCodecChoice, callbackURL: String?,
         choices: HighlightChoices = HighlightChoices(), music: MusicChoice? = nil, musicFile: URL? = nil,
-        idempotencyKey: String,
+        metadata: [String: String]? = nil, idempotencyKey: String,
         progress: (@Sendable (TransferProgress) -> Void)?
     ) async throws(MomentsClientError) -> UploadAccepted {
         let musicSize = try musicFile.map { file throws(MomentsClientError) in try Self.size(of: file) }
@@ -124,7 +137,7 @@ extension MomentsClient {
                     filename: file.lastPathComponent, targetDuration: targetDuration,
                     quality: quality.rawValue, callbackURL: callbackURL,
                     codec: codec == .auto ? nil : codec.rawValue, sizeBytes: size, choices: choices,
-                    music: music, musicSizeBytes: musicSize)),
+                    music: music, musicSizeBytes: musicSize, metadata: metadata)),
             headers: ["Idempotency-Key": idempotencyKey], idempotent: true)
         if let musicFile, let musicSize {
             guard let address = reservation.musicUploadURL else {

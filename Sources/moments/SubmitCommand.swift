@@ -29,6 +29,13 @@ struct SubmitCommand: AsyncParsableCommand {
 
     @OptionGroup var choiceOptions: ChoiceOptions
 
+    @Option(
+        name: .customLong("metadata"),
+        help: ArgumentHelp(
+            "A string of your own kept with the job and shown wherever it is (repeat for more; up to 1 KB in all).",
+            valueName: "key=value"))
+    var metadataPairs: [String] = []
+
     @Flag(
         help:
             "Upload in parts that survive a dropped network or an interrupted run: run the same command again to send only the missing parts (S3 storage)."
@@ -52,6 +59,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 throw ValidationError("Cannot read \(file).")
             }
             let choices = try choiceOptions.choices(target: Double(duration), quality: quality)
+            let metadata = try Self.metadata(metadataPairs)
             let client = try await options.client()
             let bar = TransferBar(label: "Uploading")
             let accepted: UploadAccepted
@@ -62,7 +70,7 @@ struct SubmitCommand: AsyncParsableCommand {
                 do {
                     accepted = try await client.resumableUpload(
                         file: source, targetDuration: duration, quality: quality, codec: codec, choices: choices,
-                        options: ResumableUploadOptions(stateDirectory: folder, stopAfterParts: stopAfterParts)
+                        metadata: metadata, options: ResumableUploadOptions(stateDirectory: folder, stopAfterParts: stopAfterParts)
                     ) { bar.show($0) }
                 } catch let error as MomentsClientError where error.code == "suspended" {
                     bar.finish()
@@ -72,7 +80,7 @@ struct SubmitCommand: AsyncParsableCommand {
             } else {
                 accepted = try await client.upload(
                     file: source, targetDuration: duration, quality: quality, codec: codec,
-                    choices: choices
+                    choices: choices, metadata: metadata
                 ) { bar.show($0) }
             }
             bar.finish()
@@ -84,5 +92,19 @@ struct SubmitCommand: AsyncParsableCommand {
             let destination = URL(fileURLWithPath: output ?? "highlight-\(accepted.jobID.uuidString.lowercased()).mp4")
             try await StatusCommand.follow(accepted.jobID, client: client, download: destination)
         }
+    }
+
+    /// `--metadata key=value` options as one object, checked as the server checks it.
+    static func metadata(_ pairs: [String]) throws -> [String: String]? {
+        var values: [String: String] = [:]
+        for pair in pairs {
+            guard let equals = pair.firstIndex(of: "=") else {
+                throw ValidationError("--metadata takes key=value, not \(pair).")
+            }
+            let key = String(pair[..<equals])
+            guard values[key] == nil else { throw ValidationError("--metadata names \(key) twice.") }
+            values[key] = String(pair[pair.index(after: equals)...])
+        }
+        do { return try JobMetadata.check(values) } catch { throw ValidationError(error.message) }
     }
 }

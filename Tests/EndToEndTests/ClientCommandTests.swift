@@ -21,7 +21,7 @@ struct ClientCommandTests {
             let submit = try Self.cli(
                 [
                     "submit", TestFootage.twentySeconds, "--server", base, "--wait", "-o", "out.mp4",
-                    "--duration", "8", "--quality", "low",
+                    "--duration", "8", "--quality", "low", "--metadata", "album=Summer 2026", "--metadata", "formula=a=b",
                 ], config: config, in: folder)
             #expect(submit.status == 0, "\(submit.err)")
             #expect(abs(try TestFootage.duration(folder.appendingPathComponent("out.mp4").path) - 8) <= 0.5)
@@ -34,6 +34,14 @@ struct ClientCommandTests {
 
             let status = try Self.cli(["status", id, "--server", base], config: config, in: folder)
             #expect(status.status == 0 && status.out.hasPrefix("completed 100%"), "\(status.out) \(status.err)")
+            // --metadata key=value pairs (a value may hold "=") come back in the job's JSON.
+            let json = try Self.cli(["status", id, "--server", base, "--json"], config: config, in: folder)
+            let shown = try CurlAPI.json(json.out)["metadata"] as? [String: String]
+            #expect(shown == ["album": "Summer 2026", "formula": "a=b"], "\(json.out)")
+            for pairs in [["--metadata", "album"], ["--metadata", "a=1", "--metadata", "a=2"]] {
+                let bad = try Self.cli(["submit", TestFootage.twentySeconds, "--server", base] + pairs, config: config, in: folder)
+                #expect(bad.status == 64 && bad.err.contains("--metadata"), "\(pairs): \(bad.status) \(bad.err)")
+            }
             let download = try Self.cli(["download", id, "--server", base, "-o", "again.mp4"], config: config, in: folder)
             #expect(download.status == 0, "\(download.err)")
             #expect(

@@ -34,9 +34,10 @@ struct MomentsKitEndToEndTests {
             #expect(formats.extensions.contains("mov") && formats.targetDuration.default == 30 && formats.qualities.contains("low"))
 
             let sent = Progress()
+            let metadata = ["album": "Summer 2026", "draft": "7"]
             let accepted = try await client.upload(
                 file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 8,
-                quality: .low
+                quality: .low, metadata: metadata
             ) { sent.add($0) }
             #expect(accepted.message == "Video uploaded, processing started")
             let bytes = sent.all
@@ -54,10 +55,12 @@ struct MomentsKitEndToEndTests {
             #expect(reports.last?.status == .completed, "\(reports.map(\.status))")
             #expect(reports.map(\.progress) == reports.map(\.progress).sorted(), "progress never goes backwards")
             #expect(reports.count >= 2, "changes arrive as they happen, not only the end")
+            #expect(reports.allSatisfy { $0.metadata == metadata }, "the app's metadata in every event")
 
             let details = try await client.details(of: accepted.jobID)
             #expect(details.report.status == .completed && details.quality == .low && details.targetDuration == 8)
             #expect((details.segments?.count ?? 0) == details.report.segmentsSelected)
+            #expect(details.report.metadata == metadata)
 
             let received = Progress()
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("moments-kit-\(accepted.jobID).mp4")
@@ -69,6 +72,7 @@ struct MomentsKitEndToEndTests {
             #expect(try await client.account().usage.used == 1)
             let history = try await client.jobs(statuses: [.completed], limit: 5)
             #expect(history.jobs.map(\.jobID) == [accepted.jobID] && history.jobs.first?.resultURL != nil && history.nextCursor == nil)
+            #expect(history.jobs.first?.metadata == metadata)
             #expect(try await client.jobs(statuses: [.failed]).jobs.isEmpty)
         }
     }
@@ -80,13 +84,19 @@ struct MomentsKitEndToEndTests {
             let sent = Progress()
             let accepted = try await client.upload(
                 file: URL(fileURLWithPath: TestFootage.twentySeconds), targetDuration: 10,
-                quality: .medium
+                quality: .medium, metadata: ["user": "42"]
             ) { sent.add($0) }
             let size = (try FileManager.default.attributesOfItem(atPath: TestFootage.twentySeconds)[.size] as? NSNumber)?.int64Value
             #expect(sent.all.last?.bytes == size, "the file itself went to storage, not a multipart body")
             let details = try await client.details(of: accepted.jobID)
             #expect(details.report.status == .pending && details.targetDuration == 10 && details.quality == .medium)
-            #expect(details.sourceSize == size)
+            #expect(details.sourceSize == size && details.report.metadata == ["user": "42"])
+            // Metadata the server would refuse is refused before a byte is sent, with the server's code.
+            let tooMuch = await #expect(throws: MomentsClientError.self) {
+                try await client.upload(
+                    file: URL(fileURLWithPath: TestFootage.twentySeconds), metadata: ["note": String(repeating: "a", count: 1100)])
+            }
+            #expect(tooMuch?.code == "invalid_metadata" && tooMuch?.errorCode == .invalidMetadata && tooMuch?.kind == .invalidRequest)
 
             let cancelled = try await client.cancel(accepted.jobID)
             #expect(cancelled.status == .cancelled)
