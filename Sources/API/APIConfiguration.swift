@@ -22,6 +22,12 @@ public struct APIConfiguration: Sendable {
     public var uploadDirectory: URL
     /// How long a presigned download URL stays valid.
     public var downloadLinkLifetime: Duration
+    /// How long a playback link (`playback_url`, API 1.2) works without the token
+    /// (`PLAYBACK_URL_SECONDS`, an hour; at most 7 days, S3's limit).
+    public var playbackLinkLifetime: Duration = .seconds(3600)
+    /// The secret playback links on local storage are signed under (`URL_SIGNING_SECRET`); nil: a
+    /// key made at start, so the links die with the process.
+    public var urlSigningSecret: String?
     /// How long the PUT URL of a direct upload stays valid (`DIRECT_UPLOAD_URL_SECONDS`): an
     /// upload must begin within it, and the URL is useless once the job starts.
     /// The smallest part of a resumable upload (`UPLOAD_PART_MIB`, 5–512 MiB; S3's floor is 5).
@@ -172,6 +178,13 @@ public struct APIConfiguration: Sendable {
         continueIncomingTraces = try Setting.boolean("TRACE_CONTINUE_INCOMING", in: environment, default: false)
         statusFastPath = try Setting.boolean("STATUS_FAST_PATH", in: environment, default: true)
         uploadPartBytes = Int64(try Setting.integer("UPLOAD_PART_MIB", in: environment, default: 8, range: 5...512)) << 20
+        playbackLinkLifetime = .seconds(try Setting.integer("PLAYBACK_URL_SECONDS", in: environment, default: 3600, range: 60...604_800))
+        if let secret = environment["URL_SIGNING_SECRET"], !secret.isEmpty {
+            guard secret.count >= 32 else {
+                throw SettingError("URL_SIGNING_SECRET must be at least 32 characters (e.g. openssl rand -hex 32).")
+            }
+            urlSigningSecret = secret
+        }
     }
 
     static func metricsToken(_ environment: Settings) throws(SettingError) -> String? {

@@ -59,6 +59,8 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     // Who may ask (401, 402, 403, 429).
     public static let authRequired = APIErrorCode(rawValue: "auth_required")
     public static let invalidToken = APIErrorCode(rawValue: "invalid_token")
+    public static let invalidSignature = APIErrorCode(rawValue: "invalid_signature")
+    public static let linkExpired = APIErrorCode(rawValue: "link_expired")
     public static let metricsTokenRequired = APIErrorCode(rawValue: "metrics_token_required")
     public static let consoleDisabled = APIErrorCode(rawValue: "console_disabled")
     public static let consoleSignInRequired = APIErrorCode(rawValue: "console_sign_in_required")
@@ -118,7 +120,7 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         .webhooksDisabled, .invalidMusicId, .invalidMusicVolume, .invalidKeepSourceAudio, .invalidMinSegment,
         .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .invalidMetadata, .notFound,
         .jobNotFound, .webhookNotFound, .operationNotFound, .methodNotAllowed, .unsupportedMediaType,
-        .authRequired, .invalidToken, .metricsTokenRequired, .consoleDisabled, .consoleSignInRequired,
+        .authRequired, .invalidToken, .invalidSignature, .linkExpired, .metricsTokenRequired, .consoleDisabled, .consoleSignInRequired,
         .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams,
         .notReady, .alreadyFinished, .alreadyStarted, .notFailed, .notFinished,
         .nothingToDo, .uploadMissing, .musicMissing, .uploadIncomplete, .startInProgress,

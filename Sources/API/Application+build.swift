@@ -128,9 +128,13 @@ public func buildRouter(
         store: store, storage: services.storage, configuration: configuration, quota: quota, idempotency: idempotency, limiter: limiter
     ).addRoutes(to: api)
     MusicController(store: store).addRoutes(to: api)
-    let jobs = JobsController(jobs: services.jobs, store: store, storage: services.storage, configuration: configuration, hub: hub)
+    let playback = PlaybackLinks(
+        storage: services.storage, lifetime: configuration.playbackLinkLifetime, secret: configuration.urlSigningSecret)
+    let jobs = JobsController(
+        jobs: services.jobs, store: store, storage: services.storage, configuration: configuration, hub: hub, playback: playback)
     jobs.addRoutes(to: api.group("jobs"))
     jobs.addStatusRoute(to: router, authRequired: configuration.authRequired)
+    jobs.addPlaybackRoute(to: router)
     DirectUploadController(
         store: store, reservations: services.reservations, storage: services.storage, configuration: configuration,
         quota: quota, idempotency: idempotency, limiter: limiter

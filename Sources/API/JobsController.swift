@@ -26,12 +26,16 @@ struct JobsController: Sendable {
     let storage: any ObjectStore
     let configuration: APIConfiguration
     let hub: JobEventsHub
+    let playback: PlaybackLinks
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.get { request, context in try await list(request, context: context) }
         group.get("{id}") { request, context in
             let job = try await job(context)
-            return JobDetails(job, links: links(request))
+            let links = links(request)
+            var details = JobDetails(job, links: links)
+            details.playback = playback.links(job, base: links.base)
+            return details
         }
         group.get("{id}/download") { request, context in
             try await download(try await job(context), request: request, context: context)
@@ -50,6 +54,26 @@ struct JobsController: Sendable {
         }
         group.delete("{id}") { request, context in
             try await cancel(try await job(context), request: request)
+        }
+    }
+
+    /// `GET /api/v1/play/{id}/{file}`: a completed highlight's file for a playback link signed by
+    /// this API (`PlaybackLinks`, local storage), with byte ranges, and no token: the link is the key.
+    func addPlaybackRoute(to router: Router<MomentsRequestContext>) {
+        router.get("api/v1/play/{id}/{file}") { request, context in
+            guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.jobNotFound() }
+            guard let file = context.parameters.get("file").flatMap(PlaybackLinks.File.init(rawValue:)) else {
+                throw APIError(.notFound, .notFound, "A playback link names highlight.mp4, poster.jpg or thumbnails.jpg.")
+            }
+            let query = request.uri.queryParameters
+            try playback.check(
+                job: id.uuidString.lowercased(), file: file, expires: query["expires"].map(String.init),
+                signature: query["signature"].map(String.init))
+            let job = try await store.job(id)
+            guard let job else { throw APIError.jobNotFound() }
+            try Self.checkFinished(job)
+            guard let key = file.key(of: job) else { throw APIError.jobNotFound() }
+            return try await serve(key, type: file.contentType, filename: file.rawValue, request: request, context: context, inline: true)
         }
     }
 

@@ -122,6 +122,9 @@ public struct JobDetails: Codable, Equatable, Sendable {
     public var thumbnailsURL: String?
     /// API 1.2: the soundtrack asked for (`music_id`, `music_volume`, `keep_source_audio`; left out without one).
     public var music: MusicChoice?
+    /// API 1.2, once completed and in the API's own answer: links that work without the token
+    /// until they expire, for `AVPlayer(url:)` and image views. Left out otherwise.
+    public var playback: PlaybackURLs?
 
     public init(
         report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
@@ -155,6 +158,8 @@ public struct JobDetails: Codable, Equatable, Sendable {
         case minSegment = "min_segment", maxSegment = "max_segment", maxSegments = "max_segments", aspect, fps
         case thumbnailsURL = "thumbnails_url"
         case musicID = "music_id", musicFilename = "music_filename", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
+        case playbackURL = "playback_url", playbackPosterURL = "playback_poster_url"
+        case playbackThumbnailsURL = "playback_thumbnails_url", playbackExpiresAt = "playback_expires_at"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -186,6 +191,12 @@ public struct JobDetails: Codable, Equatable, Sendable {
             music = MusicChoice(trackID: id, volume: volume, keepSourceAudio: keep)
         } else if let name = try c.decodeIfPresent(String.self, forKey: .musicFilename) {
             music = MusicChoice(uploaded: name, volume: volume, keepSourceAudio: keep)
+        }
+        if let url = try c.decodeIfPresent(String.self, forKey: .playbackURL) {
+            playback = PlaybackURLs(
+                playbackURL: url, posterURL: try c.decodeIfPresent(String.self, forKey: .playbackPosterURL),
+                thumbnailsURL: try c.decodeIfPresent(String.self, forKey: .playbackThumbnailsURL),
+                expiresAt: try c.decode(Date.self, forKey: .playbackExpiresAt))
         }
     }
 
@@ -220,5 +231,30 @@ public struct JobDetails: Codable, Equatable, Sendable {
             try c.encode(music.volume, forKey: .musicVolume)
             try c.encode(music.keepSourceAudio, forKey: .keepSourceAudio)
         }
+        // 1.2: only in the API's answer for a completed job.
+        if let playback {
+            try c.encode(playback.playbackURL, forKey: .playbackURL)
+            try c.encodeIfPresent(playback.posterURL, forKey: .playbackPosterURL)
+            try c.encodeIfPresent(playback.thumbnailsURL, forKey: .playbackThumbnailsURL)
+            try c.encode(playback.expiresAt, forKey: .playbackExpiresAt)
+        }
+    }
+}
+
+/// A completed highlight's files at URLs that need no token until `expiresAt` (API 1.2): presigned
+/// storage URLs, or URLs the API signed. Both serve byte ranges, as AVPlayer reads.
+public struct PlaybackURLs: Codable, Equatable, Sendable {
+    /// The highlight (MP4).
+    public var playbackURL: String
+    /// The poster and the thumbnail strip (JPEG), when the highlight has them.
+    public var posterURL: String?
+    public var thumbnailsURL: String?
+    public var expiresAt: Date
+
+    public init(playbackURL: String, posterURL: String?, thumbnailsURL: String?, expiresAt: Date) {
+        self.playbackURL = playbackURL
+        self.posterURL = posterURL
+        self.thumbnailsURL = thumbnailsURL
+        self.expiresAt = expiresAt
     }
 }

@@ -18,7 +18,7 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
     case invalidCallbackUrl, webhooksDisabled, invalidMusicId, invalidMusicVolume, invalidKeepSourceAudio
     case invalidMinSegment, invalidMaxSegment, invalidMaxSegments, invalidAspect, invalidFps, invalidSegments, invalidMetadata
     case notFound, jobNotFound, webhookNotFound, operationNotFound, methodNotAllowed, unsupportedMediaType
-    case authRequired, invalidToken, metricsTokenRequired, consoleDisabled, consoleSignInRequired, csrfTokenInvalid
+    case authRequired, invalidToken, invalidSignature, linkExpired, metricsTokenRequired, consoleDisabled, consoleSignInRequired, csrfTokenInvalid
     case crossOriginRequest, quotaExceeded, rateLimited, tooManyStreams, notReady, alreadyFinished, alreadyStarted
     case notFailed, notFinished, nothingToDo, uploadMissing, musicMissing, uploadIncomplete, startInProgress
     case directUploadUnavailable, resultExpired, timelineUnavailable, posterUnavailable, thumbnailsUnavailable
@@ -90,6 +90,8 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         case .unsupportedMediaType: "unsupported_media_type"
         case .authRequired: "auth_required"
         case .invalidToken: "invalid_token"
+        case .invalidSignature: "invalid_signature"
+        case .linkExpired: "link_expired"
         case .metricsTokenRequired: "metrics_token_required"
         case .consoleDisabled: "console_disabled"
         case .consoleSignInRequired: "console_sign_in_required"
@@ -164,7 +166,8 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         .invalidCodec, .invalidCallbackUrl, .webhooksDisabled, .invalidMusicId, .invalidMusicVolume, .invalidKeepSourceAudio, .invalidMinSegment,
         .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .invalidMetadata, .notFound, .jobNotFound,
         .webhookNotFound,
-        .operationNotFound, .methodNotAllowed, .unsupportedMediaType, .authRequired, .invalidToken, .metricsTokenRequired, .consoleDisabled,
+        .operationNotFound, .methodNotAllowed, .unsupportedMediaType, .authRequired, .invalidToken, .invalidSignature, .linkExpired,
+        .metricsTokenRequired, .consoleDisabled,
         .consoleSignInRequired, .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams, .notReady, .alreadyFinished,
         .alreadyStarted, .notFailed, .notFinished, .nothingToDo, .uploadMissing, .musicMissing, .uploadIncomplete, .startInProgress,
         .directUploadUnavailable, .resultExpired, .timelineUnavailable, .posterUnavailable, .thumbnailsUnavailable, .internalError,

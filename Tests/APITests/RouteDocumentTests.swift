@@ -39,11 +39,12 @@ struct RouteDocumentTests {
             let file = TestServices.repository.appendingPathComponent("Sources/API/Resources/openapi.yaml")
             #expect(document.body == (try Data(contentsOf: file)), "served byte for byte as the file is written")
             let operations = Self.operations(in: document.text)
-            #expect(operations.count == 21, "\(operations)")
+            #expect(operations.count == 22, "\(operations)")
             for operation in operations {
                 let parts = operation.split(separator: " ")
                 let method = try #require(HTTPRequest.Method(String(parts[0])))
                 let path = parts[1].replacingOccurrences(of: "{id}", with: UUID().uuidString)
+                    .replacingOccurrences(of: "{file}", with: "highlight.mp4")
                 // Server-Sent Events stream until the job ends; for a job that is not there they answer 404 at once.
                 let reply = try await api.send(method, path)
                 #expect(reply.status != 405, "\(operation) answered 405")
