@@ -87,6 +87,22 @@ public struct MomentsClient: Sendable {
         try await send("GET", "api/v1/jobs/\(job.uuidString.lowercased())")
     }
 
+    /// A completed highlight at URLs that need no token until `expiresAt` (API 1.2), with byte
+    /// ranges: `AVPlayer(url: URL(string: links.playbackURL)!)` plays it without downloading first.
+    /// Ask again for fresh links once they expire. Throws `not_ready` (409) before the job
+    /// completed, or when the server is older than 1.2.
+    public func playback(of job: UUID) async throws(MomentsClientError) -> PlaybackURLs {
+        let details = try await details(of: job)
+        guard let playback = details.playback else {
+            throw MomentsClientError(
+                kind: .server, status: 409, code: "not_ready",
+                message: details.report.status == .completed
+                    ? "This server gives no playback links; download the highlight instead."
+                    : "The highlight is not ready yet. Check the job's status and try again when it is completed.")
+        }
+        return playback
+    }
+
     /// A page of this device's jobs, newest first: any of `statuses` (empty: all), `limit` (1–100)
     /// a page; `cursor` is the `nextCursor` of the page before (nil: the first page).
     public func jobs(statuses: [JobStatus] = [], limit: Int = 20, cursor: String? = nil) async throws(MomentsClientError) -> JobList {

@@ -70,6 +70,10 @@ struct StatusCommand: AsyncParsableCommand {
         switch report.status {
         case .completed:
             print("completed: \(report.message ?? "")")
+            // A link to watch it in a browser or player, without the token (servers of 1.2 on).
+            if let links = try? await client.playback(of: job) {
+                print("watch (until \(MomentsJSON.format(links.expiresAt))): \(links.playbackURL)")
+            }
             guard let destination else { return }
             let bar = TransferBar(label: "Downloading")
             try await client.download(job, to: destination) { bar.show($0) }

@@ -28,6 +28,9 @@ struct ClientCommandTests {
             for line in ["Uploading 100%", "Processing", "Downloading 100%"] { #expect(submit.err.contains(line), "\(submit.err)") }
             #expect(submit.err.contains("MB/s"), "the upload shows its rate")
             #expect(submit.out.contains("highlight saved to"))
+            // The playback link printed works without the token (S3 storage: a presigned URL).
+            let watch = try #require(submit.out.firstMatch(of: /watch \(until [^)]+\): (\S+)/)?.output.1, "\(submit.out)")
+            #expect(try curl(["-r", "0-99", String(watch)]).status == 206)
             let id = try #require(submit.out.firstMatch(of: /job ([0-9a-f-]{36})/)?.output.1).description
             let saved = try String(contentsOf: config.appendingPathComponent("moments/credentials.json"), encoding: .utf8)
             #expect(saved.contains("mdt_"), "the registered token is kept for the next command")

@@ -69,6 +69,20 @@ struct MomentsKitEndToEndTests {
             #expect(abs(try TestFootage.duration(file.path) - 8) <= 0.5)
             let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value
             #expect(received.all.last?.bytes == size, "download progress reaches the file's size")
+
+            // Playback links need no token and serve ranges: presigned storage URLs here (S3).
+            let links = try await client.playback(of: accepted.jobID)
+            #expect(links.expiresAt.timeIntervalSinceNow > 3500 && links.posterURL != nil && links.thumbnailsURL != nil, "\(links)")
+            let downloaded = try Data(contentsOf: file)
+            #expect(try curl(["-r", "100-1099", links.playbackURL]).status == 206)
+            let raw = try captured("/usr/bin/curl", ["-s", "-r", "100-1099", links.playbackURL]).output
+            #expect(raw == downloaded[100...1099], "the bytes asked for, \(raw.count) of them")
+            let whole = try captured("/usr/bin/curl", ["-s", "-f", links.playbackURL]).output
+            #expect(whole == downloaded, "the whole highlight, without the token")
+            let forged = links.playbackURL.replacingOccurrences(of: "X-Amz-Signature=", with: "X-Amz-Signature=0")
+            #expect(try curl([forged]).status == 403, "storage refuses a changed signature")
+            let early = await #expect(throws: MomentsClientError.self) { try await client.playback(of: UUID()) }
+            #expect(early?.code == "job_not_found")
             #expect(try await client.account().usage.used == 1)
             let history = try await client.jobs(statuses: [.completed], limit: 5)
             #expect(history.jobs.map(\.jobID) == [accepted.jobID] && history.jobs.first?.resultURL != nil && history.nextCursor == nil)
