@@ -124,6 +124,17 @@ public struct JobRecord: Sendable, Equatable {
     public var music: MusicChoice? = nil
     /// The app's own strings (`JobMetadata`); nil when none were sent.
     public var metadata: [String: String]? = nil
+    /// When its owner erased it: its files are gone (or going) and downloads answer 410 `erased`.
+    public var erasedAt: Date? = nil
+
+    /// The objects the job still has in storage: its highlight, poster and thumbnails until they
+    /// expired, its source until it was deleted, and an uploaded track.
+    public var storedObjectKeys: [String] {
+        var keys = resultExpiredAt == nil ? [resultKey, posterKey, thumbnailsKey].compactMap { $0 } : []
+        if sourceDeletedAt == nil { keys.append(sourceKey) }
+        if let key = music?.uploadedKey { keys.append(key) }
+        return keys
+    }
 
     /// The trace id (32 hex digits) of `traceContext`'s W3C `traceparent`, for people to look up.
     public var traceID: String? { traceContext?["traceparent"].flatMap(Self.traceID(of:)) }

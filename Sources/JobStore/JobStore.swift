@@ -135,7 +135,7 @@ public struct JobStore: Sendable {
         run_after, lease_owner, lease_expires_at, created_at, started_at, completed_at, updated_at, segments::text AS segments,
         callback_url, source_deleted_at, result_expired_at, trace_context::text AS trace_context,
         min_segment, max_segment, max_segments, aspect, poster_key, thumbnails_key, source_media::text AS source_media, fps,
-        music_id, music_key, music_filename, music_volume, keep_source_audio, metadata::text AS metadata
+        music_id, music_key, music_filename, music_volume, keep_source_audio, metadata::text AS metadata, erased_at
         """
 
     /// The same columns, qualified for statements that join `jobs j` with another relation.
@@ -192,7 +192,7 @@ public struct JobStore: Sendable {
                 id: try r["music_id"].decode(UUID?.self), key: try r["music_key"].decode(String?.self),
                 filename: try r["music_filename"].decode(String?.self),
                 volume: try r["music_volume"].decode(Double?.self), keep: try r["keep_source_audio"].decode(Bool.self)),
-            metadata: try r["metadata"].decode(String?.self).flatMap(Self.metadata))
+            metadata: try r["metadata"].decode(String?.self).flatMap(Self.metadata), erasedAt: try r["erased_at"].decode(Date?.self))
     }
 
     /// `jobs.metadata` as PostgreSQL writes jsonb; nil when there is none.

@@ -396,6 +396,17 @@ public enum Migrations {
                 "ALTER TABLE jobs ADD COLUMN metadata jsonb CHECK (jsonb_typeof(metadata) = 'object')",
                 "COMMENT ON COLUMN jobs.metadata IS 'The app''s own strings for the job (the upload''s metadata, at most 1 KB as JSON), returned wherever the job is shown; NULL when none were sent. Query with metadata->>''key''.'",
             ]),
+        Migration(
+            version: 18, name: "erasure",
+            statements: [
+                "ALTER TABLE jobs ADD COLUMN erased_at timestamptz",
+                "COMMENT ON COLUMN jobs.erased_at IS 'When the job''s owner erased it (DELETE /api/v1/jobs/{id}/files or /api/v1/devices/me): its files are deleted (result_expired_at says when they were gone), its file name, metadata and segments cleared; the row stays for the month''s count and the audit. Downloads answer 410 erased.'",
+                "ALTER TABLE devices ADD COLUMN erased_at timestamptz",
+                "COMMENT ON COLUMN devices.erased_at IS 'When the device erased itself and everything of it (DELETE /api/v1/devices/me): its token is revoked and its name cleared; the token may only repeat that request.'",
+                "ALTER TABLE admin_operations DROP CONSTRAINT admin_operations_action_check",
+                "ALTER TABLE admin_operations ADD CONSTRAINT admin_operations_action_check CHECK (action IN ('retry', 'cancel', 'delete', 'pause', 'resume', 'redeliver', 'erase', 'erase_device'))",
+                "COMMENT ON COLUMN admin_operations.actor IS 'Who: console:<name>, cli:<user>@<host>, or device:<id> for what an app asked for itself (erase, erase_device).'",
+            ]),
     ]
 }
 

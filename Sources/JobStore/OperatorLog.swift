@@ -6,6 +6,10 @@ import PostgresNIO
 /// What an operator can do to jobs and the queue.
 public enum OperatorAction: String, Sendable, CaseIterable, Codable {
     case retry, cancel, delete, pause, resume, redeliver
+    /// What an app asks for itself (the actor is `device:<id>`): a job's files erased, or the device
+    /// and everything of it.
+    case erase
+    case eraseDevice = "erase_device"
 
     /// The statuses a job must be in for the action to apply to it.
     public var applicableStatuses: [JobStatus] {
@@ -13,7 +17,7 @@ public enum OperatorAction: String, Sendable, CaseIterable, Codable {
         case .retry: [.failed]
         case .cancel: [.pending, .processing]
         case .delete: [.completed, .failed, .cancelled]
-        case .pause, .resume, .redeliver: []
+        case .pause, .resume, .redeliver, .erase, .eraseDevice: []
         }
     }
 
@@ -26,6 +30,7 @@ public enum OperatorAction: String, Sendable, CaseIterable, Codable {
         case .pause: "paused"
         case .resume: "resumed"
         case .redeliver: "redelivered"
+        case .erase, .eraseDevice: "erased"
         }
     }
 }

@@ -6,14 +6,15 @@ import PostgresNIO
 /// a row is deleted only once `result_expired_at` says its objects are gone, so storage never keeps
 /// an object no row points to.
 extension JobStore {
-    /// Finished jobs (completed, failed or cancelled) that ended before `cutoff` and still have
-    /// objects in storage, oldest first.
+    /// Finished jobs (completed, failed or cancelled) that ended before `cutoff`, or that their
+    /// owner erased, and still have objects in storage, oldest first.
     public func jobsWithObjects(finishedBefore cutoff: Date, limit: Int = 100) async throws(JobStoreError) -> [JobRecord] {
         try await database("find jobs whose objects expire") { connection, logger in
             let rows = try await connection.query(
                 """
                 SELECT \(unescaped: Self.columns) FROM jobs
-                WHERE completed_at < \(cutoff) AND result_expired_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
+                WHERE (completed_at < \(cutoff) OR erased_at IS NOT NULL) AND result_expired_at IS NULL
+                  AND status IN ('completed', 'failed', 'cancelled')
                 ORDER BY completed_at LIMIT \(limit)
                 """, logger: logger)
             var jobs: [JobRecord] = []

@@ -119,7 +119,7 @@ public struct BulkRunner: Sendable {
                 if case .cancelled = try await jobs.cancel(id, detail: "cancelled by \(worker.actor) (bulk)") { return .done }
             case .delete:
                 if case .deleted = try await worker.deleteWithoutAudit(id).0 { return .done }
-            case .pause, .resume, .redeliver:
+            case .pause, .resume, .redeliver, .erase, .eraseDevice:
                 return .skipped
             }
             return .skipped

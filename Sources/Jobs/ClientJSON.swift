@@ -50,5 +50,6 @@ extension JobDetails {
             resultSize: job.resultSize,
             segments: job.segments?.map { SelectedSegment(start: $0.start, end: $0.end, score: $0.score) }, codec: job.codec, choices: job.choices,
             thumbnailsURL: links.thumbnails(job), music: job.music)
+        erasedAt = job.erasedAt
     }
 }

@@ -234,8 +234,6 @@ public struct RetentionSweeper: Sendable {
     }
 
     private func expireObjects(of job: JobRecord) async throws(StorageError) {
-        for key in [job.resultKey, job.posterKey, job.thumbnailsKey].compactMap({ $0 }) { try await storage.delete(key: key) }
-        if job.sourceDeletedAt == nil { try await storage.delete(key: job.sourceKey) }
-        if let key = job.music?.uploadedKey { try await storage.delete(key: key) }
+        for key in job.storedObjectKeys { try await storage.delete(key: key) }
     }
 }
