@@ -83,6 +83,7 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let startInProgress = APIErrorCode(rawValue: "start_in_progress")
     public static let directUploadUnavailable = APIErrorCode(rawValue: "direct_upload_unavailable")
     public static let resultExpired = APIErrorCode(rawValue: "result_expired")
+    public static let erased = APIErrorCode(rawValue: "erased")
     public static let timelineUnavailable = APIErrorCode(rawValue: "timeline_unavailable")
     public static let posterUnavailable = APIErrorCode(rawValue: "poster_unavailable")
     public static let thumbnailsUnavailable = APIErrorCode(rawValue: "thumbnails_unavailable")
@@ -124,7 +125,7 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams,
         .notReady, .alreadyFinished, .alreadyStarted, .notFailed, .notFinished,
         .nothingToDo, .uploadMissing, .musicMissing, .uploadIncomplete, .startInProgress,
-        .directUploadUnavailable, .resultExpired, .timelineUnavailable, .posterUnavailable, .thumbnailsUnavailable,
+        .directUploadUnavailable, .resultExpired, .erased, .timelineUnavailable, .posterUnavailable, .thumbnailsUnavailable,
         .internalError, .serviceUnavailable, .insufficientStorage, .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia,
         .tooShort, .tooLong, .resolutionTooLarge, .notAudio, .ioError,
     ]

@@ -5,12 +5,18 @@ import JobStore
 import Jobs
 import MomentsContract
 import NIOCore
+import Storage
 
-/// `POST /api/v1/devices` (a new device token, shown once) and `GET /api/v1/me` (plan and usage).
+/// `POST /api/v1/devices` (a new device token, shown once), `GET /api/v1/me` (plan and usage) and
+/// `DELETE /api/v1/devices/me` (the device and everything of it erased, its token revoked).
 struct DevicesController: Sendable {
     let store: JobStore
     let quota: Quota
     let limiter: RateLimiter
+    let jobs: Jobs
+    let storage: any ObjectStore
+
+    static let erasePath = "/api/v1/devices/me"
 
     func addRoutes(to group: RouterGroup<MomentsRequestContext>) {
         group.post("devices") { request, context in
@@ -18,6 +24,25 @@ struct DevicesController: Sendable {
             return EditedResponse(status: .created, response: registered)
         }
         group.get("me") { _, context in try await me(context) }
+        group.delete("devices/me") { _, context in try await erase(context) }
+    }
+
+    /// Erases every job of the device (cancelled first if unfinished), revokes its token and clears
+    /// its name, as the App Store asks of apps that make accounts. The same token may ask again: it
+    /// finishes what storage cut short and answers with the first erasure's time.
+    private func erase(_ context: MomentsRequestContext) async throws -> DeviceErasure {
+        guard case .device(let device) = context.identity else {
+            throw APIError(
+                .unauthorized, .authRequired, "Send the device's token as 'Authorization: Bearer <token>' to erase it.",
+                headers: AuthenticationMiddleware.challenge)
+        }
+        do {
+            let (erasedAt, count) = try await jobs.erase(device: device, storage: storage)
+            context.logger.notice("device erased", metadata: ["device": "\(device.id)", "jobs": "\(count)"])
+            return DeviceErasure(deviceID: device.id, erasedAt: erasedAt, jobsErased: count)
+        } catch let error as StorageError {
+            throw JobsController.erasureCutShort(error)
+        }
     }
 
     private func register(_ request: Request, context: MomentsRequestContext) async throws -> DeviceRegistration {

@@ -13,6 +13,7 @@ extension JobStatusReport: ResponseEncodable {}
 extension JobDetails: ResponseEncodable {}
 extension UploadAccepted: ResponseEncodable {}
 extension UploadFormats: ResponseEncodable {}
+extension DeviceErasure: ResponseEncodable {}
 extension DeviceRegistration: ResponseEncodable {}
 extension Account: ResponseEncodable {}
 extension DirectUpload: ResponseEncodable {}
@@ -54,6 +55,9 @@ struct JobsController: Sendable {
         }
         group.delete("{id}") { request, context in
             try await cancel(try await job(context), request: request)
+        }
+        group.delete("{id}/files") { request, context in
+            try await erase(try await job(context), request: request, context: context)
         }
     }
 
@@ -198,6 +202,7 @@ struct JobsController: Sendable {
         guard let format = TimelineFormat(rawValue: text) else {
             throw APIError(.badRequest, .invalidFormat, "format must be edl (CMX 3600), fcpxml (Final Cut Pro XML 1.10) or otio (OpenTimelineIO).")
         }
+        try checkNotErased(job)
         guard job.status == .completed else { throw notReady(job) }
         guard let segments = job.segments, !segments.isEmpty, let media = job.sourceMedia, let duration = job.sourceDuration else {
             throw APIError(.notFound, .timelineUnavailable, "This highlight was made before timelines were; upload the video again for one.")
@@ -218,14 +223,44 @@ struct JobsController: Sendable {
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: timeline.render(format))))
     }
 
-    /// 409 `not_ready` before the job completed (or when it ended otherwise), 410 `result_expired`
-    /// once the retention sweep deleted its files.
+    /// 410 `erased` once its owner erased it, 409 `not_ready` before the job completed (or when it
+    /// ended otherwise), 410 `result_expired` once the retention sweep deleted its files.
     static func checkFinished(_ job: JobRecord) throws {
+        try checkNotErased(job)
         guard job.status == .completed else { throw notReady(job) }
         guard job.resultExpiredAt == nil else {
             throw APIError(
                 .gone, .resultExpired, "This highlight was deleted when its retention period ended. Upload the video again to make a new one.")
         }
+    }
+
+    static func checkNotErased(_ job: JobRecord) throws {
+        guard let erased = job.erasedAt else { return }
+        throw APIError(
+            .gone, .erased, "This job was erased at its owner's request on \(MomentsJSON.format(erased)); its files are gone for good.")
+    }
+
+    /// `DELETE …/files` (API 1.2): the job's files and what its row says of the video erased at
+    /// its owner's request (cancelled first if unfinished); the row stays, marked. Again: the same
+    /// answer, finishing whatever storage cut short.
+    private func erase(_ job: JobRecord, request: Request, context: MomentsRequestContext) async throws -> JobDetails {
+        let actor = "device:\(context.identity.owner ?? "anonymous")"
+        do {
+            let erased = try await jobs.erase(job.id, storage: storage, actor: actor)
+            guard let erased else { throw APIError.jobNotFound() }
+            context.logger.notice("job erased", metadata: ["job_id": "\(job.id.uuidString.lowercased())"])
+            return JobDetails(erased, links: links(request))
+        } catch let error as StorageError {
+            throw Self.erasureCutShort(error)
+        }
+    }
+
+    /// Storage failed part-way through an erasure: the files are no longer served, and asking again finishes it.
+    static func erasureCutShort(_ error: StorageError) -> APIError {
+        APIError(
+            .serviceUnavailable, .serviceUnavailable,
+            "The files could not all be deleted just now (storage: \(error.message)). They are no longer served; ask again to finish.",
+            headers: [.retryAfter: "5"])
     }
 
     /// A stored object: a redirect to a short-lived signed storage URL, or (local storage) the

@@ -47,7 +47,7 @@ struct PlaybackLinks: Sendable {
 
     /// The links of a completed job whose files are kept, valid until `expires`; nil otherwise.
     func links(_ job: JobRecord, base: String?, now: Date = Date()) -> PlaybackURLs? {
-        guard job.status == .completed, job.resultExpiredAt == nil, job.resultKey != nil else { return nil }
+        guard job.status == .completed, job.resultExpiredAt == nil, job.erasedAt == nil, job.resultKey != nil else { return nil }
         let expires = Int64((now.timeIntervalSince1970 + lifetime.inSeconds).rounded(.down))
         var urls: [File: String] = [:]
         for file in File.allCases {

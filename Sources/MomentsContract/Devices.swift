@@ -34,6 +34,31 @@ public struct DeviceRegistration: Codable, Equatable, Sendable {
 }
 
 /// `GET /api/v1/me`: the device's plan and this month's usage.
+/// `DELETE /api/v1/devices/me` (API 1.2): the device erased, with all its jobs' files; its token
+/// no longer works (but may repeat this request).
+public struct DeviceErasure: Codable, Equatable, Sendable {
+    public var deviceID: UUID
+    /// When the device erased itself (the first time it asked).
+    public var erasedAt: Date
+    /// Jobs erased by this request (0 when asked again after a whole erasure).
+    public var jobsErased: Int
+
+    public init(deviceID: UUID, erasedAt: Date, jobsErased: Int) {
+        self.deviceID = deviceID
+        self.erasedAt = erasedAt
+        self.jobsErased = jobsErased
+    }
+
+    enum CodingKeys: String, CodingKey { case deviceID = "device_id", erasedAt = "erased_at", jobsErased = "jobs_erased" }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(deviceID.uuidString.lowercased(), forKey: .deviceID)
+        try c.encode(erasedAt, forKey: .erasedAt)
+        try c.encode(jobsErased, forKey: .jobsErased)
+    }
+}
+
 public struct Account: Codable, Equatable, Sendable {
     public struct Usage: Codable, Equatable, Sendable {
         /// Highlights made this calendar month (UTC); failed and cancelled jobs do not count.

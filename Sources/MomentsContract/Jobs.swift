@@ -125,6 +125,9 @@ public struct JobDetails: Codable, Equatable, Sendable {
     /// API 1.2, once completed and in the API's own answer: links that work without the token
     /// until they expire, for `AVPlayer(url:)` and image views. Left out otherwise.
     public var playback: PlaybackURLs?
+    /// API 1.2: when its owner erased it (`DELETE /api/v1/jobs/{id}/files`, `/api/v1/devices/me`);
+    /// its files are gone and downloads answer 410 `erased`. Left out otherwise.
+    public var erasedAt: Date?
 
     public init(
         report: JobStatusReport, stage: String?, quality: Quality, targetDuration: Double, errorCode: String?,
@@ -160,6 +163,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
         case musicID = "music_id", musicFilename = "music_filename", musicVolume = "music_volume", keepSourceAudio = "keep_source_audio"
         case playbackURL = "playback_url", playbackPosterURL = "playback_poster_url"
         case playbackThumbnailsURL = "playback_thumbnails_url", playbackExpiresAt = "playback_expires_at"
+        case erasedAt = "erased_at"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -198,6 +202,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
                 thumbnailsURL: try c.decodeIfPresent(String.self, forKey: .playbackThumbnailsURL),
                 expiresAt: try c.decode(Date.self, forKey: .playbackExpiresAt))
         }
+        erasedAt = try c.decodeIfPresent(Date.self, forKey: .erasedAt)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -238,6 +243,7 @@ public struct JobDetails: Codable, Equatable, Sendable {
             try c.encodeIfPresent(playback.thumbnailsURL, forKey: .playbackThumbnailsURL)
             try c.encode(playback.expiresAt, forKey: .playbackExpiresAt)
         }
+        try c.encodeIfPresent(erasedAt, forKey: .erasedAt)
     }
 }
 

@@ -61,6 +61,15 @@ public struct MomentsClient: Sendable {
         return try await send("POST", "api/v1/devices", body: body, idempotent: false)
     }
 
+    /// Erases this device and everything of it (API 1.2), as the App Store asks of apps that make
+    /// accounts: every job is cancelled if unfinished, its files (video, highlight, poster,
+    /// thumbnails) deleted and its file name and metadata cleared; the token stops working. Safe to
+    /// repeat with the same token (a repeat finishes what a storage failure cut short). Forget the
+    /// token afterwards; `registerDevice` starts afresh.
+    public func eraseDevice() async throws(MomentsClientError) -> DeviceErasure {
+        try await send("DELETE", "api/v1/devices/me", idempotent: true)
+    }
+
     /// The device's plan and this month's usage.
     public func account() async throws(MomentsClientError) -> Account {
         try await send("GET", "api/v1/me")
@@ -117,6 +126,14 @@ public struct MomentsClient: Sendable {
     @discardableResult
     public func cancel(_ job: UUID) async throws(MomentsClientError) -> JobStatusReport {
         try await send("DELETE", "api/v1/jobs/\(job.uuidString.lowercased())", idempotent: true)
+    }
+
+    /// Erases the job's files and what it said of the video (API 1.2): cancelled first if
+    /// unfinished; the source, highlight, poster and thumbnails deleted, the file name and metadata
+    /// cleared. The job stays in the history with `erasedAt`; its downloads answer `erased` (410).
+    /// Safe to repeat.
+    public func erase(_ job: UUID) async throws(MomentsClientError) -> JobDetails {
+        try await send("DELETE", "api/v1/jobs/\(job.uuidString.lowercased())/files", idempotent: true)
     }
 
     /// The job's status now and at every change until it ends: from the server's Server-Sent Events

@@ -21,7 +21,7 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
     case authRequired, invalidToken, invalidSignature, linkExpired, metricsTokenRequired, consoleDisabled, consoleSignInRequired, csrfTokenInvalid
     case crossOriginRequest, quotaExceeded, rateLimited, tooManyStreams, notReady, alreadyFinished, alreadyStarted
     case notFailed, notFinished, nothingToDo, uploadMissing, musicMissing, uploadIncomplete, startInProgress
-    case directUploadUnavailable, resultExpired, timelineUnavailable, posterUnavailable, thumbnailsUnavailable
+    case directUploadUnavailable, resultExpired, erased, timelineUnavailable, posterUnavailable, thumbnailsUnavailable
     case internalError, serviceUnavailable, insufficientStorage, notAVideo, noVideoStream, unsupportedCodec
     case corruptMedia, tooShort, tooLong, resolutionTooLarge, notAudio, ioError
     // What a job may fail with, beyond those.
@@ -112,6 +112,7 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         case .startInProgress: "start_in_progress"
         case .directUploadUnavailable: "direct_upload_unavailable"
         case .resultExpired: "result_expired"
+        case .erased: "erased"
         case .timelineUnavailable: "timeline_unavailable"
         case .posterUnavailable: "poster_unavailable"
         case .thumbnailsUnavailable: "thumbnails_unavailable"
@@ -170,7 +171,7 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         .metricsTokenRequired, .consoleDisabled,
         .consoleSignInRequired, .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams, .notReady, .alreadyFinished,
         .alreadyStarted, .notFailed, .notFinished, .nothingToDo, .uploadMissing, .musicMissing, .uploadIncomplete, .startInProgress,
-        .directUploadUnavailable, .resultExpired, .timelineUnavailable, .posterUnavailable, .thumbnailsUnavailable, .internalError,
+        .directUploadUnavailable, .resultExpired, .erased, .timelineUnavailable, .posterUnavailable, .thumbnailsUnavailable, .internalError,
         .serviceUnavailable, .insufficientStorage, .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
         .resolutionTooLarge, .notAudio, .ioError, .invalidArgument, .cancelled, .exhaustedRetries, .storageError, .sourceMissing, .sourceChanged,
         .attemptStalled, .attemptTimeout, .engineCrashed, .outOfMemory, .musicUnavailable, .networkError, .invalidResponse, .fileError,

@@ -24,16 +24,22 @@ struct SchemathesisTests {
             "REGISTRATIONS_PER_IP_PER_DAY": "1000000", "FREE_MONTHLY_HIGHLIGHTS": "100000",
         ]
         try await LiveSystem.withSystem(workers: 0, settings: settings) { base in
-            let auth = try CurlAPI.device(base)
-            let arguments =
-                [
-                    "run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",
-                    "--seed", "20261123", "--no-color", "--request-timeout", "30",
-                ] + auth
-            let result = try captured(tool, arguments, environment: ["SCHEMATHESIS_HOOKS": ""], in: FileManager.default.temporaryDirectory)
-            let text = String(decoding: result.output + result.errors, as: UTF8.self)
-            #expect(result.status == 0, "\(text.suffix(6000))")
-            #expect(text.contains(" passed"), "\(text.suffix(2000))")
+            // Erasing the device revokes the token every other operation sends: it runs last, on a device of its own.
+            for (selection, auth) in [
+                (["--exclude-operation-id", "eraseDevice"], try CurlAPI.device(base)),
+                // (It links to nothing, so there is no stateful phase.)
+                (["--include-operation-id", "eraseDevice", "--phases", "examples,coverage,fuzzing"], try CurlAPI.device(base, name: "Erased")),
+            ] {
+                let arguments =
+                    [
+                        "run", "\(base)/openapi.yaml", "--checks", Self.checks.joined(separator: ","), "--max-examples", "50",
+                        "--seed", "20261123", "--no-color", "--request-timeout", "30",
+                    ] + selection + auth
+                let result = try captured(tool, arguments, environment: ["SCHEMATHESIS_HOOKS": ""], in: FileManager.default.temporaryDirectory)
+                let text = String(decoding: result.output + result.errors, as: UTF8.self)
+                #expect(result.status == 0, "\(selection): \(text.suffix(6000))")
+                #expect(text.contains(" passed"), "\(selection): \(text.suffix(2000))")
+            }
         }
     }
 }

@@ -180,6 +180,7 @@ enum ConsolePages {
             ("created", ConsoleFormat.time(job.createdAt), nil), ("started", job.startedAt.map { ConsoleFormat.time($0) }, nil),
             ("ended", job.completedAt.map { ConsoleFormat.time($0) }, nil),
             ("took", job.startedAt.flatMap { start in job.completedAt.map { ConsoleFormat.span($0.timeIntervalSince(start)) } }, nil),
+            ("erased", job.erasedAt.map { "\(ConsoleFormat.time($0)), at its owner's request" }, nil),
             ("callback", job.callbackURL, nil),
             // The app's own strings, as the API shows them (Mustache escapes them for HTML).
             ("metadata", job.metadata.map(JobMetadata.json), nil),
