@@ -407,6 +407,45 @@ public enum Migrations {
                 "ALTER TABLE admin_operations ADD CONSTRAINT admin_operations_action_check CHECK (action IN ('retry', 'cancel', 'delete', 'pause', 'resume', 'redeliver', 'erase', 'erase_device'))",
                 "COMMENT ON COLUMN admin_operations.actor IS 'Who: console:<name>, cli:<user>@<host>, or device:<id> for what an app asked for itself (erase, erase_device).'",
             ]),
+        Migration(
+            version: 19, name: "webhook endpoints",
+            statements: [
+                """
+                CREATE TABLE webhook_endpoints (
+                    id                    uuid PRIMARY KEY,
+                    url                   text NOT NULL CHECK (length(url) <= 2000),
+                    secret                text NOT NULL,
+                    previous_secret       text,
+                    previous_secret_until timestamptz,
+                    description           text CHECK (length(description) <= 200),
+                    created_at            timestamptz NOT NULL DEFAULT now(),
+                    rotated_at            timestamptz,
+                    removed_at            timestamptz
+                )
+                """,
+                "COMMENT ON TABLE webhook_endpoints IS 'Where the operator wants every job''s end announced (moments webhooks endpoints add|list|remove|rotate|ping, or the console): each gets a signed POST per job end, beside a job''s own callback_url, signed with its own secret.'",
+                "COMMENT ON COLUMN webhook_endpoints.previous_secret IS 'After a rotation, the secret before: deliveries are signed with both until previous_secret_until, so receivers can switch without missing one.'",
+                "ALTER TABLE webhook_deliveries ADD COLUMN endpoint_id uuid REFERENCES webhook_endpoints (id), ALTER COLUMN job_id DROP NOT NULL",
+                "COMMENT ON COLUMN webhook_deliveries.endpoint_id IS 'The operator''s endpoint this delivery goes to (signed with its secret); NULL: the job''s callback_url (signed with WEBHOOK_SECRET). A ping has an endpoint and no job.'",
+                """
+                CREATE OR REPLACE FUNCTION moments_queue_webhook() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.callback_url IS NOT NULL THEN
+                        INSERT INTO webhook_deliveries (job_id, url, event) VALUES (NEW.id, NEW.callback_url, 'job.' || NEW.status);
+                    END IF;
+                    INSERT INTO webhook_deliveries (job_id, url, event, endpoint_id)
+                    SELECT NEW.id, e.url, 'job.' || NEW.status, e.id FROM webhook_endpoints e WHERE e.removed_at IS NULL;
+                    RETURN NEW;
+                END
+                $$
+                """,
+                "DROP TRIGGER jobs_queue_webhook ON jobs",
+                """
+                CREATE TRIGGER jobs_queue_webhook AFTER UPDATE OF status ON jobs FOR EACH ROW
+                WHEN (NEW.status IN ('completed', 'failed', 'cancelled') AND OLD.status IS DISTINCT FROM NEW.status)
+                EXECUTE FUNCTION moments_queue_webhook()
+                """,
+            ]),
     ]
 }
 

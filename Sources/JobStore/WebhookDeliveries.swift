@@ -6,7 +6,10 @@ import PostgresNIO
 /// written by a trigger in the same statement that ended the job, so no ending goes unannounced.
 public struct WebhookDelivery: Sendable, Equatable {
     public var id: Int64
-    public var jobID: UUID
+    /// Nil for a ping of an endpoint.
+    public var jobID: UUID?
+    /// The operator's endpoint it goes to; nil for the job's own `callback_url`.
+    public var endpointID: UUID?
     public var url: String
     /// `job.completed`, `job.failed` or `job.cancelled`.
     public var event: String
@@ -36,11 +39,11 @@ extension JobStore {
                 UPDATE webhook_deliveries d SET attempts = d.attempts + 1, last_attempt_at = now(),
                     next_attempt_at = now() + make_interval(secs => \(lease.inSeconds))
                 FROM due WHERE d.id = due.id
-                RETURNING d.id, d.job_id, d.url, d.event, d.attempts
+                RETURNING d.id, d.job_id, d.endpoint_id, d.url, d.event, d.attempts
                 """, logger: logger)
             var deliveries: [WebhookDelivery] = []
-            for try await (id, job, url, event, attempt) in rows.decode((Int64, UUID, String, String, Int).self) {
-                deliveries.append(WebhookDelivery(id: id, jobID: job, url: url, event: event, attempt: attempt))
+            for try await (id, job, endpoint, url, event, attempt) in rows.decode((Int64, UUID?, UUID?, String, String, Int).self) {
+                deliveries.append(WebhookDelivery(id: id, jobID: job, endpointID: endpoint, url: url, event: event, attempt: attempt))
             }
             return deliveries
         }
@@ -92,8 +95,8 @@ extension JobStore {
         try await database("redeliver the webhook") { connection, logger in
             let rows = try await connection.query(
                 """
-                INSERT INTO webhook_deliveries (job_id, url, event, redelivery_of)
-                SELECT job_id, url, event, id FROM webhook_deliveries WHERE id = \(id)
+                INSERT INTO webhook_deliveries (job_id, url, event, endpoint_id, redelivery_of)
+                SELECT job_id, url, event, endpoint_id, id FROM webhook_deliveries WHERE id = \(id) AND job_id IS NOT NULL
                 RETURNING \(unescaped: Self.deliveryColumns)
                 """, logger: logger)
             for try await row in rows.decode(WebhookDeliveryRecord.Row.self) { return WebhookDeliveryRecord(row) }

@@ -60,13 +60,16 @@ public struct WebhookConfiguration: Sendable {
     }
 }
 
-/// Sends the webhooks of jobs that ended. Runs in every worker process; `webhook_deliveries` rows
-/// are taken with `SKIP LOCKED`, so each attempt is made by one process.
+/// Sends the webhooks of jobs that ended, to their `callback_url` and to the operator's endpoints
+/// (`webhook_endpoints`), and endpoint pings. Runs in every worker process; `webhook_deliveries`
+/// rows are taken with `SKIP LOCKED`, so each attempt is made by one process.
 ///
 /// Each POST carries the job as `/status` and `/jobs/{id}` show it, and these headers:
-/// - `Moments-Event`: `job.completed`, `job.failed` or `job.cancelled`
+/// - `Moments-Event`: `job.completed`, `job.failed` or `job.cancelled` (or `ping`)
 /// - `Moments-Delivery`: the delivery's id, the same on every retry (receivers drop repeats by it)
-/// - `Moments-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with WEBHOOK_SECRET>`
+/// - `Moments-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with
+///   `WEBHOOK_SECRET` for a callback and with the endpoint's secret for an endpoint; after a
+///   rotation, a second `v1` with the secret before, until the overlap ends
 /// - `traceparent` (and `tracestate`), when tracing is on: the delivery's span in the job's trace
 ///
 /// A 2xx reply is delivered; 410 Gone stops at once; anything else (or no reply) is retried with
@@ -84,10 +87,7 @@ public struct WebhookDispatcher: Sendable {
 
     /// Sends due webhooks until the task is cancelled.
     public func run() async {
-        guard let secret = configuration.secret else {
-            logger.info("webhooks off: WEBHOOK_SECRET is not set")
-            return
-        }
+        if configuration.secret == nil { logger.info("no WEBHOOK_SECRET: only the operator's webhook endpoints get webhooks") }
         while !Task.isCancelled {
             let due: [WebhookDelivery]
             do {
@@ -98,19 +98,40 @@ public struct WebhookDispatcher: Sendable {
                 due = []
             }
             await withTaskGroup(of: Void.self) { group in
-                for delivery in due { group.addTask { await self.deliver(delivery, secret: secret) } }
+                for delivery in due { group.addTask { await self.deliver(delivery) } }
             }
             if due.isEmpty { try? await Task.sleep(for: configuration.pollInterval) }
         }
     }
 
-    func deliver(_ delivery: WebhookDelivery, secret: String) async {
+    func deliver(_ delivery: WebhookDelivery) async {
         var logger = self.logger
-        logger[metadataKey: "job_id"] = "\(delivery.jobID.uuidString.lowercased())"
+        if let job = delivery.jobID { logger[metadataKey: "job_id"] = "\(job.uuidString.lowercased())" }
         logger[metadataKey: "delivery"] = "\(delivery.id)"
         let outcome: WebhookAttemptOutcome
         do {
-            guard let job = try await store.job(delivery.jobID) else {
+            let secrets: [String]
+            if let id = delivery.endpointID {
+                let endpoint = try await store.webhookEndpoint(id)
+                guard let endpoint, endpoint.removedAt == nil else {
+                    try await store.recordWebhookAttempt(delivery, .failed(status: nil, error: "the endpoint was removed", retryAt: nil))
+                    return
+                }
+                secrets = endpoint.signingSecrets()
+            } else if let secret = configuration.secret {
+                secrets = [secret]
+            } else {
+                try await store.recordWebhookAttempt(
+                    delivery, .failed(status: nil, error: "WEBHOOK_SECRET is not set on the worker, so callbacks cannot be signed", retryAt: nil))
+                return
+            }
+            guard let jobID = delivery.jobID else {
+                outcome = await attempt(delivery, body: { try Self.pingBody(delivery) }, secrets: secrets)
+                record(outcome, of: delivery, logger: logger)
+                try await store.recordWebhookAttempt(delivery, outcome)
+                return
+            }
+            guard let job = try await store.job(jobID) else {
                 try await store.recordWebhookAttempt(delivery, .failed(status: nil, error: "the job no longer exists", retryAt: nil))
                 return
             }
@@ -125,7 +146,8 @@ public struct WebhookDispatcher: Sendable {
                 attributes["moments.webhook.attempt"] = delivery.attempt
             }
             outcome = await ServiceContext.$current.withValue(span.context) {
-                let outcome = await attempt(delivery, job: job, secret: secret)
+                let publicURL = configuration.publicURL
+                let outcome = await attempt(delivery, body: { try Self.body(delivery, job: job, publicURL: publicURL) }, secrets: secrets)
                 record(outcome, of: delivery, logger: logger)
                 return outcome
             }
@@ -154,9 +176,11 @@ public struct WebhookDispatcher: Sendable {
         }
     }
 
-    private func attempt(_ delivery: WebhookDelivery, job: JobRecord, secret: String) async -> WebhookAttemptOutcome {
+    private func attempt(
+        _ delivery: WebhookDelivery, body makeBody: () throws -> Data, secrets: [String]
+    ) async -> WebhookAttemptOutcome {
         let body: Data
-        do { body = try Self.body(delivery, job: job, publicURL: configuration.publicURL) } catch {
+        do { body = try makeBody() } catch {
             return .failed(status: nil, error: "the body could not be encoded", retryAt: nil)
         }
         let retryAt =
@@ -173,7 +197,7 @@ public struct WebhookDispatcher: Sendable {
         var headers: [(String, String)] = [
             ("Content-Type", "application/json"), ("User-Agent", "Moments-Webhooks/1"),
             ("Moments-Event", delivery.event), ("Moments-Delivery", String(delivery.id)),
-            ("Moments-Signature", Self.signature(body, timestamp: timestamp, secret: secret)),
+            ("Moments-Signature", Self.signature(body, timestamp: timestamp, secrets: secrets)),
         ]
         for (name, value) in (JobTrace.headers() ?? [:]).sorted(by: { $0.key < $1.key }) { headers.append((name, value)) }
         var request = CurlRequest(
@@ -208,11 +232,31 @@ public struct WebhookDispatcher: Sendable {
                 job: JobDetails(job, links: JobLinks(base: publicURL))))
     }
 
-    /// `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`.
-    public static func signature(_ body: Data, timestamp: Int, secret: String) -> String {
+    /// `{"event": "ping", "delivery_id": …, "endpoint_id": …}`: an operator's test of an endpoint.
+    static func pingBody(_ delivery: WebhookDelivery) throws -> Data {
+        struct Body: Encodable {
+            var event: String
+            var deliveryID: Int64
+            var endpointID: String?
+            enum CodingKeys: String, CodingKey { case event, deliveryID = "delivery_id", endpointID = "endpoint_id" }
+        }
+        return try MomentsJSON.encoder.encode(
+            Body(event: delivery.event, deliveryID: delivery.id, endpointID: delivery.endpointID?.uuidString.lowercased()))
+    }
+
+    /// `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`, one `v1` per secret (the
+    /// current one first): a receiver accepts the request when any of them matches its secret.
+    public static func signature(_ body: Data, timestamp: Int, secrets: [String]) -> String {
         var signed = Data("\(timestamp).".utf8)
         signed.append(body)
-        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8)))
-        return "t=\(timestamp),v1=" + mac.map { String(format: "%02x", $0) }.joined()
+        let macs = secrets.map { secret in
+            HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8))).map { String(format: "%02x", $0) }.joined()
+        }
+        return "t=\(timestamp)" + macs.map { ",v1=\($0)" }.joined()
+    }
+
+    /// The same with one secret.
+    public static func signature(_ body: Data, timestamp: Int, secret: String) -> String {
+        signature(body, timestamp: timestamp, secrets: [secret])
     }
 }

@@ -66,7 +66,7 @@ struct WebhookDestinationTests {
                 logger: TestServices.logger)
             let due = try await store.takeDueWebhooks(limit: 10, lease: .seconds(30))
             let delivery = try #require(due.first { $0.jobID == job.id })
-            await dispatcher.deliver(delivery, secret: "0123456789abcdef0123")
+            await dispatcher.deliver(delivery)
             let recorded = try await store.webhookDeliveries(job: job.id)
             #expect(recorded.count == 1)
             #expect(recorded.first?.gaveUp == true && recorded.first?.delivered == false && recorded.first?.lastStatus == nil)
@@ -75,7 +75,7 @@ struct WebhookDestinationTests {
             let second = try await store.create(NewJob(sourceKey: "sources/hook2.mp4", callbackURL: "http://127.0.0.1/hook"))
             _ = try await store.cancel(second.id)
             let next = try #require(try await store.takeDueWebhooks(limit: 10, lease: .seconds(30)).first { $0.jobID == second.id })
-            await dispatcher.deliver(next, secret: "0123456789abcdef0123")
+            await dispatcher.deliver(next)
             #expect(
                 try await store.webhookDeliveries(job: second.id).first?.lastError
                     == "refused: the callback URL must name a host on the public internet; 127.0.0.1 is not")
