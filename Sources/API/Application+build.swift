@@ -144,7 +144,7 @@ public func buildRouter(
             jobs: services.jobs, store: store, storage: services.storage,
             keys: ConsoleKeys(token: console.adminToken, lifetime: console.sessionLifetime), limiter: limiter, hub: hub,
             linkLifetime: configuration.downloadLinkLifetime, traceURL: console.traceURL,
-            secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false
+            secureCookie: configuration.publicURL?.hasPrefix("https://") ?? false, callbacks: configuration.callbacks
         ).addRoutes(to: router)
     } else {
         let off: @Sendable (Request, MomentsRequestContext) async throws -> Response = { _, _ in

@@ -200,6 +200,34 @@ struct ConsoleBrowserTests {
             #expect(entries.contains("console:Ann \(action)"), "\(action) by Ann in the audit log: \(entries)")
         }
         try browser.screenshot("audit-log")
+
+        // Webhook endpoints: added (its secret shown), pinged through a worker, rotated, removed.
+        try browser.go("\(base)/admin/webhooks")
+        try browser.type("#endpoint-url", hook)
+        try browser.type("#endpoint-description", "<b>analytics</b>")
+        try browser.click("#add-endpoint button[type=submit]")
+        do {
+            try await browser.wait("the new endpoint's secret") { try browser.exists("#endpoint-secret") }
+        } catch {
+            throw TestFailure("\(error); the page says: \(try browser.text("main").prefix(600))")
+        }
+        let secret = try #require(try browser.text("#endpoint-secret").firstMatch(of: /whsec_[0-9a-f]{64}/)?.output).description
+        let endpoint = try #require(try await store.webhookEndpoints().first)
+        #expect(endpoint.secret == secret && endpoint.url == hook && endpoint.description == "<b>analytics</b>")
+        let endpointRow = "#endpoints tr[data-endpoint='\(endpoint.id.uuidString.lowercased())']"
+        #expect(try browser.text(endpointRow).contains("<b>analytics</b>"), "shown as text")
+        let before = await receiver.deliveries.count
+        try browser.click("\(endpointRow) button.ping")
+        try await browser.wait("the ping's answer", timeout: .seconds(30)) { try browser.text("#notice").contains("delivered: HTTP 200") }
+        #expect(await receiver.deliveries.count == before + 1)
+        try browser.click("\(endpointRow) button.rotate")
+        try await browser.wait("the rotated secret") { try browser.exists("#endpoint-secret") }
+        #expect(try browser.text("#endpoint-secret").contains(try #require(try await store.webhookEndpoint(endpoint.id)?.secret)))
+        #expect(try browser.text(endpointRow).contains("the old secret signs too until"))
+        try browser.click("\(endpointRow) button.remove")
+        try await browser.wait("the removal") { try browser.text("#notice").contains("The endpoint is removed") }
+        #expect(try browser.text(endpointRow).contains("removed") && !(try browser.exists("\(endpointRow) button.ping")))
+        try browser.screenshot("webhooks")
     }
 
     @Test("Without a session, a CSRF token or from another site, the console refuses; without ADMIN_TOKEN it is off")

@@ -112,6 +112,126 @@ struct WebhookTests {
         }
     }
 
+    /// Records every POST to `/hook/<name>` and answers 200.
+    actor Log {
+        struct Request: Sendable {
+            var name: String
+            var headers: [String: String]
+            var body: Data
+            var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+        }
+        var requests: [Request] = []
+        func add(_ request: Request) { requests.append(request) }
+        func to(_ name: String) -> [Request] { requests.filter { $0.name == name } }
+    }
+
+    @Test(
+        "Operator endpoints: added, pinged, every job's end signed with its own secret beside a callback; a rotation signs with both; a removed one gets nothing"
+    )
+    func endpoints() async throws {
+        let log = Log()
+        let port = Int.random(in: 12_000..<14_000)
+        let router = Router()
+        router.post("hook/{name}") { request, context -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName] = field.value }
+            await log.add(.init(name: context.parameters.get("name") ?? "", headers: headers, body: Data(body.readableBytesView)))
+            return .ok
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
+        let server = Task { try await app.run() }
+        defer { server.cancel() }
+        let hooks = "http://127.0.0.1:\(port)/hook"
+        let settings = [
+            "WEBHOOK_SECRET": Self.secret, "WEBHOOK_RETRY_BASE_SECONDS": "1", "WEBHOOK_ALLOW_PRIVATE": "true", "WEBHOOK_ALLOWED_PORTS": "*",
+        ]
+        try await TestServices.withDatabase(callTimeout: LiveSystem.watching) { store, databaseURL in
+            try await LiveSystem.withRunningSystem(workers: 1, settings: settings, databaseURL: databaseURL) { system in
+                func cli(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+                    try TestServices.moments(["webhooks", "endpoints"] + arguments, environment: system.environment)
+                }
+                let refused = try cli(["add", "ftp://example.com/x"])
+                #expect(refused.status == 1 && refused.err.contains("http:// or https://"), "\(refused)")
+
+                let added = try cli(["add", "\(hooks)/a", "--description", "analytics"])
+                #expect(added.status == 0, "\(added.err)")
+                let id = try #require(added.out.firstMatch(of: #/endpoint ([0-9a-f-]{36}) /#)?.output.1).description
+                var secret = try #require(added.out.firstMatch(of: /secret (whsec_[0-9a-f]{64})/)?.output.1).description
+                #expect(try cli(["list"]).out.contains(id))
+
+                // A ping: signed with the endpoint's own secret, once.
+                let ping = try cli(["ping", id])
+                #expect(ping.status == 0 && ping.out.contains("delivered: HTTP 200"), "\(ping)")
+                let pinged = try #require(await log.to("a").last)
+                #expect(pinged.headers["moments-event"] == "ping" && pinged.json["endpoint_id"] as? String == id)
+                #expect(Self.signatures(pinged) == 1 && Self.verify(pinged, secret: secret))
+
+                // A job's end: to the endpoint (its secret) and to the job's callback_url (WEBHOOK_SECRET).
+                let video = "file=@\(TestFootage.twentySeconds);type=video/mp4"
+                let upload = "\(system.base)/api/v1/upload"
+                let job = try #require(try CurlAPI.json(try curl(["-F", video, "-F", "callback_url=\(hooks)/cb", upload]).body)["job_id"] as? String)
+                #expect(try curl(["-X", "DELETE", "\(system.base)/api/v1/jobs/\(job)"]).status == 200)
+                #expect(
+                    try await TestServices.eventually(timeout: .seconds(30)) {
+                        let (callbacks, endpoint) = (await log.to("cb").count, await log.to("a").count)
+                        return callbacks == 1 && endpoint == 2
+                    })
+                let announced = try #require(await log.to("a").last)
+                #expect(
+                    announced.headers["moments-event"] == "job.cancelled" && (announced.json["job"] as? [String: Any])?["job_id"] as? String == job)
+                #expect(Self.verify(announced, secret: secret) && !Self.verify(announced, secret: Self.secret))
+                let callback = try #require(await log.to("cb").first)
+                #expect(Self.verify(callback, secret: Self.secret) && !Self.verify(callback, secret: secret))
+
+                // Rotated: both secrets sign while the overlap lasts; with none, only the new one.
+                let rotated = try cli(["rotate", id])
+                let newer = try #require(rotated.out.firstMatch(of: /secret (whsec_[0-9a-f]{64})/)?.output.1).description
+                #expect(newer != secret && rotated.out.contains("the old secret signs too until"))
+                #expect(try cli(["ping", id]).status == 0)
+                let overlapping = try #require(await log.to("a").last)
+                #expect(Self.signatures(overlapping) == 2 && Self.verify(overlapping, secret: newer) && Self.verify(overlapping, secret: secret))
+                secret = newer
+                let again = try cli(["rotate", id, "--overlap-hours", "0"])
+                let newest = try #require(again.out.firstMatch(of: /secret (whsec_[0-9a-f]{64})/)?.output.1).description
+                #expect(try cli(["ping", id]).status == 0)
+                let single = try #require(await log.to("a").last)
+                #expect(Self.signatures(single) == 1 && Self.verify(single, secret: newest) && !Self.verify(single, secret: secret))
+
+                // Removed: no more deliveries, and no ping.
+                #expect(try cli(["remove", id]).status == 0)
+                let (listed, all) = (try cli(["list"]).out, try cli(["list", "--all"]).out)
+                #expect(!listed.contains(id) && all.contains("removed"), "\(listed)\n\(all)")
+                let before = await log.to("a").count
+                let later = try #require(
+                    try CurlAPI.json(try curl(["-F", video, "-F", "callback_url=\(hooks)/cb", upload]).body)["job_id"] as? String)
+                #expect(try curl(["-X", "DELETE", "\(system.base)/api/v1/jobs/\(later)"]).status == 200)
+                #expect(try await TestServices.eventually(timeout: .seconds(30)) { await log.to("cb").count == 2 })
+                #expect(await log.to("a").count == before, "a removed endpoint gets nothing")
+                #expect(try cli(["ping", id]).status == 1)
+                let rows = try await store.webhookDeliveries(job: UUID(uuidString: later)!)
+                #expect(rows.count == 1 && rows[0].url.hasSuffix("/cb"), "\(rows)")
+            }
+        }
+    }
+
+    /// How many `v1` signatures a request carries.
+    static func signatures(_ request: Log.Request) -> Int {
+        (request.headers["moments-signature"] ?? "").split(separator: ",").filter { $0.hasPrefix("v1=") }.count
+    }
+
+    /// Whether one of the request's `v1` signatures is the HMAC of "<t>.<body>" under `secret`.
+    static func verify(_ request: Log.Request, secret: String) -> Bool {
+        let header = request.headers["moments-signature"] ?? ""
+        let pieces = header.split(separator: ",").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
+        guard let t = pieces.first(where: { $0.first == "t" })?.last else { return false }
+        var signed = Data("\(t).".utf8)
+        signed.append(request.body)
+        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8))).map { String(format: "%02x", $0) }
+            .joined()
+        return pieces.contains { $0.count == 2 && $0[0] == "v1" && $0[1] == mac }
+    }
+
     /// What a receiver does: recompute the HMAC of "<t>.<body>" and compare.
     static func verify(_ header: String, body: Data) -> Bool {
         let parts = Dictionary(

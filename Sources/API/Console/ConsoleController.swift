@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -27,12 +28,16 @@ struct ConsoleController: Sendable {
     let traceURL: @Sendable (String?) -> String?
     /// Whether the session cookie is marked Secure (the API is served over HTTPS).
     let secureCookie: Bool
+    /// Where a webhook endpoint may point (`WEBHOOK_ALLOW_PRIVATE`, `WEBHOOK_ALLOWED_PORTS`).
+    let callbacks: DestinationPolicy
     private let figures: CachedValue<ConsoleFigures>
 
     init(
         jobs: Jobs, store: JobStore, storage: any ObjectStore, keys: ConsoleKeys, limiter: RateLimiter, hub: JobEventsHub, linkLifetime: Duration,
-        traceURL: @escaping @Sendable (String?) -> String? = { _ in nil }, secureCookie: Bool
+        traceURL: @escaping @Sendable (String?) -> String? = { _ in nil }, secureCookie: Bool,
+        callbacks: DestinationPolicy = DestinationPolicy()
     ) {
+        self.callbacks = callbacks
         self.jobs = jobs
         self.store = store
         self.storage = storage
@@ -73,6 +78,9 @@ struct ConsoleController: Sendable {
         admin.get("workers") { _, context in try await workers(context) }
         admin.get("workers/rows") { _, _ in try await workerRows() }
         admin.get("music") { _, context in try await music(context) }
+        admin.get("webhooks") { request, context in try await webhookEndpoints(context, notice: Self.notice(FormFields(request.uri.query ?? ""))) }
+        admin.post("webhooks/endpoints") { request, context in try await addEndpoint(request, context: context) }
+        admin.post("webhooks/endpoints/:id/:action") { request, context in try await endpointAction(request, context: context) }
     }
 
     // MARK: Signing in
@@ -511,6 +519,88 @@ struct ConsoleController: Sendable {
             ["tracks": tracks])
     }
 
+    /// The operator's webhook endpoints; `secret` shows one endpoint's secret, right after it was
+    /// made or rotated.
+    private func webhookEndpoints(
+        _ context: MomentsRequestContext, notice: String? = nil, secret: WebhookEndpoint? = nil, status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let csrf = context.consoleSession?.csrf ?? ""
+        let endpoints = try await store.webhookEndpoints(includingRemoved: true).map { endpoint -> [String: Any] in
+            [
+                "id": endpoint.id.uuidString.lowercased(), "url": endpoint.url, "description": endpoint.description ?? "",
+                "masked": "whsec_…" + endpoint.secret.suffix(4), "added": MomentsJSON.format(endpoint.createdAt),
+                "rotated": endpoint.rotatedAt.map { MomentsJSON.format($0) } ?? "",
+                "state": endpoint.removedAt != nil
+                    ? "removed"
+                    : endpoint.signingSecrets().count > 1
+                        ? "active; the old secret signs too until \(endpoint.previousSecretUntil.map { MomentsJSON.format($0) } ?? "")" : "active",
+                "active": endpoint.removedAt == nil, "csrf": csrf,
+            ]
+        }
+        var values: [String: Any] = ["endpoints": endpoints, "csrf": csrf]
+        if let secret { values["secret"] = secret.secret; values["secret_url"] = secret.url }
+        return views.page(
+            "webhooks", title: "Webhooks", session: context.consoleSession, nav: "webhooks", paused: await figures.value.paused,
+            notice: notice, status: status, values)
+    }
+
+    private func addEndpoint(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let form = try await Self.form(request, context: context)
+        let url = (form["url"] ?? "").trimmingCharacters(in: .whitespaces)
+        let description = form["description"].flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
+        guard url.count <= 2000, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+            parsed.host?.isEmpty == false, parsed.user == nil
+        else {
+            return try await webhookEndpoints(
+                context,
+                notice: "An endpoint is an absolute http:// or https:// URL without credentials, at most 2,000 characters (invalid_callback_url).",
+                status: .unprocessableContent)
+        }
+        do {
+            _ = try await callbacks.check(url)
+        } catch {
+            return try await webhookEndpoints(context, notice: "The endpoint \(error.reason) (invalid_callback_url).", status: .unprocessableContent)
+        }
+        let endpoint = try await store.addWebhookEndpoint(url: url, description: description)
+        context.logger.notice(
+            "webhook endpoint added", metadata: ["endpoint": "\(endpoint.id)", "operator": "\(context.consoleSession?.name ?? "")"])
+        return try await webhookEndpoints(context, notice: "The endpoint is added: every job's end is sent there from now on.", secret: endpoint)
+    }
+
+    private func endpointAction(_ request: Request, context: MomentsRequestContext) async throws -> Response {
+        let missing = APIError(.notFound, .webhookNotFound, "There is no such webhook endpoint, or it was removed.")
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else { throw missing }
+        switch context.parameters.get("action") {
+        case "remove":
+            guard try await store.removeWebhookEndpoint(id) else { throw missing }
+            return redirect("/admin/webhooks?notice=endpoint_removed")
+        case "rotate":
+            let hours = Int(try await Self.form(request, context: context)["overlap_hours"] ?? "24").map { min(max($0, 0), 168) } ?? 24
+            guard let rotated = try await store.rotateWebhookEndpoint(id, overlap: .seconds(hours * 3600)) else { throw missing }
+            return try await webhookEndpoints(
+                context, notice: "The secret is new; the old one signs too for \(hours) hours.", secret: rotated)
+        case "ping":
+            guard let delivery = try await store.pingWebhookEndpoint(id) else { throw missing }
+            // A worker sends it within a second or two: wait a little for its answer.
+            var state: WebhookDeliveryState?
+            for _ in 0..<50 {
+                state = try await store.webhookDeliveryState(delivery)
+                if let state, state.attempts > 0, state.lastStatus != nil || state.lastError != nil { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let notice =
+                switch state {
+                case let state? where state.delivered: "Ping \(delivery) delivered: HTTP \(state.lastStatus.map(String.init) ?? "?")."
+                case let state? where state.attempts > 0 && (state.lastStatus != nil || state.lastError != nil):
+                    "Ping \(delivery) not taken: \(state.lastError ?? "HTTP \(state.lastStatus.map(String.init) ?? "?")")."
+                default: "Ping \(delivery) is queued; no worker has sent it yet."
+                }
+            return try await webhookEndpoints(context, notice: notice)
+        default:
+            throw APIError(.notFound, .notFound, "An endpoint can be pinged, rotated or removed.")
+        }
+    }
+
     private func workerRows() async throws -> Response {
         views.fragment("worker_rows", ["workers": try await store.workers().map { ConsolePages.worker($0) }])
     }
@@ -559,6 +649,7 @@ struct ConsoleController: Sendable {
         case "paused": "The queue is paused: workers finish what they run and take nothing new."
         case "resumed": "The queue is running again."
         case "redelivered": "The webhook is due again; a worker sends it within seconds."
+        case "endpoint_removed": "The endpoint is removed: nothing more is sent there."
         default: nil
         }
     }

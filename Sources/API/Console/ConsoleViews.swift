@@ -18,7 +18,7 @@ struct ConsoleViews: Sendable {
         "confirm": PackageResources.confirm_mustache, "operations": PackageResources.operations_mustache,
         "operation": PackageResources.operation_mustache, "operation_progress": PackageResources.operation_progress_mustache,
         "workers": PackageResources.workers_mustache, "worker_rows": PackageResources.worker_rows_mustache,
-        "music": PackageResources.music_mustache,
+        "music": PackageResources.music_mustache, "webhooks": PackageResources.webhooks_mustache,
     ]
 
     static let assets: [String: (type: String, bytes: [UInt8])] = [
