@@ -1,4 +1,5 @@
 import Crypto
+import CurlHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -360,12 +361,8 @@ struct UploadController: Sendable {
                 .unprocessableContent, .webhooksDisabled,
                 "This server sends no webhooks (WEBHOOK_SECRET is not set). Leave out callback_url and poll the status.")
         }
-        guard text.count <= 2000, let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-            let host = url.host, !host.isEmpty, url.user == nil
-        else {
-            throw APIError(
-                .unprocessableContent, .invalidCallbackUrl,
-                "callback_url must be an absolute http:// or https:// URL without credentials, at most 2,000 characters.")
+        guard DestinationPolicy.isWellFormed(text) else {
+            throw APIError(.unprocessableContent, .invalidCallbackUrl, "callback_url must be \(DestinationPolicy.wellFormedRule).")
         }
         do {
             _ = try await configuration.callbacks.check(text)

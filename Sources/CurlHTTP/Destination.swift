@@ -31,6 +31,17 @@ public struct DestinationPolicy: Sendable, Equatable {
         }
         self.init(allowPrivate: allowPrivate, ports: Set(ports.compactMap { $0 }))
     }
+
+    /// What a webhook URL must look like before its host is looked at, as a clause for messages.
+    public static let wellFormedRule = "an absolute http:// or https:// URL without credentials, at most 2,000 characters"
+
+    /// Whether `text` is `wellFormedRule`'s URL (a callback, an operator's endpoint).
+    public static func isWellFormed(_ text: String) -> Bool {
+        guard text.count <= 2000, let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+            return false
+        }
+        return url.host?.isEmpty == false && url.user == nil
+    }
 }
 
 /// A URL that passed `DestinationPolicy`, with the address it was checked at: a request pins that

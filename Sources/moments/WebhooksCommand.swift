@@ -99,7 +99,7 @@ struct WebhooksCommand: AsyncParsableCommand {
                             ["endpoint", "url", "secret", "rotated", "state", "description"],
                             endpoints.map { endpoint in
                                 [
-                                    endpoint.id.uuidString.lowercased(), endpoint.url, "whsec_…" + endpoint.secret.suffix(4),
+                                    endpoint.id.uuidString.lowercased(), endpoint.url, endpoint.maskedSecret,
                                     endpoint.rotatedAt.map { MomentsJSON.format($0) } ?? "",
                                     endpoint.removedAt == nil
                                         ? (endpoint.signingSecrets().count > 1 ? "active, old secret too" : "active") : "removed",
@@ -171,16 +171,7 @@ struct WebhooksCommand: AsyncParsableCommand {
                             throw JobStoreError(.notFound, "There is no webhook endpoint \(endpoint), or it was removed.")
                         }
                         print("ping: delivery \(delivery)")
-                        let deadline = ContinuousClock.now + .seconds(wait)
-                        while ContinuousClock.now < deadline {
-                            if let state = try await services.store.webhookDeliveryState(delivery), state.attempts > 0,
-                                state.lastStatus != nil || state.lastError != nil
-                            {
-                                return state
-                            }
-                            try await Task.sleep(for: .milliseconds(200))
-                        }
-                        return nil
+                        return try await services.store.webhookAnswer(of: delivery, within: .seconds(wait))
                     }
                     guard let state else {
                         throw JobStoreError(.unavailable, "No worker sent the ping within \(wait) s: is a worker running?")
@@ -188,10 +179,9 @@ struct WebhooksCommand: AsyncParsableCommand {
                     guard state.delivered else {
                         throw JobStoreError(
                             .unavailable,
-                            "The endpoint did not take the ping: \(state.lastError ?? "HTTP \(state.lastStatus.map(String.init) ?? "?")")\(state.gaveUp ? "" : " (the workers try again)")."
-                        )
+                            "The endpoint did not take the ping: \(state.outcome)\(state.gaveUp ? "" : " (the workers try again)").")
                     }
-                    print("delivered: HTTP \(state.lastStatus.map(String.init) ?? "?")")
+                    print("delivered: \(state.outcome)")
                 }
             }
         }
@@ -203,11 +193,7 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         /// An absolute http(s) URL of at most 2,000 characters that the workers' destination rules allow.
         static func check(_ url: String, environment: Settings) async throws {
-            guard url.count <= 2000, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
-                parsed.host?.isEmpty == false, parsed.user == nil
-            else {
-                throw SettingError("The endpoint must be an absolute http:// or https:// URL without credentials, at most 2,000 characters.")
-            }
+            guard DestinationPolicy.isWellFormed(url) else { throw SettingError("The endpoint must be \(DestinationPolicy.wellFormedRule).") }
             let policy = try DestinationPolicy(environment: environment)
             do {
                 _ = try await policy.check(url)

@@ -528,7 +528,7 @@ struct ConsoleController: Sendable {
         let endpoints = try await store.webhookEndpoints(includingRemoved: true).map { endpoint -> [String: Any] in
             [
                 "id": endpoint.id.uuidString.lowercased(), "url": endpoint.url, "description": endpoint.description ?? "",
-                "masked": "whsec_…" + endpoint.secret.suffix(4), "added": MomentsJSON.format(endpoint.createdAt),
+                "masked": endpoint.maskedSecret, "added": MomentsJSON.format(endpoint.createdAt),
                 "rotated": endpoint.rotatedAt.map { MomentsJSON.format($0) } ?? "",
                 "state": endpoint.removedAt != nil
                     ? "removed"
@@ -548,13 +548,9 @@ struct ConsoleController: Sendable {
         let form = try await Self.form(request, context: context)
         let url = (form["url"] ?? "").trimmingCharacters(in: .whitespaces)
         let description = form["description"].flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
-        guard url.count <= 2000, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
-            parsed.host?.isEmpty == false, parsed.user == nil
-        else {
+        guard DestinationPolicy.isWellFormed(url) else {
             return try await webhookEndpoints(
-                context,
-                notice: "An endpoint is an absolute http:// or https:// URL without credentials, at most 2,000 characters (invalid_callback_url).",
-                status: .unprocessableContent)
+                context, notice: "An endpoint is \(DestinationPolicy.wellFormedRule) (invalid_callback_url).", status: .unprocessableContent)
         }
         do {
             _ = try await callbacks.check(url)
@@ -582,18 +578,11 @@ struct ConsoleController: Sendable {
         case "ping":
             guard let delivery = try await store.pingWebhookEndpoint(id) else { throw missing }
             // A worker sends it within a second or two: wait a little for its answer.
-            var state: WebhookDeliveryState?
-            for _ in 0..<50 {
-                state = try await store.webhookDeliveryState(delivery)
-                if let state, state.attempts > 0, state.lastStatus != nil || state.lastError != nil { break }
-                try await Task.sleep(for: .milliseconds(200))
-            }
             let notice =
-                switch state {
-                case let state? where state.delivered: "Ping \(delivery) delivered: HTTP \(state.lastStatus.map(String.init) ?? "?")."
-                case let state? where state.attempts > 0 && (state.lastStatus != nil || state.lastError != nil):
-                    "Ping \(delivery) not taken: \(state.lastError ?? "HTTP \(state.lastStatus.map(String.init) ?? "?")")."
-                default: "Ping \(delivery) is queued; no worker has sent it yet."
+                switch try await store.webhookAnswer(of: delivery, within: .seconds(10)) {
+                case let state? where state.delivered: "Ping \(delivery) delivered: \(state.outcome)."
+                case let state?: "Ping \(delivery) not taken: \(state.outcome)."
+                case nil: "Ping \(delivery) is queued; no worker has sent it yet."
                 }
             return try await webhookEndpoints(context, notice: notice)
         default:
