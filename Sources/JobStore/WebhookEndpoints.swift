@@ -14,6 +14,9 @@ public struct WebhookEndpoint: Sendable, Equatable {
     public var rotatedAt: Date?
     public var removedAt: Date?
 
+    /// The secret as lists show it: its last four digits only.
+    public var maskedSecret: String { "whsec_…" + secret.suffix(4) }
+
     /// The secrets a delivery made at `now` is signed with: the current one, and the one before
     /// while the rotation's overlap lasts.
     public func signingSecrets(at now: Date = Date()) -> [String] {
@@ -41,6 +44,11 @@ public struct WebhookDeliveryState: Sendable, Equatable {
     public var lastError: String?
     public var delivered: Bool
     public var gaveUp: Bool
+
+    /// Whether an attempt was made and its outcome recorded.
+    public var answered: Bool { attempts > 0 && (lastStatus != nil || lastError != nil) }
+    /// The last attempt's outcome in words: the error, or the receiver's status.
+    public var outcome: String { lastError ?? "HTTP \(lastStatus.map(String.init) ?? "?")" }
 }
 
 extension JobStore {
@@ -110,6 +118,17 @@ extension JobStore {
             for try await row in rows.decode(WebhookEndpoint.Row.self) { return WebhookEndpoint(row) }
             return nil
         }
+    }
+
+    /// How delivery `id` went, once a worker made an attempt, waiting up to `within` for it; nil
+    /// when no attempt was recorded by then (no worker running, say).
+    public func webhookAnswer(of id: Int64, within: Duration) async throws -> WebhookDeliveryState? {
+        let deadline = ContinuousClock.now + within
+        while ContinuousClock.now < deadline {
+            if let state = try await webhookDeliveryState(id), state.answered { return state }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return nil
     }
 
     /// A `ping` delivery to the endpoint, due now; its id, or nil when there is no such endpoint
