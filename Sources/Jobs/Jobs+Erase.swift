@@ -34,8 +34,8 @@ extension Jobs {
         }
         let actor = "device:\(device.owner)"
         var erased = 0
-        for id in try await store.jobsToErase(owner: device.owner) where try await erase(id, storage: storage, actor: actor) != nil {
-            erased += 1
+        for id in try await store.jobsToErase(owner: device.owner) {
+            if try await erase(id, storage: storage, actor: actor) != nil { erased += 1 }
         }
         try await store.recordOperation(
             actor: actor, action: .eraseDevice, message: "The device erased itself: its token is revoked and \(erased) jobs were erased.")
