@@ -48,6 +48,8 @@ public enum Curl {
         moments_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, request.stallTimeout)
         if let total = request.totalTimeout { moments_curl_set_long(handle, CURLOPT_TIMEOUT, total) }
         moments_curl_set_slist(handle, CURLOPT_HTTPHEADER, headerList)
+        if request.http2 { moments_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)) }
+        if let caFile = request.caFile { moments_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
         var pinned: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(pinned) }
         if let destination = request.destination {

@@ -36,6 +36,10 @@ public struct CurlRequest: Sendable {
     /// address that was checked (no second DNS answer), over http or https only, never through a
     /// proxy, and follows no redirect.
     public var destination: CheckedDestination?
+    /// HTTP/2 over TLS (ALPN), as APNs requires; HTTP/1.1 otherwise.
+    public var http2 = false
+    /// Certificates to trust instead of the system's (a test's own server).
+    public var caFile: String?
 
     public init(
         method: String, url: String, headers: [(name: String, value: String)], body: Body = .none, sink: Sink = .memory,
