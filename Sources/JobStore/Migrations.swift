@@ -446,6 +446,56 @@ public enum Migrations {
                 EXECUTE FUNCTION moments_queue_webhook()
                 """,
             ]),
+        Migration(
+            version: 20, name: "push notifications",
+            statements: [
+                """
+                CREATE TABLE push_tokens (
+                    device_id   uuid PRIMARY KEY REFERENCES devices (id) ON DELETE CASCADE,
+                    token       text NOT NULL CHECK (token ~ '^[0-9a-f]{64,200}$'),
+                    environment text NOT NULL CHECK (environment IN ('sandbox', 'production')),
+                    updated_at  timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "COMMENT ON TABLE push_tokens IS 'The APNs device token each device registered (PUT /api/v1/devices/me/push): its jobs'' ends are pushed there. Removed by DELETE, by the device''s erasure, or when APNs says the token is no longer valid.'",
+                """
+                CREATE TABLE push_deliveries (
+                    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    job_id          uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+                    device_id       uuid NOT NULL,
+                    token           text NOT NULL,
+                    environment     text NOT NULL,
+                    event           text NOT NULL,
+                    created_at      timestamptz NOT NULL DEFAULT now(),
+                    next_attempt_at timestamptz NOT NULL DEFAULT now(),
+                    attempts        integer NOT NULL DEFAULT 0,
+                    last_attempt_at timestamptz,
+                    last_status     integer,
+                    last_reason     text,
+                    delivered_at    timestamptz,
+                    gave_up_at      timestamptz
+                )
+                """,
+                "COMMENT ON TABLE push_deliveries IS 'One push to send per job end of a device with a push token, written by a trigger in the statement that ends the job (the outbox, as webhook_deliveries); last_reason is APNs'' own (Unregistered, BadDeviceToken, TooManyRequests, ...).'",
+                "CREATE INDEX push_deliveries_due ON push_deliveries (next_attempt_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL",
+                "CREATE INDEX push_deliveries_job ON push_deliveries (job_id)",
+                """
+                CREATE FUNCTION moments_queue_push() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO push_deliveries (job_id, device_id, token, environment, event)
+                    SELECT NEW.id, p.device_id, p.token, p.environment, 'job.' || NEW.status
+                    FROM push_tokens p WHERE p.device_id = NEW.owner::uuid;
+                    RETURN NEW;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER jobs_queue_push AFTER UPDATE OF status ON jobs FOR EACH ROW
+                WHEN (NEW.status IN ('completed', 'failed') AND OLD.status IS DISTINCT FROM NEW.status
+                      AND NEW.owner ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+                EXECUTE FUNCTION moments_queue_push()
+                """,
+            ]),
     ]
 }
 

@@ -33,6 +33,7 @@ extension Jobs {
             throw JobStoreError(.notFound, "The device is not known.")
         }
         let actor = "device:\(device.owner)"
+        try await store.removePushToken(device: device.id)
         var erased = 0
         for id in try await store.jobsToErase(owner: device.owner) {
             if try await erase(id, storage: storage, actor: actor) != nil { erased += 1 }

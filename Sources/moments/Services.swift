@@ -104,7 +104,8 @@ struct Services {
         let metrics = WorkerMetrics()
         let worker = QueueWorker(configuration: configuration, jobs: jobs, handler: handler, metrics: metrics, logger: logger)
         let webhooks = WebhookDispatcher(store: store, configuration: try WebhookConfiguration(environment: environment), logger: logger)
-        return (WorkerService(worker: worker, webhooks: webhooks, sweeper: sweeper, jobs: jobs), metrics)
+        let pushes = PushDispatcher(store: store, configuration: try PushConfiguration.from(environment), logger: logger)
+        return (WorkerService(worker: worker, webhooks: webhooks, pushes: pushes, sweeper: sweeper, jobs: jobs), metrics)
     }
 
     static func makeLogger(label: String, environment: Settings) throws -> Logger {
@@ -129,6 +130,7 @@ struct Services {
 struct WorkerService: Service {
     let worker: QueueWorker
     let webhooks: WebhookDispatcher
+    let pushes: PushDispatcher
     let sweeper: RetentionSweeper?
     let jobs: Jobs
 
@@ -136,10 +138,11 @@ struct WorkerService: Service {
         try await jobs.migrate()
         try await jobs.prepare()
         await cancelWhenGracefulShutdown {
-            // Both until shutdown cancels them (the sender returns at once when webhooks are off).
+            // All until shutdown cancels them (the push sender returns at once when APNs is not configured).
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await worker.run() }
                 group.addTask { await webhooks.run() }
+                group.addTask { await pushes.run() }
                 if let sweeper { group.addTask { await sweeper.run() } }
             }
         }
