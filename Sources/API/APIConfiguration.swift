@@ -28,6 +28,9 @@ public struct APIConfiguration: Sendable {
     /// The secret playback links on local storage are signed under (`URL_SIGNING_SECRET`); nil: a
     /// key made at start, so the links die with the process.
     public var urlSigningSecret: String?
+    /// Whether devices may register for pushes: APNs is configured (`APNS_KEY_ID`, on the workers
+    /// too, which send them).
+    public var pushEnabled = false
     /// How long the PUT URL of a direct upload stays valid (`DIRECT_UPLOAD_URL_SECONDS`): an
     /// upload must begin within it, and the URL is useless once the job starts.
     /// The smallest part of a resumable upload (`UPLOAD_PART_MIB`, 5–512 MiB; S3's floor is 5).
@@ -178,6 +181,7 @@ public struct APIConfiguration: Sendable {
         continueIncomingTraces = try Setting.boolean("TRACE_CONTINUE_INCOMING", in: environment, default: false)
         statusFastPath = try Setting.boolean("STATUS_FAST_PATH", in: environment, default: true)
         uploadPartBytes = Int64(try Setting.integer("UPLOAD_PART_MIB", in: environment, default: 8, range: 5...512)) << 20
+        pushEnabled = !(environment["APNS_KEY_ID"] ?? "").isEmpty
         playbackLinkLifetime = .seconds(try Setting.integer("PLAYBACK_URL_SECONDS", in: environment, default: 3600, range: 60...604_800))
         if let secret = environment["URL_SIGNING_SECRET"], !secret.isEmpty {
             guard secret.count >= 32 else {

@@ -49,6 +49,8 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let invalidFps = APIErrorCode(rawValue: "invalid_fps")
     public static let invalidSegments = APIErrorCode(rawValue: "invalid_segments")
     public static let invalidMetadata = APIErrorCode(rawValue: "invalid_metadata")
+    public static let invalidPushToken = APIErrorCode(rawValue: "invalid_push_token")
+    public static let invalidPushEnvironment = APIErrorCode(rawValue: "invalid_push_environment")
     public static let notFound = APIErrorCode(rawValue: "not_found")
     public static let jobNotFound = APIErrorCode(rawValue: "job_not_found")
     public static let webhookNotFound = APIErrorCode(rawValue: "webhook_not_found")
@@ -84,6 +86,7 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let directUploadUnavailable = APIErrorCode(rawValue: "direct_upload_unavailable")
     public static let resultExpired = APIErrorCode(rawValue: "result_expired")
     public static let erased = APIErrorCode(rawValue: "erased")
+    public static let pushUnavailable = APIErrorCode(rawValue: "push_unavailable")
     public static let timelineUnavailable = APIErrorCode(rawValue: "timeline_unavailable")
     public static let posterUnavailable = APIErrorCode(rawValue: "poster_unavailable")
     public static let thumbnailsUnavailable = APIErrorCode(rawValue: "thumbnails_unavailable")
@@ -113,20 +116,17 @@ public struct APIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
 
     /// Every code above, in their order.
     public static let all: [APIErrorCode] = [
-        .invalidRequest, .missingFile, .duplicateFile, .tooManyParts, .partHeadersTooLarge,
-        .fieldsTooLarge, .formTooLarge, .fileTooLarge, .musicTooLarge, .sizeBytesRequired,
-        .uploadSizeMismatch, .invalidStatus, .invalidLimit, .invalidCursor, .invalidIdempotencyKey,
-        .invalidFormat, .invalidRange, .invalidJobId, .invalidAction, .invalidFilter,
-        .idempotencyKeyReused, .invalidTargetDuration, .invalidQuality, .invalidCodec, .invalidCallbackUrl,
-        .webhooksDisabled, .invalidMusicId, .invalidMusicVolume, .invalidKeepSourceAudio, .invalidMinSegment,
-        .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .invalidMetadata, .notFound,
-        .jobNotFound, .webhookNotFound, .operationNotFound, .methodNotAllowed, .unsupportedMediaType,
-        .authRequired, .invalidToken, .invalidSignature, .linkExpired, .metricsTokenRequired, .consoleDisabled, .consoleSignInRequired,
-        .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams,
-        .notReady, .alreadyFinished, .alreadyStarted, .notFailed, .notFinished,
-        .nothingToDo, .uploadMissing, .musicMissing, .uploadIncomplete, .startInProgress,
-        .directUploadUnavailable, .resultExpired, .erased, .timelineUnavailable, .posterUnavailable, .thumbnailsUnavailable,
-        .internalError, .serviceUnavailable, .insufficientStorage, .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia,
-        .tooShort, .tooLong, .resolutionTooLarge, .notAudio, .ioError,
+        .invalidRequest, .missingFile, .duplicateFile, .tooManyParts, .partHeadersTooLarge, .fieldsTooLarge, .formTooLarge, .fileTooLarge,
+        .musicTooLarge, .sizeBytesRequired, .uploadSizeMismatch, .invalidStatus, .invalidLimit, .invalidCursor, .invalidIdempotencyKey,
+        .invalidFormat, .invalidRange, .invalidJobId, .invalidAction, .invalidFilter, .idempotencyKeyReused, .invalidTargetDuration,
+        .invalidQuality, .invalidCodec, .invalidCallbackUrl, .webhooksDisabled, .invalidMusicId, .invalidMusicVolume,
+        .invalidKeepSourceAudio, .invalidMinSegment, .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments,
+        .invalidMetadata, .invalidPushToken, .invalidPushEnvironment, .notFound, .jobNotFound, .webhookNotFound, .operationNotFound,
+        .methodNotAllowed, .unsupportedMediaType, .authRequired, .invalidToken, .invalidSignature, .linkExpired, .metricsTokenRequired,
+        .consoleDisabled, .consoleSignInRequired, .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams,
+        .notReady, .alreadyFinished, .alreadyStarted, .notFailed, .notFinished, .nothingToDo, .uploadMissing, .musicMissing,
+        .uploadIncomplete, .startInProgress, .directUploadUnavailable, .resultExpired, .erased, .pushUnavailable, .timelineUnavailable,
+        .posterUnavailable, .thumbnailsUnavailable, .internalError, .serviceUnavailable, .insufficientStorage, .notAVideo, .noVideoStream,
+        .unsupportedCodec, .corruptMedia, .tooShort, .tooLong, .resolutionTooLarge, .notAudio, .ioError,
     ]
 }

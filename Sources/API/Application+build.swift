@@ -123,7 +123,9 @@ public func buildRouter(
     let idempotency = Idempotency(jobs: services.jobs)
     let limiter = RateLimiter(store: services.rateLimits, limits: configuration.rateLimit, trustedProxyHops: configuration.trustedProxyHops)
     let api = router.group("api/v1").add(middleware: AuthenticationMiddleware(store: store, required: configuration.authRequired))
-    DevicesController(store: store, quota: quota, limiter: limiter, jobs: services.jobs, storage: services.storage).addRoutes(to: api)
+    DevicesController(
+        store: store, quota: quota, limiter: limiter, jobs: services.jobs, storage: services.storage, pushEnabled: configuration.pushEnabled
+    ).addRoutes(to: api)
     UploadController(
         store: store, storage: services.storage, configuration: configuration, quota: quota, idempotency: idempotency, limiter: limiter
     ).addRoutes(to: api)

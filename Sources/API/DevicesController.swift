@@ -15,6 +15,7 @@ struct DevicesController: Sendable {
     let limiter: RateLimiter
     let jobs: Jobs
     let storage: any ObjectStore
+    let pushEnabled: Bool
 
     static let erasePath = "/api/v1/devices/me"
 
@@ -25,6 +26,51 @@ struct DevicesController: Sendable {
         }
         group.get("me") { _, context in try await me(context) }
         group.delete("devices/me") { _, context in try await erase(context) }
+        group.put("devices/me/push") { request, context in try await registerPush(request, context: context) }
+        group.delete("devices/me/push") { _, context -> HTTPResponse.Status in
+            _ = try await store.removePushToken(device: try Self.device(context).id)
+            return .noContent
+        }
+    }
+
+    static func device(_ context: MomentsRequestContext) throws -> Device {
+        guard case .device(let device) = context.identity else {
+            throw APIError(
+                .unauthorized, .authRequired, "Send the device's token as 'Authorization: Bearer <token>'.",
+                headers: AuthenticationMiddleware.challenge)
+        }
+        return device
+    }
+
+    /// Registers (or replaces) the device's APNs token: each of its jobs' ends is then pushed.
+    private func registerPush(_ request: Request, context: MomentsRequestContext) async throws -> PushRegistration {
+        let device = try Self.device(context)
+        guard pushEnabled else {
+            throw APIError(
+                .conflict, .pushUnavailable,
+                "This server sends no push notifications (APNs is not configured: APNS_KEY_ID). Poll the status or use events.")
+        }
+        let body: ByteBuffer
+        do { body = try await request.body.collect(upTo: 4096) } catch {
+            throw APIError(.contentTooLarge, .invalidRequest, "The request body is too large; send a small JSON object.")
+        }
+        let sent: PushRegistration
+        do { sent = try JSONDecoder().decode(PushRegistration.self, from: Data(body.readableBytesView)) } catch {
+            throw APIError(.badRequest, .invalidRequest, #"Send JSON like {"token": "<the APNs device token as hex>", "environment": "production"}."#)
+        }
+        let token = sent.token.lowercased()
+        guard (64...200).contains(token.utf8.count), token.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            throw APIError(
+                .unprocessableContent, .invalidPushToken,
+                "token must be the device token APNs gave the app, as hex digits (64 for today's tokens, at most 200).")
+        }
+        guard let environment = PushEnvironment(rawValue: sent.environment) else {
+            throw APIError(
+                .unprocessableContent, .invalidPushEnvironment,
+                "environment must be sandbox (a development build) or production (TestFlight and the App Store).")
+        }
+        let registered = try await store.setPushToken(device: device.id, token: token, environment: environment)
+        return PushRegistration(token: token, environment: environment.rawValue, registeredAt: registered)
     }
 
     /// Erases every job of the device (cancelled first if unfinished), revokes its token and clears

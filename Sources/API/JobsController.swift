@@ -14,6 +14,7 @@ extension JobDetails: ResponseEncodable {}
 extension UploadAccepted: ResponseEncodable {}
 extension UploadFormats: ResponseEncodable {}
 extension DeviceErasure: ResponseEncodable {}
+extension PushRegistration: ResponseEncodable {}
 extension DeviceRegistration: ResponseEncodable {}
 extension Account: ResponseEncodable {}
 extension DirectUpload: ResponseEncodable {}

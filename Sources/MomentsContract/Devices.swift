@@ -34,6 +34,30 @@ public struct DeviceRegistration: Codable, Equatable, Sendable {
 }
 
 /// `GET /api/v1/me`: the device's plan and this month's usage.
+/// `PUT /api/v1/devices/me/push` (API 1.2): the device's APNs token, as hex, and which APNs
+/// environment it belongs to (`sandbox` for development builds, `production` for TestFlight and
+/// the App Store). The answer is the same, with when it was registered.
+public struct PushRegistration: Codable, Equatable, Sendable {
+    public var token: String
+    public var environment: String
+    public var registeredAt: Date?
+
+    public init(token: String, environment: String, registeredAt: Date? = nil) {
+        self.token = token
+        self.environment = environment
+        self.registeredAt = registeredAt
+    }
+
+    enum CodingKeys: String, CodingKey { case token, environment, registeredAt = "registered_at" }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(token, forKey: .token)
+        try c.encode(environment, forKey: .environment)
+        try c.encodeIfPresent(registeredAt, forKey: .registeredAt)
+    }
+}
+
 /// `DELETE /api/v1/devices/me` (API 1.2): the device erased, with all its jobs' files; its token
 /// no longer works (but may repeat this request).
 public struct DeviceErasure: Codable, Equatable, Sendable {

@@ -61,6 +61,29 @@ public struct MomentsClient: Sendable {
         return try await send("POST", "api/v1/devices", body: body, idempotent: false)
     }
 
+    /// Asks for a push when each of this device's jobs ends (API 1.2): the token APNs gave the app
+    /// (`application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`) and its environment
+    /// (`.sandbox` for development builds). Call it at every launch: APNs may change the token.
+    /// The alert names localisable keys (`MOMENTS_READY_TITLE`, `MOMENTS_READY_BODY`,
+    /// `MOMENTS_FAILED_TITLE`, `MOMENTS_FAILED_BODY`, the file name as the argument) and carries
+    /// `job_id`, `status` and the job's `metadata`. Throws `push_unavailable` when the server sends no pushes.
+    @discardableResult
+    public func registerPush(deviceToken: Data, environment: APNsEnvironment = .production) async throws(MomentsClientError)
+        -> PushRegistration
+    {
+        let hex = deviceToken.map { String(format: "%02x", $0) }.joined()
+        let body = try encode(PushRegistration(token: hex, environment: environment.rawValue))
+        return try await send("PUT", "api/v1/devices/me/push", body: body, idempotent: true)
+    }
+
+    /// No more pushes to this device (API 1.2).
+    public func unregisterPush() async throws(MomentsClientError) {
+        try Self.check(
+            try await retrying { [timeout] () async throws(MomentsClientError) -> Transfer.Result in
+                try await Transfer.perform(request("DELETE", "api/v1/devices/me/push"), body: .none, timeout: timeout)
+            })
+    }
+
     /// Erases this device and everything of it (API 1.2), as the App Store asks of apps that make
     /// accounts: every job is cancelled if unfinished, its files (video, highlight, poster,
     /// thumbnails) deleted and its file name and metadata cleared; the token stops working. Safe to
@@ -342,4 +365,10 @@ public struct MomentsClient: Sendable {
             throw MomentsClientError.invalid("Could not encode the request: \(error)")
         }
     }
+}
+
+/// Which APNs environment a device token belongs to: `sandbox` for development builds,
+/// `production` for TestFlight and the App Store.
+public enum APNsEnvironment: String, Sendable, CaseIterable {
+    case sandbox, production
 }

@@ -17,11 +17,12 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
     case invalidFilter, idempotencyKeyReused, invalidTargetDuration, invalidQuality, invalidCodec
     case invalidCallbackUrl, webhooksDisabled, invalidMusicId, invalidMusicVolume, invalidKeepSourceAudio
     case invalidMinSegment, invalidMaxSegment, invalidMaxSegments, invalidAspect, invalidFps, invalidSegments, invalidMetadata
+    case invalidPushToken, invalidPushEnvironment
     case notFound, jobNotFound, webhookNotFound, operationNotFound, methodNotAllowed, unsupportedMediaType
     case authRequired, invalidToken, invalidSignature, linkExpired, metricsTokenRequired, consoleDisabled, consoleSignInRequired, csrfTokenInvalid
     case crossOriginRequest, quotaExceeded, rateLimited, tooManyStreams, notReady, alreadyFinished, alreadyStarted
     case notFailed, notFinished, nothingToDo, uploadMissing, musicMissing, uploadIncomplete, startInProgress
-    case directUploadUnavailable, resultExpired, erased, timelineUnavailable, posterUnavailable, thumbnailsUnavailable
+    case directUploadUnavailable, resultExpired, erased, pushUnavailable, timelineUnavailable, posterUnavailable, thumbnailsUnavailable
     case internalError, serviceUnavailable, insufficientStorage, notAVideo, noVideoStream, unsupportedCodec
     case corruptMedia, tooShort, tooLong, resolutionTooLarge, notAudio, ioError
     // What a job may fail with, beyond those.
@@ -82,6 +83,8 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         case .invalidFps: "invalid_fps"
         case .invalidSegments: "invalid_segments"
         case .invalidMetadata: "invalid_metadata"
+        case .invalidPushToken: "invalid_push_token"
+        case .invalidPushEnvironment: "invalid_push_environment"
         case .notFound: "not_found"
         case .jobNotFound: "job_not_found"
         case .webhookNotFound: "webhook_not_found"
@@ -113,6 +116,7 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
         case .directUploadUnavailable: "direct_upload_unavailable"
         case .resultExpired: "result_expired"
         case .erased: "erased"
+        case .pushUnavailable: "push_unavailable"
         case .timelineUnavailable: "timeline_unavailable"
         case .posterUnavailable: "poster_unavailable"
         case .thumbnailsUnavailable: "thumbnails_unavailable"
@@ -163,19 +167,18 @@ public enum MomentsErrorCode: Hashable, Sendable, RawRepresentable, Codable, Cus
     public static let allKnown: [MomentsErrorCode] = [
         .invalidRequest, .missingFile, .duplicateFile, .tooManyParts, .partHeadersTooLarge, .fieldsTooLarge, .formTooLarge, .fileTooLarge,
         .musicTooLarge, .sizeBytesRequired, .uploadSizeMismatch, .invalidStatus, .invalidLimit, .invalidCursor, .invalidIdempotencyKey,
-        .invalidFormat, .invalidRange, .invalidJobId, .invalidAction, .invalidFilter, .idempotencyKeyReused, .invalidTargetDuration, .invalidQuality,
-        .invalidCodec, .invalidCallbackUrl, .webhooksDisabled, .invalidMusicId, .invalidMusicVolume, .invalidKeepSourceAudio, .invalidMinSegment,
-        .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments, .invalidMetadata, .notFound, .jobNotFound,
-        .webhookNotFound,
-        .operationNotFound, .methodNotAllowed, .unsupportedMediaType, .authRequired, .invalidToken, .invalidSignature, .linkExpired,
-        .metricsTokenRequired, .consoleDisabled,
-        .consoleSignInRequired, .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams, .notReady, .alreadyFinished,
-        .alreadyStarted, .notFailed, .notFinished, .nothingToDo, .uploadMissing, .musicMissing, .uploadIncomplete, .startInProgress,
-        .directUploadUnavailable, .resultExpired, .erased, .timelineUnavailable, .posterUnavailable, .thumbnailsUnavailable, .internalError,
-        .serviceUnavailable, .insufficientStorage, .notAVideo, .noVideoStream, .unsupportedCodec, .corruptMedia, .tooShort, .tooLong,
-        .resolutionTooLarge, .notAudio, .ioError, .invalidArgument, .cancelled, .exhaustedRetries, .storageError, .sourceMissing, .sourceChanged,
-        .attemptStalled, .attemptTimeout, .engineCrashed, .outOfMemory, .musicUnavailable, .networkError, .invalidResponse, .fileError,
-        .fileUnreadable, .fileChanged, .unsupported,
+        .invalidFormat, .invalidRange, .invalidJobId, .invalidAction, .invalidFilter, .idempotencyKeyReused, .invalidTargetDuration,
+        .invalidQuality, .invalidCodec, .invalidCallbackUrl, .webhooksDisabled, .invalidMusicId, .invalidMusicVolume,
+        .invalidKeepSourceAudio, .invalidMinSegment, .invalidMaxSegment, .invalidMaxSegments, .invalidAspect, .invalidFps, .invalidSegments,
+        .invalidMetadata, .invalidPushToken, .invalidPushEnvironment, .notFound, .jobNotFound, .webhookNotFound, .operationNotFound,
+        .methodNotAllowed, .unsupportedMediaType, .authRequired, .invalidToken, .invalidSignature, .linkExpired, .metricsTokenRequired,
+        .consoleDisabled, .consoleSignInRequired, .csrfTokenInvalid, .crossOriginRequest, .quotaExceeded, .rateLimited, .tooManyStreams,
+        .notReady, .alreadyFinished, .alreadyStarted, .notFailed, .notFinished, .nothingToDo, .uploadMissing, .musicMissing,
+        .uploadIncomplete, .startInProgress, .directUploadUnavailable, .resultExpired, .erased, .pushUnavailable, .timelineUnavailable,
+        .posterUnavailable, .thumbnailsUnavailable, .internalError, .serviceUnavailable, .insufficientStorage, .notAVideo, .noVideoStream,
+        .unsupportedCodec, .corruptMedia, .tooShort, .tooLong, .resolutionTooLarge, .notAudio, .ioError, .invalidArgument, .cancelled,
+        .exhaustedRetries, .storageError, .sourceMissing, .sourceChanged, .attemptStalled, .attemptTimeout, .engineCrashed, .outOfMemory,
+        .musicUnavailable, .networkError, .invalidResponse, .fileError, .fileUnreadable, .fileChanged, .unsupported,
     ]
 
     /// (Equality and hashing are `RawRepresentable`'s, by `rawValue`: the table is keyed by name.)

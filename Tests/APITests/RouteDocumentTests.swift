@@ -39,7 +39,7 @@ struct RouteDocumentTests {
             let file = TestServices.repository.appendingPathComponent("Sources/API/Resources/openapi.yaml")
             #expect(document.body == (try Data(contentsOf: file)), "served byte for byte as the file is written")
             let operations = Self.operations(in: document.text)
-            #expect(operations.count == 24, "\(operations)")
+            #expect(operations.count == 26, "\(operations)")
             for operation in operations {
                 let parts = operation.split(separator: " ")
                 let method = try #require(HTTPRequest.Method(String(parts[0])))

@@ -281,6 +281,7 @@ struct ConsoleController: Sendable {
         let job = try await job(context)
         async let events = store.events(job.id)
         async let webhooks = store.webhookDeliveries(job: job.id)
+        async let pushes = store.pushDeliveries(job: job.id)
         async let audit = store.operations(job: job.id, limit: 50)
         let csrf = context.consoleSession?.csrf ?? ""
         let history = try await events
@@ -299,6 +300,12 @@ struct ConsoleController: Sendable {
                     ]
                 },
                 "webhooks": try await webhooks.map { ConsolePages.webhook($0, csrf: csrf) },
+                "pushes": try await pushes.map { push in
+                    [
+                        "id": push.id, "event": push.event, "environment": push.environment, "state": push.state, "attempts": push.attempts,
+                        "last_status": push.lastStatus.map(String.init) ?? "", "reason": push.lastReason ?? "",
+                    ] as [String: Any]
+                },
                 "audit": try await audit.map {
                     [
                         "at": ConsoleFormat.time($0.createdAt), "actor": $0.actor, "action": $0.action.rawValue,
