@@ -36,6 +36,11 @@ struct SubmitCommand: AsyncParsableCommand {
             valueName: "key=value"))
     var metadataPairs: [String] = []
 
+    @Option(help: "An APNs device token (hex, as Xcode's console shows an app's) to get a push when the job ends.")
+    var pushToken: String?
+    @Option(help: "The push token's APNs environment: sandbox (a development build) or production.")
+    var pushEnvironment: APNsEnvironment = .production
+
     @Flag(
         help:
             "Upload in parts that survive a dropped network or an interrupted run: run the same command again to send only the missing parts (S3 storage)."
@@ -60,7 +65,12 @@ struct SubmitCommand: AsyncParsableCommand {
             }
             let choices = try choiceOptions.choices(target: Double(duration), quality: quality)
             let metadata = try Self.metadata(metadataPairs)
+            let push = try pushToken.map(Self.deviceToken)
             let client = try await options.client()
+            if let push {
+                let registered = try await client.registerPush(deviceToken: push, environment: pushEnvironment)
+                print("push: this device's jobs are pushed to \(registered.token.prefix(8))… (\(registered.environment))")
+            }
             let bar = TransferBar(label: "Uploading")
             let accepted: UploadAccepted
             if resumable {
@@ -94,6 +104,18 @@ struct SubmitCommand: AsyncParsableCommand {
         }
     }
 
+    /// `--push-token` as bytes: an even number of hex digits.
+    static func deviceToken(_ hex: String) throws -> Data {
+        let digits = Array(hex.utf8)
+        guard digits.count >= 64, digits.count.isMultiple(of: 2),
+            let bytes = Optional(
+                stride(from: 0, to: digits.count, by: 2).compactMap {
+                    UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)
+                }), bytes.count * 2 == digits.count
+        else { throw ValidationError("--push-token takes the APNs device token as hex digits (64 for today's tokens).") }
+        return Data(bytes)
+    }
+
     /// `--metadata key=value` options as one object, checked as the server checks it.
     static func metadata(_ pairs: [String]) throws -> [String: String]? {
         var values: [String: String] = [:]
@@ -108,3 +130,5 @@ struct SubmitCommand: AsyncParsableCommand {
         do { return try JobMetadata.check(values) } catch { throw ValidationError(error.message) }
     }
 }
+
+extension APNsEnvironment: ExpressibleByArgument {}

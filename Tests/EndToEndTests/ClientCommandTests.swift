@@ -41,9 +41,14 @@ struct ClientCommandTests {
             let json = try Self.cli(["status", id, "--server", base, "--json"], config: config, in: folder)
             let shown = try CurlAPI.json(json.out)["metadata"] as? [String: String]
             #expect(shown == ["album": "Summer 2026", "formula": "a=b"], "\(json.out)")
-            for pairs in [["--metadata", "album"], ["--metadata", "a=1", "--metadata", "a=2"]] {
+            // A push token: refused before the upload by a server without APNs, and when it is no hex.
+            let noPush = try Self.cli(
+                ["submit", TestFootage.twentySeconds, "--server", base, "--push-token", String(repeating: "ab", count: 32)], config: config,
+                in: folder)
+            #expect(noPush.status == 1 && noPush.err.contains("push_unavailable") && !noPush.err.contains("Uploading"), "\(noPush.err)")
+            for pairs in [["--metadata", "album"], ["--metadata", "a=1", "--metadata", "a=2"], ["--push-token", "xyz"]] {
                 let bad = try Self.cli(["submit", TestFootage.twentySeconds, "--server", base] + pairs, config: config, in: folder)
-                #expect(bad.status == 64 && bad.err.contains("--metadata"), "\(pairs): \(bad.status) \(bad.err)")
+                #expect(bad.status == 64 && bad.err.contains(pairs[0]), "\(pairs): \(bad.status) \(bad.err)")
             }
             let download = try Self.cli(["download", id, "--server", base, "-o", "again.mp4"], config: config, in: folder)
             #expect(download.status == 0, "\(download.err)")

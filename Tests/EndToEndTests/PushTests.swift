@@ -24,7 +24,7 @@ struct PushTests {
     static func token(_ first: Character) -> String { String(first) + String(repeating: "0", count: 63) }
 
     @Test(
-        "Each job's end is pushed: JWT reused, headers and payload as APNs wants; 410 and BadDeviceToken remove the token, 429 and ExpiredProviderToken retry, others recorded"
+        "Each job's end is pushed: JWT reused, headers and payload as APNs wants; 410 and BadDeviceToken remove the token, 429, 503 and ExpiredProviderToken retry, others recorded"
     )
     func pushes() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("moments-apns-\(UUID().uuidString)")
@@ -99,7 +99,7 @@ struct PushTests {
                 // Devices whose tokens APNs answers otherwise; their jobs fail in the database (the
                 // trigger writes the push in the same statement, as when a worker fails a job).
                 var owners: [Character: (device: UUID, job: UUID)] = [:]
-                for first: Character in ["b", "c", "d", "e", "f"] {
+                for first: Character in ["b", "c", "d", "e", "f", "1"] {
                     let hash = SHA256.hash(data: Data(UUID().uuidString.utf8)).map { String(format: "%02x", $0) }.joined()
                     let other = try await store.registerDevice(tokenSHA256: hash, name: "\(first)")
                     _ = try await store.setPushToken(device: other.id, token: Self.token(first), environment: .production)
@@ -115,7 +115,7 @@ struct PushTests {
                     for id in [done] + owners.values.map(\.job) {
                         if try await store.pushDeliveries(job: id).contains(where: { $0.state != "waiting" }) { finished += 1 }
                     }
-                    return finished == 6
+                    return finished == 7
                 }
                 let requests = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").compactMap {
                     try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -144,10 +144,12 @@ struct PushTests {
                     #expect(pushes.count == 1 && pushes[0].state == "given up" && pushes[0].lastReason == reason, "\(pushes)")
                     #expect(try await store.pushToken(device: owners[first]!.device) == nil, "\(first)'s token removed")
                 }
-                // 429: tried again, then delivered; the token kept.
-                let throttled = try await deliveries("d")
-                #expect(throttled.first?.state == "delivered" && throttled.first?.attempts == 2, "\(throttled)")
-                #expect(try await store.pushToken(device: owners["d"]!.device) != nil)
+                // 429 and 503: tried again, then delivered; the token kept.
+                for first: Character in ["d", "1"] {
+                    let retried = try await deliveries(first)
+                    #expect(retried.first?.state == "delivered" && retried.first?.attempts == 2, "\(first): \(retried)")
+                    #expect(try await store.pushToken(device: owners[first]!.device) != nil)
+                }
                 // ExpiredProviderToken: a new JWT at once, then delivered.
                 let expired = try await deliveries("e")
                 #expect(expired.first?.state == "delivered" && expired.first?.attempts == 2, "\(expired)")
