@@ -77,11 +77,7 @@ struct DevicesController: Sendable {
     /// its name, as the App Store asks of apps that make accounts. The same token may ask again: it
     /// finishes what storage cut short and answers with the first erasure's time.
     private func erase(_ context: MomentsRequestContext) async throws -> DeviceErasure {
-        guard case .device(let device) = context.identity else {
-            throw APIError(
-                .unauthorized, .authRequired, "Send the device's token as 'Authorization: Bearer <token>' to erase it.",
-                headers: AuthenticationMiddleware.challenge)
-        }
+        let device = try Self.device(context)
         do {
             let (erasedAt, count) = try await jobs.erase(device: device, storage: storage)
             context.logger.notice("device erased", metadata: ["device": "\(device.id)", "jobs": "\(count)"])

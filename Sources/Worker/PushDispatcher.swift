@@ -29,7 +29,13 @@ public struct PushConfiguration: Sendable {
 
     /// The configuration the environment gives; nil when `APNS_KEY_ID` is not set (pushes off).
     public static func from(_ environment: Settings) throws(SettingError) -> PushConfiguration? {
-        guard let keyID = environment["APNS_KEY_ID"], !keyID.isEmpty else { return nil }
+        guard let keyID = environment["APNS_KEY_ID"], !keyID.isEmpty else {
+            // Half a configuration would leave pushes off without a word.
+            if let set = ["APNS_KEY_FILE", "APNS_KEY", "APNS_TEAM_ID", "APNS_TOPIC"].first(where: { !(environment[$0] ?? "").isEmpty }) {
+                throw SettingError("\(set) is set but APNS_KEY_ID is not: set the key's id too (or neither, for no pushes).")
+            }
+            return nil
+        }
         var key = environment["APNS_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         if key == nil, let path = environment["APNS_KEY_FILE"], !path.isEmpty {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
@@ -44,15 +50,15 @@ public struct PushConfiguration: Sendable {
         guard let team = environment["APNS_TEAM_ID"], !team.isEmpty, let topic = environment["APNS_TOPIC"], !topic.isEmpty else {
             throw SettingError("APNS_KEY_ID is set: set APNS_TEAM_ID (your team's id) and APNS_TOPIC (the app's bundle id) too.")
         }
-        func host(_ name: String, _ standard: String) throws(SettingError) -> String {
-            let text = environment[name].flatMap { $0.isEmpty ? nil : $0 } ?? standard
+        func host(_ value: String?, _ name: String, _ standard: String) throws(SettingError) -> String {
+            let text = value.flatMap { $0.isEmpty ? nil : $0 } ?? standard
             guard text.hasPrefix("https://"), URL(string: text)?.host != nil else { throw SettingError("\(name) must be an https:// URL.") }
             return text.hasSuffix("/") ? String(text.dropLast()) : text
         }
         return PushConfiguration(
             key: key, keyID: keyID, teamID: team, topic: topic,
-            productionURL: try host("APNS_PRODUCTION_URL", "https://api.push.apple.com"),
-            sandboxURL: try host("APNS_SANDBOX_URL", "https://api.sandbox.push.apple.com"),
+            productionURL: try host(environment["APNS_PRODUCTION_URL"], "APNS_PRODUCTION_URL", "https://api.push.apple.com"),
+            sandboxURL: try host(environment["APNS_SANDBOX_URL"], "APNS_SANDBOX_URL", "https://api.sandbox.push.apple.com"),
             caFile: environment["APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 },
             maxAttempts: try Setting.integer("PUSH_MAX_ATTEMPTS", in: environment, default: 8, range: 1...50),
             retryBase: .seconds(try Setting.integer("PUSH_RETRY_BASE_SECONDS", in: environment, default: 10, range: 1...3600)))

@@ -195,6 +195,8 @@ struct AdminCommandTests {
             ("api", "RATE_LIMIT_UPLOADS_PER_OWNER", "-1"), ("migrate", "DATABASE_URL", "mysql://db/moments"),
             ("worker", "REDIS_URL", "rediss://cache:6380"), ("worker", "STORAGE_URL", "ftp://files/moments"),
             ("worker", "OTEL_EXPORTER_OTLP_ENDPOINT", "otel-collector:4318"), ("api", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector"),
+            ("worker", "APNS_KEY_ID", "KEY1234567"), ("worker", "APNS_KEY_FILE", "/nonexistent/AuthKey.p8"),
+            ("api", "URL_SIGNING_SECRET", "short"), ("api", "PLAYBACK_URL_SECONDS", "5"),
         ])
     func badSettings(role: String, variable: String, value: String) throws {
         var environment = [
