@@ -172,6 +172,10 @@ public enum TestServices {
             posix_spawn_file_actions_addopen(
                 &actions, descriptor, path ?? "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         }
+        // Nothing else of this process goes with the child: Foundation's `Process` keeps sockets
+        // and pipes of its own children without close-on-exec, and a long-lived child (a test's
+        // own server) holding them keeps other tests from seeing their children end.
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
         // The calling thread (a concurrency or dispatch thread) may block signals, and a child
         // inherits that mask: it would ignore SIGTERM. Start it with none blocked, defaults restored.
         var attributes = posix_spawnattr_t()
@@ -196,6 +200,13 @@ public enum TestServices {
         }
         return pid
     }
+
+    /// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`, looked up at run time (Swift's Glibc
+    /// module does not declare it); nil on an older C library.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
+    }()
 
     /// Waits for a spawned process to end and answers its exit code, or the number of the signal
     /// that ended it (as Foundation's `terminationStatus` says).
