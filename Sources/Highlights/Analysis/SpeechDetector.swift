@@ -70,6 +70,17 @@ struct SpeechDetector {
         hann = (0..<Self.spectrumSize).map { Float(0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(Self.spectrumSize))) }
     }
 
+    /// A detector whose frames were measured already (one value per frame in each array), for
+    /// deciding spans on features made by hand.
+    init(loudness: [Float], periodicity: [Float], pitch: [Float], shapeChange: [Float]) {
+        precondition(Set([loudness.count, periodicity.count, pitch.count, shapeChange.count]).count == 1, "one value per frame")
+        self.init()
+        self.loudness = loudness
+        self.periodicity = periodicity
+        self.pitch = pitch
+        self.shapeChange = shapeChange
+    }
+
     /// Adds samples (16 kHz mono) and measures every frame they complete.
     mutating func feed(_ samples: UnsafeBufferPointer<Float>) {
         raw.append(contentsOf: samples)
@@ -213,18 +224,19 @@ struct SpeechDetector {
             // The words next to this run bound its growth: it stops a pause short of them, and
             // they decide themselves whether they join it (over traffic, a hum in a pause once
             // carried the reach from one sentence into the next).
+            // (A word's pause may reach past either end of the sound, so every range below is clamped.)
             let before = nextWord > 0 ? words[nextWord - 1].upperBound : -mergeGap
             let following = nextWord < words.count && words[nextWord] == core ? nextWord + 1 : nextWord
             let after = following < words.count ? words[following].lowerBound : n + mergeGap
             let first =
                 grows
                 ? Self.reach(
-                    from: core.lowerBound - 1, by: -1, within: max(0, before + mergeGap)..<n,
+                    from: core.lowerBound - 1, by: -1, within: min(n, max(0, before + mergeGap))..<n,
                     through: sound, to: word) : core.lowerBound
             let last =
                 grows
                 ? Self.reach(
-                    from: core.upperBound, by: 1, within: 0..<min(n, after - mergeGap),
+                    from: core.upperBound, by: 1, within: 0..<max(0, min(n, after - mergeGap)),
                     through: sound, to: word) : core.upperBound - 1
             // Unvoiced sounds at the ends (s, t, f) and a sentence's fading last syllable: the
             // frames next to the voiced ones 4 dB above both the floor and the quietest frame
