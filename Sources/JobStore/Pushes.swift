@@ -83,21 +83,13 @@ extension JobStore {
         }
     }
 
-    /// Takes up to `limit` due pushes and moves their next attempt `lease` ahead (as webhooks are
-    /// taken: `SKIP LOCKED`, so each attempt is made by one sender).
+    /// Takes up to `limit` due pushes and moves their next attempt `lease` ahead (see `Outbox`).
     public func takeDuePushes(limit: Int, lease: Duration) async throws(JobStoreError) -> [PushDelivery] {
         try await database("take due pushes") { connection, logger in
             let rows = try await connection.query(
-                """
-                WITH due AS (
-                    SELECT id FROM push_deliveries
-                    WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
-                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                UPDATE push_deliveries d SET attempts = d.attempts + 1, last_attempt_at = now(),
-                    next_attempt_at = now() + make_interval(secs => \(lease.inSeconds))
-                FROM due WHERE d.id = due.id
-                RETURNING d.id, d.job_id, d.device_id, d.token, d.environment, d.event, d.attempts
-                """, logger: logger)
+                Outbox.pushes.takeDue(
+                    limit: limit, lease: lease, returning: "d.id, d.job_id, d.device_id, d.token, d.environment, d.event, d.attempts"),
+                logger: logger)
             var pushes: [PushDelivery] = []
             for try await (id, job, device, token, environment, event, attempt)
                 in rows.decode((Int64, UUID, UUID, String, String, String, Int).self)
@@ -113,24 +105,13 @@ extension JobStore {
 
     /// Records how a push attempt went.
     public func recordPushAttempt(_ push: PushDelivery, _ outcome: PushAttemptOutcome) async throws(JobStoreError) {
-        try await database("record the push attempt") { connection, logger -> Void in
+        let query =
             switch outcome {
-            case .delivered:
-                try await connection.query(
-                    "UPDATE push_deliveries SET delivered_at = now(), last_status = 200, last_reason = NULL WHERE id = \(push.id)",
-                    logger: logger)
-            case .failed(let status, let reason, let retryAt?):
-                try await connection.query(
-                    """
-                    UPDATE push_deliveries SET next_attempt_at = \(retryAt), last_status = \(status), last_reason = \(reason) WHERE id = \(push.id)
-                    """, logger: logger)
-            case .failed(let status, let reason, nil):
-                try await connection.query(
-                    """
-                    UPDATE push_deliveries SET gave_up_at = now(), last_status = \(status), last_reason = \(reason) WHERE id = \(push.id)
-                    """, logger: logger)
+            case .delivered: Outbox.pushes.record(push.id, .delivered, status: 200, detail: nil)
+            case .failed(let status, let reason, let retryAt?): Outbox.pushes.record(push.id, .retry(at: retryAt), status: status, detail: reason)
+            case .failed(let status, let reason, nil): Outbox.pushes.record(push.id, .gaveUp, status: status, detail: reason)
             }
-        }
+        try await database("record the push attempt") { connection, logger -> Void in try await connection.query(query, logger: logger) }
     }
 
     /// A job's pushes, oldest first.

@@ -25,22 +25,12 @@ public enum WebhookAttemptOutcome: Sendable, Equatable {
 }
 
 extension JobStore {
-    /// Takes up to `limit` deliveries that are due and moves their next attempt `lease` ahead, so a
-    /// sender that dies mid-request leaves them to be tried again then. Several senders never take
-    /// the same row (`SKIP LOCKED`).
+    /// Takes up to `limit` deliveries that are due and moves their next attempt `lease` ahead (see `Outbox`).
     public func takeDueWebhooks(limit: Int, lease: Duration) async throws(JobStoreError) -> [WebhookDelivery] {
         try await database("take due webhooks") { connection, logger in
             let rows = try await connection.query(
-                """
-                WITH due AS (
-                    SELECT id FROM webhook_deliveries
-                    WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
-                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                UPDATE webhook_deliveries d SET attempts = d.attempts + 1, last_attempt_at = now(),
-                    next_attempt_at = now() + make_interval(secs => \(lease.inSeconds))
-                FROM due WHERE d.id = due.id
-                RETURNING d.id, d.job_id, d.endpoint_id, d.url, d.event, d.attempts
-                """, logger: logger)
+                Outbox.webhooks.takeDue(limit: limit, lease: lease, returning: "d.id, d.job_id, d.endpoint_id, d.url, d.event, d.attempts"),
+                logger: logger)
             var deliveries: [WebhookDelivery] = []
             for try await (id, job, endpoint, url, event, attempt) in rows.decode((Int64, UUID?, UUID?, String, String, Int).self) {
                 deliveries.append(WebhookDelivery(id: id, jobID: job, endpointID: endpoint, url: url, event: event, attempt: attempt))
@@ -51,28 +41,13 @@ extension JobStore {
 
     /// Records how an attempt went.
     public func recordWebhookAttempt(_ delivery: WebhookDelivery, _ outcome: WebhookAttemptOutcome) async throws(JobStoreError) {
-        try await database("record the webhook attempt") { connection, logger -> Void in
+        let query =
             switch outcome {
-            case .delivered(let status):
-                try await connection.query(
-                    """
-                    UPDATE webhook_deliveries SET delivered_at = now(), last_status = \(status), last_error = NULL
-                    WHERE id = \(delivery.id)
-                    """, logger: logger)
-            case .failed(let status, let error, let retryAt?):
-                try await connection.query(
-                    """
-                    UPDATE webhook_deliveries SET next_attempt_at = \(retryAt), last_status = \(status), last_error = \(error)
-                    WHERE id = \(delivery.id)
-                    """, logger: logger)
-            case .failed(let status, let error, nil):
-                try await connection.query(
-                    """
-                    UPDATE webhook_deliveries SET gave_up_at = now(), last_status = \(status), last_error = \(error)
-                    WHERE id = \(delivery.id)
-                    """, logger: logger)
+            case .delivered(let status): Outbox.webhooks.record(delivery.id, .delivered, status: status, detail: nil)
+            case .failed(let status, let error, let retryAt?): Outbox.webhooks.record(delivery.id, .retry(at: retryAt), status: status, detail: error)
+            case .failed(let status, let error, nil): Outbox.webhooks.record(delivery.id, .gaveUp, status: status, detail: error)
             }
-        }
+        try await database("record the webhook attempt") { connection, logger -> Void in try await connection.query(query, logger: logger) }
     }
 
     /// Every delivery of a job's webhooks, oldest first.

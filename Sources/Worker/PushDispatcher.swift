@@ -135,19 +135,9 @@ public struct PushDispatcher: Sendable {
             logger.info("pushes off: APNS_KEY_ID is not set")
             return
         }
-        while !Task.isCancelled {
-            let due: [PushDelivery]
-            do {
-                due = try await store.takeDuePushes(limit: 16, lease: .seconds(60))
-            } catch {
-                logger.warning("pushes not read", metadata: ["error": "\(error)"])
-                due = []
-            }
-            await withTaskGroup(of: Void.self) { group in
-                for push in due { group.addTask { await self.deliver(push, configuration: configuration, provider: provider) } }
-            }
-            if due.isEmpty { try? await Task.sleep(for: configuration.pollInterval) }
-        }
+        await OutboxSender.run(
+            "pushes", every: configuration.pollInterval, logger: logger, take: { try await store.takeDuePushes(limit: 16, lease: .seconds(60)) },
+            send: { await self.deliver($0, configuration: configuration, provider: provider) })
     }
 
     func deliver(_ push: PushDelivery, configuration: PushConfiguration, provider: ProviderToken) async {

@@ -88,20 +88,11 @@ public struct WebhookDispatcher: Sendable {
     /// Sends due webhooks until the task is cancelled.
     public func run() async {
         if configuration.secret == nil { logger.info("no WEBHOOK_SECRET: only the operator's webhook endpoints get webhooks") }
-        while !Task.isCancelled {
-            let due: [WebhookDelivery]
-            do {
-                // The lease outlasts one attempt, so a process that dies mid-request leaves the row to be retried.
-                due = try await store.takeDueWebhooks(limit: 16, lease: .seconds(configuration.timeoutSeconds * 3 + 30))
-            } catch {
-                logger.warning("webhooks not read", metadata: ["error": "\(error)"])
-                due = []
-            }
-            await withTaskGroup(of: Void.self) { group in
-                for delivery in due { group.addTask { await self.deliver(delivery) } }
-            }
-            if due.isEmpty { try? await Task.sleep(for: configuration.pollInterval) }
-        }
+        // The lease outlasts one attempt, so a process that dies mid-request leaves the row to be retried.
+        let lease = Duration.seconds(configuration.timeoutSeconds * 3 + 30)
+        await OutboxSender.run(
+            "webhooks", every: configuration.pollInterval, logger: logger,
+            take: { try await store.takeDueWebhooks(limit: 16, lease: lease) }, send: { await self.deliver($0) })
     }
 
     func deliver(_ delivery: WebhookDelivery) async {
