@@ -3,33 +3,20 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobStore
+import MomentsSupport
 
 /// Device tokens: `mdt_` and 43 characters of base64url (256 random bits). The database keeps only
 /// the SHA-256, so a leaked table does not leak tokens.
 enum DeviceToken {
     static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return "mdt_"
-            + Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return "mdt_" + Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
     /// The SHA-256 of `token` in lower-case hex, as `devices.token_sha256` keeps it.
     static func sha256(_ token: String) -> String {
-        let digest = SHA256.hash(data: Array(token.utf8))
-        return String(unsafeUninitializedCapacity: 64) { text in
-            var index = 0
-            for byte in digest {
-                text[index] = hexDigits[Int(byte >> 4)]
-                text[index + 1] = hexDigits[Int(byte & 0x0f)]
-                index += 2
-            }
-            return index
-        }
+        Hex.lowercase(SHA256.hash(data: Array(token.utf8)))
     }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// The SHA-256 of the request's bearer token; nil when it sends no `Authorization` header, 401
     /// `invalid_token` when the header is not `Bearer <token>`.

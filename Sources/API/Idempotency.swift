@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Jobs
+import MomentsSupport
 
 /// `Idempotency-Key` on the submissions (`POST /api/v1/upload`, `POST /api/v1/uploads`), as
 /// Stripe and the IETF draft define it: a client that lost the answer (a dropped connection, a
@@ -59,6 +60,6 @@ struct Idempotency: Sendable {
             hasher.update(data: Data("\(name.utf8.count):\(name)=\(value.utf8.count):\(value);".utf8))
         }
         if let fileDigest { hasher.update(data: Data("file=".utf8) + fileDigest) }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return Hex.lowercase(hasher.finalize())
     }
 }

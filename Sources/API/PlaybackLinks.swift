@@ -86,7 +86,6 @@ struct PlaybackLinks: Sendable {
     /// Hex HMAC-SHA256 of `v1`, the job id (lower case), the file and the expiry time, one a line.
     private func signature(_ job: String, _ file: File, _ expires: Int64) -> String {
         let text = "v1\n\(job)\n\(file.rawValue)\n\(expires)"
-        return HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: keyBytes))
-            .map { String(format: "%02x", $0) }.joined()
+        return Hex.lowercase(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: keyBytes)))
     }
 }

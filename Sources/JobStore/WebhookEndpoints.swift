@@ -1,4 +1,5 @@
 import Foundation
+import MomentsSupport
 import PostgresNIO
 
 /// An operator's webhook endpoint: every job's end is POSTed there, signed with its own secret.
@@ -26,8 +27,7 @@ public struct WebhookEndpoint: Sendable, Equatable {
 
     /// `whsec_` and 64 hex digits (256 random bits).
     public static func newSecret() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return "whsec_" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+        "whsec_" + Hex.random(bytes: 32)
     }
 
     typealias Row = (UUID, String, String, String?, Date?, String?, Date, Date?, Date?)

@@ -96,15 +96,10 @@ final class ProviderToken: Sendable {
     static func sign(_ configuration: PushConfiguration, issued: Date) throws -> String {
         let header = #"{"alg":"ES256","kid":"\#(configuration.keyID)"}"#
         let claims = #"{"iss":"\#(configuration.teamID)","iat":\#(Int(issued.timeIntervalSince1970))}"#
-        let input = base64url(Data(header.utf8)) + "." + base64url(Data(claims.utf8))
+        let input = Base64URL.encode(header.utf8) + "." + Base64URL.encode(claims.utf8)
         let key = try P256.Signing.PrivateKey(pemRepresentation: configuration.key)
         let signature = try key.signature(for: Data(input.utf8))
-        return input + "." + base64url(signature.rawRepresentation)
-    }
-
-    static func base64url(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 }
 

@@ -241,7 +241,7 @@ public struct WebhookDispatcher: Sendable {
         var signed = Data("\(timestamp).".utf8)
         signed.append(body)
         let macs = secrets.map { secret in
-            HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8))).map { String(format: "%02x", $0) }.joined()
+            Hex.lowercase(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8))))
         }
         return "t=\(timestamp)" + macs.map { ",v1=\($0)" }.joined()
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MomentsSupport
 import Testing
 
 @testable import Storage
@@ -67,7 +68,7 @@ struct SigV4SignerTests {
                         return (parts[0].removingPercentEncoding ?? parts[0], parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : "")
                     }
                 } ?? []
-            let hash = SigV4Signer.hex(SHA256.hash(data: Data(body.utf8)))
+            let hash = Hex.lowercase(SHA256.hash(data: Data(body.utf8)))
             return SigV4Request(method: method, path: path, query: query, headers: headers, payloadHash: hash)
         }
     }

@@ -33,10 +33,9 @@ struct ConsoleKeys: Sendable {
 
     /// The cookie value that carries a new session for `name`.
     func newSession(name: String, now: Date = Date()) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let nonce = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+        let nonce = Hex.random(bytes: 16)
         let expires = Int64(now.timeIntervalSince1970 + lifetime.inSeconds)
-        let payload = "v1.\(expires).\(nonce).\(Self.base64url(Data(name.utf8)))"
+        let payload = "v1.\(expires).\(nonce).\(Base64URL.encode(name.utf8))"
         return payload + "." + mac(payload)
     }
 
@@ -46,7 +45,7 @@ struct ConsoleKeys: Sendable {
         guard parts.count == 5, parts[0] == "v1", let expires = Int64(parts[1]), parts[2].count == 32 else { return nil }
         let payload = parts[0..<4].joined(separator: ".")
         guard MetricsController.equalInConstantTime(mac(payload), parts[4]) else { return nil }
-        guard Double(expires) > now.timeIntervalSince1970, let nameData = Self.unbase64url(parts[3]) else { return nil }
+        guard Double(expires) > now.timeIntervalSince1970, let nameData = Base64URL.decode(parts[3]) else { return nil }
         return ConsoleSession(
             name: String(decoding: nameData, as: UTF8.self), expires: Date(timeIntervalSince1970: Double(expires)),
             nonce: parts[2], csrf: csrf(parts[2]))
@@ -58,17 +57,6 @@ struct ConsoleKeys: Sendable {
     private func csrf(_ nonce: String) -> String { mac("csrf.\(nonce)") }
 
     private func mac(_ text: String) -> String {
-        HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: keyBytes)).map { String(format: "%02x", $0) }.joined()
-    }
-
-    static func base64url(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func unbase64url(_ text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
+        Hex.lowercase(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: keyBytes)))
     }
 }

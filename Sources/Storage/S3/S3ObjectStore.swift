@@ -212,7 +212,7 @@ public struct S3ObjectStore: ResumableObjectStore {
         let xml = Array("<CompleteMultipartUpload>\(items.joined())</CompleteMultipartUpload>".utf8)
         let completed = try await send(
             "POST", key: key, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")],
-            payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
+            payloadHash: Hex.lowercase(SHA256.hash(data: xml)), body: .bytes(xml),
             what: "finish the upload of \(key)")
         // S3 may answer 200 and still report an error in the body.
         if let code = Self.xmlValue("Code", in: completed.body) {
@@ -296,7 +296,7 @@ public struct S3ObjectStore: ResumableObjectStore {
             let completed = try await send(
                 "POST", key: key, query: [("uploadId", uploadID)],
                 headers: [("Content-Type", "application/xml")],
-                payloadHash: SigV4Signer.hex(SHA256.hash(data: xml)), body: .bytes(xml),
+                payloadHash: Hex.lowercase(SHA256.hash(data: xml)), body: .bytes(xml),
                 what: "finish the upload of \(key)")
             // S3 may answer 200 and still report an error in the body.
             if let code = Self.xmlValue("Code", in: completed.body) {
@@ -451,6 +451,6 @@ public struct S3ObjectStore: ResumableObjectStore {
         } catch {
             throw StorageError(.ioError, "The file \(file.lastPathComponent) could not be read.")
         }
-        return SigV4Signer.hex(hasher.finalize())
+        return Hex.lowercase(hasher.finalize())
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MomentsSupport
 
 /// Credentials for AWS Signature Version 4. `description` never shows the secret.
 public struct SigV4Credentials: Sendable, CustomStringConvertible {
@@ -207,7 +208,7 @@ public struct SigV4Signer: Sendable {
 
     /// The string to sign for `canonicalRequest`, and its signature with this day's derived key.
     private func sign(_ canonicalRequest: String, longDate: String, shortDate: String) -> (stringToSign: String, signature: String) {
-        let stringToSign = [Self.algorithm, longDate, scope(shortDate), Self.hex(SHA256.hash(data: Data(canonicalRequest.utf8)))]
+        let stringToSign = [Self.algorithm, longDate, scope(shortDate), Hex.lowercase(SHA256.hash(data: Data(canonicalRequest.utf8)))]
             .joined(separator: "\n")
         func hmac(_ key: SymmetricKey, _ text: String) -> SymmetricKey {
             SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key))
@@ -215,12 +216,7 @@ public struct SigV4Signer: Sendable {
         var key = SymmetricKey(data: Data("AWS4\(credentials.secretAccessKey)".utf8))
         for part in [shortDate, region, service, "aws4_request"] { key = hmac(key, part) }
         let code = HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key)
-        return (stringToSign, Self.hex(code))
-    }
-
-    /// Lower-case hex of bytes (digests, authentication codes).
-    public static func hex<D: Sequence>(_ bytes: D) -> String where D.Element == UInt8 {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        return (stringToSign, Hex.lowercase(code))
     }
 
     /// `20150830T123600Z` and `20150830`, in UTC.
