@@ -40,6 +40,15 @@ public struct APIError: HTTPResponseError, Equatable {
         APIError(.notFound, .jobNotFound, "There is no job with this id.")
     }
 
+    /// Storage failed part-way through erasing a job or a device: the files are no longer served,
+    /// and asking again finishes it.
+    static func erasureCutShort(_ error: StorageError) -> APIError {
+        APIError(
+            .serviceUnavailable, .serviceUnavailable,
+            "The files could not all be deleted just now (storage: \(error.message)). They are no longer served; ask again to finish.",
+            headers: [.retryAfter: "5"])
+    }
+
     static let serviceUnavailable = APIError(
         .serviceUnavailable, .serviceUnavailable,
         "The service is busy or a part of it is down. Please try again in a minute.")

@@ -83,7 +83,7 @@ struct DevicesController: Sendable {
             context.logger.notice("device erased", metadata: ["device": "\(device.id)", "jobs": "\(count)"])
             return DeviceErasure(deviceID: device.id, erasedAt: erasedAt, jobsErased: count)
         } catch let error as StorageError {
-            throw JobsController.erasureCutShort(error)
+            throw APIError.erasureCutShort(error)
         }
     }
 

@@ -252,16 +252,8 @@ struct JobsController: Sendable {
             context.logger.notice("job erased", metadata: ["job_id": "\(job.id.uuidString.lowercased())"])
             return JobDetails(erased, links: links(request))
         } catch let error as StorageError {
-            throw Self.erasureCutShort(error)
+            throw APIError.erasureCutShort(error)
         }
-    }
-
-    /// Storage failed part-way through an erasure: the files are no longer served, and asking again finishes it.
-    static func erasureCutShort(_ error: StorageError) -> APIError {
-        APIError(
-            .serviceUnavailable, .serviceUnavailable,
-            "The files could not all be deleted just now (storage: \(error.message)). They are no longer served; ask again to finish.",
-            headers: [.retryAfter: "5"])
     }
 
     /// A stored object: a redirect to a short-lived signed storage URL, or (local storage) the
