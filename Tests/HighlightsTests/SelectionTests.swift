@@ -221,35 +221,4 @@ struct SelectionTests {
         let written = try JSONDecoder().decode(HighlightChoices.self, from: JSONEncoder().encode(HighlightChoices(fps: .source)))
         #expect(written.fps == .source)
     }
-
-    /// Two sentences 0.5 s apart (one utterance of 6.6 s, across the cut at 30 s) over the planted
-    /// event: longer than the 6 s a segment prefers, shorter than the 8 s it may take to keep
-    /// one whole.
-    static let sentences = [SpeechSpan(start: 24.4, end: 27.6), SpeechSpan(start: 28.1, end: 31.0)]
-
-    @Test("an utterance a little longer than a segment prefers is played whole; under a chosen max_segment it is cut at its pause")
-    func utteranceStretchesASegment() throws {
-        var analysis = try analysis()
-        analysis.speech = Self.sentences
-        let utterance = Self.sentences[0].start...Self.sentences[1].end
-        let free = SegmentSelector.select(from: analysis, target: Self.target)
-        let context = "segments \(free.segments.map { ($0.start, $0.end) })"
-        let holder = try #require(
-            free.segments.first { $0.start < utterance.upperBound && utterance.lowerBound < $0.end }, "\(context): the event's utterance is not shown"
-        )
-        #expect(holder.start <= utterance.lowerBound && holder.end >= utterance.upperBound, "\(context): the utterance is cut")
-        #expect(holder.duration <= SegmentRules.standard.longestForSpeech + 0.5 + 1e-6, "\(context)")
-        #expect(abs(free.total - Self.target) <= SegmentSelector.tolerance, "\(context): total \(free.total)")
-
-        // max_segment=6 is a promise: the utterance is cut, at its one pause and nowhere else.
-        let rules = SegmentRules(HighlightChoices(maxSegment: 6), target: Self.target)
-        let capped = SegmentSelector.select(from: analysis, target: Self.target, rules: rules)
-        let cappedContext = "max_segment 6: segments \(capped.segments.map { ($0.start, $0.end) })"
-        for segment in capped.segments {
-            #expect(segment.duration <= 6 + SegmentRules.slack(for: analysis), "\(cappedContext)")
-            for edge in [segment.start, segment.end] {
-                #expect(!Self.sentences.contains { $0.start < edge && edge < $0.end }, "\(cappedContext): \(edge) cuts a sentence")
-            }
-        }
-    }
 }

@@ -48,12 +48,6 @@ public struct SegmentRules: Sendable, Equatable {
             capsEveryPass: choices.maxSegment != nil, count: choices.maxSegments, floorIsPromise: choices.minSegment != nil)
     }
 
-    /// The longest a segment may become to keep an utterance whole: 2 s past a `longest` the
-    /// rules only prefer (a sentence of 6.2 s is shown whole, not cut at its comma), `longest`
-    /// itself where the user chose it.
-    var longestForSpeech: Double { capsEveryPass ? longest : longest + Self.speechStretch }
-    static let speechStretch = 2.0
-
     /// How far a segment's length may miss the rules: a frame of `analysis`'s source, whichever
     /// grid the segments land on (not a fixed 50 ms: that is two and a half frames at 50 fps).
     static func slack(for analysis: Analysis) -> Double { analysis.info.nominalFrameInterval * 1.01 + 1e-6 }

@@ -158,34 +158,16 @@ public struct SpeechEdits: Sendable, Codable, Equatable {
 
 extension SegmentSelector {
     /// Candidate windows whose edges are `points` (pauses, cuts in pauses): every length the
-    /// rules allow, across cuts where a sentence runs over one, and longer (up to
-    /// `longestForSpeech` and its pauses' insets) where that holds an utterance no window of the
-    /// rules' lengths can. One from the pauses inside a long utterance scores less.
-    static func speechCandidates(_ analysis: Analysis, points: [EdgePoint], pauses: SpeechPauses, rules: SegmentRules) -> [Segment] {
+    /// rules allow, across cuts where a sentence runs over one. One from the pauses inside a long
+    /// utterance scores less.
+    static func speechCandidates(_ analysis: Analysis, points: [EdgePoint], rules: SegmentRules) -> [Segment] {
         let low = rules.lengths.min() ?? rules.shortest, high = max(rules.longest, rules.lengths.max() ?? 0)
-        let stretched = max(high, rules.longestForSpeech + 2 * SpeechPauses.slideClearance)
-        // What a window keeps whole: an utterance, or a part of one too long for any (between the
-        // points that split it).
-        let splits = points.filter(\.inner).map(\.time)
-        var pieces: [SpeechSpan] = []
-        for u in pauses.utterances {
-            var start = u.start
-            for t in splits where t > u.start && t < u.end {
-                pieces.append(SpeechSpan(start: start, end: t))
-                start = t
-            }
-            pieces.append(SpeechSpan(start: start, end: u.end))
-        }
-        let needsStretch = pieces.filter { $0.duration > high - 2 * SpeechPauses.slideClearance }
         var result: [Segment] = []
         for (k, a) in points.enumerated() {
             for b in points[(k + 1)...] {
                 let length = b.time - a.time
-                if length > stretched + 1e-9 { break }
+                if length > high + 1e-9 { break }
                 guard length >= low - 1e-9 else { continue }
-                if length > high + 1e-9 {
-                    guard needsStretch.contains(where: { $0.start >= a.time - 1e-9 && $0.end <= b.time + 1e-9 }) else { continue }
-                }
                 let penalty = a.inner || b.inner ? 0.7 : 1
                 result.append(
                     Segment(

@@ -21,11 +21,11 @@ public enum SegmentSelector {
         // Where someone speaks, the windows whose edges fall in pauses come first; the others stay
         // as a last resort, at half their score, their edges moved into pauses once chosen.
         let pauses = SpeechPauses(analysis.speech)
-        let points = pauses.isEmpty ? [] : pauses.edgePoints(shots: shots, duration: duration, longest: rules.longestForSpeech)
+        let points = pauses.isEmpty ? [] : pauses.edgePoints(shots: shots, duration: duration, longest: rules.longest)
         var candidates = makeCandidates(analysis, rules: rules)
         if !points.isEmpty {
             candidates =
-                speechCandidates(analysis, points: points, pauses: pauses, rules: rules)
+                speechCandidates(analysis, points: points, rules: rules)
                 + candidates.map { c in
                     var c = c
                     if !pauses.keepsWhole(c.start) || !pauses.keepsWhole(c.end) { c.score *= 0.5 }
