@@ -8,9 +8,9 @@ import Testing
 /// any length at any place, the first and last frames included, over quiet or loud backgrounds.
 @Suite("Speech spans: the rules on generated frames")
 struct SpeechSpanRulesTests {
-    /// Frames of `count`, with words (runs of loud, periodic frames whose pitch glides 10 cents a
-    /// frame and whose spectrum moves) of 1–40 frames, apart by 0–40 frames, from the first frame on
-    /// or after a random silence; loud periodic hum here and there between them.
+    /// 1–400 frames with runs of 1–40 frames, apart by 0–40, from the first frame on or after a
+    /// random silence: three runs in four are words (loud, periodic frames whose pitch moves by up
+    /// to 20 cents a frame and whose spectrum moves), one in four a loud periodic hum.
     static func frames(seed: UInt64) -> SpeechDetector {
         var rng = SplitMix64(seed: seed)
         let count = Int.random(in: 1...400, using: &rng)

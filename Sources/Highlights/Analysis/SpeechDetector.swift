@@ -224,7 +224,9 @@ struct SpeechDetector {
             // The words next to this run bound its growth: it stops a pause short of them, and
             // they decide themselves whether they join it (over traffic, a hum in a pause once
             // carried the reach from one sentence into the next).
-            // (A word's pause may reach past either end of the sound, so every range below is clamped.)
+            // (A word's pause may reach past either end of the sound, so the reach ranges below
+            // are clamped to it; the loudness slices further down hold, as `before <= start` and
+            // `stop <= after`.)
             let before = nextWord > 0 ? words[nextWord - 1].upperBound : -mergeGap
             let following = nextWord < words.count && words[nextWord] == core ? nextWord + 1 : nextWord
             let after = following < words.count ? words[following].lowerBound : n + mergeGap
