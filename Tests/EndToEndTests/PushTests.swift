@@ -100,7 +100,7 @@ struct PushTests {
                 // trigger writes the push in the same statement, as when a worker fails a job).
                 var owners: [Character: (device: UUID, job: UUID)] = [:]
                 for first: Character in ["b", "c", "d", "e", "f", "1"] {
-                    let hash = SHA256.hash(data: Data(UUID().uuidString.utf8)).map { String(format: "%02x", $0) }.joined()
+                    let hash = Hex.lowercase(SHA256.hash(data: Data(UUID().uuidString.utf8)))
                     let other = try await store.registerDevice(tokenSHA256: hash, name: "\(first)")
                     _ = try await store.setPushToken(device: other.id, token: Self.token(first), environment: .production)
                     let job = try await store.create(NewJob(owner: other.owner, sourceKey: "sources/\(first).mp4"))

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobStore
+import MomentsSupport
 import ServiceTestSupport
 import Testing
 
@@ -231,8 +232,7 @@ struct WebhookTests {
         guard let t = pieces.first(where: { $0.first == "t" })?.last else { return false }
         var signed = Data("\(t).".utf8)
         signed.append(body)
-        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8))).map { String(format: "%02x", $0) }
-            .joined()
+        let mac = Hex.lowercase(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Data(secret.utf8))))
         return pieces.contains { $0.count == 2 && $0[0] == "v1" && $0[1] == mac }
     }
 }

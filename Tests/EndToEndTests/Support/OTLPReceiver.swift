@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MomentsSupport
 
 /// A stand-in OpenTelemetry collector: an HTTP server that takes OTLP/HTTP trace exports
 /// (`POST /v1/traces`, protobuf, as swift-otel sends them by default) and decodes their spans.
@@ -181,5 +182,5 @@ enum OTLPTraceDecoder {
         return fields
     }
 
-    static func hex(_ bytes: ArraySlice<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: ArraySlice<UInt8>) -> String { Hex.lowercase(bytes) }
 }
