@@ -53,7 +53,8 @@ struct BeatTrackerRulesTests {
         #expect(grid.tempo.isFinite && BeatTracker.tempos.contains(grid.tempo.rounded()), "seed \(seed): tempo \(grid.tempo)")
         #expect(grid.beats.count >= 4, "seed \(seed): \(grid.beats.count) beats")
         #expect(zip(grid.beats, grid.beats.dropFirst()).allSatisfy { $0 < $1 }, "seed \(seed): beats out of order")
-        #expect(grid.beats.allSatisfy { $0 >= 3 && $0 <= 3 + seconds + 0.1 }, "seed \(seed): a beat outside 3…\(3 + seconds)")
+        // A beat is placed within its frame (three quarters into it), and every frame lies within the sound.
+        #expect(grid.beats.allSatisfy { $0 >= 3 && $0 <= 3 + seconds }, "seed \(seed): a beat outside 3…\(3 + seconds)")
         #expect(grid.downbeats.allSatisfy { grid.beats.contains($0) }, "seed \(seed): a downbeat that is no beat")
     }
 }
