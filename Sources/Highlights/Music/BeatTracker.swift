@@ -123,13 +123,24 @@ struct BeatTracker {
         let rises = onsets()
         guard rises.sorted()[n * 99 / 100] >= Self.faintest else { return nil }
         let envelope = Self.normalised(rises)
-        guard let (period, strength, later) = Self.tempo(of: envelope), strength >= Self.weakest, later >= Self.sustained,
-            Double(n) >= 4 * period
+        guard let (best, rival) = Self.tempo(of: envelope), best.strength >= Self.weakest, best.later >= Self.sustained,
+            Double(n) >= 4 * best.period
         else { return nil }
         // Beats only where there is music: not in the silence before or after it. A beat inside
         // it stays, however quiet its frame (a lossy encoder may silence the moment before a bar).
         guard let first = loudness.firstIndex(where: { $0 > peak - 50 }), let last = loudness.lastIndex(where: { $0 > peak - 50 }) else { return nil }
-        let frames = Self.beatsBothWays(in: envelope, periods: Self.periods(of: envelope, near: period)).filter { (first...last).contains($0) }
+        func track(_ tempo: Tempo) -> [Int] {
+            Self.beatsBothWays(in: envelope, periods: Self.periods(of: envelope, near: tempo.period)).filter { (first...last).contains($0) }
+        }
+        // Where a rival period scores nearly as well, the path whose beats land on stronger onsets.
+        var (period, strength, _) = best
+        var frames = track(best)
+        if let rival, Double(n) >= 4 * rival.period {
+            let other = track(rival)
+            if Self.onsetAtBeats(other, in: envelope) > Self.onsetAtBeats(frames, in: envelope) {
+                (period, strength, frames) = (rival.period, rival.strength, other)
+            }
+        }
         guard frames.count >= 4 else { return nil }
         let time = { (frame: Int) in startTime + Double(frame) * Self.frameSeconds + Self.lead }
         return BeatGrid(
@@ -233,10 +244,17 @@ struct BeatTracker {
         return deviation > 0 ? out.map { $0 / deviation } : out
     }
 
-    /// The beat period (frames) where the envelope repeats best at it and its multiples up to
-    /// four, weighted towards 120 a minute (a log-normal of an octave); the envelope's
-    /// autocorrelation there, and the most of it two, three or four periods on.
-    static func tempo(of envelope: [Double]) -> (period: Double, strength: Double, later: Double)? {
+    /// A beat period (frames), the envelope's autocorrelation there, and the most of it two,
+    /// three or four periods on.
+    typealias Tempo = (period: Double, strength: Double, later: Double)
+
+    /// The beat period where the envelope repeats best at it and its multiples up to four,
+    /// weighted towards 120 a minute (a log-normal of an octave), and a rival: the best period
+    /// that scores nearly as well (`rivalShare`) and is no metrical level of it (no multiple of
+    /// half or a third of it, nor 4:3 or 3:4, which is two beats against one and a half). Music
+    /// whose tempo changes by 5:4 repeats at two beats before the change, two and a half after
+    /// it (its half-beat grid) as plainly as at either beat.
+    static func tempo(of envelope: [Double]) -> (best: Tempo, rival: Tempo?)? {
         let mean = envelope.reduce(0, +) / Double(max(1, envelope.count))
         let centred = envelope.map { $0 - mean }
         let shortest = Int((60 / tempos.upperBound / frameSeconds).rounded(.down))
@@ -261,24 +279,44 @@ struct BeatTracker {
         // off-beat too); its half falls between beats, where two thirds of it is a beat.
         let twoThirds = Int((2 * Double(lag) / 3).rounded())
         if twoThirds >= shortest, at(twoThirds) > at(lag / 2) + 0.1, at(twoThirds) >= 0.8 * at(lag) { lag = twoThirds }
-        // The peak between frames, from the correlation's parabola through it.
-        let (a, b, c) = (correlation[lag - 1], correlation[lag], correlation[lag + 1])
-        let offset = b > a && b > c ? 0.5 * (a - c) / (a - 2 * b + c) : 0
-        let period = Double(lag) + max(-0.5, min(0.5, offset))
-        let later = (2...4).map { at(min(4 * longest, Int((Double($0) * period).rounded()))) }.max()!
-        return (period, max(0, b), later)
+        func refined(_ lag: Int) -> Tempo {
+            // The peak between frames, from the correlation's parabola through it.
+            let (a, b, c) = (correlation[lag - 1], correlation[lag], correlation[lag + 1])
+            let offset = b > a && b > c ? 0.5 * (a - c) / (a - 2 * b + c) : 0
+            let period = Double(lag) + max(-0.5, min(0.5, offset))
+            let later = (2...4).map { at(min(4 * longest, Int((Double($0) * period).rounded()))) }.max()!
+            return (period, max(0, b), later)
+        }
+        let levels: [Double] = [1.0 / 4, 1.0 / 3, 1.0 / 2, 2.0 / 3, 3.0 / 4, 1, 4.0 / 3, 3.0 / 2, 2, 3, 4]
+        let rival = scores.indices.filter { i in
+            let ratio = Double(i + shortest) / Double(lag)
+            return scores[i] >= rivalShare * scores[best] && !levels.contains { abs(ratio / $0 - 1) <= 0.06 }
+        }.max { scores[$0] < scores[$1] }
+        return (refined(lag), rival.map { refined($0 + shortest) })
     }
 
-    /// The beat period at each frame, for music whose tempo changes: over 8 s windows a second
+    /// How nearly a rival period must score as well as the best for both to be tracked.
+    static let rivalShare = 0.9
+
+    /// How plainly a path's beats land on onsets: the mean of the envelope's peak within two
+    /// frames of each.
+    static func onsetAtBeats(_ frames: [Int], in envelope: [Double]) -> Double {
+        guard !frames.isEmpty else { return 0 }
+        return frames.reduce(0.0) { $0 + (envelope[max(0, $1 - 2)...min(envelope.count - 1, $1 + 2)].max() ?? 0) } / Double(frames.count)
+    }
+
+    /// The beat periods at each frame, for music whose tempo changes: over 8 s windows a second
     /// apart, the period within a third of `global` (so the metrical level stays the one chosen
     /// for the whole) where the window repeats best at it, its multiples and its half, if it
-    /// repeats there far more plainly than at `global`; the median of three windows, held from
-    /// one window's middle to the next.
-    static func periods(of envelope: [Double], near global: Double) -> [Double] {
+    /// repeats there far more plainly than at `global`; the median of three windows. A frame
+    /// may step at the shortest or the longest period of its own window and the lasting ones
+    /// within `changeReach` of it: an 8 s window hears a change of tempo up to 4 s before or
+    /// after it happens.
+    static func periods(of envelope: [Double], near global: Double) -> [ClosedRange<Double>] {
         let n = envelope.count
         let window = Int(8 / frameSeconds), hop = Int(1 / frameSeconds)
         let lags = Int((global / 1.35).rounded(.down))...Int((global * 1.35).rounded(.up))
-        guard n > window + hop, lags.lowerBound >= 2 else { return [Double](repeating: global, count: n) }
+        guard n > window + hop, lags.lowerBound >= 2 else { return [ClosedRange<Double>](repeating: global...global, count: n) }
         var local: [Double] = []
         for start in stride(from: 0, through: n - window, by: hop) {
             let part = envelope[start..<(start + window)]
@@ -306,8 +344,25 @@ struct BeatTracker {
             let around = local[max(0, i - 1)...min(local.count - 1, i + 1)].sorted()
             return around[around.count / 2]
         }
-        return (0..<n).map { k in smoothed[min(smoothed.count - 1, max(0, (k - window / 2) / hop))] }
+        // A tempo lasts: four windows in a row, or from the music's start or to its end (cut
+        // short there). A window's mishearing (a bar of another rhythm) lasts two or three.
+        var lasting = [Bool](repeating: false, count: smoothed.count)
+        var start = 0
+        for i in smoothed.indices where i + 1 == smoothed.count || smoothed[i + 1] != smoothed[i] {
+            for j in start...i { lasting[j] = i - start >= 3 || start == 0 || i + 1 == smoothed.count }
+            start = i + 1
+        }
+        let reach = changeReach
+        let choices = smoothed.indices.map { i -> ClosedRange<Double> in
+            let around = (max(0, i - reach)...min(smoothed.count - 1, i + reach)).filter { $0 == i || lasting[$0] }.map { smoothed[$0] }
+            return around.min()!...around.max()!
+        }
+        return (0..<n).map { k in choices[min(choices.count - 1, max(0, (k - window / 2) / hop))] }
     }
+
+    /// How many windows (a second apart) either side of a frame's own its steps may take their
+    /// period from. Within four, a path slipped onto the off-beat and back at little cost.
+    static let changeReach = 2
 
     /// The beats found forwards up to the middle, then whichever of the two paths (forwards, or
     /// backwards from the end) does better after it by the paths' own measure (`pathScore`): a
@@ -315,7 +370,7 @@ struct BeatTracker {
     /// hi-hat sometimes wins and the last few beats follow it), and the backwards path's are its
     /// first, which it may reach off the beat at a song's end. The two meet at a beat they share
     /// after the middle.
-    static func beatsBothWays(in envelope: [Double], periods: [Double]) -> [Int] {
+    static func beatsBothWays(in envelope: [Double], periods: [ClosedRange<Double>]) -> [Int] {
         let n = envelope.count
         let forwards = beats(in: envelope, periods: periods)
         let backwards = Array(beats(in: envelope.reversed(), periods: periods.reversed()).map { n - 1 - $0 }.reversed())
@@ -332,28 +387,30 @@ struct BeatTracker {
     static let tightness = 300.0
 
     /// What `beats` maximises, over one path: the onset at its beats less the cost of its steps.
-    static func pathScore(_ frames: [Int], in envelope: [Double], periods: [Double]) -> Double {
+    static func pathScore(_ frames: [Int], in envelope: [Double], periods: [ClosedRange<Double>]) -> Double {
         let onset = frames.reduce(0.0) { $0 + envelope[$1] }
         let steps = zip(frames, frames.dropFirst()).reduce(0.0) { $0 + stepCost(from: $1.0, to: $1.1, period: periods[$1.1]) }
         return onset - steps
     }
 
-    /// What a step from beat `from` to beat `to` costs where the period is `period` frames.
+    /// What a step from beat `from` to beat `to` costs where the period is either end of `period`
+    /// (frames).
     @inline(__always)
-    static func stepCost(from: Int, to: Int, period: Double) -> Double {
-        let step = log(Double(to - from) / period)
-        return tightness * step * step
+    static func stepCost(from: Int, to: Int, period: ClosedRange<Double>) -> Double {
+        let step = Double(to - from)
+        let shorter = log(step / period.lowerBound), longer = log(step / period.upperBound)
+        return tightness * min(shorter * shorter, longer * longer)
     }
 
     /// The frames of the beats: the path through the envelope that collects the most onset while
     /// each step stays near the period there (`tightness`).
-    static func beats(in envelope: [Double], periods: [Double]) -> [Int] {
+    static func beats(in envelope: [Double], periods: [ClosedRange<Double>]) -> [Int] {
         let n = envelope.count
         var score = envelope
         var back = [Int](repeating: -1, count: n)
         for t in 0..<n {
             let period = periods[t]
-            let nearest = max(1, Int((period / 2).rounded())), farthest = Int((period * 2).rounded())
+            let nearest = max(1, Int((period.lowerBound / 2).rounded())), farthest = Int((period.upperBound * 2).rounded())
             var best = -Double.infinity, from = -1
             for previous in max(0, t - farthest)...max(0, t - nearest) where previous < t {
                 let value = score[previous] - stepCost(from: previous, to: t, period: period)
@@ -362,7 +419,7 @@ struct BeatTracker {
             if from >= 0 { score[t] += best; back[t] = from }
         }
         // The last beat: the best-scoring frame of the last period.
-        let tail = max(0, n - Int((periods.last ?? 1).rounded()))..<n
+        let tail = max(0, n - Int((periods.last?.upperBound ?? 1).rounded()))..<n
         guard var t = tail.max(by: { score[$0] < score[$1] }) else { return [] }
         var frames = [t]
         while back[t] >= 0 { t = back[t]; frames.append(t) }
