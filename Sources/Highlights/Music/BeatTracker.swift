@@ -167,7 +167,7 @@ struct BeatTracker {
             for k in range { for b in 0..<bandCount { sum[b] += Double(bands[k][b]) } }
             return sum.map { $0 / Double(max(1, range.count)) }
         }
-        let strengths = frames.map { f in envelope[max(0, f - 2)...min(envelope.count - 1, f + 2)].max() ?? 0 }
+        let strengths = frames.map { onset(at: $0, in: envelope) }
         let changes = frames.indices.map { k -> Double in
             guard k > 0, k + 1 < frames.count else { return 0 }
             let before = meanBands(frames[k - 1]..<frames[k]), after = meanBands(frames[k]..<frames[k + 1])
@@ -298,11 +298,14 @@ struct BeatTracker {
     /// How nearly a rival period must score as well as the best for both to be tracked.
     static let rivalShare = 0.9
 
-    /// How plainly a path's beats land on onsets: the mean of the envelope's peak within two
-    /// frames of each.
+    /// The onset a beat at `frame` has: the envelope's peak within two frames of it.
+    static func onset(at frame: Int, in envelope: [Double]) -> Double {
+        envelope[max(0, frame - 2)...min(envelope.count - 1, frame + 2)].max() ?? 0
+    }
+
+    /// How plainly a path's beats land on onsets: the mean of their onsets.
     static func onsetAtBeats(_ frames: [Int], in envelope: [Double]) -> Double {
-        guard !frames.isEmpty else { return 0 }
-        return frames.reduce(0.0) { $0 + (envelope[max(0, $1 - 2)...min(envelope.count - 1, $1 + 2)].max() ?? 0) } / Double(frames.count)
+        frames.isEmpty ? 0 : frames.reduce(0.0) { $0 + onset(at: $1, in: envelope) } / Double(frames.count)
     }
 
     /// The beat periods at each frame, for music whose tempo changes: over 8 s windows a second
@@ -352,9 +355,8 @@ struct BeatTracker {
             for j in start...i { lasting[j] = i - start >= 3 || start == 0 || i + 1 == smoothed.count }
             start = i + 1
         }
-        let reach = changeReach
         let choices = smoothed.indices.map { i -> ClosedRange<Double> in
-            let around = (max(0, i - reach)...min(smoothed.count - 1, i + reach)).filter { $0 == i || lasting[$0] }.map { smoothed[$0] }
+            let around = (max(0, i - changeReach)...min(smoothed.count - 1, i + changeReach)).filter { $0 == i || lasting[$0] }.map { smoothed[$0] }
             return around.min()!...around.max()!
         }
         return (0..<n).map { k in choices[min(choices.count - 1, max(0, (k - window / 2) / hop))] }
