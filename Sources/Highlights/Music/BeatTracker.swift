@@ -396,12 +396,14 @@ struct BeatTracker {
     }
 
     /// What a step from beat `from` to beat `to` costs where the period is either end of `period`
-    /// (frames).
+    /// (frames): against the nearer end in log terms, the shorter one below their geometric mean.
+    /// One logarithm a step: this runs for every frame and every step the frame may end.
     @inline(__always)
     static func stepCost(from: Int, to: Int, period: ClosedRange<Double>) -> Double {
         let step = Double(to - from)
-        let shorter = log(step / period.lowerBound), longer = log(step / period.upperBound)
-        return tightness * min(shorter * shorter, longer * longer)
+        let end = step * step <= period.lowerBound * period.upperBound ? period.lowerBound : period.upperBound
+        let ratio = log(step / end)
+        return tightness * ratio * ratio
     }
 
     /// The frames of the beats: the path through the envelope that collects the most onset while
