@@ -12,7 +12,8 @@ import Testing
 /// run at the same time, so a lease test is never starved by an encoder; heavy suites may run
 /// together, as may quiet ones; an `.alone` suite runs with no other tagged suite. Untagged suites
 /// (in-process and pure-logic tests) run beside any. Suites are admitted in the order they ask, so
-/// no kind waits for ever.
+/// no kind waits for ever. Heavy suites run on threads of their own (`HeavyThreads`), so their
+/// synchronous tests never hold the threads that the calls other tests wait on need.
 public struct MachineShare: SuiteTrait, TestTrait, TestScoping {
     public enum Kind: Sendable { case quiet, heavy, alone }
 
@@ -24,7 +25,11 @@ public struct MachineShare: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         let ticket = await MachineGate.shared.enter(kind, test.displayName ?? test.name)
         do {
-            try await function()
+            if kind == .heavy {
+                try await withTaskExecutorPreference(HeavyThreads.shared) { try await function() }
+            } else {
+                try await function()
+            }
         } catch {
             await MachineGate.shared.leave(ticket)
             throw error
