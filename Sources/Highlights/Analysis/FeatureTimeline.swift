@@ -45,7 +45,7 @@ enum FeatureTimeline {
         let typicalBytes = sortedBytes.isEmpty ? 1 : max(1, sortedBytes[sortedBytes.count / 2])
         let sound = audio.map { AudioFeatures(energies: $0.energies, startTime: $0.startTime - origin, seconds: count) }
         let speech = (audio?.speech.spans(startTime: audio!.startTime - origin) ?? []).compactMap { span -> SpeechSpan? in
-            let clipped = SpeechSpan(start: max(0, span.start), end: min(duration, span.end))
+            let clipped = SpeechSpan(start: max(0, span.start), end: min(duration, span.end), fall: span.fall)
             return clipped.duration > 0 ? clipped : nil
         }
         func speechShare(_ second: Int) -> Double {

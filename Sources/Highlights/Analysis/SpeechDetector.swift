@@ -4,11 +4,17 @@ import Foundation
 public struct SpeechSpan: Sendable, Codable, Equatable {
     public var start: Double
     public var end: Double
+    /// How far the voice fell at the span's end: semitones from the median pitch of its voiced
+    /// frames down to that of its last tenth of a second of voice (below zero: it rose); nil where
+    /// it has too little voice to say. A statement ends with the voice falling, a clause before a
+    /// comma level or rising (it goes on).
+    public var fall: Double?
     public var duration: Double { end - start }
 
-    public init(start: Double, end: Double) {
+    public init(start: Double, end: Double, fall: Double? = nil) {
         self.start = start
         self.end = end
+        self.fall = fall
     }
 }
 
@@ -35,6 +41,8 @@ struct SpeechDetector {
     static let closure = 6
     /// How far above the quiet around it (dB) a consonant's burst after a closure is.
     static let burst: Float = 12
+    /// The voiced frames at a span's end whose pitch says whether the voice fell (a tenth of a second).
+    static let finalFrames = 10
     /// `longestExtension` in frames.
     static let reachFrames = Int(longestExtension / frameSeconds)
 
@@ -261,8 +269,19 @@ struct SpeechDetector {
         return runs.filter { $0.count >= 10 }.map {
             SpeechSpan(
                 start: startTime + Double($0.lowerBound) * Self.frameSeconds,
-                end: startTime + Double($0.upperBound) * Self.frameSeconds + 0.02)
+                end: startTime + Double($0.upperBound) * Self.frameSeconds + 0.02,
+                fall: fall(over: $0, voiced: voiced))
         }
+    }
+
+    /// The voice's fall at the end of `run` (see `SpeechSpan.fall`): the median pitch of its
+    /// voiced frames over that of its last `finalFrames`, in semitones; nil with fewer than twice
+    /// that many voiced frames.
+    func fall(over run: Range<Int>, voiced: [Bool]) -> Double? {
+        let pitches = run.filter { voiced[$0] && pitch[$0] > 0 }.map { Double(pitch[$0]) }
+        guard pitches.count >= 2 * Self.finalFrames else { return nil }
+        func median(_ values: some Collection<Double>) -> Double { values.sorted()[values.count / 2] }
+        return 12 * log2(median(pitches) / median(pitches.suffix(Self.finalFrames)))
     }
 }
 

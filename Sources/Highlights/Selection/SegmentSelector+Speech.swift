@@ -13,6 +13,19 @@ struct SpeechPauses: Sendable {
     /// sentence's quiet last syllable end up to a sixth of a second early.
     static let slideClearance = 0.25
 
+    /// A pause after the voice fell by this much (semitones) is likelier a sentence's end than a
+    /// longer one after a level or rising voice; a fall of nearly an octave or more is the pitch
+    /// tracker mistaking the octave, not the voice.
+    static let finalFall = 3.0...9.0
+    /// How much longer a pause after such a fall counts when an utterance is split (seconds):
+    /// commas are held up to 0.7 s, and sentences are as little as 0.3 s apart.
+    static let fallWeight = 0.25
+
+    /// How likely the pause between `before` and `after` ends a sentence, as a length in seconds.
+    static func weight(_ before: SpeechSpan, _ after: SpeechSpan) -> Double {
+        after.start - before.end + (before.fall.map(finalFall.contains) == true ? fallWeight : 0)
+    }
+
     /// Utterances, in order.
     let utterances: [SpeechSpan]
     /// Where each utterance starts.
@@ -104,11 +117,14 @@ struct SpeechPauses: Sendable {
             }
             if high - (t - 0.5) > 0.1, !here.contains(where: { abs($0 - high) < 0.5 }) { points.append(EdgePoint(time: high, inner: false)) }
         }
-        // An utterance too long for a segment is split at its longest pause, and each part again,
-        // until every part fits: the longest pause is the likeliest end of a sentence.
+        // An utterance too long for a segment is split at its likeliest end of a sentence, and each
+        // part again, until every part fits: the longest pause, a pause after a falling voice
+        // counting `fallWeight` longer.
         func split(_ parts: ArraySlice<SpeechSpan>) -> [Double] {
             guard parts.count > 1, let last = parts.last, let first = parts.first, last.end - first.start > longest else { return [] }
-            let k = zip(parts.indices, parts.indices.dropFirst()).max { parts[$0.1].start - parts[$0.0].end < parts[$1.1].start - parts[$1.0].end }!
+            let k = zip(parts.indices, parts.indices.dropFirst()).max {
+                Self.weight(parts[$0.0], parts[$0.1]) < Self.weight(parts[$1.0], parts[$1.1])
+            }!
             return split(parts[...k.0]) + [(parts[k.0].end + parts[k.1].start) / 2] + split(parts[k.1...])
         }
         for u in utterances where u.duration > longest {
