@@ -13,7 +13,9 @@ import json
 import os
 import random
 import subprocess
+import shutil
 import sys
+import tempfile
 import time
 import wave
 
@@ -148,8 +150,9 @@ def main():
     parser.add_argument("--clips", default=",".join(CLIPS))
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    scratch = os.path.join(args.cache, "quality", "scratch")
-    os.makedirs(scratch, exist_ok=True)
+    # A scratch folder of this run's own: runs for other seeds or builds may go on beside it.
+    os.makedirs(os.path.join(args.cache, "quality"), exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="scratch-", dir=os.path.join(args.cache, "quality"))
     totals = {}
     print(f"{'clip':22s} {'engine':7s} {'codec':5s} {'path':6s} {'edges in speech':>16s} {'sentences cut':>14s} "
           f"{'twice':>6s} {'speech':>7s} {'length':>7s}")
@@ -171,6 +174,7 @@ def main():
         print(f"{label:7s} {codec:5s}: edges inside sentences {100 * t['inside'] / max(1, t['edges']):.1f} % "
               f"({t['inside']} of {t['edges']}), sentences cut short {100 * t['cut'] / max(1, t['played']):.1f} % "
               f"({t['cut']} of {t['played']}), moments shown twice {t['twice']}")
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
