@@ -17,9 +17,10 @@ struct SpeechPauses: Sendable {
     /// longer one after a level or rising voice; a fall of nearly an octave or more is the pitch
     /// tracker mistaking the octave, not the voice.
     static let finalFall = 3.0...9.0
-    /// How much longer a pause after such a fall counts when an utterance is split (seconds):
-    /// commas are held up to 0.7 s, and sentences are as little as 0.3 s apart.
-    static let fallWeight = 0.25
+    /// How much longer a pause after such a fall counts when an utterance is split (seconds): the
+    /// fall decides between pauses of nearly the same length, the pause's length before it (over
+    /// music the pitch is heard less surely than the silence).
+    static let fallWeight = 0.1
 
     /// How likely the pause between `before` and `after` ends a sentence, as a length in seconds.
     static func weight(_ before: SpeechSpan, _ after: SpeechSpan) -> Double {
