@@ -18,8 +18,8 @@ struct SpeechPauses: Sendable {
     /// tracker mistaking the octave, not the voice.
     static let finalFall = 3.0...9.0
     /// How much longer a pause after such a fall counts when an utterance is split (seconds): the
-    /// fall decides between pauses of nearly the same length, the pause's length before it (over
-    /// music the pitch is heard less surely than the silence).
+    /// fall decides only between pauses of nearly one length, since over music the pitch is heard
+    /// less surely than the silence.
     static let fallWeight = 0.1
 
     /// How likely the pause between `before` and `after` ends a sentence, as a length in seconds.
