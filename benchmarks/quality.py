@@ -12,8 +12,8 @@ import io
 import json
 import os
 import random
-import subprocess
 import shutil
+import subprocess
 import sys
 import tempfile
 import time

@@ -78,7 +78,7 @@ struct SpeechFallTests {
         try #require(spans.count == 1, "seed \(seed): one phrase, \(spans)")
         let fall = try #require(spans[0].fall, "seed \(seed): a phrase of voice has a fall")
         // The median of the last `finalFrames` sits half of them before the end: the glide has gone
-        // (glide − 5.5) / (glide − 1) of its way there. The phrase's median stays in the jitter
+        // (glide − finalFrames / 2 − 0.5) / (glide − 1) of its way there. The phrase's median stays in the jitter
         // around the base (the glide is under half the frames); the jitter moves it by 0.2 at most.
         let half = Double(SpeechDetector.finalFrames) / 2
         let expected = semitones * (Double(glide) - half - 0.5) / Double(glide - 1)

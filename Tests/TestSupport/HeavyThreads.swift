@@ -18,10 +18,9 @@ public final class HeavyThreads: TaskExecutor, @unchecked Sendable {
     private let jobs = Mutex<[UnownedJob]>([])
     private static let members = Mutex<Set<UInt>>([])
     private let available = DispatchSemaphore(value: 0)
-    private static let name = "moments-heavy"
 
     private init(count: Int) {
-        for index in 0..<count {
+        for _ in 0..<count {
             let thread = Thread { [self] in
                 Self.members.withLock { _ = $0.insert(UInt(pthread_self())) }
                 while true {
@@ -30,7 +29,6 @@ public final class HeavyThreads: TaskExecutor, @unchecked Sendable {
                     job.runSynchronously(on: asUnownedTaskExecutor())
                 }
             }
-            thread.name = "\(Self.name)-\(index)"
             thread.stackSize = 8 << 20
             thread.start()
         }
